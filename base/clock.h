@@ -1,0 +1,70 @@
+// Time reaches tickd through a Clock so that the scheduler, the lease watchdog and
+// the memory backend can run in simulated time in tests (LevelDB's Env idea).
+//
+// Two time lines, never mixed:
+//   - Wall(): UTC wall-clock time. Ticks are wall instants; it may jump.
+//   - Steady(): a monotonic time line for timeouts and lease validity.
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace tickd {
+
+using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::milliseconds>;
+using SteadyTime = std::chrono::time_point<std::chrono::steady_clock, std::chrono::milliseconds>;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual WallTime Wall() const = 0;
+  virtual SteadyTime Steady() const = 0;
+  // Blocks until Steady() >= deadline or Wake() is called; returns early on Wake().
+  // Spurious early returns are allowed: callers re-check their condition.
+  virtual void SleepUntil(SteadyTime deadline) = 0;
+  // Ends the current and the next SleepUntil early (used for reload/shutdown).
+  virtual void Wake() = 0;
+};
+
+// The real clocks: system_clock and steady_clock.
+class RealClock final : public Clock {
+ public:
+  WallTime Wall() const override;
+  SteadyTime Steady() const override;
+  void SleepUntil(SteadyTime deadline) override;
+  void Wake() override;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool woken_ = false;
+};
+
+// Simulated time for tests. Starts at `start`; time moves only through Advance()
+// (or AdvanceTo()), which also wakes sleepers whose deadline has passed. Wall and
+// Steady move together unless StepWall() jumps the wall clock alone.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(WallTime start);
+  WallTime Wall() const override;
+  SteadyTime Steady() const override;
+  void SleepUntil(SteadyTime deadline) override;
+  void Wake() override;
+
+  void Advance(std::chrono::milliseconds by);
+  void StepWall(std::chrono::milliseconds by);  // a wall-clock step (NTP), steady unchanged
+  // Number of threads currently blocked in SleepUntil (lets tests wait for quiescence).
+  int sleepers() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  WallTime wall_;
+  SteadyTime steady_;
+  bool woken_ = false;
+  int sleepers_ = 0;
+};
+
+}  // namespace tickd

@@ -1,0 +1,104 @@
+// The job file (DESIGN.md §4) as typed, validated values. yaml-cpp never leaves
+// this folder: everything outside sees only these structs.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cron/schedule.h"
+
+namespace tickd::config {
+
+using std::chrono::milliseconds;
+
+enum class Concurrency { kForbid, kAllow };
+enum class Misfire { kSkip, kRunOnce };
+enum class OnLeaseLost { kTerminate, kContinue };
+enum class Isolation { kProcess, kNone };
+
+struct Retries {
+  int attempts = 1;                  // total tries including the first (1 = no retry)
+  milliseconds backoff{1'000};       // wait between tries
+};
+
+struct PluginSpec {
+  std::string path;                  // resolved against the job file's folder
+  std::string config_json = "{}";    // `plugin.config` as JSON
+  Isolation isolation = Isolation::kProcess;
+};
+
+// One job, with `defaults` already applied.
+struct Job {
+  std::string name;                  // [a-z0-9._-], unique, ≤ 64 chars
+  std::string schedule_text;         // the expression as written
+  cron::ScheduleOptions schedule_options;  // dialect, timezone, dst_gap, dst_overlap
+  // Exactly one of shell / argv / plugin is set.
+  std::optional<std::string> shell;  // run via /bin/sh -c
+  std::vector<std::string> argv;     // `run:` — no shell
+  std::optional<PluginSpec> plugin;
+  milliseconds timeout{3'600'000};   // SIGTERM to the group after this
+  milliseconds kill_grace{10'000};   // SIGKILL this long after SIGTERM
+  std::map<std::string, std::string> env;  // added to the job's environment
+  std::string workdir;               // resolved against the job file's folder; "" = that folder
+  Concurrency concurrency = Concurrency::kForbid;
+  Misfire misfire = Misfire::kSkip;
+  std::optional<milliseconds> starting_deadline;  // default: min(60s, the job's period)
+  bool recover = false;              // at-least-once: re-claim a tick whose holder died
+  OnLeaseLost on_lease_lost = OnLeaseLost::kTerminate;
+  Retries retries;
+  bool enabled = true;
+  int line = 0;                      // where the job starts in the file (1-based), for messages
+
+  // A stable hash (hex) of everything above that changes what runs or how it is
+  // claimed; replicas compare it to detect different job files (config-mismatch).
+  std::string ConfigHash() const;
+};
+
+struct LockSettings {
+  std::string backend = "sqlite";    // sqlite | redis | etcd | postgres | zookeeper | none
+  std::string url;                   // default sqlite://<job file folder>/tickd.db; paths resolved
+  std::string password_env;          // name of an environment variable holding the password
+  milliseconds lease{15'000};        // renewed every lease/3 while a job runs
+  milliseconds op_timeout{2'000};    // every backend call answers within this
+  milliseconds retention{7LL * 24 * 3'600'000};  // how long finished ticks are remembered
+};
+
+struct HttpSettings {
+  std::string listen;                // "" = off; "127.0.0.1:9464"
+};
+
+struct Config {
+  int version = 1;
+  std::string path;                  // the job file, absolute
+  std::string node_id;               // "" = <hostname>-<pid> (decided by app/)
+  LockSettings lock;
+  HttpSettings http;
+  int max_concurrent_runs = 64;      // per replica; a tick beyond it is logged and skipped
+  milliseconds shutdown_grace{30'000};  // SIGTERM: how long running jobs may finish
+  std::vector<Job> jobs;
+};
+
+// One problem in a job file: "FILE:LINE:COL: message".
+struct ConfigError {
+  std::string file;
+  int line = 0;                      // 1-based; 0 when not about a place
+  int column = 0;                    // 1-based
+  std::string message;
+  std::string ToString() const;
+};
+
+struct LoadOptions {
+  bool check_permissions = true;     // refuse group/other-writable files and foreign owners
+  bool check_plugins = true;         // dlopen plugins and check their symbol and ABI version
+};
+
+// Reads, expands ${VAR}/${VAR:-default} and validates the job file. Returns every
+// error found (not just the first), or the config. Never throws.
+tl::expected<Config, std::vector<ConfigError>> LoadConfig(const std::string& path,
+                                                          const LoadOptions& options = {});
+
+}  // namespace tickd::config

@@ -1,0 +1,73 @@
+// One run of a job on this replica: a child process (shell:, run:, and plugins
+// with isolation: process) or an in-process plugin call. The scheduler starts an
+// Execution and never waits on it from its own thread: a per-run supervisor waits,
+// renews the lease and ends the run.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+
+namespace tickd::jobs {
+
+using std::chrono::milliseconds;
+
+struct ProcessSpec {
+  std::vector<std::string> argv;           // argv[0] is looked up in PATH when it has no '/'
+  std::map<std::string, std::string> env;  // set on top of the daemon's environment (TICKD_*, job env)
+  std::string workdir;                     // "" = the daemon's working directory
+  milliseconds timeout{3'600'000};         // Terminate(kTimeout) after this
+  milliseconds kill_grace{10'000};         // SIGKILL this long after SIGTERM
+  std::size_t max_output_lines = 1'000;    // per run, both streams together; the rest is counted
+  std::size_t max_line_bytes = 4'096;      // longer lines are cut (and marked)
+};
+
+// How a run ended (DESIGN §6 `run` outcomes).
+enum class RunOutcome {
+  kDone,       // exit status 0
+  kFailed,     // non-zero exit, killed by a signal of its own, or could not start
+  kTimeout,    // ran past its timeout and was terminated
+  kLeaseLost,  // terminated because the lease was lost
+  kKilled,     // terminated by the daemon's shutdown
+};
+
+std::string_view RunOutcomeName(RunOutcome o);  // "done" "failed" "timeout" "lease-lost" "killed"
+
+struct RunResult {
+  RunOutcome outcome = RunOutcome::kFailed;
+  std::optional<int> exit_code;      // when the process exited
+  std::optional<int> signal;         // when a signal ended it
+  milliseconds duration{0};
+  std::string error;                 // why it could not start, or what the plugin reported
+  std::size_t dropped_lines = 0;     // output lines beyond max_output_lines
+};
+
+// Receives each line of output as it arrives: stream is "stdout" or "stderr".
+// Called from the execution's own thread.
+using OutputSink = std::function<void(std::string_view stream, std::string_view line)>;
+
+// Thread-safe.
+class Execution {
+ public:
+  virtual ~Execution() = default;
+  // Ends the run: SIGTERM to its process group (or the cancel flag of an in-process
+  // plugin), SIGKILL after the kill grace. `reason` becomes the outcome (kTimeout,
+  // kLeaseLost, kKilled). Idempotent; returns at once.
+  virtual void Terminate(RunOutcome reason) = 0;
+  // Waits up to `d` for the end of the run (its output drained). nullopt: still running.
+  virtual std::optional<RunResult> WaitFor(milliseconds d) = 0;
+};
+
+// Starts argv in its own process group (posix_spawn). An Error when it cannot be
+// started at all (bad workdir, fork failure); a missing program is a kFailed run
+// with exit status 127, as a shell reports it.
+Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink);
+
+}  // namespace tickd::jobs

@@ -1,0 +1,161 @@
+// The claim interface: for each tick (job, T) of each job, a Backend decides which
+// replica runs it. The contract is DESIGN.md §1; the per-store protocols are in
+// shared/backends.md and at the top of each backend's .cc file.
+//
+// Three things are kept apart in every backend:
+//   - the tick record (job, T): running → done, owner token, node, fence, exit
+//     status, config hash; remembered for the retention period so a finished tick
+//     is never claimed again (the key is the tick, not the job);
+//   - the lease: expires on the backend's own clock when the holder stops renewing;
+//   - the fence counter per job: durable, strictly increasing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/error.h"
+
+namespace tickd::lock {
+
+using std::chrono::milliseconds;
+
+struct ClaimRequest {
+  std::string job;
+  std::int64_t tick_unix = 0;              // T: the scheduled instant, seconds since epoch (UTC)
+  std::string node;                        // this replica's node id
+  std::string owner_token;                 // fresh per claim, ≥128 random bits, hex
+  milliseconds lease{15'000};              // lease TTL on the backend's clock
+  // The tick is `missed` once the backend's clock is past T + starting_deadline.
+  // std::nullopt: no deadline (misfire: run-once catching up after an outage).
+  std::optional<milliseconds> starting_deadline = milliseconds(60'000);
+  bool forbid_overlap = true;              // concurrency: forbid → `busy` while another tick runs
+  bool recover = false;                    // a running tick whose lease expired may be re-claimed
+  std::string config_hash;                 // hash of the job's effective definition
+  WallTime node_wall;                      // this replica's wall clock when it tried (ledger, skew)
+};
+
+enum class ClaimStatus {
+  kWon,     // this replica runs the tick; `fence` is set
+  kLost,    // another replica holds or finished this tick; `holder_node` names it
+  kBusy,    // forbid: an earlier tick of the job still runs; holder_node/holder_tick_unix say where
+  kMissed,  // the backend's clock is past T + starting_deadline: nobody may start it
+};
+
+std::string_view ClaimStatusName(ClaimStatus s);  // "won" "lost" "busy" "missed"
+
+struct ClaimOutcome {
+  ClaimStatus status = ClaimStatus::kLost;
+  std::uint64_t fence = 0;                 // kWon: strictly greater than every earlier fence of the job
+  std::string holder_node;                 // kLost: the winner; kBusy: the node running the earlier tick
+  std::int64_t holder_tick_unix = 0;       // kBusy: the tick that holder runs; kLost: T
+  std::string holder_config_hash;          // kLost/kBusy: the holder's config hash, when known
+};
+
+// A claim this replica won and still holds.
+struct HeldClaim {
+  std::string job;
+  std::int64_t tick_unix = 0;
+  std::string owner_token;
+  std::uint64_t fence = 0;
+  milliseconds lease{15'000};
+};
+
+enum class RenewStatus {
+  kRenewed,  // the lease runs for another `lease` from the backend's now
+  kLost,     // the claim is no longer ours (expired and taken, or released): stop the run
+};
+
+// How a run ended, recorded on the tick when the claim is completed.
+struct Completion {
+  std::string outcome;               // "done" "failed" "timeout" "lease-lost" "killed" "released"
+  std::optional<int> exit_code;      // absent when the job never ran or died of a signal
+  milliseconds duration{0};
+};
+
+enum class CompleteStatus {
+  kCompleted,  // the record is `done` with the completion; the lease is gone
+  kNotOwner,   // the stored owner token is not ours: nothing was changed
+};
+
+// What one replica saw of one tick (DESIGN §1 rule 8).
+struct Observation {
+  std::string job;
+  std::int64_t tick_unix = 0;
+  std::string node;
+  std::string outcome;               // the tick outcome: won lost busy missed error (+ skipped)
+  WallTime node_wall;                // the replica's own wall clock when it tried
+  std::string config_hash;
+  std::uint64_t fence = 0;           // for won
+};
+
+// Everything the ledger knows of one tick, for `tickd status` and /api/status.
+struct TickHistory {
+  std::string job;
+  std::int64_t tick_unix = 0;
+  std::string winner;                // empty when nobody won (all missed / errors)
+  std::string state;                 // "running" "done" or "" (no record)
+  std::string run_outcome;           // Completion::outcome once done
+  std::optional<int> exit_code;
+  milliseconds duration{0};
+  std::uint64_t fence = 0;
+  std::string config_hash;           // the winner's
+  std::vector<Observation> observations;  // one per replica that tried
+};
+
+// A Backend decides, for each tick of each job, which replica runs it.
+// Thread-safe. No call waits for another replica; each returns within the
+// backend's operation timeout. Errors are returned, never thrown: an error from
+// Claim means "unknown" and the caller must not run (fail closed).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // The scheme this backend serves ("sqlite", "memory", "redis", …), for logs/metrics.
+  virtual std::string_view name() const = 0;
+
+  // Things the operator should know at start (no persistence, remote file system…).
+  virtual std::vector<std::string> StartupWarnings() { return {}; }
+
+  // Won / Lost / Busy / Missed as ClaimStatus says; an Error when the backend did
+  // not answer or failed (the claim may or may not have been recorded).
+  virtual Result<ClaimOutcome> Claim(const ClaimRequest& req) = 0;
+
+  // Claims several ticks due at the same instant. Backends that can batch (one
+  // round trip) override it; results are in the order of `reqs`.
+  virtual std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) {
+    std::vector<Result<ClaimOutcome>> out;
+    out.reserve(reqs.size());
+    for (const ClaimRequest& r : reqs) out.push_back(Claim(r));
+    return out;
+  }
+
+  // REQUIRES: `held` came from a kWon outcome of this backend.
+  // Extends the lease by held.lease from the backend's now, only if the stored owner
+  // token is still held.owner_token and the lease has not expired.
+  virtual Result<RenewStatus> Renew(const HeldClaim& held) = 0;
+
+  // Owner-checked: marks the tick done with `completion` and drops the lease (and the
+  // job's run marker). Never touches a claim whose token differs.
+  virtual Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) = 0;
+
+  // Ledger: records what this replica saw of a tick. Best effort for the caller:
+  // a failure is logged, never changes what runs.
+  virtual Result<void> Record(const Observation& obs) = 0;
+
+  // The last `limit` ticks of `job` (all jobs when empty), newest first.
+  virtual Result<std::vector<TickHistory>> History(std::string_view job, int limit) = 0;
+
+  // Forgets tick records and observations of ticks before `older_than` (retention).
+  // Never removes a record that is still running with a live lease.
+  // Returns how many tick records were removed.
+  virtual Result<int> Prune(WallTime older_than) = 0;
+};
+
+}  // namespace tickd::lock

@@ -1,0 +1,1 @@
+#include "lock/registry.h"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what tickd needs to build and test, from Debian bookworm's packages.
+# Idempotent: does nothing when everything is already there. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git ca-certificates
+  tzdata
+  libhowardhinnant-date-dev libexpected-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  libcli11-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libhiredis-dev
+  catch2 libbenchmark-dev
+  clang libclang-rt-14-dev   # libFuzzer + sanitizers for the parser fuzz target
+  faketime                   # skewed replicas in the end-to-end tests
+  redis-server               # the Redis backend's tests start a real server
+  procps psmisc
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite: installs dependencies, builds with warnings as errors, runs
+# every test under ctest; then builds the unit tests under ASan+UBSan and runs them;
+# then runs the cron parser's fuzz target for 60 s (ASan+UBSan, libFuzzer).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+bash scripts/install-deps.sh
+
+echo "== build (warnings as errors)"
+BUILD_DIR="$here/build" bash scripts/build.sh -DTICKD_WERROR=ON
+echo "== tests"
+(cd build && ctest --output-on-failure -j2 --timeout 600)
+
+if [[ "${TICKD_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  echo "== unit tests under ASan + UBSan"
+  BUILD_DIR="$here/build-asan" BUILD_TYPE=Debug bash scripts/build.sh \
+    -DTICKD_SANITIZE=ON -DTICKD_WERROR=ON -DTICKD_BUILD_BENCH=OFF
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure -j2 --timeout 900 -L unit)
+fi
+
+if [[ "${TICKD_SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
+  echo "== fuzz the cron parser for ${FUZZ_SECONDS:-60} s"
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+fi
