@@ -1,2 +1,79 @@
-// Placeholder until the CLI lands.
-int main() { return 0; }
+// The tickd command line (DESIGN.md §3). Parses arguments with CLI11 and hands off
+// to one subcommand. This file alone maps failures to exit statuses: bad input is
+// always 2 with a message on stderr, never a crash or a stack trace.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "app/commands.h"
+
+namespace {
+
+using tickd::app::kExitBadInput;
+using tickd::app::kExitFailure;
+
+int Main(int argc, char** argv) {
+  CLI::App cli{"tickd — scheduled jobs that run exactly once per tick across a fleet", "tickd"};
+  cli.set_version_flag("--version", std::string("tickd ") + TICKD_VERSION);
+  cli.require_subcommand(1);
+
+  tickd::app::RunArgs run_args;
+  CLI::App* run = cli.add_subcommand("run", "Run the daemon");
+  run->add_option("-c,--config", run_args.config_path, "Job file")->required();
+  run->add_option("--node-id", run_args.node_id, "This replica's node id");
+  run->add_option("--log-format", run_args.log_format, "logfmt or json")
+      ->check(CLI::IsMember({"logfmt", "json"}));
+  run->add_option("--log-level", run_args.log_level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+
+  tickd::app::ValidateArgs validate_args;
+  CLI::App* validate = cli.add_subcommand("validate", "Check a job file; exit 0, or 2 with errors");
+  validate->add_option("-c,--config", validate_args.config_path, "Job file")->required();
+
+  tickd::app::NextArgs next_args;
+  CLI::App* next = cli.add_subcommand("next", "Print the next firing instants of an expression");
+  next->add_option("--dialect", next_args.dialect, "cron, quartz or spring")
+      ->check(CLI::IsMember({"cron", "quartz", "spring"}));
+  next->add_option("--tz", next_args.timezone, "IANA time zone (default UTC)");
+  next->add_option("--from", next_args.from, "Start instant, RFC 3339 (default now)");
+  next->add_option("-n", next_args.count, "How many instants (default 5)")
+      ->check(CLI::Range(0, 100000));
+  next->add_option("--dst-gap", next_args.dst_gap, "run or skip")
+      ->check(CLI::IsMember({"run", "skip"}));
+  next->add_option("--dst-overlap", next_args.dst_overlap, "auto, first or both")
+      ->check(CLI::IsMember({"auto", "first", "both"}));
+  next->add_option("EXPR", next_args.expression, "Cron expression")->required();
+
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return cli.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return cli.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return cli.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tickd: " << e.what() << "\n" << "Run 'tickd --help' for usage.\n";
+    return kExitBadInput;
+  }
+
+  if (*run) return tickd::app::CmdRun(run_args);
+  if (*validate) return tickd::app::CmdValidate(validate_args);
+  if (*next) return tickd::app::CmdNext(next_args);
+  return kExitBadInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tickd: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "tickd: internal error\n");
+  }
+  return kExitFailure;
+}

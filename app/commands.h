@@ -1,0 +1,39 @@
+// The subcommands of the tickd executable. Each returns the process exit status:
+// 0 success, 2 bad input (arguments, job file, expression), 1 a runtime failure.
+// main.cc parses the command line and calls exactly one of these.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace tickd::app {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+
+struct NextArgs {
+  std::string expression;
+  std::string dialect = "cron";
+  std::string timezone = "UTC";
+  std::optional<std::string> from;   // RFC 3339; default now
+  int count = 5;
+  std::string dst_gap = "run";
+  std::string dst_overlap = "auto";
+};
+int CmdNext(const NextArgs& args);                     // app/cmd_next.cc
+
+struct ValidateArgs {
+  std::string config_path;
+};
+int CmdValidate(const ValidateArgs& args);             // app/cmd_validate.cc
+
+struct RunArgs {
+  std::string config_path;
+  std::string node_id;               // "" = from the job file, else <hostname>-<pid>
+  std::string log_format = "logfmt"; // logfmt | json
+  std::string log_level = "info";    // debug | info | warn | error
+};
+int CmdRun(const RunArgs& args);                       // app/cmd_run.cc
+
+}  // namespace tickd::app
