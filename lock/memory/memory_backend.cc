@@ -1,0 +1,256 @@
+// The memory backend keeps the three things of lock/backend.h in maps under one
+// mutex, so every call is one atomic step, like the Lua script / transaction of the
+// real stores:
+//   - ticks_: (job, T) → record {state, owner, node, fence, lease_until, completion};
+//   - the lease is record.lease_until on the injected clock's Steady() line, so a
+//     FakeClock drives expiry and a wall-clock step changes nothing;
+//   - fences_: job → last fence handed out (strictly increasing per job).
+// Claim decides in this order, because an existing record is a stronger answer than
+// the deadline: a replica that arrives late at a finished tick hears who won it.
+//   1. a record for (job, T) exists: done or live → lost (names the holder); running
+//      with an expired lease and recover → re-claim with a new token and a higher
+//      fence while now ≤ expiry + starting_deadline (else missed); otherwise lost;
+//   2. Wall() > T + starting_deadline → missed;
+//   3. forbid and another tick of the job runs with a live lease → busy;
+//   4. won: new record, lease = now + req.lease, fence = ++fences_[job].
+#include "lock/memory/memory_backend.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace tickd::lock {
+namespace {
+
+using Key = std::pair<std::string, std::int64_t>;  // (job, T)
+
+struct TickRecord {
+  bool done = false;
+  std::string owner;
+  std::string node;
+  std::uint64_t fence = 0;
+  SteadyTime lease_until;
+  std::string config_hash;
+  Completion completion;
+};
+
+class MemoryBackend final : public Backend {
+ public:
+  explicit MemoryBackend(Clock& clock) : clock_(clock) {}
+
+  std::string_view name() const override { return "memory"; }
+
+  std::vector<std::string> StartupWarnings() override {
+    return {"lock backend memory: claims are shared only inside this process and are lost "
+            "at exit"};
+  }
+
+  Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
+    std::lock_guard lock(mu_);
+    const SteadyTime now = clock_.Steady();
+    const Key key{req.job, req.tick_unix};
+    ClaimOutcome out;
+    auto it = ticks_.find(key);
+    if (it != ticks_.end()) {
+      TickRecord& rec = it->second;
+      const bool live = !rec.done && rec.lease_until > now;
+      if (rec.done || live || !req.recover) return HolderOutcome(ClaimStatus::kLost, key, rec);
+      // Recovery: the holder stopped renewing; the deadline counts from the expiry.
+      if (req.starting_deadline && now > rec.lease_until + *req.starting_deadline) {
+        out.status = ClaimStatus::kMissed;
+        return out;
+      }
+      if (auto busy = BusyOutcome(req, now)) return *busy;
+      rec = NewRecord(req, now);
+      return Won(rec);
+    }
+    if (req.starting_deadline &&
+        clock_.Wall() > WallTime(std::chrono::seconds(req.tick_unix)) + *req.starting_deadline) {
+      out.status = ClaimStatus::kMissed;
+      return out;
+    }
+    if (auto busy = BusyOutcome(req, now)) return *busy;
+    TickRecord& rec = ticks_[key] = NewRecord(req, now);
+    return Won(rec);
+  }
+
+  Result<RenewStatus> Renew(const HeldClaim& held) override {
+    std::lock_guard lock(mu_);
+    const SteadyTime now = clock_.Steady();
+    auto it = ticks_.find(Key{held.job, held.tick_unix});
+    if (it == ticks_.end()) return RenewStatus::kLost;
+    TickRecord& rec = it->second;
+    if (rec.done || rec.owner != held.owner_token || rec.lease_until <= now) {
+      return RenewStatus::kLost;
+    }
+    rec.lease_until = now + held.lease;
+    return RenewStatus::kRenewed;
+  }
+
+  Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
+    std::lock_guard lock(mu_);
+    auto it = ticks_.find(Key{held.job, held.tick_unix});
+    if (it == ticks_.end() || it->second.owner != held.owner_token) {
+      return CompleteStatus::kNotOwner;
+    }
+    TickRecord& rec = it->second;
+    if (rec.done) return CompleteStatus::kCompleted;  // a repeated Complete changes nothing
+    rec.done = true;
+    rec.completion = completion;
+    rec.lease_until = clock_.Steady();
+    return CompleteStatus::kCompleted;
+  }
+
+  Result<void> Record(const Observation& obs) override {
+    std::lock_guard lock(mu_);
+    std::vector<Observation>& seen = ledger_[Key{obs.job, obs.tick_unix}];
+    // One observation per replica and tick: a later one from the same node replaces it.
+    auto same_node = std::find_if(seen.begin(), seen.end(),
+                                  [&](const Observation& o) { return o.node == obs.node; });
+    if (same_node != seen.end()) {
+      *same_node = obs;
+    } else {
+      seen.push_back(obs);
+    }
+    return {};
+  }
+
+  Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
+    std::lock_guard lock(mu_);
+    // Newest first: order keys by T descending, then job name.
+    auto newer = [](const Key& a, const Key& b) {
+      return std::tie(b.second, a.first) < std::tie(a.second, b.first);
+    };
+    std::set<Key, decltype(newer)> keys(newer);
+    for (const auto& [key, rec] : ticks_) {
+      if (job.empty() || key.first == job) keys.insert(key);
+    }
+    for (const auto& [key, obs] : ledger_) {
+      if (job.empty() || key.first == job) keys.insert(key);
+    }
+    std::vector<TickHistory> out;
+    for (const Key& key : keys) {
+      if (limit >= 0 && static_cast<int>(out.size()) >= limit) break;
+      TickHistory h;
+      h.job = key.first;
+      h.tick_unix = key.second;
+      if (auto it = ticks_.find(key); it != ticks_.end()) {
+        const TickRecord& rec = it->second;
+        h.winner = rec.node;
+        h.state = rec.done ? "done" : "running";
+        h.run_outcome = rec.completion.outcome;
+        h.exit_code = rec.completion.exit_code;
+        h.duration = rec.completion.duration;
+        h.fence = rec.fence;
+        h.config_hash = rec.config_hash;
+      }
+      if (auto it = ledger_.find(key); it != ledger_.end()) h.observations = it->second;
+      out.push_back(std::move(h));
+    }
+    return out;
+  }
+
+  Result<int> Prune(WallTime older_than) override {
+    std::lock_guard lock(mu_);
+    const SteadyTime now = clock_.Steady();
+    const std::int64_t cutoff =
+        std::chrono::duration_cast<std::chrono::seconds>(older_than.time_since_epoch()).count();
+    int removed = 0;
+    for (auto it = ticks_.begin(); it != ticks_.end();) {
+      const bool live = !it->second.done && it->second.lease_until > now;
+      if (it->first.second < cutoff && !live) {
+        it = ticks_.erase(it);
+        ++removed;
+      } else {
+        ++it;
+      }
+    }
+    std::erase_if(ledger_, [&](const auto& entry) { return entry.first.second < cutoff; });
+    return removed;
+  }
+
+ private:
+  TickRecord NewRecord(const ClaimRequest& req, SteadyTime now) {
+    TickRecord rec;
+    rec.owner = req.owner_token;
+    rec.node = req.node;
+    rec.fence = ++fences_[req.job];
+    rec.lease_until = now + req.lease;
+    rec.config_hash = req.config_hash;
+    return rec;
+  }
+
+  static ClaimOutcome Won(const TickRecord& rec) {
+    ClaimOutcome out;
+    out.status = ClaimStatus::kWon;
+    out.fence = rec.fence;
+    return out;
+  }
+
+  static ClaimOutcome HolderOutcome(ClaimStatus status, const Key& key, const TickRecord& rec) {
+    ClaimOutcome out;
+    out.status = status;
+    out.holder_node = rec.node;
+    out.holder_tick_unix = key.second;
+    out.holder_config_hash = rec.config_hash;
+    return out;
+  }
+
+  // forbid: another tick of the job still running with a live lease makes this one busy.
+  std::optional<ClaimOutcome> BusyOutcome(const ClaimRequest& req, SteadyTime now) const {
+    if (!req.forbid_overlap) return std::nullopt;
+    for (auto it = ticks_.lower_bound(Key{req.job, INT64_MIN});
+         it != ticks_.end() && it->first.first == req.job; ++it) {
+      const TickRecord& rec = it->second;
+      if (it->first.second != req.tick_unix && !rec.done && rec.lease_until > now) {
+        return HolderOutcome(ClaimStatus::kBusy, it->first, rec);
+      }
+    }
+    return std::nullopt;
+  }
+
+  Clock& clock_;
+  std::mutex mu_;
+  std::map<Key, TickRecord> ticks_;
+  std::map<std::string, std::uint64_t> fences_;
+  std::map<Key, std::vector<Observation>> ledger_;
+};
+
+// Forwards to a shared backend; see NewSharedBackendHandle.
+class SharedBackendHandle final : public Backend {
+ public:
+  explicit SharedBackendHandle(std::shared_ptr<Backend> shared) : shared_(std::move(shared)) {}
+  std::string_view name() const override { return shared_->name(); }
+  std::vector<std::string> StartupWarnings() override { return shared_->StartupWarnings(); }
+  Result<ClaimOutcome> Claim(const ClaimRequest& req) override { return shared_->Claim(req); }
+  std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
+    return shared_->ClaimBatch(reqs);
+  }
+  Result<RenewStatus> Renew(const HeldClaim& held) override { return shared_->Renew(held); }
+  Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& c) override {
+    return shared_->Complete(held, c);
+  }
+  Result<void> Record(const Observation& obs) override { return shared_->Record(obs); }
+  Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
+    return shared_->History(job, limit);
+  }
+  Result<int> Prune(WallTime older_than) override { return shared_->Prune(older_than); }
+
+ private:
+  std::shared_ptr<Backend> shared_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> NewMemoryBackend(Clock& clock) {
+  return std::make_unique<MemoryBackend>(clock);
+}
+
+std::unique_ptr<Backend> NewSharedBackendHandle(std::shared_ptr<Backend> shared) {
+  return std::make_unique<SharedBackendHandle>(std::move(shared));
+}
+
+}  // namespace tickd::lock
