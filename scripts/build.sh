@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Configures and builds tickd into ${BUILD_DIR:-build} with two jobs.
-# Extra arguments go to cmake's configure step.
+# Configures and builds tickd into ${BUILD_DIR:-build} with ${JOBS:-2} jobs.
+# ${TARGET} builds one target only (default: everything). Extra arguments go to
+# cmake's configure step.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
-cmake --build "$build" -j "${JOBS:-2}"
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
+cmake --build "$build" -j "${JOBS:-2}" ${TARGET:+--target "$TARGET"}

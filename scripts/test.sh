@@ -8,7 +8,7 @@ cd "$here"
 bash scripts/install-deps.sh
 
 echo "== build (warnings as errors)"
-BUILD_DIR="$here/build" bash scripts/build.sh -DTICKD_WERROR=ON
+BUILD_DIR="$here/build" bash scripts/build.sh -DTICKD_WERROR=ON -DTICKD_BUILD_TESTS=ON -DTICKD_BUILD_BENCH=ON
 echo "== tests"
 (cd build && ctest --output-on-failure -j2 --timeout 600)
 

@@ -1,0 +1,69 @@
+// Bad job files: `tickd validate` and `tickd run` both exit 2 and name the place.
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "tests/e2e/harness.h"
+
+namespace tickd::e2e {
+namespace {
+
+struct BadFile {
+  const char* what;
+  const char* text;
+  const char* place;    // expected "FILE:LINE:COL" suffix after the path
+  const char* message;  // a part of the message
+};
+
+const BadFile kBadFiles[] = {
+    {"syntax error", "version: 1\njobs:\n  - name: a\n    schedule: [\n", ":5:1", ""},
+    {"unknown key", "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shel: true\n",
+     ":5:5", "did you mean 'shell'"},
+    {"bad schedule", "version: 1\njobs:\n  - name: a\n    schedule: \"61 * * * *\"\n    shell: true\n",
+     ":4:15", "field 1 (minute)"},
+    {"duplicate name",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n"
+     "  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n",
+     ":6:11", "duplicate"},
+};
+
+fs::path WriteFile(const fs::path& dir, const std::string& text, mode_t mode) {
+  fs::path file = dir / "jobs.yaml";
+  std::ofstream(file) << text;
+  ::chmod(file.c_str(), mode);
+  return file;
+}
+
+TEST_CASE("bad job files exit 2 with FILE:LINE:COL", "[e2e]") {
+  const fs::path dir = fs::temp_directory_path() / ("tickd-bad-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const BadFile& bad : kBadFiles) {
+    const fs::path file = WriteFile(dir, bad.text, 0644);
+    for (const char* cmd : {"validate", "run"}) {
+      INFO(bad.what << " via tickd " << cmd);
+      auto [status, output] = RunCommand({TICKD_BINARY, cmd, "-c", file.string()});
+      INFO(output);
+      CHECK(status == 2);
+      CHECK(output.find(file.string() + bad.place + ":") != std::string::npos);
+      CHECK(output.find(bad.message) != std::string::npos);
+    }
+  }
+  SECTION("a job file writable by others is refused, saying how to fix it") {
+    const fs::path file =
+        WriteFile(dir, "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n",
+                  0666);
+    for (const char* cmd : {"validate", "run"}) {
+      auto [status, output] = RunCommand({TICKD_BINARY, cmd, "-c", file.string()});
+      INFO(output);
+      CHECK(status == 2);
+      CHECK(output.find(file.string() + ":") != std::string::npos);
+      CHECK(output.find("chmod") != std::string::npos);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tickd::e2e

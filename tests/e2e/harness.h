@@ -1,0 +1,116 @@
+// The end-to-end harness: real `tickd run` processes (replicas) sharing one job
+// file and one lock store, their logs parsed back into fields, and the signals an
+// operator (or a crash) sends them. Every scenario runs against any backend: a
+// BackendFixture supplies the `lock:` section (and starts/stops its server).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tickd::e2e {
+
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+// One log line of DESIGN §6: "<ts> <level> <event> key=value ...".
+struct LogLine {
+  std::string ts;
+  std::string level;
+  std::string event;
+  std::map<std::string, std::string> fields;
+  std::string raw;
+
+  std::string Get(const std::string& key) const;
+};
+
+// Parses one logfmt line; nullopt when it is not in the DESIGN §6 shape.
+std::optional<LogLine> ParseLogLine(std::string_view line);
+
+// A lock store for the scenarios. Start() runs before the replicas, Stop() after.
+class BackendFixture {
+ public:
+  virtual ~BackendFixture() = default;
+  virtual std::string name() const = 0;
+  // The `lock:` section of the job file (YAML, indented by two spaces under lock:).
+  virtual std::string LockYaml(const fs::path& dir) const = 0;
+  // Extra environment for replicas (e.g. the password variable).
+  virtual std::vector<std::string> Env() const { return {}; }
+  // Kills and restarts the server (scenarios that need it skip backends without one).
+  virtual bool CanRestart() const { return false; }
+  virtual void Restart() {}
+};
+
+std::unique_ptr<BackendFixture> MakeSqliteFixture();
+
+// A tickd replica: `tickd run -c FILE --node-id NODE`, stdout+stderr to a log file.
+class Replica {
+ public:
+  Replica(std::string node, fs::path config, fs::path log, std::vector<std::string> env);
+  ~Replica();  // SIGKILLs a replica still running
+  Replica(const Replica&) = delete;
+  Replica& operator=(const Replica&) = delete;
+
+  void Start();
+  void Signal(int sig) const;
+  // Waits for the process to exit; its exit status, or nullopt on timeout.
+  std::optional<int> Wait(milliseconds timeout);
+  bool running() const { return pid_ > 0; }
+  const std::string& node() const { return node_; }
+  pid_t pid() const { return pid_; }
+  std::vector<LogLine> Lines() const;
+  std::string LogText() const;
+
+ private:
+  std::string node_;
+  fs::path config_;
+  fs::path log_;
+  std::vector<std::string> env_;
+  pid_t pid_ = -1;
+};
+
+// A temporary folder with a job file and replicas.
+class Cluster {
+ public:
+  explicit Cluster(BackendFixture& backend);
+  ~Cluster();  // stops replicas, removes the folder unless a test failed (kept for reading)
+
+  const fs::path& dir() const { return dir_; }
+  // Writes jobs.yaml: `version: 1`, the backend's lock section with `extra_lock` lines
+  // appended (e.g. "lease: 2s"), then `body` (top-level keys: jobs:, defaults:, …).
+  fs::path WriteJobFile(const std::string& body, const std::string& extra_lock = "");
+  // Adds and starts a replica; `env` is added (e.g. faketime variables).
+  Replica& StartReplica(const std::string& node, std::vector<std::string> env = {});
+  std::vector<std::unique_ptr<Replica>>& replicas() { return replicas_; }
+  std::vector<LogLine> AllLines() const;
+  // Polls `done` every 50 ms until it holds or `timeout` passes; returns whether it held.
+  static bool WaitUntil(const std::function<bool()>& done, milliseconds timeout);
+  void KeepDir() { keep_ = true; }
+
+ private:
+  BackendFixture& backend_;
+  fs::path dir_;
+  fs::path job_file_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  bool keep_ = false;
+};
+
+// Environment that runs a replica with its wall clock shifted by `offset_seconds`
+// (libfaketime, monotonic clock untouched).
+std::vector<std::string> FakeTimeEnv(double offset_seconds);
+
+// Lines of a file (e.g. the runs file a job appends to).
+std::vector<std::string> ReadLines(const fs::path& file);
+
+// Runs a command to completion; returns (exit status, stdout+stderr).
+std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv);
+
+}  // namespace tickd::e2e

@@ -1,0 +1,303 @@
+#include "tests/e2e/scenarios.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+namespace tickd::e2e {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// A job line a run appends to runs.txt: "<event> <tick_unix> <node> <fence> <unix time>".
+struct RunRecord {
+  std::string event;  // start | end
+  long long tick = 0;
+  std::string node;
+  unsigned long long fence = 0;
+  double at = 0;
+};
+
+std::vector<RunRecord> ReadRuns(const fs::path& file) {
+  std::vector<RunRecord> out;
+  for (const std::string& line : ReadLines(file)) {
+    std::istringstream in(line);
+    RunRecord r;
+    if (in >> r.event >> r.tick >> r.node >> r.fence >> r.at) out.push_back(r);
+  }
+  return out;
+}
+
+// Shell for a job that records its start and end in runs.txt around `work`.
+std::string RecordingShell(const std::string& work) {
+  return "echo \"start $TICKD_TICK_UNIX $TICKD_NODE $TICKD_FENCE $(date +%s.%N)\" >> runs.txt; " +
+         work + "; echo \"end $TICKD_TICK_UNIX $TICKD_NODE $TICKD_FENCE $(date +%s.%N)\" >> runs.txt";
+}
+
+std::vector<LogLine> Events(const std::vector<LogLine>& lines, const std::string& event,
+                            const std::string& job) {
+  std::vector<LogLine> out;
+  for (const LogLine& l : lines) {
+    if (l.event == event && l.Get("job") == job) out.push_back(l);
+  }
+  return out;
+}
+
+void StopAll(Cluster& cluster) {
+  for (auto& r : cluster.replicas()) {
+    if (r->running()) r->Signal(SIGTERM);
+  }
+  for (auto& r : cluster.replicas()) {
+    if (r->running()) {
+      auto status = r->Wait(20s);
+      INFO(r->node() << " log:\n" << r->LogText());
+      REQUIRE(status.has_value());
+      CHECK(*status == 0);
+    }
+  }
+}
+
+}  // namespace
+
+void ScenarioSkewedReplicas(BackendFixture& backend) {
+  Cluster cluster(backend);
+  cluster.WriteJobFile(
+      "jobs:\n"
+      "  - name: fast\n"
+      "    schedule: \"* * * * * *\"\n"
+      "    shell: " + RecordingShell("true") + "\n");
+  cluster.StartReplica("node-a");
+  cluster.StartReplica("node-behind", FakeTimeEnv(-1.5));
+  cluster.StartReplica("node-ahead", FakeTimeEnv(0.7));
+  std::this_thread::sleep_for(9s);
+  StopAll(cluster);
+
+  const auto lines = cluster.AllLines();
+  const auto runs = ReadRuns(cluster.dir() / "runs.txt");
+  INFO("folder " << cluster.dir());
+  // Exactly once: every tick started once, and fences increase with the tick.
+  std::map<long long, RunRecord> starts;
+  for (const RunRecord& r : runs) {
+    if (r.event != "start") continue;
+    INFO("tick " << r.tick << " started twice");
+    CHECK(starts.count(r.tick) == 0);
+    starts[r.tick] = r;
+  }
+  REQUIRE(starts.size() >= 5);
+  unsigned long long last_fence = 0;
+  for (const auto& [tick, r] : starts) {
+    CHECK(r.fence > last_fence);
+    last_fence = r.fence;
+  }
+  // Every replica logs one tick line per tick, naming the winner. Judge the ticks
+  // that every replica was up for: between the latest first tick and earliest last.
+  std::map<std::string, std::map<std::string, std::vector<LogLine>>> by_node_tick;
+  for (const LogLine& l : Events(lines, "tick", "fast")) by_node_tick[l.Get("node")][l.Get("tick")].push_back(l);
+  REQUIRE(by_node_tick.size() == 3);
+  std::string from, to = "~";
+  for (const auto& [node, ticks] : by_node_tick) {
+    from = std::max(from, ticks.begin()->first);
+    to = std::min(to, ticks.rbegin()->first);
+  }
+  std::map<std::string, std::string> winner_of;
+  for (const LogLine& l : Events(lines, "tick", "fast")) {
+    if (l.Get("outcome") == "won") {
+      CHECK(winner_of.count(l.Get("tick")) == 0);
+      winner_of[l.Get("tick")] = l.Get("node");
+    }
+  }
+  int judged = 0;
+  for (const auto& [tick, winner] : winner_of) {
+    if (tick <= from || tick >= to) continue;
+    ++judged;
+    for (const auto& [node, ticks] : by_node_tick) {
+      INFO("node " << node << " tick " << tick);
+      auto it = ticks.find(tick);
+      REQUIRE(it != ticks.end());
+      CHECK(it->second.size() == 1);
+      const LogLine& l = it->second.front();
+      if (node != winner) {
+        CHECK(l.Get("outcome") == "lost");
+        CHECK(l.Get("winner") == winner);
+      }
+    }
+  }
+  CHECK(judged >= 4);
+}
+
+void ScenarioKillRunningReplica(BackendFixture& backend, bool recover) {
+  Cluster cluster(backend);
+  cluster.WriteJobFile(
+      "jobs:\n"
+      "  - name: slow\n"
+      "    schedule: \"*/4 * * * * *\"\n"
+      "    recover: " + std::string(recover ? "true" : "false") + "\n" +
+      "    shell: " + RecordingShell("sleep 2") + "\n",
+      "lease: 2s");
+  cluster.StartReplica("node-a");
+  cluster.StartReplica("node-b");
+  cluster.StartReplica("node-c");
+  // Wait for a run to start, then SIGKILL the replica running it.
+  std::string victim;
+  long long victim_tick = 0;
+  REQUIRE(Cluster::WaitUntil([&] {
+    for (const RunRecord& r : ReadRuns(cluster.dir() / "runs.txt")) {
+      if (r.event == "start") {
+        victim = r.node;
+        victim_tick = r.tick;
+        return true;
+      }
+    }
+    return false;
+  }, 15s));
+  const auto kill_time = std::chrono::system_clock::now();
+  for (auto& r : cluster.replicas()) {
+    if (r->node() == victim) {
+      r->Signal(SIGKILL);
+      r->Wait(5s);
+    }
+  }
+  // The survivors go on: two more ticks run after the kill.
+  REQUIRE(Cluster::WaitUntil([&] {
+    int later = 0;
+    for (const RunRecord& r : ReadRuns(cluster.dir() / "runs.txt")) {
+      if (r.event == "end" && r.tick > victim_tick) ++later;
+    }
+    return later >= 2;
+  }, 20s));
+  StopAll(cluster);
+
+  const auto runs = ReadRuns(cluster.dir() / "runs.txt");
+  INFO("folder " << cluster.dir() << " victim " << victim << " tick " << victim_tick);
+  // No two runs overlap: a run lasts from its start to its end, or (killed with its
+  // replica) to the kill.
+  struct Interval { double from, to; std::string who; };
+  std::vector<Interval> intervals;
+  const double killed_at =
+      std::chrono::duration<double>(kill_time.time_since_epoch()).count();
+  for (const RunRecord& s : runs) {
+    if (s.event != "start") continue;
+    double end = killed_at;
+    for (const RunRecord& e : runs) {
+      if (e.event == "end" && e.tick == s.tick && e.fence == s.fence) end = e.at;
+    }
+    intervals.push_back({s.at, end, s.node + "@" + std::to_string(s.tick)});
+  }
+  std::sort(intervals.begin(), intervals.end(), [](auto& a, auto& b) { return a.from < b.from; });
+  for (std::size_t i = 1; i < intervals.size(); ++i) {
+    INFO(intervals[i - 1].who << " overlaps " << intervals[i].who);
+    CHECK(intervals[i].from >= intervals[i - 1].to);
+  }
+  // The interrupted tick: re-run elsewhere with a higher fence only with recover.
+  std::vector<RunRecord> victim_starts;
+  for (const RunRecord& r : runs) {
+    if (r.event == "start" && r.tick == victim_tick) victim_starts.push_back(r);
+  }
+  if (recover) {
+    REQUIRE(victim_starts.size() == 2);
+    CHECK(victim_starts[1].node != victim);
+    CHECK(victim_starts[1].fence > victim_starts[0].fence);
+  } else {
+    CHECK(victim_starts.size() == 1);
+  }
+  // Every tick after the kill started exactly once.
+  std::map<long long, int> starts_per_tick;
+  for (const RunRecord& r : runs) {
+    if (r.event == "start" && r.tick > victim_tick) ++starts_per_tick[r.tick];
+  }
+  for (const auto& [tick, n] : starts_per_tick) CHECK(n == 1);
+}
+
+void ScenarioPausedHolder(BackendFixture& backend) {
+  Cluster cluster(backend);
+  cluster.WriteJobFile(
+      "jobs:\n"
+      "  - name: long\n"
+      "    schedule: \"*/3 * * * * *\"\n"
+      "    timeout: 1m\n"
+      "    kill_grace: 1s\n"
+      "    shell: " + RecordingShell("sleep 8") + "\n",
+      "lease: 2s");
+  cluster.StartReplica("node-a");
+  cluster.StartReplica("node-b");
+  std::string holder;
+  long long held_tick = 0;
+  REQUIRE(Cluster::WaitUntil([&] {
+    for (const RunRecord& r : ReadRuns(cluster.dir() / "runs.txt")) {
+      if (r.event == "start") {
+        holder = r.node;
+        held_tick = r.tick;
+        return true;
+      }
+    }
+    return false;
+  }, 15s));
+  Replica* paused = nullptr;
+  for (auto& r : cluster.replicas()) {
+    if (r->node() == holder) paused = r.get();
+  }
+  REQUIRE(paused != nullptr);
+  paused->Signal(SIGSTOP);
+  // Another replica takes a later tick while the holder is frozen past its lease.
+  const bool taken = Cluster::WaitUntil([&] {
+    for (const RunRecord& r : ReadRuns(cluster.dir() / "runs.txt")) {
+      if (r.event == "start" && r.node != holder && r.tick > held_tick) return true;
+    }
+    return false;
+  }, 12s);
+  paused->Signal(SIGCONT);
+  INFO("folder " << cluster.dir() << " holder " << holder << " tick " << held_tick);
+  CHECK(taken);
+  // The paused one notices its lease is gone, ends its job and says so.
+  const bool lease_lost_logged = Cluster::WaitUntil([&] {
+    for (const LogLine& l : paused->Lines()) {
+      if (l.event == "run" && l.Get("outcome") == "lease-lost") return true;
+    }
+    return false;
+  }, 10s);
+  INFO(paused->LogText());
+  CHECK(lease_lost_logged);
+  StopAll(cluster);
+  // Its job was terminated: the held tick never reached its end.
+  for (const RunRecord& r : ReadRuns(cluster.dir() / "runs.txt")) {
+    if (r.event == "end") CHECK(!(r.tick == held_tick && r.node == holder));
+  }
+}
+
+void ScenarioGracefulShutdown(BackendFixture& backend) {
+  Cluster cluster(backend);
+  cluster.WriteJobFile(
+      "shutdown_grace: 5s\n"
+      "jobs:\n"
+      "  - name: busy\n"
+      "    schedule: \"* * * * * *\"\n"
+      "    concurrency: allow\n"
+      "    shell: " + RecordingShell("sleep 1") + "\n");
+  cluster.StartReplica("node-a");
+  cluster.StartReplica("node-b");
+  cluster.StartReplica("node-c");
+  REQUIRE(Cluster::WaitUntil([&] { return ReadRuns(cluster.dir() / "runs.txt").size() >= 4; }, 15s));
+  const auto t0 = std::chrono::steady_clock::now();
+  StopAll(cluster);
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+  // Every tick a replica won was completed: it logged the run's end.
+  for (auto& r : cluster.replicas()) {
+    const auto lines = r->Lines();
+    std::set<std::string> won, ran;
+    for (const LogLine& l : lines) {
+      if (l.event == "tick" && l.Get("outcome") == "won") won.insert(l.Get("tick"));
+      if (l.event == "run") ran.insert(l.Get("tick"));
+    }
+    INFO(r->node() << ":\n" << r->LogText());
+    CHECK(won == ran);
+  }
+}
+
+}  // namespace tickd::e2e

@@ -1,0 +1,26 @@
+// The fault scenarios of the end-to-end suite, each runnable against any backend.
+// A test file per backend calls them with its fixture.
+#pragma once
+
+#include "tests/e2e/harness.h"
+
+namespace tickd::e2e {
+
+// Three replicas, a job every second, one replica's clock 1.5 s behind and one
+// 0.7 s ahead: every tick runs exactly once, fences increase with the tick, every
+// replica logs one tick line per tick naming the winner.
+void ScenarioSkewedReplicas(BackendFixture& backend);
+
+// SIGKILL of the replica running a job: runs never overlap, the survivors run the
+// next ticks; with recover: true the interrupted tick runs once more elsewhere with
+// a higher fence.
+void ScenarioKillRunningReplica(BackendFixture& backend, bool recover);
+
+// SIGSTOP of the holder's daemon for longer than its lease: another replica takes
+// the next tick; after SIGCONT the paused one logs lease-lost and its job is ended.
+void ScenarioPausedHolder(BackendFixture& backend);
+
+// SIGTERM: every replica exits 0 within the grace; every won tick is completed.
+void ScenarioGracefulShutdown(BackendFixture& backend);
+
+}  // namespace tickd::e2e
