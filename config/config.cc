@@ -1,1 +1,1023 @@
+// Loading a job file: read it safely, parse the YAML, then walk the tree once,
+// turning every value into its typed field and recording every problem with its
+// place (yaml-cpp marks are 0-based; messages are 1-based). Nothing stops at the
+// first error: an operator fixing a file wants the whole list in one run.
+//
+// Order of work: file safety (owner, mode) → YAML → top-level keys → lock/http/node
+// → `defaults` (parsed into a draft job) → each job (a copy of that draft with the
+// job's own keys applied on top) → cross-field checks per job (name, command,
+// schedule, starting deadline).
 #include "config/config.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <span>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "base/duration.h"
+#include "config/expand.h"
+#include "config/suggest.h"
+
+namespace tickd::config {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Keys = std::span<const std::string_view>;
+
+constexpr std::string_view kTopKeys[] = {"version",  "node", "lock",
+                                         "defaults", "jobs", "http",
+                                         "max_concurrent_runs", "shutdown_grace"};
+constexpr std::string_view kNodeKeys[] = {"id"};
+constexpr std::string_view kLockKeys[] = {"backend",      "url",        "lease",
+                                          "password_env", "op_timeout", "retention"};
+constexpr std::string_view kHttpKeys[] = {"listen"};
+constexpr std::string_view kJobKeys[] = {
+    "name",     "schedule",    "shell",      "run",         "plugin",  "dialect",
+    "timezone", "timeout",     "kill_grace", "env",         "workdir", "concurrency",
+    "misfire",  "starting_deadline", "recover", "on_lease_lost", "retries", "dst_gap",
+    "dst_overlap", "enabled"};
+constexpr std::string_view kRetriesKeys[] = {"attempts", "backoff"};
+constexpr std::string_view kPluginKeys[] = {"path", "config", "isolation"};
+constexpr std::string_view kBackends[] = {"sqlite",    "redis", "etcd",  "postgres",
+                                          "zookeeper", "none",  "memory"};
+
+constexpr std::size_t kMaxNameLength = 64;
+constexpr milliseconds kDefaultStartingDeadline{60'000};
+// Consecutive firings looked at to find a schedule's period (the smallest gap):
+// enough for any pattern within a minute or a week to show its shortest gap.
+constexpr int kPeriodSamples = 16;
+
+template <typename E>
+struct EnumName {
+  std::string_view name;
+  E value;
+};
+
+constexpr EnumName<Concurrency> kConcurrencyNames[] = {{"forbid", Concurrency::kForbid},
+                                                        {"allow", Concurrency::kAllow}};
+constexpr EnumName<Misfire> kMisfireNames[] = {{"skip", Misfire::kSkip},
+                                               {"run-once", Misfire::kRunOnce}};
+constexpr EnumName<OnLeaseLost> kOnLeaseLostNames[] = {{"terminate", OnLeaseLost::kTerminate},
+                                                       {"continue", OnLeaseLost::kContinue}};
+constexpr EnumName<Isolation> kIsolationNames[] = {{"process", Isolation::kProcess},
+                                                   {"none", Isolation::kNone}};
+constexpr EnumName<cron::Dialect> kDialectNames[] = {{"cron", cron::Dialect::kCron},
+                                                     {"quartz", cron::Dialect::kQuartz},
+                                                     {"spring", cron::Dialect::kSpring}};
+constexpr EnumName<cron::DstGap> kDstGapNames[] = {{"run", cron::DstGap::kRun},
+                                                   {"skip", cron::DstGap::kSkip}};
+constexpr EnumName<cron::DstOverlap> kDstOverlapNames[] = {
+    {"auto", cron::DstOverlap::kAuto},
+    {"first", cron::DstOverlap::kFirst},
+    {"both", cron::DstOverlap::kBoth}};
+constexpr EnumName<bool> kBoolNames[] = {{"true", true}, {"false", false}, {"yes", true},
+                                         {"no", false},  {"on", true},     {"off", false}};
+
+std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+std::string JoinNames(std::span<const std::string_view> names, std::string_view last_sep) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += (i + 1 == names.size()) ? std::string(last_sep) : std::string(", ");
+    out += names[i];
+  }
+  return out;
+}
+
+bool IsValidEnvName(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+bool IsValidJobName(std::string_view name) {
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  });
+}
+
+// One key: value pair of a mapping, with the dotted path used in messages.
+struct Entry {
+  std::string key;
+  std::string path;   // e.g. "jobs[2].timeout"
+  YAML::Mark mark;    // of the value, or of the key when the value is empty
+  YAML::Node value;
+};
+
+// A job under construction: the struct plus what the checks after parsing need to
+// know about where its parts came from.
+struct Draft {
+  Job job;
+  std::vector<std::string> command_keys;  // which of shell/run/plugin this mapping set
+  bool has_command = false;               // set here or inherited
+  bool has_name = false;
+  bool has_schedule = false;
+  bool zone_ok = true;                    // false: timezone already reported bad
+  bool deadline_on_job = false;           // starting_deadline set on the job itself
+  YAML::Mark name_mark, schedule_mark, deadline_mark;
+};
+
+class Loader {
+ public:
+  Loader(std::string display_path, fs::path dir, const LoadOptions& options)
+      : file_(std::move(display_path)), dir_(std::move(dir)), options_(options) {
+    now_ = options.now ? *options.now
+                       : std::chrono::time_point_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now());
+  }
+
+  void Load(const YAML::Node& root, Config& config);
+
+  void Fail(const YAML::Mark& mark, std::string message) {
+    errors_.push_back(MakeProblem(mark, std::move(message)));
+  }
+  void Warn(const YAML::Mark& mark, std::string message) {
+    warnings_.push_back(MakeProblem(mark, std::move(message)));
+  }
+  std::vector<ConfigError>& errors() { return errors_; }
+  std::vector<ConfigError>& warnings() { return warnings_; }
+
+ private:
+  ConfigError MakeProblem(const YAML::Mark& mark, std::string message) const {
+    ConfigError e;
+    e.file = file_;
+    if (mark.line >= 0) {
+      e.line = mark.line + 1;
+      e.column = mark.column + 1;
+    }
+    e.message = std::move(message);
+    return e;
+  }
+
+  // The pairs of a mapping, after reporting keys that are unknown (with a "did you
+  // mean"), duplicated or not plain names. `hint` may add advice for an unknown key.
+  std::vector<Entry> Entries(const YAML::Node& map, const std::string& prefix, Keys allowed,
+                             const std::function<std::string(std::string_view)>& hint = {});
+  bool RequireMap(const YAML::Node& node, const YAML::Mark& mark, const std::string& path);
+
+  // Typed readers: each reports its own error and returns nullopt on one.
+  std::optional<std::string> Text(const Entry& e, bool allow_empty = false);
+  std::optional<milliseconds> Duration(const Entry& e, bool allow_zero);
+  std::optional<long long> Integer(const Entry& e, long long min, long long max);
+  template <typename E, std::size_t N>
+  std::optional<E> Enum(const Entry& e, const EnumName<E> (&names)[N]);
+  std::optional<bool> Bool(const Entry& e) { return Enum(e, kBoolNames); }
+
+  std::optional<std::string> ExpandScalar(const YAML::Node& node, const YAML::Mark& mark,
+                                          const std::string& path);
+  std::optional<nlohmann::json> ToJson(const YAML::Node& node, const std::string& path);
+
+  std::string Resolve(const std::string& raw) const {
+    fs::path p(raw);
+    if (p.is_relative()) p = dir_ / p;
+    return p.lexically_normal().string();
+  }
+
+  void LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_mark,
+                LockSettings& lock);
+  void LoadHttp(const Entry& e, HttpSettings& http);
+  void ApplyJobKeys(const YAML::Node& map, const std::string& path, bool in_defaults,
+                    Draft& draft);
+  void ApplyRetries(const Entry& e, Retries& retries);
+  void ApplyPlugin(const Entry& e, Job& job);
+  void ApplyEnv(const Entry& e, Job& job);
+  void FinishJob(Draft& draft, const std::string& path, const YAML::Mark& job_mark,
+                 std::map<std::string, int>& names_seen);
+
+  std::string file_;
+  fs::path dir_;
+  LoadOptions options_;
+  cron::Instant now_;
+  std::vector<ConfigError> errors_;
+  std::vector<ConfigError> warnings_;
+};
+
+std::vector<Entry> Loader::Entries(const YAML::Node& map, const std::string& prefix,
+                                   Keys allowed,
+                                   const std::function<std::string(std::string_view)>& hint) {
+  std::vector<Entry> out;
+  std::map<std::string, int> seen;  // key → its line (1-based)
+  for (const auto& kv : map) {
+    const YAML::Node& key = kv.first;
+    if (!key.IsScalar()) {
+      Fail(key.Mark(), (prefix.empty() ? std::string("keys") : prefix + ": keys") +
+                           " must be plain names");
+      continue;
+    }
+    Entry e;
+    e.key = key.Scalar();
+    e.path = prefix.empty() ? e.key : prefix + "." + e.key;
+    e.value = kv.second;
+    e.mark = (kv.second.IsNull() || kv.second.Mark().line < 0) ? key.Mark() : kv.second.Mark();
+    if (std::find(allowed.begin(), allowed.end(), e.key) == allowed.end()) {
+      std::string message = e.path + ": unknown key";
+      if (auto close = ClosestMatch(e.key, allowed)) {
+        message += "; did you mean " + Quoted(*close) + "?";
+      } else if (std::string extra = hint ? hint(e.key) : ""; !extra.empty()) {
+        message += "; " + extra;
+      } else if (allowed.size() <= 8) {
+        message += " (allowed: " + JoinNames(allowed, ", ") + ")";
+      }
+      Fail(key.Mark(), std::move(message));
+      continue;
+    }
+    auto [it, inserted] = seen.emplace(e.key, key.Mark().line + 1);
+    if (!inserted) {
+      Fail(key.Mark(),
+           e.path + ": duplicate key (first at line " + std::to_string(it->second) + ")");
+      continue;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+bool Loader::RequireMap(const YAML::Node& node, const YAML::Mark& mark, const std::string& path) {
+  if (node.IsMap()) return true;
+  Fail(mark, path + ": must be a mapping (key: value lines)");
+  return false;
+}
+
+std::optional<std::string> Loader::ExpandScalar(const YAML::Node& node, const YAML::Mark& mark,
+                                                const std::string& path) {
+  auto expanded = ExpandEnv(node.Scalar());
+  if (!expanded) {
+    Fail(mark, path + ": " + expanded.error().detail);
+    return std::nullopt;
+  }
+  return *expanded;
+}
+
+std::optional<std::string> Loader::Text(const Entry& e, bool allow_empty) {
+  if (e.value.IsNull()) {
+    if (allow_empty) return std::string();
+    Fail(e.mark, e.path + ": needs a value");
+    return std::nullopt;
+  }
+  if (!e.value.IsScalar()) {
+    Fail(e.mark, e.path + ": must be a single value, not a " +
+                     (e.value.IsSequence() ? "list" : "mapping"));
+    return std::nullopt;
+  }
+  auto text = ExpandScalar(e.value, e.mark, e.path);
+  if (text && text->empty() && !allow_empty) {
+    Fail(e.mark, e.path + ": must not be empty");
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::optional<milliseconds> Loader::Duration(const Entry& e, bool allow_zero) {
+  auto text = Text(e);
+  if (!text) return std::nullopt;
+  auto d = ParseDuration(*text);
+  if (!d) {
+    Fail(e.mark, e.path + ": " + d.error().ToString());
+    return std::nullopt;
+  }
+  if (!allow_zero && d->count() == 0) {
+    Fail(e.mark, e.path + ": must be longer than 0s");
+    return std::nullopt;
+  }
+  return *d;
+}
+
+std::optional<long long> Loader::Integer(const Entry& e, long long min, long long max) {
+  auto text = Text(e);
+  if (!text) return std::nullopt;
+  long long value = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || end != text->data() + text->size()) {
+    Fail(e.mark, e.path + ": " + Quoted(*text) + " is not a whole number");
+    return std::nullopt;
+  }
+  if (value < min || value > max) {
+    Fail(e.mark, e.path + ": " + std::to_string(value) + " is out of range " +
+                     std::to_string(min) + "-" + std::to_string(max));
+    return std::nullopt;
+  }
+  return value;
+}
+
+template <typename E, std::size_t N>
+std::optional<E> Loader::Enum(const Entry& e, const EnumName<E> (&names)[N]) {
+  auto text = Text(e);
+  if (!text) return std::nullopt;
+  std::string lower = *text;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const auto& n : names) {
+    if (n.name == lower) return n.value;
+  }
+  std::vector<std::string_view> allowed;
+  for (const auto& n : names) allowed.push_back(n.name);
+  std::string message = e.path + ": " + Quoted(*text) + " is not one of " +
+                        JoinNames(allowed, " or ");
+  if (auto close = ClosestMatch(*text, allowed)) message += "; did you mean " + Quoted(*close) + "?";
+  Fail(e.mark, std::move(message));
+  return std::nullopt;
+}
+
+// Plain scalars keep YAML's types (numbers, booleans, null); quoted ones are strings.
+std::optional<nlohmann::json> Loader::ToJson(const YAML::Node& node, const std::string& path) {
+  const YAML::Mark mark = node.Mark();
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nlohmann::json(nullptr);
+    case YAML::NodeType::Sequence: {
+      nlohmann::json array = nlohmann::json::array();
+      bool ok = true;
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        auto item = ToJson(node[i], path + "[" + std::to_string(i) + "]");
+        if (item) array.push_back(std::move(*item));
+        ok = ok && item.has_value();
+      }
+      return ok ? std::optional<nlohmann::json>(std::move(array)) : std::nullopt;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json object = nlohmann::json::object();
+      bool ok = true;
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) {
+          Fail(kv.first.Mark(), path + ": keys must be plain names");
+          ok = false;
+          continue;
+        }
+        auto item = ToJson(kv.second, path + "." + kv.first.Scalar());
+        if (item) object[kv.first.Scalar()] = std::move(*item);
+        ok = ok && item.has_value();
+      }
+      return ok ? std::optional<nlohmann::json>(std::move(object)) : std::nullopt;
+    }
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  auto text = ExpandScalar(node, mark, path);
+  if (!text) return std::nullopt;
+  if (node.Tag() == "!") return nlohmann::json(*text);  // quoted: always a string
+  if (*text == "null" || *text == "~" || text->empty()) return nlohmann::json(nullptr);
+  if (*text == "true" || *text == "false") return nlohmann::json(*text == "true");
+  long long integer = 0;
+  auto [int_end, int_ec] = std::from_chars(text->data(), text->data() + text->size(), integer);
+  if (int_ec == std::errc() && int_end == text->data() + text->size()) {
+    return nlohmann::json(integer);
+  }
+  double real = 0;
+  auto [real_end, real_ec] = std::from_chars(text->data(), text->data() + text->size(), real);
+  if (real_ec == std::errc() && real_end == text->data() + text->size()) {
+    return nlohmann::json(real);
+  }
+  return nlohmann::json(*text);
+}
+
+void Loader::Load(const YAML::Node& root, Config& config) {
+  if (!root.IsMap()) {
+    Fail(root.Mark(), "the job file must be a mapping with at least 'version' and 'jobs'");
+    return;
+  }
+  auto top_hint = [](std::string_view key) -> std::string {
+    if (std::find(std::begin(kJobKeys), std::end(kJobKeys), key) != std::end(kJobKeys)) {
+      return "job keys go inside a job under 'jobs', or under 'defaults'";
+    }
+    if (std::find(std::begin(kLockKeys), std::end(kLockKeys), key) != std::end(kLockKeys)) {
+      return "did you mean 'lock." + std::string(key) + "'?";
+    }
+    return "";
+  };
+  std::map<std::string, Entry> top;
+  for (Entry& e : Entries(root, "", kTopKeys, top_hint)) top.emplace(e.key, std::move(e));
+  auto find = [&top](const char* key) -> const Entry* {
+    auto it = top.find(key);
+    return it == top.end() ? nullptr : &it->second;
+  };
+
+  if (const Entry* e = find("version")) {
+    if (auto v = Integer(*e, std::numeric_limits<int>::min(), std::numeric_limits<int>::max())) {
+      if (*v != 1) {
+        Fail(e->mark, "version: " + std::to_string(*v) +
+                          " is not supported (this tickd reads version 1)");
+      }
+      config.version = static_cast<int>(*v);
+    }
+  }
+  if (const Entry* e = find("node"); e && RequireMap(e->value, e->mark, "node")) {
+    for (const Entry& n : Entries(e->value, "node", kNodeKeys)) {
+      auto id = Text(n, /*allow_empty=*/true);
+      if (!id) continue;
+      const bool printable = std::all_of(id->begin(), id->end(), [](unsigned char c) {
+        return c > ' ' && c != 0x7f && c != '"' && c != '=';
+      });
+      if (!printable || id->size() > 128) {
+        Fail(n.mark, "node.id: " + Quoted(*id) +
+                         " must be at most 128 characters without spaces, quotes or '='");
+      } else {
+        config.node_id = *id;
+      }
+    }
+  }
+  {
+    const Entry* e = find("lock");
+    std::vector<Entry> lock_entries;
+    YAML::Mark lock_mark = YAML::Mark::null_mark();
+    if (e && RequireMap(e->value, e->mark, "lock")) {
+      lock_entries = Entries(e->value, "lock", kLockKeys);
+      lock_mark = e->mark;
+    }
+    LoadLock(lock_entries, lock_mark, config.lock);
+  }
+  if (const Entry* e = find("http"); e && RequireMap(e->value, e->mark, "http")) {
+    for (const Entry& h : Entries(e->value, "http", kHttpKeys)) LoadHttp(h, config.http);
+  }
+  if (const Entry* e = find("max_concurrent_runs")) {
+    if (auto v = Integer(*e, 1, 100'000)) config.max_concurrent_runs = static_cast<int>(*v);
+  }
+  if (const Entry* e = find("shutdown_grace")) {
+    if (auto d = Duration(*e, /*allow_zero=*/true)) config.shutdown_grace = *d;
+  }
+
+  Draft defaults;
+  defaults.job.config_dir = dir_.string();
+  defaults.job.workdir = dir_.string();
+  if (const Entry* e = find("defaults"); e && !e->value.IsNull()) {
+    if (RequireMap(e->value, e->mark, "defaults")) {
+      ApplyJobKeys(e->value, "defaults", /*in_defaults=*/true, defaults);
+      if (defaults.command_keys.size() > 1) {
+        Fail(e->mark, "defaults: set at most one of shell, run, plugin (found " +
+                          JoinNames(std::vector<std::string_view>(defaults.command_keys.begin(),
+                                                                  defaults.command_keys.end()),
+                                    " and ") +
+                          ")");
+      }
+    }
+  }
+  defaults.command_keys.clear();
+  defaults.deadline_on_job = false;
+
+  const Entry* jobs = find("jobs");
+  if (jobs == nullptr) {
+    Fail(root.Mark(), "jobs: missing (a list of jobs; `jobs: []` for none)");
+    return;
+  }
+  if (jobs->value.IsNull()) return;  // `jobs:` with nothing under it: zero jobs
+  if (!jobs->value.IsSequence()) {
+    Fail(jobs->mark, "jobs: must be a list (each job starts with '- name: ...')");
+    return;
+  }
+  if (jobs->value.size() == 0) Warn(jobs->mark, "jobs: the list is empty; nothing will run");
+  std::map<std::string, int> names_seen;
+  for (std::size_t i = 0; i < jobs->value.size(); ++i) {
+    const YAML::Node node = jobs->value[i];
+    const std::string path = "jobs[" + std::to_string(i) + "]";
+    const YAML::Mark mark = node.Mark().line >= 0 ? node.Mark() : jobs->mark;
+    if (!RequireMap(node, mark, path)) continue;
+    Draft draft = defaults;
+    draft.job.line = mark.line + 1;
+    ApplyJobKeys(node, path, /*in_defaults=*/false, draft);
+    FinishJob(draft, path, mark, names_seen);
+    config.jobs.push_back(std::move(draft.job));
+  }
+}
+
+void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_mark,
+                      LockSettings& lock) {
+  const Entry* url_entry = nullptr;
+  bool backend_set = false;
+  bool backend_ok = true;
+  for (const Entry& e : entries) {
+    if (e.key == "backend") {
+      auto name = Text(e);
+      backend_ok = false;
+      if (!name) continue;
+      if (std::find(std::begin(kBackends), std::end(kBackends), *name) == std::end(kBackends)) {
+        std::string message = "lock.backend: " + Quoted(*name) + " is not one of " +
+                              JoinNames(kBackends, " or ");
+        if (auto close = ClosestMatch(*name, kBackends)) {
+          message += "; did you mean " + Quoted(*close) + "?";
+        }
+        Fail(e.mark, std::move(message));
+        continue;
+      }
+      lock.backend = *name;
+      backend_set = true;
+      backend_ok = true;
+    } else if (e.key == "url") {
+      if (auto url = Text(e)) {
+        lock.url = *url;
+        url_entry = &e;
+      }
+    } else if (e.key == "lease") {
+      if (auto d = Duration(e, false)) lock.lease = *d;
+    } else if (e.key == "op_timeout") {
+      if (auto d = Duration(e, false)) lock.op_timeout = *d;
+    } else if (e.key == "retention") {
+      if (auto d = Duration(e, false)) lock.retention = *d;
+    } else if (e.key == "password_env") {
+      auto name = Text(e);
+      if (!name) continue;
+      if (!IsValidEnvName(*name)) {
+        Fail(e.mark, "lock.password_env: " + Quoted(*name) +
+                         " is not an environment variable name (letters, digits, _)");
+      } else {
+        lock.password_env = *name;
+        if (!GetEnvVar(*name)) {
+          Warn(e.mark, "lock.password_env: " + *name + " is not set in this environment");
+        }
+      }
+    }
+  }
+  if (!backend_ok) return;
+
+  // The scheme of the URL names the backend when `backend` is not written.
+  std::string scheme;
+  const std::size_t sep = lock.url.find("://");
+  if (sep != std::string::npos) scheme = lock.url.substr(0, sep);
+  if (scheme == "postgresql") scheme = "postgres";
+  if (scheme == "rediss") scheme = "redis";
+  const YAML::Mark url_mark = url_entry ? url_entry->mark : lock_mark;
+  if (!backend_set && url_entry != nullptr && !scheme.empty() &&
+      std::find(std::begin(kBackends), std::end(kBackends), scheme) != std::end(kBackends)) {
+    lock.backend = scheme;
+  }
+
+  if (lock.backend == "none" || lock.backend == "memory") {
+    lock.url.clear();
+    if (lock.backend == "none") {
+      Warn(lock_mark, "lock.backend: none runs every job on every replica (no claims)");
+    }
+    return;
+  }
+  if (lock.backend == "sqlite") {
+    if (url_entry == nullptr) {
+      lock.url = "sqlite://" + (dir_ / "tickd.db").string();
+      return;
+    }
+    if (scheme != "sqlite") {
+      Fail(url_mark, "lock.url: must start with sqlite:// for backend sqlite "
+                     "(e.g. sqlite://./tickd.db)");
+      return;
+    }
+    std::string rest = lock.url.substr(sep + 3);
+    std::string query;
+    if (const std::size_t q = rest.find('?'); q != std::string::npos) {
+      query = rest.substr(q);
+      rest.resize(q);
+    }
+    if (rest.empty()) {
+      Fail(url_mark, "lock.url: names no database file (e.g. sqlite://./tickd.db)");
+      return;
+    }
+    if (rest != ":memory:") rest = Resolve(rest);
+    lock.url = "sqlite://" + rest + query;
+    return;
+  }
+  if (url_entry == nullptr) {
+    Fail(lock_mark, "lock.url: required for backend " + lock.backend + " (e.g. " + lock.backend +
+                        "://host:port)");
+    return;
+  }
+  if (scheme != lock.backend) {
+    Fail(url_mark, "lock.url: must start with " + lock.backend + ":// for backend " +
+                       lock.backend);
+  }
+}
+
+void Loader::LoadHttp(const Entry& e, HttpSettings& http) {
+  auto listen = Text(e, /*allow_empty=*/true);
+  if (!listen || listen->empty()) return;
+  std::string host;
+  std::string port = *listen;
+  if (const std::size_t colon = listen->rfind(':'); colon != std::string::npos) {
+    host = listen->substr(0, colon);
+    port = listen->substr(colon + 1);
+  }
+  int port_number = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), port_number);
+  if (ec != std::errc() || end != port.data() + port.size() || port_number < 1 ||
+      port_number > 65535) {
+    Fail(e.mark, "http.listen: " + Quoted(*listen) +
+                     " needs a port 1-65535 (e.g. 127.0.0.1:9464 or :9464)");
+    return;
+  }
+  if (host.empty()) host = "127.0.0.1";  // loopback unless an address is given
+  http.listen = host + ":" + port;
+}
+
+void Loader::ApplyJobKeys(const YAML::Node& map, const std::string& path, bool in_defaults,
+                          Draft& draft) {
+  Job& job = draft.job;
+  for (const Entry& e : Entries(map, path, kJobKeys)) {
+    const std::string& k = e.key;
+    if (k == "shell" || k == "run" || k == "plugin") {
+      // The job's own command replaces whatever `defaults` gave it.
+      if (draft.command_keys.empty()) {
+        job.shell.reset();
+        job.argv.clear();
+        job.plugin.reset();
+      }
+      draft.command_keys.push_back(k);
+      draft.has_command = true;
+    }
+    if (k == "name") {
+      if (in_defaults) {
+        Fail(e.mark, e.path + ": a job name cannot have a default");
+        continue;
+      }
+      if (auto v = Text(e)) {
+        job.name = *v;
+        draft.has_name = true;
+        draft.name_mark = e.mark;
+      }
+    } else if (k == "schedule") {
+      if (auto v = Text(e)) {
+        job.schedule_text = *v;
+        draft.has_schedule = true;
+        draft.schedule_mark = e.mark;
+      }
+    } else if (k == "shell") {
+      if (auto v = Text(e)) job.shell = *v;
+    } else if (k == "run") {
+      if (e.value.IsScalar()) {
+        Fail(e.mark, e.path + ": takes a list (argv, no shell), e.g. [/usr/bin/report, --day, "
+                              "yesterday]; use shell: for a command line");
+        continue;
+      }
+      if (!e.value.IsSequence() || e.value.size() == 0) {
+        Fail(e.mark, e.path + ": must be a non-empty list (argv)");
+        continue;
+      }
+      for (std::size_t i = 0; i < e.value.size(); ++i) {
+        Entry arg{e.key, e.path + "[" + std::to_string(i) + "]",
+                  e.value[i].Mark().line >= 0 ? e.value[i].Mark() : e.mark, e.value[i]};
+        if (auto v = Text(arg, /*allow_empty=*/i > 0)) job.argv.push_back(*v);
+      }
+    } else if (k == "plugin") {
+      ApplyPlugin(e, job);
+    } else if (k == "dialect") {
+      if (auto v = Enum(e, kDialectNames)) job.schedule_options.dialect = *v;
+    } else if (k == "timezone") {
+      if (auto v = Text(e)) {
+        draft.zone_ok = cron::FindZone(*v) != nullptr;
+        if (draft.zone_ok) {
+          job.schedule_options.timezone = *v;
+        } else {
+          Fail(e.mark, e.path + ": unknown time zone " + Quoted(*v) +
+                           " (an IANA name such as UTC or Europe/Berlin)");
+        }
+      } else {
+        draft.zone_ok = false;
+      }
+    } else if (k == "timeout") {
+      if (auto v = Duration(e, false)) job.timeout = *v;
+    } else if (k == "kill_grace") {
+      if (auto v = Duration(e, true)) job.kill_grace = *v;
+    } else if (k == "env") {
+      ApplyEnv(e, job);
+    } else if (k == "workdir") {
+      if (auto v = Text(e)) {
+        job.workdir = Resolve(*v);
+        std::error_code ec;
+        if (!fs::is_directory(job.workdir, ec)) {
+          Warn(e.mark, e.path + ": " + job.workdir + " is not a directory (yet)");
+        }
+      }
+    } else if (k == "concurrency") {
+      if (auto v = Enum(e, kConcurrencyNames)) job.concurrency = *v;
+    } else if (k == "misfire") {
+      if (auto v = Enum(e, kMisfireNames)) job.misfire = *v;
+    } else if (k == "starting_deadline") {
+      if (auto v = Duration(e, false)) {
+        job.starting_deadline = *v;
+        draft.deadline_on_job = !in_defaults;
+        draft.deadline_mark = e.mark;
+      }
+    } else if (k == "recover") {
+      if (auto v = Bool(e)) job.recover = *v;
+    } else if (k == "on_lease_lost") {
+      if (auto v = Enum(e, kOnLeaseLostNames)) job.on_lease_lost = *v;
+    } else if (k == "retries") {
+      ApplyRetries(e, job.retries);
+    } else if (k == "dst_gap") {
+      if (auto v = Enum(e, kDstGapNames)) job.schedule_options.dst_gap = *v;
+    } else if (k == "dst_overlap") {
+      if (auto v = Enum(e, kDstOverlapNames)) job.schedule_options.dst_overlap = *v;
+    } else if (k == "enabled") {
+      if (auto v = Bool(e)) job.enabled = *v;
+    }
+  }
+}
+
+void Loader::ApplyRetries(const Entry& e, Retries& retries) {
+  constexpr long long kMaxAttempts = 1'000;
+  if (e.value.IsScalar()) {  // `retries: 3` = 3 attempts in all
+    if (auto v = Integer(e, 1, kMaxAttempts)) retries.attempts = static_cast<int>(*v);
+    return;
+  }
+  if (!e.value.IsMap()) {
+    Fail(e.mark, e.path + ": must be a number of attempts or {attempts: N, backoff: 10s}");
+    return;
+  }
+  for (const Entry& r : Entries(e.value, e.path, kRetriesKeys)) {
+    if (r.key == "attempts") {
+      if (auto v = Integer(r, 1, kMaxAttempts)) retries.attempts = static_cast<int>(*v);
+    } else if (auto d = Duration(r, true)) {
+      retries.backoff = *d;
+    }
+  }
+}
+
+void Loader::ApplyPlugin(const Entry& e, Job& job) {
+  PluginSpec spec;
+  std::optional<std::string> raw_path;
+  YAML::Mark path_mark = e.mark;
+  if (e.value.IsScalar()) {  // `plugin: ./libx.so` is short for {path: ./libx.so}
+    raw_path = Text(e);
+    if (!raw_path) return;
+  } else if (!e.value.IsMap()) {
+    Fail(e.mark, e.path + ": must be {path: ..., config: ..., isolation: process|none}");
+    return;
+  } else {
+    bool ok = true;
+    for (const Entry& p : Entries(e.value, e.path, kPluginKeys)) {
+      if (p.key == "path") {
+        raw_path = Text(p);
+        path_mark = p.mark;
+        ok = ok && raw_path.has_value();
+      } else if (p.key == "config") {
+        auto json = ToJson(p.value, p.path);
+        if (json && !json->is_null()) spec.config_json = json->dump();
+        ok = ok && json.has_value();
+      } else if (auto v = Enum(p, kIsolationNames)) {
+        spec.isolation = *v;
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok) return;
+    if (!raw_path) {
+      Fail(e.mark, e.path + ": missing 'path' (the plugin's shared library)");
+      return;
+    }
+  }
+  spec.path = Resolve(*raw_path);
+  if (options_.check_plugins) {
+    struct stat st {};
+    if (::stat(spec.path.c_str(), &st) != 0) {
+      Fail(path_mark, e.path + ": " + spec.path + ": " + std::strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+      Fail(path_mark, e.path + ": " + spec.path + " is not a regular file");
+    }
+  }
+  job.plugin = std::move(spec);
+}
+
+void Loader::ApplyEnv(const Entry& e, Job& job) {
+  if (e.value.IsNull()) return;
+  if (!RequireMap(e.value, e.mark, e.path)) return;
+  for (const auto& kv : e.value) {
+    const YAML::Node& key = kv.first;
+    const std::string name = key.IsScalar() ? key.Scalar() : "";
+    const std::string path = e.path + "." + name;
+    if (!IsValidEnvName(name)) {
+      Fail(key.Mark(), path + ": not an environment variable name (letters, digits, _)");
+      continue;
+    }
+    if (name.rfind("TICKD_", 0) == 0) {
+      Fail(key.Mark(), path + ": TICKD_* variables are set by tickd itself");
+      continue;
+    }
+    Entry value{name, path, kv.second.IsNull() ? key.Mark() : kv.second.Mark(), kv.second};
+    if (auto v = Text(value, /*allow_empty=*/true)) job.env[name] = *v;  // overrides defaults
+  }
+}
+
+void Loader::FinishJob(Draft& draft, const std::string& path, const YAML::Mark& job_mark,
+                       std::map<std::string, int>& names_seen) {
+  Job& job = draft.job;
+  if (!draft.has_name) {
+    Fail(job_mark, path + ": missing 'name'");
+  } else if (job.name.size() > kMaxNameLength || !IsValidJobName(job.name)) {
+    Fail(draft.name_mark, path + ".name: " + Quoted(job.name) +
+                              " must be 1-64 characters of a-z, 0-9, '.', '_', '-'");
+  } else if (auto [it, inserted] = names_seen.emplace(job.name, draft.name_mark.line + 1);
+             !inserted) {
+    Fail(draft.name_mark, path + ".name: duplicate job name " + Quoted(job.name) +
+                              " (first at line " + std::to_string(it->second) + ")");
+  }
+
+  if (draft.command_keys.size() > 1) {
+    std::vector<std::string_view> found(draft.command_keys.begin(), draft.command_keys.end());
+    Fail(job_mark, path + ": set exactly one of shell, run, plugin (found " +
+                       JoinNames(found, " and ") + ")");
+  } else if (!draft.has_command) {
+    Fail(job_mark, path + ": missing the command: set one of shell, run, plugin");
+  }
+
+  std::optional<milliseconds> period;
+  if (!draft.has_schedule) {
+    Fail(job_mark, path + ": missing 'schedule'");
+  } else if (draft.zone_ok) {
+    auto schedule = cron::Schedule::Parse(job.schedule_text, job.schedule_options);
+    if (!schedule) {
+      Fail(draft.schedule_mark, path + ".schedule: " + schedule.error().message);
+    } else {
+      for (const std::string& w : schedule->WarningsAt(now_)) {
+        Warn(draft.schedule_mark, path + ".schedule: " + w);
+      }
+      if (auto every = schedule->every()) {
+        period = *every;
+      } else {
+        std::optional<cron::Instant> previous = schedule->Next(now_);
+        for (int i = 0; previous && i < kPeriodSamples; ++i) {
+          std::optional<cron::Instant> next = schedule->Next(*previous);
+          if (!next) break;
+          const milliseconds gap = *next - *previous;
+          if (!period || gap < *period) period = gap;
+          previous = next;
+        }
+      }
+    }
+  }
+
+  // DESIGN §1 rule 7: the deadline is never more than the period, or a late tick
+  // could start after the next one is already due. Written on the job itself, a
+  // longer value is a mistake worth an error; inherited from `defaults` (which
+  // serve jobs of every period) it is clamped.
+  if (!job.starting_deadline) {
+    job.starting_deadline = period ? std::min(kDefaultStartingDeadline, *period)
+                                   : kDefaultStartingDeadline;
+  } else if (period && *job.starting_deadline > *period) {
+    if (draft.deadline_on_job) {
+      Fail(draft.deadline_mark,
+           path + ".starting_deadline: " + FormatDuration(*job.starting_deadline) +
+               " is longer than the schedule's period (" + FormatDuration(*period) +
+               "); use at most " + FormatDuration(*period));
+    } else {
+      job.starting_deadline = *period;
+    }
+  }
+}
+
+// FNV-1a, 64 bit: tiny, stable across platforms and builds, good enough to tell
+// two job definitions apart (this is a change detector, not a security boundary).
+class Fnv1a {
+ public:
+  // Length-prefixed, so ("ab","c") and ("a","bc") hash differently.
+  void Field(std::string_view tag, std::string_view value) {
+    Bytes(tag);
+    Bytes(std::to_string(value.size()));
+    Bytes(":");
+    Bytes(value);
+    Bytes(";");
+  }
+  void Field(std::string_view tag, long long value) { Field(tag, std::to_string(value)); }
+  std::string Hex() const {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out(16, '0');
+    for (int i = 0; i < 16; ++i) out[15 - i] = kDigits[(hash_ >> (4 * i)) & 0xf];
+    return out;
+  }
+
+ private:
+  void Bytes(std::string_view s) {
+    for (unsigned char c : s) {
+      hash_ ^= c;
+      hash_ *= 0x100000001b3ULL;
+    }
+  }
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+}  // namespace
+
+std::string Job::ConfigHash() const {
+  // Paths below the job file's folder are hashed relative to it.
+  auto relative = [this](const std::string& p) {
+    if (!config_dir.empty() && p.rfind(config_dir + "/", 0) == 0) {
+      return "./" + p.substr(config_dir.size() + 1);
+    }
+    return p == config_dir ? std::string(".") : p;
+  };
+  Fnv1a h;
+  h.Field("v", 1);  // the serialization's version: bump when fields are added
+  h.Field("name", name);
+  h.Field("schedule", schedule_text);
+  h.Field("dialect", static_cast<long long>(schedule_options.dialect));
+  h.Field("timezone", schedule_options.timezone);
+  h.Field("dst_gap", static_cast<long long>(schedule_options.dst_gap));
+  h.Field("dst_overlap", static_cast<long long>(schedule_options.dst_overlap));
+  if (shell) h.Field("shell", *shell);
+  h.Field("argc", static_cast<long long>(argv.size()));
+  for (const std::string& a : argv) h.Field("arg", a);
+  if (plugin) {
+    h.Field("plugin.path", relative(plugin->path));
+    h.Field("plugin.config", plugin->config_json);
+    h.Field("plugin.isolation", static_cast<long long>(plugin->isolation));
+  }
+  h.Field("timeout", timeout.count());
+  h.Field("kill_grace", kill_grace.count());
+  for (const auto& [k, v] : env) h.Field("env." + k, v);  // std::map: sorted
+  h.Field("workdir", relative(workdir));
+  h.Field("concurrency", static_cast<long long>(concurrency));
+  h.Field("misfire", static_cast<long long>(misfire));
+  h.Field("starting_deadline", starting_deadline ? starting_deadline->count() : -1);
+  h.Field("recover", recover ? 1 : 0);
+  h.Field("on_lease_lost", static_cast<long long>(on_lease_lost));
+  h.Field("retries.attempts", retries.attempts);
+  h.Field("retries.backoff", retries.backoff.count());
+  h.Field("enabled", enabled ? 1 : 0);
+  return h.Hex();
+}
+
+std::string ConfigError::ToString() const {
+  if (line <= 0) return file + ": " + message;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message;
+}
+
+tl::expected<Config, std::vector<ConfigError>> LoadConfig(const std::string& path,
+                                                          const LoadOptions& options) {
+  auto fail = [&path](std::string message) {
+    return tl::unexpected(std::vector<ConfigError>{ConfigError{path, 0, 0, std::move(message)}});
+  };
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec).lexically_normal();
+  if (ec) return fail("cannot resolve the path: " + ec.message());
+
+  // Open first and check the open file (fstat), so the file checked is the file read.
+  const int fd = ::open(absolute.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  std::string text;
+  std::vector<ConfigError> refusals;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  // A job file runs commands as this daemon's user: like cron and sshd, refuse one
+  // that someone else could have written.
+  if (options.check_permissions) {
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      refusals.push_back({path, 0, 0,
+                          std::string("refused: writable by group or others (mode ") + mode +
+                              "), and tickd runs the commands in it; fix: chmod go-w " + path});
+    }
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+      const passwd* me = ::getpwuid(::geteuid());
+      const std::string user = me ? me->pw_name : std::to_string(::geteuid());
+      refusals.push_back({path, 0, 0,
+                          "refused: owned by uid " + std::to_string(st.st_uid) +
+                              ", neither root nor the user running tickd (" + user +
+                              "); fix: chown " + user + " " + path});
+    }
+  }
+  if (refusals.empty()) {
+    char buffer[65536];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, n);
+    if (n < 0) refusals.push_back({path, 0, 0, std::string("cannot read: ") + std::strerror(errno)});
+  }
+  ::close(fd);
+  if (!refusals.empty()) return tl::unexpected(std::move(refusals));
+
+  Loader loader(path, absolute.parent_path(), options);
+  Config config;
+  config.path = absolute.string();
+  try {
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.empty() || documents[0].IsNull()) {
+      return fail("the file is empty (it needs at least 'version: 1' and 'jobs:')");
+    }
+    if (documents.size() > 1) {
+      loader.Fail(documents[1].Mark(), "only one YAML document is allowed (remove the '---')");
+    }
+    loader.Load(documents[0], config);
+  } catch (const YAML::ParserException& e) {
+    loader.Fail(e.mark, "YAML syntax error: " + e.msg);
+  } catch (const std::exception& e) {
+    loader.Fail(YAML::Mark::null_mark(), std::string("cannot load: ") + e.what());
+  }
+  if (!loader.errors().empty()) return tl::unexpected(std::move(loader.errors()));
+  config.warnings = std::move(loader.warnings());
+  return config;
+}
+
+}  // namespace tickd::config

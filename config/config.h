@@ -43,15 +43,22 @@ struct Job {
   milliseconds timeout{3'600'000};   // SIGTERM to the group after this
   milliseconds kill_grace{10'000};   // SIGKILL this long after SIGTERM
   std::map<std::string, std::string> env;  // added to the job's environment
-  std::string workdir;               // resolved against the job file's folder; "" = that folder
+  std::string workdir;               // resolved against the job file's folder (absolute);
+                                     // that folder when not set
   Concurrency concurrency = Concurrency::kForbid;
   Misfire misfire = Misfire::kSkip;
-  std::optional<milliseconds> starting_deadline;  // default: min(60s, the job's period)
+  // Always set after LoadConfig: the explicit value, or min(60s, the job's period).
+  // A value set on the job itself that is longer than the period is an error; one
+  // inherited from `defaults` is clamped to the period.
+  std::optional<milliseconds> starting_deadline;
   bool recover = false;              // at-least-once: re-claim a tick whose holder died
   OnLeaseLost on_lease_lost = OnLeaseLost::kTerminate;
   Retries retries;
   bool enabled = true;
   int line = 0;                      // where the job starts in the file (1-based), for messages
+  std::string config_dir;            // the job file's folder (absolute); ConfigHash() hashes
+                                     // paths below it relative to it, so replicas that keep
+                                     // the same file in different folders still agree
 
   // A stable hash (hex) of everything above that changes what runs or how it is
   // claimed; replicas compare it to detect different job files (config-mismatch).
@@ -59,8 +66,10 @@ struct Job {
 };
 
 struct LockSettings {
-  std::string backend = "sqlite";    // sqlite | redis | etcd | postgres | zookeeper | none
-  std::string url;                   // default sqlite://<job file folder>/tickd.db; paths resolved
+  std::string backend = "sqlite";    // sqlite | redis | etcd | postgres | zookeeper | none | memory
+  std::string url;                   // default sqlite://<job file folder>/tickd.db; a relative
+                                     // sqlite path is resolved against that folder
+                                     // ("sqlite:///abs/dir/tickd.db"); "" for none/memory
   std::string password_env;          // name of an environment variable holding the password
   milliseconds lease{15'000};        // renewed every lease/3 while a job runs
   milliseconds op_timeout{2'000};    // every backend call answers within this
@@ -68,7 +77,17 @@ struct LockSettings {
 };
 
 struct HttpSettings {
-  std::string listen;                // "" = off; "127.0.0.1:9464"
+  std::string listen;                // "" = off; "127.0.0.1:9464"; "9464" and ":9464" are
+                                     // normalized to loopback "127.0.0.1:9464"
+};
+
+// One problem in a job file: "FILE:LINE:COL: message" ("FILE: message" when line == 0).
+struct ConfigError {
+  std::string file;                  // the path as the user gave it
+  int line = 0;                      // 1-based; 0 when not about a place
+  int column = 0;                    // 1-based
+  std::string message;               // "key.path: what is wrong", e.g. "jobs[0].timeout: ..."
+  std::string ToString() const;
 };
 
 struct Config {
@@ -80,20 +99,18 @@ struct Config {
   int max_concurrent_runs = 64;      // per replica; a tick beyond it is logged and skipped
   milliseconds shutdown_grace{30'000};  // SIGTERM: how long running jobs may finish
   std::vector<Job> jobs;
-};
-
-// One problem in a job file: "FILE:LINE:COL: message".
-struct ConfigError {
-  std::string file;
-  int line = 0;                      // 1-based; 0 when not about a place
-  int column = 0;                    // 1-based
-  std::string message;
-  std::string ToString() const;
+  // Things worth telling the operator that do not reject the file (e.g. a schedule
+  // whose last firing is already past, backend none). Same format as errors.
+  std::vector<ConfigError> warnings;
 };
 
 struct LoadOptions {
   bool check_permissions = true;     // refuse group/other-writable files and foreign owners
-  bool check_plugins = true;         // dlopen plugins and check their symbol and ABI version
+  bool check_plugins = true;         // check that plugin files exist and are regular files
+                                     // (dlopen and the symbol/ABI check come with the plugin loader)
+  // The instant used to derive each job's period (starting_deadline default) and the
+  // "last firing is past" warnings; nullopt = the real clock. For tests.
+  std::optional<cron::Instant> now;
 };
 
 // Reads, expands ${VAR}/${VAR:-default} and validates the job file. Returns every
