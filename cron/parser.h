@@ -1,0 +1,21 @@
+// Cron expression text → Spec, in one of the three dialects of DESIGN.md §2.
+// Internal to cron/: Schedule::Parse is the public entry point.
+#pragma once
+
+#include <string_view>
+
+#include "cron/schedule.h"
+#include "cron/spec.h"
+
+namespace tickd::cron::internal {
+
+// Parses `expr` (a field list, a macro such as "@daily", or "@every <duration>").
+// Errors are complete user-facing lines ("EXPR: field N (name) at column C: why").
+// Does not check whether the expression can ever fire; the caller does.
+tl::expected<Spec, ParseError> ParseSpec(std::string_view expr, Dialect dialect);
+
+// "EXPR: message" or "EXPR: field N (name) at column C: message", filling `error`.
+ParseError MakeParseError(std::string_view expr, int field, std::string_view field_name,
+                          int column, std::string_view message);
+
+}  // namespace tickd::cron::internal
