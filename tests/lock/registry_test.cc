@@ -1,5 +1,7 @@
 #include "lock/registry.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include <catch2/catch.hpp>
@@ -79,3 +81,24 @@ TEST_CASE("memory://NAME stores are shared by every opener of the name") {
   CHECK(lost->status == ClaimStatus::kLost);
   CHECK(lost->holder_node == "a");
 }
+
+#ifdef TICKD_TEST_WITH_SQLITE
+TEST_CASE("OpenBackend opens sqlite from its URL and names the path when it cannot") {
+  FakeClock clock(WallTime(1'000'000s));
+  const std::string dir = "/tmp/tickd-registry-test-" + std::to_string(::getpid());
+  BackendOptions options;
+  options.backend = "sqlite";
+  options.url = "sqlite://" + dir + "-missing/sub/t.db";
+  auto bad = OpenBackend(options, clock);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().ToString().find(dir + "-missing/sub/t.db") != std::string::npos);
+
+  options.url = "sqlite://" + dir + ".db";
+  auto good = OpenBackend(options, clock);
+  REQUIRE(good);
+  CHECK((*good)->name() == "sqlite");
+  good->reset();
+  for (const char* suffix : {".db", ".db-wal", ".db-shm"}) ::unlink((dir + suffix).c_str());
+  ::rmdir((dir + ".db.locks").c_str());
+}
+#endif

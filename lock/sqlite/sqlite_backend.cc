@@ -1,0 +1,649 @@
+// SQLite claim protocol — replicas on one host share one database file.
+//
+// Storage (DESIGN.md §1, backends.md):
+//   tickd_ticks(job, tick) — the tick record: owner token, node, fence, state
+//       running|done, lease_until, boot_id, config hash, completion. Kept until Prune,
+//       so a done tick is never claimed again (the key is the tick, not the job).
+//   tickd_fence — ONE row, the fence counter. Incremented inside the claim's
+//       transaction and fsync'd with it (synchronous=FULL), so fences strictly
+//       increase for every job and survive a restart.
+//   tickd_observations(job, tick, node) — the ledger: what each replica saw.
+//
+// Why each setting:
+//   - WAL: readers (History, `tickd status`) never block claimers; needs a local file
+//     system (shared-memory index), hence the NFS/CIFS warning at start.
+//   - synchronous=FULL: a won claim is on disk before the winner runs the job.
+//   - BEGIN IMMEDIATE for every read-then-write step: the write lock is taken before
+//     the read, so two claimers can never both read "no record" and both insert.
+//     busy_timeout lets a claimer wait for another's short transaction instead of
+//     failing; past it the claim fails closed (an Error, never a won).
+//
+// Time: lease_until is in milliseconds of CLOCK_BOOTTIME (monotonic, counts suspend),
+// stored with the boot_id it belongs to. A wall-clock step changes no lease; a
+// reboot voids every lease (another boot_id). `missed` alone uses the wall clock,
+// T + starting_deadline vs Wall(): every replica reads the same host clock.
+//
+// Liveness of a running record = same boot AND lease_until > now AND its lock file is
+// flock'd. The winner creates `<db>.locks/<job>@<T>.<fence>.lock` and takes
+// flock(LOCK_EX) on it inside the claim's transaction, before COMMIT, and keeps the
+// descriptor (O_CLOEXEC, so jobs do not inherit it) until Complete. The kernel frees
+// the flock the instant the holder's process dies, so a claimer that gets the flock
+// with LOCK_NB knows the holder is dead without waiting for the lease:
+//   - forbid: the dead holder's tick no longer makes the job busy;
+//   - recover: the dead holder's tick may be re-claimed at once.
+// The file name carries the fence, so a new holder always locks a fresh file: a
+// paused (not dead) old holder whose lease ran out keeps the flock on its own file
+// and cannot make the new holder look alive or dead. flock is per open file
+// description: each Backend (replica) opens its own descriptors, so two replicas in
+// one process compete exactly like two processes. Lock files are only created,
+// probed or removed inside a write transaction (or after the record is done), so a
+// probe never races with a claim.
+//
+// Claim, in one BEGIN IMMEDIATE transaction:
+//   1. record (job, T) exists: done or live → lost (names the holder). Dead and
+//      recover → re-claim (new token, new fence, new lock file) unless the starting
+//      deadline, counted from the expiry (or from now, when the flock shows the
+//      holder died before its lease ended), has passed → missed. Dead, no recover →
+//      lost: at most once.
+//   2. no record and Wall() > T + starting_deadline → missed.
+//   3. forbid and another running record of the job is live → busy.
+//   4. fence = ++counter, create + flock the lock file, write the record, COMMIT.
+// Renew: one UPDATE guarded by owner, state, boot_id and lease_until > now.
+// Complete: one UPDATE guarded by owner and state; then the lock file is removed
+// and its flock dropped.
+#include "lock/sqlite/sqlite_backend.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace tickd::lock {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS tickd_ticks(
+  job TEXT NOT NULL,
+  tick INTEGER NOT NULL,              -- T, seconds since the epoch (UTC)
+  owner TEXT NOT NULL,                -- the holder's token
+  node TEXT NOT NULL,
+  fence INTEGER NOT NULL,
+  state TEXT NOT NULL DEFAULT 'running',
+  lease_until INTEGER NOT NULL,       -- ms of CLOCK_BOOTTIME on boot `boot_id`
+  boot_id TEXT NOT NULL,
+  config_hash TEXT NOT NULL DEFAULT '',
+  run_outcome TEXT NOT NULL DEFAULT '',
+  exit_code INTEGER,
+  duration_ms INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, tick));
+CREATE INDEX IF NOT EXISTS tickd_ticks_running ON tickd_ticks(job) WHERE state = 'running';
+CREATE TABLE IF NOT EXISTS tickd_fence(id INTEGER PRIMARY KEY CHECK (id = 1),
+                                       value INTEGER NOT NULL);
+INSERT OR IGNORE INTO tickd_fence(id, value) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS tickd_observations(
+  job TEXT NOT NULL,
+  tick INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  node_wall_ms INTEGER NOT NULL,
+  config_hash TEXT NOT NULL DEFAULT '',
+  fence INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, tick, node));
+)sql";
+
+// A file descriptor owned like a unique_ptr.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { Reset(); }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+std::int64_t BootMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+std::string ReadBootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+std::int64_t ToMs(WallTime t) { return t.time_since_epoch().count(); }
+
+// A job name as a file-name component: [A-Za-z0-9._-] kept, anything else %XX.
+std::string FileComponent(std::string_view job) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : job) {
+    if (std::isalnum(c) || c == '.' || c == '_' || c == '-') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// One prepared statement; Bind* take 1-based indexes like sqlite3_bind_*.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& Bind(int i, std::int64_t v) {
+    if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, std::string_view v) {
+    if (rc_ == SQLITE_OK) {
+      rc_ = sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    }
+    return *this;
+  }
+  Stmt& Bind(int i, std::optional<int> v) {
+    if (rc_ == SQLITE_OK) rc_ = v ? sqlite3_bind_int64(stmt_, i, *v) : sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
+
+  // SQLITE_ROW, SQLITE_DONE, or an error code (see ErrorText()).
+  int Step() {
+    if (rc_ != SQLITE_OK && rc_ != SQLITE_ROW && rc_ != SQLITE_DONE) return rc_;
+    rc_ = sqlite3_step(stmt_);
+    return rc_;
+  }
+  bool Failed() const { return rc_ != SQLITE_ROW && rc_ != SQLITE_DONE; }
+  std::string ErrorText() const { return sqlite3_errmsg(db_); }
+
+  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string Text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+// A running record as the claim logic needs it.
+struct Running {
+  std::int64_t tick = 0;
+  std::string owner;
+  std::string node;
+  std::uint64_t fence = 0;
+  std::int64_t lease_until = 0;
+  std::string boot_id;
+  std::string config_hash;
+};
+
+class SqliteBackend final : public Backend {
+ public:
+  SqliteBackend(Clock& clock, std::string path, std::string boot_id)
+      : clock_(clock),
+        path_(std::move(path)),
+        locks_dir_(path_ + ".locks"),
+        boot_id_(std::move(boot_id)) {}
+
+  ~SqliteBackend() override { sqlite3_close_v2(db_); }
+
+  Result<void> Open(const SqliteOptions& options) {
+    const std::string where = "sqlite: open " + path_;
+    if (boot_id_.empty()) return MakeError(where, "cannot read /proc/sys/kernel/random/boot_id");
+    int rc = sqlite3_open_v2(path_.c_str(), &db_,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+    if (rc != SQLITE_OK) {
+      return MakeError(where, db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    }
+    sqlite3_busy_timeout(db_, static_cast<int>(options.busy_timeout.count()));
+    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
+      if (auto r = Exec(pragma, where); !r) return r;
+    }
+    if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return r;
+    if (auto r = Exec(kSchema, where); !r) {
+      Exec("ROLLBACK", where);
+      return r;
+    }
+    if (auto r = Exec("COMMIT", where); !r) return r;
+    if (::mkdir(locks_dir_.c_str(), 0775) != 0 && errno != EEXIST) {
+      return MakeError("sqlite: create " + locks_dir_, std::strerror(errno));
+    }
+    CheckFileSystem();
+    if (options.retention > milliseconds(0)) {
+      if (auto pruned = Prune(clock_.Wall() - options.retention); !pruned) {
+        warnings_.push_back("sqlite: pruning old ticks at start failed: " +
+                            pruned.error().ToString());
+      }
+    }
+    return {};
+  }
+
+  std::string_view name() const override { return "sqlite"; }
+
+  std::vector<std::string> StartupWarnings() override { return warnings_; }
+
+  Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
+    std::lock_guard lock(mu_);
+    const std::string where = "sqlite: claim " + req.job + "@" + std::to_string(req.tick_unix);
+    if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return tl::unexpected(r.error());
+    auto out = ClaimLocked(req, where);
+    // ClaimLocked commits a won claim itself; everything else only read.
+    if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK", where);
+    return out;
+  }
+
+  Result<RenewStatus> Renew(const HeldClaim& held) override {
+    std::lock_guard lock(mu_);
+    // Without our flock the record may look dead to others: the claim is not ours.
+    if (held_.find(held.owner_token) == held_.end()) return RenewStatus::kLost;
+    const std::int64_t now = BootMs();
+    Stmt st(db_,
+            "UPDATE tickd_ticks SET lease_until = ?1 WHERE job = ?2 AND tick = ?3 AND owner = ?4 "
+            "AND state = 'running' AND boot_id = ?5 AND lease_until > ?6");
+    st.Bind(1, now + held.lease.count()).Bind(2, held.job).Bind(3, held.tick_unix);
+    st.Bind(4, held.owner_token).Bind(5, boot_id_).Bind(6, now);
+    if (st.Step() != SQLITE_DONE) return MakeError("sqlite: renew " + held.job, st.ErrorText());
+    return sqlite3_changes(db_) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;
+  }
+
+  Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
+    std::lock_guard lock(mu_);
+    const std::string where = "sqlite: complete " + held.job + "@" + std::to_string(held.tick_unix);
+    Stmt st(db_,
+            "UPDATE tickd_ticks SET state = 'done', run_outcome = ?1, exit_code = ?2, "
+            "duration_ms = ?3, lease_until = ?4 WHERE job = ?5 AND tick = ?6 AND owner = ?7 "
+            "AND state = 'running'");
+    st.Bind(1, completion.outcome).Bind(2, completion.exit_code);
+    st.Bind(3, static_cast<std::int64_t>(completion.duration.count())).Bind(4, BootMs());
+    st.Bind(5, held.job).Bind(6, held.tick_unix).Bind(7, held.owner_token);
+    if (st.Step() != SQLITE_DONE) return MakeError(where, st.ErrorText());
+    CompleteStatus status = CompleteStatus::kCompleted;
+    if (sqlite3_changes(db_) != 1) {
+      // A repeated Complete of our own done record changes nothing and succeeds.
+      Stmt check(db_, "SELECT owner, state FROM tickd_ticks WHERE job = ?1 AND tick = ?2");
+      check.Bind(1, held.job).Bind(2, held.tick_unix);
+      const int rc = check.Step();
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return MakeError(where, check.ErrorText());
+      const bool ours_done =
+          rc == SQLITE_ROW && check.Text(0) == held.owner_token && check.Text(1) == "done";
+      status = ours_done ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+    }
+    // The lock file carries our fence: no other record refers to it, whatever happened.
+    ::unlink(LockPath(held.job, held.tick_unix, held.fence).c_str());
+    held_.erase(held.owner_token);
+    return status;
+  }
+
+  Result<void> Record(const Observation& obs) override {
+    std::lock_guard lock(mu_);
+    Stmt st(db_,
+            "INSERT OR REPLACE INTO tickd_observations(job, tick, node, outcome, node_wall_ms, "
+            "config_hash, fence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    st.Bind(1, obs.job).Bind(2, obs.tick_unix).Bind(3, obs.node).Bind(4, obs.outcome);
+    st.Bind(5, ToMs(obs.node_wall)).Bind(6, obs.config_hash);
+    st.Bind(7, static_cast<std::int64_t>(obs.fence));
+    if (st.Step() != SQLITE_DONE) return MakeError("sqlite: record " + obs.job, st.ErrorText());
+    return {};
+  }
+
+  Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
+    std::lock_guard lock(mu_);
+    const std::string where = "sqlite: history";
+    // One read transaction: the three queries see one snapshot.
+    if (auto r = Exec("BEGIN", where); !r) return tl::unexpected(r.error());
+    auto out = HistoryLocked(job, limit, where);
+    Exec("ROLLBACK", where);
+    return out;
+  }
+
+  Result<int> Prune(WallTime older_than) override {
+    std::lock_guard lock(mu_);
+    const std::string where = "sqlite: prune";
+    if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return tl::unexpected(r.error());
+    auto out = PruneLocked(older_than, where);
+    if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK", where);
+    return out;
+  }
+
+ private:
+  Result<void> Exec(const char* sql, const std::string& where) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string detail = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      return MakeError(where, detail);
+    }
+    return {};
+  }
+
+  std::string LockPath(std::string_view job, std::int64_t tick, std::uint64_t fence) const {
+    return locks_dir_ + "/" + FileComponent(job) + "@" + std::to_string(tick) + "." +
+           std::to_string(fence) + ".lock";
+  }
+
+  // True when the holder of `rec` still holds its flock. A free flock is left taken in
+  // `*probe` (when given), so the caller can remove the dead holder's file.
+  bool FlockHeld(std::string_view job, const Running& rec, UniqueFd* probe) {
+    if (held_.count(rec.owner) != 0) return true;  // held by this very replica
+    UniqueFd fd(::open(LockPath(job, rec.tick, rec.fence).c_str(), O_RDWR | O_CLOEXEC));
+    if (!fd) return errno != ENOENT;  // no file: the holder is gone; other errors: assume held
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return true;
+    if (probe) *probe = std::move(fd);
+    return false;
+  }
+
+  bool Live(std::string_view job, const Running& rec, std::int64_t now, UniqueFd* probe) {
+    return rec.boot_id == boot_id_ && rec.lease_until > now && FlockHeld(job, rec, probe);
+  }
+
+  static ClaimOutcome Holder(ClaimStatus status, const Running& rec) {
+    ClaimOutcome out;
+    out.status = status;
+    out.holder_node = rec.node;
+    out.holder_tick_unix = rec.tick;
+    out.holder_config_hash = rec.config_hash;
+    return out;
+  }
+
+  static ClaimOutcome Missed() {
+    ClaimOutcome out;
+    out.status = ClaimStatus::kMissed;
+    return out;
+  }
+
+  static Running ReadRunning(const Stmt& st) {
+    Running rec;
+    rec.tick = st.Int(0);
+    rec.owner = st.Text(1);
+    rec.node = st.Text(2);
+    rec.fence = static_cast<std::uint64_t>(st.Int(3));
+    rec.lease_until = st.Int(4);
+    rec.boot_id = st.Text(5);
+    rec.config_hash = st.Text(6);
+    return rec;
+  }
+
+  Result<ClaimOutcome> ClaimLocked(const ClaimRequest& req, const std::string& where) {
+    const std::int64_t now = BootMs();
+    Stmt existing(db_,
+                  "SELECT tick, owner, node, fence, lease_until, boot_id, config_hash, state "
+                  "FROM tickd_ticks WHERE job = ?1 AND tick = ?2");
+    existing.Bind(1, req.job).Bind(2, req.tick_unix);
+    const int rc = existing.Step();
+    if (existing.Failed()) return MakeError(where, existing.ErrorText());
+    UniqueFd dead_holder_lock;  // the flock of a dead holder we take over
+    std::optional<Running> dead;
+    if (rc == SQLITE_ROW) {
+      Running rec = ReadRunning(existing);
+      if (existing.Text(7) == "done" || Live(req.job, rec, now, &dead_holder_lock) ||
+          !req.recover) {
+        return Holder(ClaimStatus::kLost, rec);
+      }
+      if (req.starting_deadline) {
+        // The deadline counts from the expiry: the lease end, or now when the holder
+        // died earlier. After a reboot the old lease's time is meaningless: from T.
+        const bool same_boot = rec.boot_id == boot_id_;
+        const bool too_late =
+            same_boot ? now > std::min(rec.lease_until, now) + req.starting_deadline->count()
+                      : PastDeadline(req);
+        if (too_late) return Missed();
+      }
+      dead = std::move(rec);
+    } else if (req.starting_deadline && PastDeadline(req)) {
+      return Missed();
+    }
+
+    if (req.forbid_overlap) {
+      Stmt running(db_,
+                   "SELECT tick, owner, node, fence, lease_until, boot_id, config_hash "
+                   "FROM tickd_ticks WHERE job = ?1 AND state = 'running' AND tick <> ?2");
+      running.Bind(1, req.job).Bind(2, req.tick_unix);
+      while (running.Step() == SQLITE_ROW) {
+        Running other = ReadRunning(running);
+        if (Live(req.job, other, now, nullptr)) return Holder(ClaimStatus::kBusy, other);
+      }
+      if (running.Failed()) return MakeError(where, running.ErrorText());
+    }
+
+    Stmt next_fence(db_, "UPDATE tickd_fence SET value = value + 1 WHERE id = 1 RETURNING value");
+    if (next_fence.Step() != SQLITE_ROW) return MakeError(where, next_fence.ErrorText());
+    const auto fence = static_cast<std::uint64_t>(next_fence.Int(0));
+    while (next_fence.Step() == SQLITE_ROW) {
+    }
+
+    const std::string lock_path = LockPath(req.job, req.tick_unix, fence);
+    UniqueFd lock_fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664));
+    if (!lock_fd || ::flock(lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      return MakeError(where, "lock file " + lock_path + ": " + std::strerror(errno));
+    }
+
+    Stmt write(db_,
+               "INSERT INTO tickd_ticks(job, tick, owner, node, fence, state, lease_until, "
+               "boot_id, config_hash) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8) "
+               "ON CONFLICT(job, tick) DO UPDATE SET owner = ?3, node = ?4, fence = ?5, "
+               "state = 'running', lease_until = ?6, boot_id = ?7, config_hash = ?8, "
+               "run_outcome = '', exit_code = NULL, duration_ms = 0");
+    write.Bind(1, req.job).Bind(2, req.tick_unix).Bind(3, req.owner_token).Bind(4, req.node);
+    write.Bind(5, static_cast<std::int64_t>(fence)).Bind(6, now + req.lease.count());
+    write.Bind(7, boot_id_).Bind(8, req.config_hash);
+    if (write.Step() != SQLITE_DONE || !Exec("COMMIT", where)) {
+      const std::string detail = sqlite3_errmsg(db_);
+      ::unlink(lock_path.c_str());
+      return MakeError(where, detail);
+    }
+    if (dead) ::unlink(LockPath(req.job, dead->tick, dead->fence).c_str());
+    held_[req.owner_token] = std::move(lock_fd);
+    ClaimOutcome out;
+    out.status = ClaimStatus::kWon;
+    out.fence = fence;
+    return out;
+  }
+
+  bool PastDeadline(const ClaimRequest& req) const {
+    return clock_.Wall() >
+           WallTime(std::chrono::seconds(req.tick_unix)) + req.starting_deadline.value();
+  }
+
+  Result<std::vector<TickHistory>> HistoryLocked(std::string_view job, int limit,
+                                                 const std::string& where) {
+    Stmt keys(db_,
+              "SELECT job, tick FROM (SELECT job, tick FROM tickd_ticks WHERE ?1 = '' OR job = ?1 "
+              "UNION SELECT job, tick FROM tickd_observations WHERE ?1 = '' OR job = ?1) "
+              "ORDER BY tick DESC, job LIMIT ?2");
+    keys.Bind(1, job).Bind(2, static_cast<std::int64_t>(limit));
+    std::vector<TickHistory> out;
+    while (keys.Step() == SQLITE_ROW) {
+      TickHistory h;
+      h.job = keys.Text(0);
+      h.tick_unix = keys.Int(1);
+      out.push_back(std::move(h));
+    }
+    if (keys.Failed()) return MakeError(where, keys.ErrorText());
+    for (TickHistory& h : out) {
+      Stmt rec(db_,
+               "SELECT node, state, run_outcome, exit_code, duration_ms, fence, config_hash "
+               "FROM tickd_ticks WHERE job = ?1 AND tick = ?2");
+      rec.Bind(1, h.job).Bind(2, h.tick_unix);
+      if (rec.Step() == SQLITE_ROW) {
+        h.winner = rec.Text(0);
+        h.state = rec.Text(1);
+        h.run_outcome = rec.Text(2);
+        if (!rec.IsNull(3)) h.exit_code = static_cast<int>(rec.Int(3));
+        h.duration = milliseconds(rec.Int(4));
+        h.fence = static_cast<std::uint64_t>(rec.Int(5));
+        h.config_hash = rec.Text(6);
+      }
+      if (rec.Failed()) return MakeError(where, rec.ErrorText());
+      Stmt obs(db_,
+               "SELECT node, outcome, node_wall_ms, config_hash, fence FROM tickd_observations "
+               "WHERE job = ?1 AND tick = ?2 ORDER BY node_wall_ms, node");
+      obs.Bind(1, h.job).Bind(2, h.tick_unix);
+      while (obs.Step() == SQLITE_ROW) {
+        Observation o;
+        o.job = h.job;
+        o.tick_unix = h.tick_unix;
+        o.node = obs.Text(0);
+        o.outcome = obs.Text(1);
+        o.node_wall = WallTime(milliseconds(obs.Int(2)));
+        o.config_hash = obs.Text(3);
+        o.fence = static_cast<std::uint64_t>(obs.Int(4));
+        h.observations.push_back(std::move(o));
+      }
+      if (obs.Failed()) return MakeError(where, obs.ErrorText());
+    }
+    return out;
+  }
+
+  Result<int> PruneLocked(WallTime older_than, const std::string& where) {
+    const std::int64_t cutoff =
+        std::chrono::duration_cast<std::chrono::seconds>(older_than.time_since_epoch()).count();
+    const std::int64_t now = BootMs();
+    int removed = 0;
+    // Running records go only when dead; their lock files go with them.
+    std::vector<std::pair<std::string, Running>> dead;
+    {
+      Stmt running(db_,
+                   "SELECT tick, owner, node, fence, lease_until, boot_id, config_hash, job "
+                   "FROM tickd_ticks WHERE state = 'running' AND tick < ?1");
+      running.Bind(1, cutoff);
+      while (running.Step() == SQLITE_ROW) {
+        Running rec = ReadRunning(running);
+        std::string job = running.Text(7);
+        UniqueFd probe;
+        if (!Live(job, rec, now, &probe)) dead.emplace_back(std::move(job), std::move(rec));
+      }
+      if (running.Failed()) return MakeError(where, running.ErrorText());
+    }
+    for (const auto& [job, rec] : dead) {
+      Stmt del(db_, "DELETE FROM tickd_ticks WHERE job = ?1 AND tick = ?2 AND owner = ?3");
+      del.Bind(1, job).Bind(2, rec.tick).Bind(3, rec.owner);
+      if (del.Step() != SQLITE_DONE) return MakeError(where, del.ErrorText());
+      removed += sqlite3_changes(db_);
+    }
+    Stmt done(db_, "DELETE FROM tickd_ticks WHERE state = 'done' AND tick < ?1");
+    done.Bind(1, cutoff);
+    if (done.Step() != SQLITE_DONE) return MakeError(where, done.ErrorText());
+    removed += sqlite3_changes(db_);
+    Stmt obs(db_, "DELETE FROM tickd_observations WHERE tick < ?1");
+    obs.Bind(1, cutoff);
+    if (obs.Step() != SQLITE_DONE) return MakeError(where, obs.ErrorText());
+    if (auto r = Exec("COMMIT", where); !r) return tl::unexpected(r.error());
+    for (const auto& [job, rec] : dead) ::unlink(LockPath(job, rec.tick, rec.fence).c_str());
+    return removed;
+  }
+
+  void CheckFileSystem() {
+    std::string dir = path_.substr(0, path_.find_last_of('/') + 1);
+    if (dir.empty()) dir = ".";
+    struct statfs fs {};
+    if (::statfs(dir.c_str(), &fs) != 0) return;
+    if (auto remote = RemoteFileSystemName(static_cast<long>(fs.f_type))) {
+      warnings_.push_back("sqlite: " + path_ + " is on a network file system (" +
+                          std::string(*remote) +
+                          "): SQLite's WAL and flock need one local host; use a local path, "
+                          "or a server backend (postgres, etcd, zookeeper) for several hosts");
+    }
+  }
+
+  Clock& clock_;
+  const std::string path_;
+  const std::string locks_dir_;
+  const std::string boot_id_;
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;
+  std::map<std::string, UniqueFd> held_;  // owner token → flock'd lock file of a won claim
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> NewSqliteBackend(const SqliteOptions& options, Clock& clock) {
+  if (options.path.empty()) return MakeError("sqlite", "no database path");
+  auto backend = std::make_unique<SqliteBackend>(
+      clock, options.path, options.boot_id.empty() ? ReadBootId() : options.boot_id);
+  if (auto r = backend->Open(options); !r) return tl::unexpected(r.error());
+  return backend;
+}
+
+Result<std::string> SqlitePathFromUrl(std::string_view url) {
+  constexpr std::string_view kPrefix = "sqlite://";
+  std::string_view path = url;
+  if (url.substr(0, kPrefix.size()) == kPrefix) {
+    path = url.substr(kPrefix.size());
+  } else if (url.find("://") != std::string_view::npos) {
+    return MakeError("sqlite: " + std::string(url), "not a sqlite:// URL");
+  }
+  if (path.empty()) return MakeError("sqlite: " + std::string(url), "no database path");
+  return std::string(path);
+}
+
+std::optional<std::string_view> RemoteFileSystemName(long f_type) {
+  switch (static_cast<unsigned long>(f_type) & 0xFFFFFFFFUL) {
+    case NFS_SUPER_MAGIC:
+      return "nfs";
+    case SMB_SUPER_MAGIC:
+      return "smb";
+    case 0xFF534D42UL:  // CIFS_MAGIC_NUMBER
+      return "cifs";
+    case 0xFE534D42UL:  // SMB2_MAGIC_NUMBER
+      return "smb2";
+    case AFS_SUPER_MAGIC:
+      return "afs";
+    case CODA_SUPER_MAGIC:
+      return "coda";
+    case 0x00C36400UL:  // CEPH_SUPER_MAGIC
+      return "ceph";
+    case V9FS_MAGIC:
+      return "9p";
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace tickd::lock
