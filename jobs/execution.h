@@ -56,18 +56,36 @@ using OutputSink = std::function<void(std::string_view stream, std::string_view 
 // Thread-safe.
 class Execution {
  public:
+  // A run still going is terminated (kKilled) and waited for (up to its kill grace);
+  // no thread or zombie outlives the Execution. REQUIRES: not called from the sink.
   virtual ~Execution() = default;
   // Ends the run: SIGTERM to its process group (or the cancel flag of an in-process
   // plugin), SIGKILL after the kill grace. `reason` becomes the outcome (kTimeout,
-  // kLeaseLost, kKilled). Idempotent; returns at once.
+  // kLeaseLost, kKilled). Idempotent; returns at once. The first reason wins; one
+  // given after the process has exited does not change the outcome.
   virtual void Terminate(RunOutcome reason) = 0;
   // Waits up to `d` for the end of the run (its output drained). nullopt: still running.
+  // Once it returns a result, every later call returns the same result.
   virtual std::optional<RunResult> WaitFor(milliseconds d) = 0;
 };
 
-// Starts argv in its own process group (posix_spawn). An Error when it cannot be
-// started at all (bad workdir, fork failure); a missing program is a kFailed run
-// with exit status 127, as a shell reports it.
+// Starts argv in its own process group (posix_spawn) with stdin from /dev/null, an
+// empty signal mask and default signal dispositions; stdout and stderr go to `sink`.
+// Outcomes:
+//  - an Execution that runs: its supervisor thread calls `sink`, enforces spec.timeout
+//    and reaps the process (waitpid on its pid only; no SIGCHLD handler is installed);
+//  - an already finished Execution with a kFailed RunResult (and `error` set) when the
+//    job itself cannot start: a missing program (exit_code 127, as a shell reports it),
+//    one that cannot be executed (exit_code 126), a bad workdir (no exit_code), an
+//    empty argv;
+//  - an Error only when the daemon lacks a resource (pipes, fds, processes, threads).
 Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink);
+
+// {"/bin/sh", "-c", cmd}: the argv of a `shell:` job.
+std::vector<std::string> ShellArgv(const std::string& cmd);
+
+// An Execution that has already ended with `result` (WaitFor returns it at once,
+// Terminate does nothing). For runs that fail before they start, and for tests.
+std::unique_ptr<Execution> FinishedExecution(RunResult result);
 
 }  // namespace tickd::jobs

@@ -1,1 +1,507 @@
+// Child processes of tickd. This is the only file that spawns, signals or reaps
+// (LevelDB's port/ idea): everything else sees Execution.
+//
+// How a run is supervised. StartProcess posix_spawns the job as the leader of a new
+// process group (pgid == pid), with stdin from /dev/null, stdout and stderr on two
+// pipes, an empty signal mask and default dispositions (the daemon blocks and
+// ignores signals; its jobs must not inherit that). One supervisor thread per run
+// then poll()s on: both pipes (lines go to the OutputSink), a pidfd of the child
+// (readable once it has exited; without pidfd support it polls waitid every 20 ms)
+// and an eventfd that Terminate() writes to. It
+//  - sends SIGTERM (+ SIGCONT, so a stopped job sees it) to the group when the
+//    timeout passes or Terminate() asks, and SIGKILL to the group kill_grace later;
+//  - when the child has exited but is not yet reaped, SIGKILLs what is left of a
+//    terminated group (the zombie still holds the group id, so it cannot name a
+//    reused pid), then reaps it with waitpid on its pid (never -1: the daemon has
+//    other children);
+//  - drains the pipes until EOF, but for at most kDrainAfterExit after the reap: a
+//    grandchild that keeps a pipe open must not hold the run forever;
+//  - publishes the RunResult under the mutex and wakes WaitFor().
+// No SIGCHLD handler is installed anywhere.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
 #include "jobs/execution.h"
+#include "jobs/output_capture.h"
+
+extern char** environ;
+
+namespace tickd::jobs {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr milliseconds kDrainAfterExit{150};   // output drain bound once the child is reaped
+constexpr milliseconds kExitPollInterval{20};  // waitid polling when pidfd_open fails
+// Longer waits are clamped to this, so that now() + d cannot overflow.
+constexpr milliseconds kLongestWait = std::chrono::hours(24 * 365 * 10);
+constexpr std::size_t kReadChunkBytes = 64 * 1024;
+
+std::string ErrnoText(int err) { return std::generic_category().message(err); }
+
+// An owned file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { Reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Reset() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read;   // the parent's end: O_CLOEXEC, O_NONBLOCK
+  Fd write;  // the child's end: O_CLOEXEC (dup2 onto 1 or 2 clears it in the child)
+};
+
+Result<Pipe> MakePipe(const char* stream) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return MakeError(std::string("jobs: pipe for ") + stream, ErrnoText(errno));
+  }
+  Pipe p{Fd(fds[0]), Fd(fds[1])};
+  if (fcntl(p.read.get(), F_SETFL, O_NONBLOCK) != 0) {
+    return MakeError(std::string("jobs: pipe for ") + stream, ErrnoText(errno));
+  }
+  return p;
+}
+
+// posix_spawn's two attribute objects, destroyed on every path.
+class SpawnActions {
+ public:
+  SpawnActions() { ok_ = posix_spawn_file_actions_init(&a_) == 0; }
+  ~SpawnActions() {
+    if (ok_) posix_spawn_file_actions_destroy(&a_);
+  }
+  SpawnActions(const SpawnActions&) = delete;
+  SpawnActions& operator=(const SpawnActions&) = delete;
+  bool ok() const { return ok_; }
+  posix_spawn_file_actions_t* get() { return &a_; }
+
+ private:
+  posix_spawn_file_actions_t a_;
+  bool ok_ = false;
+};
+
+class SpawnAttr {
+ public:
+  SpawnAttr() { ok_ = posix_spawnattr_init(&a_) == 0; }
+  ~SpawnAttr() {
+    if (ok_) posix_spawnattr_destroy(&a_);
+  }
+  SpawnAttr(const SpawnAttr&) = delete;
+  SpawnAttr& operator=(const SpawnAttr&) = delete;
+  bool ok() const { return ok_; }
+  posix_spawnattr_t* get() { return &a_; }
+
+ private:
+  posix_spawnattr_t a_;
+  bool ok_ = false;
+};
+
+// Returns 0 or the first errno of the file actions: stdin from /dev/null, stdout and
+// stderr to the pipes, the workdir, and no other inherited descriptor (libraries in
+// the daemon may open fds without O_CLOEXEC).
+int SetUpFileActions(SpawnActions& actions, const Pipe& out, const Pipe& err,
+                     const std::string& workdir) {
+  posix_spawn_file_actions_t* a = actions.get();
+  if (int rc = posix_spawn_file_actions_addopen(a, STDIN_FILENO, "/dev/null", O_RDONLY, 0)) {
+    return rc;
+  }
+  if (int rc = posix_spawn_file_actions_adddup2(a, out.write.get(), STDOUT_FILENO)) return rc;
+  if (int rc = posix_spawn_file_actions_adddup2(a, err.write.get(), STDERR_FILENO)) return rc;
+  if (!workdir.empty()) {
+    if (int rc = posix_spawn_file_actions_addchdir_np(a, workdir.c_str())) return rc;
+  }
+  return posix_spawn_file_actions_addclosefrom_np(a, STDERR_FILENO + 1);
+}
+
+// Returns 0 or the first errno: own process group, empty mask, default dispositions.
+int SetUpAttr(SpawnAttr& attr) {
+  posix_spawnattr_t* a = attr.get();
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigset_t all;
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  const short flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (int rc = posix_spawnattr_setflags(a, flags)) return rc;
+  if (int rc = posix_spawnattr_setpgroup(a, 0)) return rc;  // 0: the child leads a new group
+  if (int rc = posix_spawnattr_setsigmask(a, &empty)) return rc;
+  return posix_spawnattr_setsigdefault(a, &all);
+}
+
+// The daemon's environment with spec.env on top ("NAME=value" strings).
+std::vector<std::string> BuildEnvironment(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    const std::string name(kv.substr(0, kv.find('=')));
+    if (extra.count(name) == 0) env.emplace_back(kv);
+  }
+  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
+  return env;
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+bool IsResourceError(int err) {
+  return err == EAGAIN || err == ENOMEM || err == EMFILE || err == ENFILE;
+}
+
+RunResult CannotStart(std::string error, std::optional<int> exit_code) {
+  RunResult r;
+  r.outcome = RunOutcome::kFailed;
+  r.exit_code = exit_code;
+  r.error = std::move(error);
+  return r;
+}
+
+int WaitMillis(SteadyClock::time_point now, SteadyClock::time_point until) {
+  if (until == SteadyClock::time_point::max()) return -1;
+  if (until <= now) return 0;
+  const auto ms = std::chrono::ceil<milliseconds>(until - now).count();
+  return static_cast<int>(std::min<decltype(ms)>(ms, INT_MAX));
+}
+
+class ProcessExecution final : public Execution {
+ public:
+  ProcessExecution(pid_t pid, Pipe out, Pipe err, Fd pidfd, Fd wake, const ProcessSpec& spec,
+                   OutputSink sink, SteadyClock::time_point start)
+      : pid_(pid),
+        pidfd_(std::move(pidfd)),
+        wake_(std::move(wake)),
+        start_(start),
+        timeout_(std::clamp(spec.timeout, milliseconds(0), kLongestWait)),
+        kill_grace_(std::clamp(spec.kill_grace, milliseconds(0), kLongestWait)),
+        capture_(std::move(sink), spec.max_output_lines, spec.max_line_bytes),
+        buffer_(kReadChunkBytes, '\0') {
+    pipes_[0] = std::move(out.read);
+    pipes_[1] = std::move(err.read);
+  }
+
+  ~ProcessExecution() override {
+    Terminate(RunOutcome::kKilled);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Starts the supervisor thread. On failure the child is killed and reaped here.
+  Result<void> Start() {
+    try {
+      thread_ = std::thread([this] { Supervise(); });
+      return {};
+    } catch (const std::system_error& e) {
+      kill(-pid_, SIGKILL);
+      while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return MakeError("jobs: supervisor thread", e.what());
+    }
+  }
+
+  void Terminate(RunOutcome reason) override {
+    if (reason != RunOutcome::kTimeout && reason != RunOutcome::kLeaseLost) {
+      reason = RunOutcome::kKilled;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (reason_) return;
+      reason_ = reason;
+    }
+    const std::uint64_t one = 1;
+    // EAGAIN (counter full) means the supervisor has wake-ups pending anyway.
+    [[maybe_unused]] ssize_t n = write(wake_.get(), &one, sizeof one);
+  }
+
+  std::optional<RunResult> WaitFor(milliseconds d) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait_for(lock, std::clamp(d, milliseconds(0), kLongestWait),
+                      [this] { return result_.has_value(); });
+    return result_;
+  }
+
+ private:
+  bool TerminationRequested() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reason_.has_value();
+  }
+
+  void SignalGroup(int sig) const { kill(-pid_, sig); }  // ESRCH: nothing left to signal
+
+  // True once the child has exited; it stays a zombie (WNOWAIT) until Reap().
+  bool ChildExited() const {
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+      return errno == ECHILD;  // reaped behind our back (SIGCHLD set to SIG_IGN): Reap says so
+    }
+    return info.si_pid != 0;
+  }
+
+  void Reap() {
+    int status = 0;
+    pid_t rc;
+    while ((rc = waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+    }
+    if (rc == pid_) {
+      status_ = status;
+    } else {
+      wait_error_ = "waitpid " + std::to_string(pid_) + ": " + ErrnoText(errno);
+    }
+  }
+
+  // Reads what one pipe has now. False once it is at EOF (or broken).
+  bool ReadPipe(OutputStream s) {
+    const ssize_t n = read(pipes_[static_cast<int>(s)].get(), buffer_.data(), buffer_.size());
+    if (n > 0) {
+      capture_.Feed(s, std::string_view(buffer_.data(), static_cast<std::size_t>(n)));
+      return true;
+    }
+    return n < 0 && (errno == EAGAIN || errno == EINTR);
+  }
+
+  void ClosePipe(OutputStream s) {
+    capture_.Finish(s);
+    pipes_[static_cast<int>(s)].Reset();
+  }
+
+  void Supervise() {
+    const SteadyClock::time_point deadline = start_ + timeout_;
+    bool term_sent = false;
+    bool kill_sent = false;
+    bool reaped = false;
+    bool terminated_by_us = false;
+    SteadyClock::time_point kill_at{};
+    SteadyClock::time_point drain_until{};
+    SteadyClock::time_point end{};
+    constexpr std::array<OutputStream, 2> kStreams = {OutputStream::kStdout,
+                                                      OutputStream::kStderr};
+
+    while (true) {
+      SteadyClock::time_point now = SteadyClock::now();
+      if (!reaped) {
+        if (now >= deadline) Terminate(RunOutcome::kTimeout);
+        if (!term_sent && TerminationRequested()) {
+          SignalGroup(SIGTERM);
+          SignalGroup(SIGCONT);
+          term_sent = true;
+          kill_at = now + kill_grace_;
+        }
+        if (term_sent && !kill_sent && now >= kill_at) {
+          SignalGroup(SIGKILL);
+          kill_sent = true;
+        }
+      }
+      const bool pipes_open = pipes_[0].valid() || pipes_[1].valid();
+      if (reaped && (!pipes_open || now >= drain_until)) break;
+
+      std::array<pollfd, 4> fds{};
+      int nfds = 0;
+      std::array<int, 2> pipe_slot = {-1, -1};
+      for (OutputStream s : kStreams) {
+        const int i = static_cast<int>(s);
+        if (!pipes_[i].valid()) continue;
+        pipe_slot[i] = nfds;
+        fds[nfds++] = {pipes_[i].get(), POLLIN, 0};
+      }
+      int pidfd_slot = -1;
+      if (!reaped && pidfd_.valid()) {
+        pidfd_slot = nfds;
+        fds[nfds++] = {pidfd_.get(), POLLIN, 0};
+      }
+      const int wake_slot = nfds;
+      fds[nfds++] = {wake_.get(), POLLIN, 0};
+
+      SteadyClock::time_point wake_at = SteadyClock::time_point::max();
+      if (reaped) {
+        wake_at = drain_until;
+      } else {
+        if (!term_sent) wake_at = deadline;
+        if (term_sent && !kill_sent) wake_at = kill_at;
+        if (!pidfd_.valid()) wake_at = std::min(wake_at, now + kExitPollInterval);
+      }
+      if (poll(fds.data(), static_cast<nfds_t>(nfds), WaitMillis(now, wake_at)) < 0) {
+        if (errno != EINTR) std::this_thread::sleep_for(kExitPollInterval);  // ENOMEM
+        continue;
+      }
+
+      for (OutputStream s : kStreams) {
+        const int slot = pipe_slot[static_cast<int>(s)];
+        if (slot >= 0 && fds[slot].revents != 0 && !ReadPipe(s)) ClosePipe(s);
+      }
+      if (fds[wake_slot].revents != 0) {
+        std::uint64_t count;
+        [[maybe_unused]] ssize_t n = read(wake_.get(), &count, sizeof count);
+      }
+      const bool maybe_exited = pidfd_slot < 0 || fds[pidfd_slot].revents != 0;
+      if (!reaped && maybe_exited && ChildExited()) {
+        // Stragglers of a group we terminated go too; the zombie leader still holds
+        // the group id, so this cannot hit a reused one.
+        if (term_sent) SignalGroup(SIGKILL);
+        Reap();
+        end = SteadyClock::now();
+        reaped = true;
+        terminated_by_us = term_sent;
+        drain_until = end + kDrainAfterExit;
+      }
+    }
+    for (OutputStream s : kStreams) {
+      if (pipes_[static_cast<int>(s)].valid()) ClosePipe(s);
+    }
+    pidfd_.Reset();
+    Publish(terminated_by_us, std::chrono::duration_cast<milliseconds>(end - start_));
+  }
+
+  void Publish(bool terminated_by_us, milliseconds duration) {
+    RunResult r;
+    r.duration = duration;
+    r.dropped_lines = capture_.dropped_lines();
+    r.error = wait_error_;
+    if (wait_error_.empty()) {
+      if (WIFEXITED(status_)) r.exit_code = WEXITSTATUS(status_);
+      if (WIFSIGNALED(status_)) r.signal = WTERMSIG(status_);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (terminated_by_us) {
+      r.outcome = *reason_;
+    } else {
+      r.outcome = r.exit_code == 0 ? RunOutcome::kDone : RunOutcome::kFailed;
+    }
+    result_ = std::move(r);
+    done_cv_.notify_all();
+  }
+
+  const pid_t pid_;  // also the process group id
+  // Used by the supervisor thread only (and by the destructor after it has ended):
+  std::array<Fd, 2> pipes_;  // indexed by OutputStream
+  Fd pidfd_;                 // invalid: poll waitid instead
+  const Fd wake_;            // eventfd written by Terminate()
+  const SteadyClock::time_point start_;
+  const milliseconds timeout_;
+  const milliseconds kill_grace_;
+  OutputCapture capture_;
+  std::string buffer_;
+  int status_ = 0;
+  std::string wait_error_;
+
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  std::optional<RunOutcome> reason_;  // guarded by mu_; the first Terminate() wins
+  std::optional<RunResult> result_;   // guarded by mu_; set once, at the end
+
+  std::thread thread_;  // last: started after every member above exists
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink) {
+  if (spec.argv.empty()) return FinishedExecution(CannotStart("empty argv", std::nullopt));
+  const std::string& program = spec.argv[0];
+  if (!spec.workdir.empty()) {
+    // Checked here because a failed chdir inside posix_spawn reports the same ENOENT
+    // as a missing program.
+    struct stat st {};
+    if (stat(spec.workdir.c_str(), &st) != 0) {
+      return FinishedExecution(
+          CannotStart("workdir " + spec.workdir + ": " + ErrnoText(errno), std::nullopt));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return FinishedExecution(CannotStart(
+          "workdir " + spec.workdir + ": " + ErrnoText(ENOTDIR), std::nullopt));
+    }
+  }
+
+  auto out = MakePipe("stdout");
+  if (!out) return tl::unexpected(out.error());
+  auto err = MakePipe("stderr");
+  if (!err) return tl::unexpected(err.error());
+  Fd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake.valid()) return MakeError("jobs: eventfd", ErrnoText(errno));
+
+  SpawnActions actions;
+  SpawnAttr attr;
+  if (!actions.ok() || !attr.ok()) return MakeError("jobs: posix_spawn", ErrnoText(ENOMEM));
+  if (int rc = SetUpFileActions(actions, *out, *err, spec.workdir)) {
+    return MakeError("jobs: posix_spawn file actions", ErrnoText(rc));
+  }
+  if (int rc = SetUpAttr(attr)) return MakeError("jobs: posix_spawn attributes", ErrnoText(rc));
+
+  std::vector<std::string> argv_strings = spec.argv;
+  std::vector<std::string> env_strings = BuildEnvironment(spec.env);
+  std::vector<char*> argv = CStrings(argv_strings);
+  std::vector<char*> envp = CStrings(env_strings);
+
+  pid_t pid = -1;
+  const SteadyClock::time_point start = SteadyClock::now();
+  // posix_spawnp searches the daemon's PATH (not spec.env's) when argv[0] has no '/'.
+  const int rc = program.find('/') == std::string::npos
+                     ? posix_spawnp(&pid, program.c_str(), actions.get(), attr.get(),
+                                    argv.data(), envp.data())
+                     : posix_spawn(&pid, program.c_str(), actions.get(), attr.get(),
+                                   argv.data(), envp.data());
+  out->write.Reset();  // the child holds its own copies; EOF comes when it (and its
+  err->write.Reset();  // descendants) close them
+  if (rc != 0) {
+    std::string where = program + (spec.workdir.empty() ? "" : " (workdir " + spec.workdir + ")");
+    if (IsResourceError(rc)) return MakeError("jobs: start " + where, ErrnoText(rc));
+    // As a shell reports it: 127 not found, 126 found but not executable.
+    const int exit_code = rc == ENOENT || rc == ENOTDIR ? 127 : 126;
+    RunResult r = CannotStart(where + ": " + ErrnoText(rc), exit_code);
+    r.duration = std::chrono::duration_cast<milliseconds>(SteadyClock::now() - start);
+    return FinishedExecution(std::move(r));
+  }
+
+  // Invalid on kernels without it (< 5.3): waitid polling instead. A raw syscall since
+  // glibc 2.36's <sys/pidfd.h> lacks extern "C".
+  Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  auto execution = std::make_unique<ProcessExecution>(pid, std::move(*out), std::move(*err),
+                                                      std::move(pidfd), std::move(wake), spec,
+                                                      std::move(sink), start);
+  if (auto started = execution->Start(); !started) return tl::unexpected(started.error());
+  return std::unique_ptr<Execution>(std::move(execution));
+}
+
+}  // namespace tickd::jobs

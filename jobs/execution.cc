@@ -1,0 +1,43 @@
+// The parts of execution.h that do not touch processes (those live in process.cc).
+#include <utility>
+
+#include "jobs/execution.h"
+
+namespace tickd::jobs {
+namespace {
+
+class FinishedExecutionImpl final : public Execution {
+ public:
+  explicit FinishedExecutionImpl(RunResult result) : result_(std::move(result)) {}
+  void Terminate(RunOutcome /*reason*/) override {}
+  std::optional<RunResult> WaitFor(milliseconds /*d*/) override { return result_; }
+
+ private:
+  const RunResult result_;
+};
+
+}  // namespace
+
+std::string_view RunOutcomeName(RunOutcome o) {
+  switch (o) {
+    case RunOutcome::kDone:
+      return "done";
+    case RunOutcome::kFailed:
+      return "failed";
+    case RunOutcome::kTimeout:
+      return "timeout";
+    case RunOutcome::kLeaseLost:
+      return "lease-lost";
+    case RunOutcome::kKilled:
+      return "killed";
+  }
+  return "failed";
+}
+
+std::vector<std::string> ShellArgv(const std::string& cmd) { return {"/bin/sh", "-c", cmd}; }
+
+std::unique_ptr<Execution> FinishedExecution(RunResult result) {
+  return std::make_unique<FinishedExecutionImpl>(std::move(result));
+}
+
+}  // namespace tickd::jobs

@@ -1,0 +1,77 @@
+#include "jobs/output_capture.h"
+
+#include <utility>
+
+namespace tickd::jobs {
+namespace {
+
+// The largest cut <= `limit` that does not split a UTF-8 sequence of `line`.
+std::size_t Utf8CutPoint(std::string_view line, std::size_t limit) {
+  std::size_t cut = limit;
+  // Step back over continuation bytes (10xxxxxx), at most the 3 a sequence can have.
+  for (int i = 0; i < 3 && cut > 0 && cut < line.size() &&
+                  (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80;
+       ++i) {
+    --cut;
+  }
+  return cut;
+}
+
+}  // namespace
+
+std::string_view OutputStreamName(OutputStream s) {
+  return s == OutputStream::kStdout ? "stdout" : "stderr";
+}
+
+OutputCapture::OutputCapture(OutputSink sink, std::size_t max_lines,
+                             std::size_t max_line_bytes)
+    : sink_(std::move(sink)), max_lines_(max_lines), max_line_bytes_(max_line_bytes) {}
+
+void OutputCapture::Feed(OutputStream s, std::string_view bytes) {
+  StreamState& st = streams_[static_cast<std::size_t>(s)];
+  while (!bytes.empty()) {
+    const std::size_t nl = bytes.find('\n');
+    const std::string_view piece = bytes.substr(0, nl);
+    if (!st.skipping) {
+      // Keep at most one byte beyond the limit: enough to know the line is too long.
+      const std::size_t room = max_line_bytes_ - st.partial.size();
+      st.partial.append(piece.substr(0, piece.size() > room ? room + 1 : piece.size()));
+      if (st.partial.size() > max_line_bytes_) {
+        std::string cut = st.partial.substr(0, Utf8CutPoint(st.partial, max_line_bytes_));
+        cut.append(kTruncatedMark);
+        Deliver(s, cut);
+        st.partial.clear();
+        st.skipping = true;
+      }
+    }
+    if (nl == std::string_view::npos) return;
+    if (!st.skipping) Deliver(s, st.partial);
+    st.partial.clear();
+    st.skipping = false;
+    bytes.remove_prefix(nl + 1);
+  }
+}
+
+void OutputCapture::Finish(OutputStream s) {
+  StreamState& st = streams_[static_cast<std::size_t>(s)];
+  if (!st.skipping && !st.partial.empty()) Deliver(s, st.partial);
+  st.partial.clear();
+  st.skipping = false;
+}
+
+void OutputCapture::Deliver(OutputStream s, std::string_view line) {
+  if (delivered_lines_ >= max_lines_) {
+    ++dropped_lines_;
+    return;
+  }
+  ++delivered_lines_;
+  if (!sink_) return;
+  try {
+    sink_(OutputStreamName(s), line);
+  } catch (...) {
+    // A throwing sink must not end the supervisor thread (and with it the daemon);
+    // the line is lost, the run goes on.
+  }
+}
+
+}  // namespace tickd::jobs

@@ -1,0 +1,340 @@
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "jobs/execution.h"
+
+namespace tickd::jobs {
+namespace {
+
+using namespace std::chrono_literals;
+using Line = std::pair<std::string, std::string>;  // stream, text
+
+// Collects the lines a run prints; the sink runs on the run's own thread.
+class Collector {
+ public:
+  OutputSink Sink() {
+    return [this](std::string_view stream, std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.emplace_back(std::string(stream), std::string(line));
+      cv_.notify_all();
+    };
+  }
+  std::vector<Line> Lines() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lines_;
+  }
+  std::vector<std::string> Stream(const std::string& stream) {
+    std::vector<std::string> out;
+    for (const auto& [s, text] : Lines()) {
+      if (s == stream) out.push_back(text);
+    }
+    return out;
+  }
+  // The first line printed, waiting up to `d` for it ("" if none came).
+  std::string FirstLine(std::chrono::milliseconds d = 5s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, d, [this] { return !lines_.empty(); });
+    return lines_.empty() ? "" : lines_.front().second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Line> lines_;
+};
+
+ProcessSpec Shell(const std::string& cmd) {
+  ProcessSpec spec;
+  spec.argv = ShellArgv(cmd);
+  spec.timeout = 10s;
+  spec.kill_grace = 2s;
+  return spec;
+}
+
+std::unique_ptr<Execution> Start(const ProcessSpec& spec, Collector& c) {
+  auto started = StartProcess(spec, c.Sink());
+  REQUIRE(started.has_value());
+  return std::move(*started);
+}
+
+RunResult Wait(Execution& e, std::chrono::milliseconds d = 10s) {
+  std::optional<RunResult> r = e.WaitFor(d);
+  REQUIRE(r.has_value());
+  return *r;
+}
+
+RunResult RunShell(const std::string& cmd, Collector& c) {
+  auto e = Start(Shell(cmd), c);
+  return Wait(*e);
+}
+
+// Alive and not a zombie (a dead grandchild may wait for init to reap it).
+bool ProcessAlive(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno != ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto paren = content.rfind(')');
+  return paren == std::string::npos || content.substr(paren + 2, 1) != "Z";
+}
+
+bool GoneWithin(pid_t pid, std::chrono::milliseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (ProcessAlive(pid)) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+// Children of this test process that are zombies (exited, never reaped).
+int ZombieChildren() {
+  int zombies = 0;
+  DIR* proc = opendir("/proc");
+  REQUIRE(proc != nullptr);
+  while (dirent* d = readdir(proc)) {
+    if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+    std::ifstream stat(std::string("/proc/") + d->d_name + "/stat");
+    std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto paren = content.rfind(')');
+    if (paren == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (sscanf(content.c_str() + paren + 2, "%c %ld", &state, &ppid) != 2) continue;
+    if (ppid == getpid() && state == 'Z') ++zombies;
+  }
+  closedir(proc);
+  return zombies;
+}
+
+TEST_CASE("RunOutcomeName and ShellArgv", "[jobs]") {
+  CHECK(RunOutcomeName(RunOutcome::kDone) == "done");
+  CHECK(RunOutcomeName(RunOutcome::kFailed) == "failed");
+  CHECK(RunOutcomeName(RunOutcome::kTimeout) == "timeout");
+  CHECK(RunOutcomeName(RunOutcome::kLeaseLost) == "lease-lost");
+  CHECK(RunOutcomeName(RunOutcome::kKilled) == "killed");
+  CHECK(ShellArgv("echo hi") == std::vector<std::string>{"/bin/sh", "-c", "echo hi"});
+}
+
+TEST_CASE("exit status 0 is done, non-zero is failed with the code", "[jobs]") {
+  Collector c;
+  RunResult ok = RunShell("exit 0", c);
+  CHECK(ok.outcome == RunOutcome::kDone);
+  CHECK(ok.exit_code == 0);
+  CHECK_FALSE(ok.signal.has_value());
+
+  RunResult three = RunShell("exit 3", c);
+  CHECK(three.outcome == RunOutcome::kFailed);
+  CHECK(three.exit_code == 3);
+}
+
+TEST_CASE("a job killed by a signal of its own is failed with the signal", "[jobs]") {
+  rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // keep the SIGSEGV from writing a core file
+  Collector c;
+  RunResult r = RunShell("kill -SEGV $$", c);
+  CHECK(r.outcome == RunOutcome::kFailed);
+  CHECK(r.signal == SIGSEGV);
+  CHECK_FALSE(r.exit_code.has_value());
+}
+
+TEST_CASE("the job sees the daemon's environment with spec.env on top", "[jobs]") {
+  setenv("TICKD_TEST_INHERITED", "from-daemon", 1);
+  setenv("TICKD_TEST_OVERRIDDEN", "from-daemon", 1);
+  ProcessSpec spec = Shell(
+      "echo \"$TICKD_JOB\"; echo \"$TICKD_TEST_INHERITED\"; echo \"$TICKD_TEST_OVERRIDDEN\"");
+  spec.env = {{"TICKD_JOB", "cleanup orders"}, {"TICKD_TEST_OVERRIDDEN", "from-spec"}};
+  Collector c;
+  auto e = Start(spec, c);
+  CHECK(Wait(*e).outcome == RunOutcome::kDone);
+  CHECK(c.Stream("stdout") ==
+        std::vector<std::string>{"cleanup orders", "from-daemon", "from-spec"});
+  unsetenv("TICKD_TEST_INHERITED");
+  unsetenv("TICKD_TEST_OVERRIDDEN");
+}
+
+TEST_CASE("the job runs in its workdir; a bad workdir is a failed run", "[jobs]") {
+  ProcessSpec spec = Shell("pwd");
+  spec.workdir = "/tmp";
+  Collector c;
+  auto e = Start(spec, c);
+  CHECK(Wait(*e).outcome == RunOutcome::kDone);
+  CHECK(c.Stream("stdout") == std::vector<std::string>{"/tmp"});
+
+  spec.workdir = "/nonexistent/tickd-workdir";
+  Collector c2;
+  auto bad = Start(spec, c2);
+  RunResult r = Wait(*bad, 0ms);
+  CHECK(r.outcome == RunOutcome::kFailed);
+  CHECK_FALSE(r.exit_code.has_value());
+  CHECK_THAT(r.error, Catch::Contains("/nonexistent/tickd-workdir"));
+}
+
+TEST_CASE("stdin is /dev/null", "[jobs]") {
+  Collector c;
+  RunResult r = RunShell("cat; echo end", c);
+  CHECK(r.outcome == RunOutcome::kDone);
+  CHECK(c.Stream("stdout") == std::vector<std::string>{"end"});
+}
+
+TEST_CASE("output lines arrive in order per stream", "[jobs]") {
+  Collector c;
+  RunResult r = RunShell(
+      "for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done; printf 'no newline'", c);
+  CHECK(r.outcome == RunOutcome::kDone);
+  CHECK(c.Stream("stdout") ==
+        std::vector<std::string>{"out1", "out2", "out3", "out4", "out5", "no newline"});
+  CHECK(c.Stream("stderr") == std::vector<std::string>{"err1", "err2", "err3", "err4", "err5"});
+  CHECK(r.dropped_lines == 0);
+}
+
+TEST_CASE("output beyond max_output_lines is counted, long lines are cut", "[jobs]") {
+  ProcessSpec spec = Shell("seq 1 20; printf 'abcdefghijklmnop\\n' >&2");
+  spec.max_output_lines = 5;
+  Collector c;
+  auto e = Start(spec, c);
+  RunResult r = Wait(*e);
+  CHECK(c.Stream("stdout") == std::vector<std::string>{"1", "2", "3", "4", "5"});
+  CHECK(r.dropped_lines == 16);
+
+  spec = Shell("printf 'abcdefghijklmnop\\nshort\\n'");
+  spec.max_line_bytes = 10;
+  Collector c2;
+  auto e2 = Start(spec, c2);
+  Wait(*e2);
+  CHECK(c2.Stream("stdout") == std::vector<std::string>{"abcdefghij\u2026[truncated]", "short"});
+}
+
+TEST_CASE("a timeout terminates the whole process group", "[jobs]") {
+  ProcessSpec spec = Shell("sleep 30 & echo $!; wait");
+  spec.timeout = 300ms;
+  Collector c;
+  auto e = Start(spec, c);
+  const std::string grandchild = c.FirstLine();
+  REQUIRE_FALSE(grandchild.empty());
+  RunResult r = Wait(*e);
+  CHECK(r.outcome == RunOutcome::kTimeout);
+  CHECK(r.signal == SIGTERM);
+  CHECK(r.duration >= 300ms);
+  CHECK(GoneWithin(std::stoi(grandchild), 2s));
+}
+
+TEST_CASE("a job that ignores SIGTERM is SIGKILLed after the kill grace", "[jobs]") {
+  ProcessSpec spec = Shell("trap '' TERM; echo ready; sleep 5");
+  spec.kill_grace = 200ms;
+  Collector c;
+  auto e = Start(spec, c);
+  REQUIRE(c.FirstLine() == "ready");
+  const auto before = std::chrono::steady_clock::now();
+  e->Terminate(RunOutcome::kKilled);
+  RunResult r = Wait(*e);
+  CHECK(r.outcome == RunOutcome::kKilled);
+  CHECK(r.signal == SIGKILL);
+  CHECK(std::chrono::steady_clock::now() - before >= 200ms);
+  CHECK(r.duration < 4s);
+}
+
+TEST_CASE("Terminate gives its reason as the outcome; the first reason wins", "[jobs]") {
+  Collector c;
+  auto e = Start(Shell("echo ready; exec sleep 5"), c);
+  REQUIRE(c.FirstLine() == "ready");
+  e->Terminate(RunOutcome::kLeaseLost);
+  e->Terminate(RunOutcome::kKilled);
+  RunResult r = Wait(*e);
+  CHECK(r.outcome == RunOutcome::kLeaseLost);
+  CHECK(r.signal == SIGTERM);
+  e->Terminate(RunOutcome::kTimeout);  // after the end: changes nothing
+  CHECK(Wait(*e).outcome == RunOutcome::kLeaseLost);
+}
+
+TEST_CASE("WaitFor returns nullopt while the run goes on", "[jobs]") {
+  Collector c;
+  auto e = Start(Shell("exec sleep 5"), c);
+  CHECK_FALSE(e->WaitFor(50ms).has_value());
+  e->Terminate(RunOutcome::kKilled);
+  CHECK(Wait(*e).outcome == RunOutcome::kKilled);
+}
+
+TEST_CASE("a missing program is a failed run with exit status 127", "[jobs]") {
+  for (const std::string program : {"tickd-no-such-program", "/nonexistent/tickd-program"}) {
+    ProcessSpec spec;
+    spec.argv = {program, "arg"};
+    Collector c;
+    auto e = Start(spec, c);
+    RunResult r = Wait(*e, 0ms);
+    CHECK(r.outcome == RunOutcome::kFailed);
+    CHECK(r.exit_code == 127);
+    CHECK_THAT(r.error, Catch::Contains(program));
+  }
+  ProcessSpec not_executable;
+  not_executable.argv = {"/etc/hostname"};
+  Collector c;
+  auto e = Start(not_executable, c);
+  CHECK(Wait(*e, 0ms).exit_code == 126);
+}
+
+TEST_CASE("the daemon's blocked signal mask does not leak into jobs", "[jobs]") {
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &term, &old) == 0);
+  ProcessSpec spec = Shell("echo ready; exec sleep 5");
+  spec.kill_grace = 5s;  // with SIGTERM blocked it would die of SIGKILL only after this
+  Collector c;
+  auto e = Start(spec, c);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  REQUIRE(c.FirstLine() == "ready");
+  e->Terminate(RunOutcome::kKilled);
+  RunResult r = Wait(*e);
+  CHECK(r.signal == SIGTERM);
+}
+
+TEST_CASE("a grandchild holding the pipe open does not hold the run", "[jobs]") {
+  Collector c;
+  auto e = Start(Shell("sleep 30 & echo $!"), c);
+  RunResult r = Wait(*e, 3s);
+  CHECK(r.outcome == RunOutcome::kDone);
+  const std::vector<std::string> out = c.Stream("stdout");
+  REQUIRE(out.size() == 1);
+  kill(std::stoi(out[0]), SIGKILL);
+}
+
+TEST_CASE("destroying a running Execution kills and reaps it", "[jobs]") {
+  Collector c;
+  auto e = Start(Shell("echo $$; exec sleep 30"), c);
+  const std::string pid = c.FirstLine();
+  REQUIRE_FALSE(pid.empty());
+  e.reset();
+  CHECK(kill(std::stoi(pid), 0) == -1);  // reaped: not even a zombie is left
+  CHECK(ZombieChildren() == 0);
+}
+
+TEST_CASE("many parallel runs are all reaped", "[jobs]") {
+  std::vector<Collector> collectors(50);
+  std::vector<std::unique_ptr<Execution>> runs;
+  for (int i = 0; i < 50; ++i) {
+    runs.push_back(Start(Shell("echo " + std::to_string(i)), collectors[i]));
+  }
+  for (int i = 0; i < 50; ++i) {
+    RunResult r = Wait(*runs[i]);
+    CHECK(r.outcome == RunOutcome::kDone);
+    CHECK(collectors[i].Stream("stdout") == std::vector<std::string>{std::to_string(i)});
+  }
+  CHECK(ZombieChildren() == 0);
+}
+
+}  // namespace
+}  // namespace tickd::jobs
