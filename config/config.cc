@@ -23,8 +23,8 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <set>
 #include <span>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -228,7 +228,10 @@ std::vector<Entry> Loader::Entries(const YAML::Node& map, const std::string& pre
     e.mark = (kv.second.IsNull() || kv.second.Mark().line < 0) ? key.Mark() : kv.second.Mark();
     if (std::find(allowed.begin(), allowed.end(), e.key) == allowed.end()) {
       std::string message = e.path + ": unknown key";
-      if (auto close = ClosestMatch(e.key, allowed)) {
+      if (e.key == "<<") {
+        message += "; YAML merge keys are not supported here: put shared job keys under "
+                   "'defaults'";
+      } else if (auto close = ClosestMatch(e.key, allowed)) {
         message += "; did you mean " + Quoted(*close) + "?";
       } else if (std::string extra = hint ? hint(e.key) : ""; !extra.empty()) {
         message += "; " + extra;
@@ -1015,6 +1018,12 @@ tl::expected<Config, std::vector<ConfigError>> LoadConfig(const std::string& pat
   } catch (const std::exception& e) {
     loader.Fail(YAML::Mark::null_mark(), std::string("cannot load: ") + e.what());
   }
+  // In file order, whatever order the checks ran in (lines without a place first).
+  auto by_place = [](const ConfigError& a, const ConfigError& b) {
+    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  };
+  std::stable_sort(loader.errors().begin(), loader.errors().end(), by_place);
+  std::stable_sort(loader.warnings().begin(), loader.warnings().end(), by_place);
   if (!loader.errors().empty()) return tl::unexpected(std::move(loader.errors()));
   config.warnings = std::move(loader.warnings());
   return config;

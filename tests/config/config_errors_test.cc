@@ -1,0 +1,272 @@
+// Job files that do not load: every problem is reported, each as FILE:LINE:COL.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "config/config.h"
+#include "tests/config/temp_dir.h"
+
+namespace tickd::config {
+namespace {
+
+using testing::ErrorLines;
+using testing::Joined;
+using testing::TempDir;
+using testing::TestOptions;
+
+// Loads `text` as a job file and returns every error line; "FILE" in `expected`
+// lines stands for the file's path.
+struct Loaded {
+  std::string file;
+  std::vector<std::string> errors;
+  bool Has(const std::string& expected) const {
+    std::string line = expected;
+    if (line.rfind("FILE", 0) == 0) line = file + line.substr(4);
+    for (const std::string& e : errors) {
+      if (e.rfind(line, 0) == 0) return true;
+    }
+    return false;
+  }
+};
+
+Loaded LoadText(const TempDir& dir, const std::string& text, LoadOptions options = TestOptions()) {
+  Loaded out;
+  out.file = dir.Write("jobs.yaml", text);
+  auto result = LoadConfig(out.file, options);
+  out.errors = ErrorLines(result);
+  return out;
+}
+
+#define CHECK_ERROR(loaded, expected)        \
+  do {                                       \
+    INFO(Joined((loaded).errors));           \
+    CHECK((loaded).Has(expected));           \
+  } while (false)
+
+const char kJobHead[] = "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n";
+
+TEST_CASE("a YAML syntax error names its place", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\njobs:\n  - name: a\n    schedule: [\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK_ERROR(r, "FILE:5:1: YAML syntax error: ");
+  auto tab = LoadText(dir, "version: 1\njobs:\n\t- name: a\n");
+  REQUIRE(tab.errors.size() == 1);
+  CHECK(tab.errors[0].rfind(tab.file + ":3:", 0) == 0);
+}
+
+TEST_CASE("unknown keys are errors, with a did-you-mean when one is close", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, std::string(kJobHead) + "    shel: \"true\"\n    timout: 5m\n"
+                                                 "    colour: red\n");
+  CHECK_ERROR(r, "FILE:5:5: jobs[0].shel: unknown key; did you mean 'shell'?");
+  CHECK_ERROR(r, "FILE:6:5: jobs[0].timout: unknown key; did you mean 'timeout'?");
+  CHECK_ERROR(r, "FILE:7:5: jobs[0].colour: unknown key");
+  auto top = LoadText(dir, "version: 1\nlok: {}\nbackend: redis\ntimezone: UTC\n"
+                           "lock: {lease: 1s, leese: 2s}\njobs: []\n");
+  CHECK_ERROR(top, "FILE:2:1: lok: unknown key; did you mean 'lock'?");
+  CHECK_ERROR(top, "FILE:3:1: backend: unknown key; did you mean 'lock.backend'?");
+  CHECK_ERROR(top, "FILE:4:1: timezone: unknown key; job keys go inside a job");
+  CHECK_ERROR(top, "FILE:5:19: lock.leese: unknown key; did you mean 'lease'?");
+  auto merge = LoadText(dir, "version: 1\nx: &common {timeout: 1m}\njobs:\n"
+                             "  - name: a\n    <<: *common\n");
+  CHECK_ERROR(merge, "FILE:5:5: jobs[0].<<: unknown key; YAML merge keys are not supported");
+}
+
+TEST_CASE("duplicate job names and duplicate keys", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, std::string(kJobHead) + "    shell: \"true\"\n" +
+                             "  - name: a\n    schedule: \"* * * * *\"\n    shell: x\n    shell: y\n");
+  CHECK_ERROR(r, "FILE:6:11: jobs[1].name: duplicate job name 'a' (first at line 3)");
+  CHECK_ERROR(r, "FILE:9:5: jobs[1].shell: duplicate key (first at line 8)");
+}
+
+TEST_CASE("job names: allowed characters, length, presence", "[config][errors]") {
+  TempDir dir;
+  const std::string long_name(65, 'x');
+  auto r = LoadText(dir, "version: 1\ndefaults: {shell: x}\njobs:\n"
+                         "  - {name: Bad Name, schedule: \"* * * * *\"}\n"
+                         "  - {name: " + long_name + ", schedule: \"* * * * *\"}\n"
+                         "  - {name: " + std::string(64, 'y') + ", schedule: \"* * * * *\"}\n"
+                         "  - {schedule: \"* * * * *\"}\n"
+                         "  - {name: no-schedule}\n"
+                         "  - just a string\n");
+  CHECK_ERROR(r, "FILE:4:12: jobs[0].name: 'Bad Name' must be 1-64 characters of a-z, 0-9");
+  CHECK_ERROR(r, "FILE:5:12: jobs[1].name: '" + long_name + "' must be 1-64 characters");
+  CHECK_ERROR(r, "FILE:7:5: jobs[3]: missing 'name'");
+  CHECK_ERROR(r, "FILE:8:5: jobs[4]: missing 'schedule'");
+  CHECK_ERROR(r, "FILE:9:5: jobs[5]: must be a mapping");
+  CHECK(r.errors.size() == 5);  // the 64-character name is fine
+}
+
+TEST_CASE("exactly one of shell, run, plugin", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, std::string(kJobHead) + "  - name: b\n    schedule: \"* * * * *\"\n"
+                                                 "    shell: x\n    run: [y]\n"
+                                                 "  - name: c\n    schedule: \"@daily\"\n"
+                                                 "    run: /bin/not-a-list\n");
+  CHECK_ERROR(r, "FILE:3:5: jobs[0]: missing the command: set one of shell, run, plugin");
+  CHECK_ERROR(r, "FILE:5:5: jobs[1]: set exactly one of shell, run, plugin (found shell and run)");
+  CHECK_ERROR(r, "FILE:11:10: jobs[2].run: takes a list");
+  CHECK(r.errors.size() == 3);
+}
+
+TEST_CASE("a bad enum value lists the allowed values", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, std::string(kJobHead) +
+                             "    shell: x\n    concurrency: forbidd\n    misfire: never\n"
+                             "    on_lease_lost: stop\n    dst_gap: maybe\n    dst_overlap: x\n"
+                             "    dialect: vixie\n    recover: sometimes\n"
+                             "lock:\n  backend: mysql\n");
+  CHECK_ERROR(r, "FILE:6:18: jobs[0].concurrency: 'forbidd' is not one of forbid or allow; "
+                 "did you mean 'forbid'?");
+  CHECK_ERROR(r, "FILE:7:14: jobs[0].misfire: 'never' is not one of skip or run-once");
+  CHECK_ERROR(r, "FILE:8:20: jobs[0].on_lease_lost: 'stop' is not one of terminate or continue");
+  CHECK_ERROR(r, "FILE:9:14: jobs[0].dst_gap: 'maybe' is not one of run or skip");
+  CHECK_ERROR(r, "FILE:10:18: jobs[0].dst_overlap: 'x' is not one of auto, first or both");
+  CHECK_ERROR(r, "FILE:11:14: jobs[0].dialect: 'vixie' is not one of cron, quartz or spring");
+  CHECK_ERROR(r, "FILE:12:14: jobs[0].recover: 'sometimes' is not one of true, false");
+  CHECK_ERROR(r, "FILE:14:12: lock.backend: 'mysql' is not one of sqlite, redis, etcd, postgres, "
+                 "zookeeper, none or memory");
+  CHECK(r.errors.size() == 8);
+}
+
+TEST_CASE("a bad schedule embeds the cron parser's message", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\njobs:\n  - name: a\n    schedule: \"61 * * * *\"\n"
+                         "    shell: x\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK_ERROR(r, "FILE:4:15: jobs[0].schedule: ");
+  CHECK(r.errors[0].find("field 1 (minute)") != std::string::npos);
+}
+
+TEST_CASE("an unknown time zone is an error and its schedule is not parsed", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, std::string(kJobHead) + "    shell: x\n    timezone: Mars/Olympus\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK_ERROR(r, "FILE:6:15: jobs[0].timezone: unknown time zone 'Mars/Olympus'");
+}
+
+TEST_CASE("bad durations, numbers and versions", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 2\nmax_concurrent_runs: many\nshutdown_grace: 30x\n"
+                         "lock: {lease: 0s}\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n"
+                         "    shell: x\n    timeout:\n    retries: {attempts: 0}\n");
+  CHECK_ERROR(r, "FILE:1:10: version: 2 is not supported (this tickd reads version 1)");
+  CHECK_ERROR(r, "FILE:2:22: max_concurrent_runs: 'many' is not a whole number");
+  CHECK_ERROR(r, "FILE:3:17: shutdown_grace: 30x: unknown unit 'x'");
+  CHECK_ERROR(r, "FILE:4:15: lock.lease: must be longer than 0s");
+  CHECK_ERROR(r, "FILE:9:5: jobs[0].timeout: needs a value");
+  CHECK_ERROR(r, "FILE:10:25: jobs[0].retries.attempts: 0 is out of range 1-1000");
+  CHECK(r.errors.size() == 6);
+}
+
+TEST_CASE("an unset ${VAR} names the variable and the place", "[config][errors]") {
+  ::unsetenv("TICKD_CFG_TEST_MISSING");
+  TempDir dir;
+  auto r = LoadText(dir, std::string(kJobHead) + "    shell: echo ${TICKD_CFG_TEST_MISSING}\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK_ERROR(r, "FILE:5:12: jobs[0].shell: environment variable TICKD_CFG_TEST_MISSING is not set");
+}
+
+TEST_CASE("env: names must be variable names and not TICKD_*", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, std::string(kJobHead) + "    shell: x\n    env:\n      1X: a\n"
+                                                 "      TICKD_FENCE: b\n      OK: c\n");
+  CHECK_ERROR(r, "FILE:7:7: jobs[0].env.1X: not an environment variable name");
+  CHECK_ERROR(r, "FILE:8:7: jobs[0].env.TICKD_FENCE: TICKD_* variables are set by tickd");
+  CHECK(r.errors.size() == 2);
+}
+
+TEST_CASE("an explicit starting_deadline longer than the period is an error", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\njobs:\n  - name: a\n    schedule: \"@every 30s\"\n"
+                         "    shell: x\n    starting_deadline: 1m\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK_ERROR(r, "FILE:6:24: jobs[0].starting_deadline: 1m is longer than the schedule's period "
+                 "(30s); use at most 30s");
+}
+
+TEST_CASE("lock url must match the backend; network backends need one", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\nlock:\n  backend: sqlite\n  url: redis://h\njobs: []\n");
+  CHECK_ERROR(r, "FILE:4:8: lock.url: must start with sqlite://");
+  auto etcd = LoadText(dir, "version: 1\nlock:\n  backend: etcd\njobs: []\n");
+  CHECK_ERROR(etcd, "FILE:3:3: lock.url: required for backend etcd");
+}
+
+TEST_CASE("plugins: the file must exist and be a regular file", "[config][errors]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "plugdir");
+  const std::string text = std::string(kJobHead) + "    plugin: {path: ./missing.so}\n" +
+                           "  - name: b\n    schedule: \"@daily\"\n    plugin: ./plugdir\n";
+  auto r = LoadText(dir, text);
+  CHECK_ERROR(r, "FILE:5:20: jobs[0].plugin: " + dir.path().string() +
+                     "/missing.so: No such file or directory");
+  CHECK_ERROR(r, "FILE:8:13: jobs[1].plugin: " + dir.path().string() +
+                     "/plugdir is not a regular file");
+  CHECK(r.errors.size() == 2);
+  LoadOptions no_plugin_check = TestOptions();
+  no_plugin_check.check_plugins = false;
+  CHECK(LoadText(dir, text, no_plugin_check).errors.empty());
+}
+
+TEST_CASE("every error in a file is reported, not just the first", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\nlock: {lease: 5x}\njobs:\n"
+                         "  - {name: A, schedule: \"* * * * *\", shell: x}\n"
+                         "  - {name: b, schedule: \"* * * * *\", shell: x, timeout: -1s}\n"
+                         "  - {name: c, schedule: \"* * * * *\", shell: x, enabeld: true}\n");
+  CHECK(r.errors.size() == 4);
+}
+
+TEST_CASE("empty files, non-mapping files and missing jobs", "[config][errors]") {
+  TempDir dir;
+  CHECK_ERROR(LoadText(dir, ""), "FILE: the file is empty");
+  CHECK_ERROR(LoadText(dir, "- a\n- b\n"), "FILE:1:1: the job file must be a mapping");
+  CHECK_ERROR(LoadText(dir, "version: 1\n"), "FILE:1:1: jobs: missing");
+  CHECK_ERROR(LoadText(dir, "version: 1\njobs: {a: 1}\n"), "FILE:2:7: jobs: must be a list");
+  auto missing = LoadConfig((dir.path() / "nope.yaml").string(), TestOptions());
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error()[0].ToString().find("No such file") != std::string::npos);
+}
+
+TEST_CASE("a job file writable by group or others is refused", "[config][security]") {
+  TempDir dir;
+  const std::string text = std::string(kJobHead) + "    shell: x\n";
+  for (mode_t mode : {0666, 0646, 0664, 0620}) {
+    const std::string file = dir.Write("jobs.yaml", text, mode);
+    auto r = LoadConfig(file, TestOptions());
+    INFO("mode " << std::oct << mode);
+    REQUIRE_FALSE(r.has_value());
+    REQUIRE(r.error().size() == 1);
+    CHECK(r.error()[0].ToString().rfind(file + ": refused: writable by group or others", 0) == 0);
+    CHECK(r.error()[0].message.find("chmod go-w " + file) != std::string::npos);
+    LoadOptions unchecked = TestOptions();
+    unchecked.check_permissions = false;
+    CHECK(LoadConfig(file, unchecked).has_value());
+  }
+  CHECK(LoadConfig(dir.Write("jobs.yaml", text, 0644), TestOptions()).has_value());
+  CHECK(LoadConfig(dir.Write("jobs.yaml", text, 0600), TestOptions()).has_value());
+}
+
+TEST_CASE("a job file owned by another user is refused", "[config][security]") {
+  if (::geteuid() != 0) {
+    WARN("not root: cannot chown a file to another user; skipped");
+    return;
+  }
+  TempDir dir;
+  const std::string file = dir.Write("jobs.yaml", std::string(kJobHead) + "    shell: x\n");
+  REQUIRE(::chown(file.c_str(), 12345, 12345) == 0);
+  auto r = LoadConfig(file, TestOptions());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error()[0].message.find("refused: owned by uid 12345") != std::string::npos);
+  CHECK(r.error()[0].message.find("fix: chown") != std::string::npos);
+  LoadOptions unchecked = TestOptions();
+  unchecked.check_permissions = false;
+  CHECK(LoadConfig(file, unchecked).has_value());
+}
+
+}  // namespace
+}  // namespace tickd::config
