@@ -1,0 +1,420 @@
+// The claim contract of DESIGN.md §1, checked identically against every backend in
+// harnesses.h. Each case builds its own Harness, i.e. its own empty store.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "lock/registry.h"
+#include "tests/conformance/harnesses.h"
+
+using namespace std::chrono_literals;
+using tickd::Clock;
+using tickd::Result;
+using tickd::WallTime;
+using namespace tickd::lock;
+using tickd::conformance::AllHarnesses;
+using tickd::conformance::Harness;
+
+namespace {
+
+bool Skipped(const Harness& h) {
+  const std::string why = h.unavailable();
+  if (!why.empty()) WARN("backend not available, conformance cases skipped: " << why);
+  return !why.empty();
+}
+
+std::int64_t NowUnix(Clock& clock) {
+  return std::chrono::duration_cast<std::chrono::seconds>(clock.Wall().time_since_epoch()).count();
+}
+
+ClaimRequest Req(Harness& h, std::string job, std::int64_t tick, std::string node,
+                 std::string token) {
+  ClaimRequest req;
+  req.job = std::move(job);
+  req.tick_unix = tick;
+  req.node = std::move(node);
+  req.owner_token = std::move(token);
+  req.lease = 30s;
+  req.config_hash = "hash-" + req.node;
+  req.node_wall = h.clock().Wall();
+  return req;
+}
+
+ClaimOutcome MustClaim(Backend& b, const ClaimRequest& req) {
+  auto out = b.Claim(req);
+  if (!out) FAIL("claim " << req.job << "@" << req.tick_unix << ": " << out.error().ToString());
+  return *out;
+}
+
+HeldClaim HeldOf(const ClaimRequest& req, const ClaimOutcome& won) {
+  return HeldClaim{req.job, req.tick_unix, req.owner_token, won.fence, req.lease};
+}
+
+const char* Name(ClaimStatus s) { return ClaimStatusName(s).data(); }
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("conformance: one winner among concurrent claimers on many threads",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  constexpr int kReplicas = 6;
+  constexpr int kTicks = 5;
+  const std::int64_t t0 = NowUnix(h.clock());
+  std::vector<std::unique_ptr<Backend>> replicas;
+  for (int i = 0; i < kReplicas; ++i) replicas.push_back(h.OpenReplica());
+
+  // outcomes[tick][replica]; claims use allow so that the ticks do not make each other busy.
+  std::vector<std::vector<Result<ClaimOutcome>>> outcomes(
+      kTicks, std::vector<Result<ClaimOutcome>>(kReplicas, ClaimOutcome{}));
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kReplicas; ++r) {
+    threads.emplace_back([&, r] {
+      while (!go.load()) std::this_thread::yield();
+      for (int t = 0; t < kTicks; ++t) {
+        auto req = Req(h, "race", t0 + t, "node-" + std::to_string(r),
+                       "tok-" + std::to_string(r) + "-" + std::to_string(t));
+        req.forbid_overlap = false;
+        outcomes[t][r] = replicas[r]->Claim(req);
+      }
+    });
+  }
+  go = true;
+  for (auto& th : threads) th.join();
+
+  for (int t = 0; t < kTicks; ++t) {
+    int winners = 0;
+    std::string winner;
+    for (int r = 0; r < kReplicas; ++r) {
+      REQUIRE(outcomes[t][r]);
+      const ClaimOutcome& o = *outcomes[t][r];
+      CHECK((o.status == ClaimStatus::kWon || o.status == ClaimStatus::kLost));
+      if (o.status == ClaimStatus::kWon) {
+        ++winners;
+        winner = "node-" + std::to_string(r);
+      }
+    }
+    REQUIRE(winners == 1);
+    for (int r = 0; r < kReplicas; ++r) {
+      if (outcomes[t][r]->status == ClaimStatus::kLost) {
+        CHECK(outcomes[t][r]->holder_node == winner);  // lost names the winner
+        CHECK(outcomes[t][r]->holder_config_hash == "hash-" + winner);
+      }
+    }
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: one winner among concurrent claimers in several processes",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h) || !h.forkable()) return;
+  constexpr int kChildren = 5;
+  const std::int64_t tick = NowUnix(h.clock());
+  int start[2];
+  REQUIRE(::pipe(start) == 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < kChildren; ++i) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      // Child: open its own replica, wait for the start signal (the pipe closing), claim,
+      // and report the status as the exit code (4 = error). Never returns to Catch.
+      ::close(start[1]);
+      int code = 4;
+      try {
+        auto replica = h.OpenReplica();
+        char byte;
+        while (::read(start[0], &byte, 1) > 0) {
+        }
+        auto out = replica->Claim(
+            Req(h, "proc-race", tick, "child-" + std::to_string(i), "child-tok-" + std::to_string(i)));
+        if (out) code = static_cast<int>(out->status);
+      } catch (...) {
+      }
+      ::_exit(code);
+    }
+    children.push_back(pid);
+  }
+  ::close(start[0]);
+  std::this_thread::sleep_for(200ms);  // let the children open their replicas
+  ::close(start[1]);
+  std::map<int, int> by_status;
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    ++by_status[WEXITSTATUS(status)];
+  }
+  CHECK(by_status[static_cast<int>(ClaimStatus::kWon)] == 1);
+  CHECK(by_status[static_cast<int>(ClaimStatus::kLost)] == kChildren - 1);
+  CHECK(by_status[4] == 0);
+
+  auto parent = h.OpenReplica();
+  const ClaimOutcome late = MustClaim(*parent, Req(h, "proc-race", tick, "parent", "parent-tok"));
+  CHECK(late.status == ClaimStatus::kLost);
+  CHECK(late.holder_node.rfind("child-", 0) == 0);
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: a done tick is never claimed again", "[conformance]",
+                        AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t tick = NowUnix(h.clock());
+  const auto req = Req(h, "once", tick, "node-a", "tok-a");
+  const ClaimOutcome won = MustClaim(*a, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  REQUIRE(*a->Complete(HeldOf(req, won), Completion{"done", 0, 10ms}) ==
+          CompleteStatus::kCompleted);
+
+  // A lagging replica arriving after the run finished, even one allowed to recover.
+  auto late = Req(h, "once", tick, "node-b", "tok-b");
+  late.recover = true;
+  const ClaimOutcome lost = MustClaim(*b, late);
+  CHECK(lost.status == ClaimStatus::kLost);
+  CHECK(lost.holder_node == "node-a");
+  CHECK(lost.holder_tick_unix == tick);
+  h.Elapse(h.short_lease() * 2);
+  CHECK(MustClaim(*b, late).status == ClaimStatus::kLost);
+  CHECK(MustClaim(*a, Req(h, "once", tick, "node-a", "tok-a2")).status == ClaimStatus::kLost);
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: busy under forbid while an earlier tick runs, not with allow",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t t1 = NowUnix(h.clock());
+  const auto first = Req(h, "overlap", t1, "node-a", "tok-1");
+  const ClaimOutcome won1 = MustClaim(*a, first);
+  REQUIRE(won1.status == ClaimStatus::kWon);
+
+  const ClaimOutcome busy = MustClaim(*b, Req(h, "overlap", t1 + 1, "node-b", "tok-2"));
+  CHECK(busy.status == ClaimStatus::kBusy);
+  CHECK(busy.holder_node == "node-a");
+  CHECK(busy.holder_tick_unix == t1);
+
+  auto allow = Req(h, "overlap", t1 + 2, "node-b", "tok-3");
+  allow.forbid_overlap = false;
+  const ClaimOutcome won3 = MustClaim(*b, allow);
+  CHECK(won3.status == ClaimStatus::kWon);
+  CHECK(won3.fence > won1.fence);
+
+  // Once both runs are over, forbid lets the next tick start.
+  REQUIRE(*a->Complete(HeldOf(first, won1), Completion{"done", 0, 1ms}) ==
+          CompleteStatus::kCompleted);
+  REQUIRE(*b->Complete(HeldOf(allow, won3), Completion{"failed", 3, 1ms}) ==
+          CompleteStatus::kCompleted);
+  CHECK(MustClaim(*b, Req(h, "overlap", t1 + 3, "node-b", "tok-4")).status == ClaimStatus::kWon);
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: a tick past its starting deadline is missed", "[conformance]",
+                        AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  const std::int64_t now = NowUnix(h.clock());
+  auto old = Req(h, "late", now - 120, "node-a", "tok-1");
+  old.starting_deadline = 60s;
+  CHECK(std::string(Name(MustClaim(*a, old).status)) == "missed");
+  auto recent = Req(h, "late", now - 30, "node-a", "tok-2");
+  recent.starting_deadline = 60s;
+  recent.forbid_overlap = false;
+  CHECK(MustClaim(*a, recent).status == ClaimStatus::kWon);
+  // No deadline (misfire: run-once catching up): an old tick can still start.
+  auto catch_up = Req(h, "late", now - 3600, "node-a", "tok-3");
+  catch_up.starting_deadline = std::nullopt;
+  catch_up.forbid_overlap = false;
+  CHECK(MustClaim(*a, catch_up).status == ClaimStatus::kWon);
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: renew keeps a lease; expiry lets recover re-claim with a "
+                        "higher fence; the stale holder is refused",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const auto lease = h.short_lease();
+  const std::int64_t tick = NowUnix(h.clock());
+  auto first = Req(h, "crashy", tick, "node-a", "tok-a");
+  first.lease = lease;
+  first.recover = true;
+  const ClaimOutcome won_a = MustClaim(*a, first);
+  REQUIRE(won_a.status == ClaimStatus::kWon);
+  const HeldClaim held_a = HeldOf(first, won_a);
+
+  auto second = Req(h, "crashy", tick, "node-b", "tok-b");
+  second.lease = lease;
+  second.recover = true;
+  second.starting_deadline = 60s;
+
+  // Renewed at half the lease, A's lease outlives its first term.
+  h.Elapse(lease / 2);
+  REQUIRE(*a->Renew(held_a) == RenewStatus::kRenewed);
+  h.Elapse(lease * 5 / 8);
+  CHECK(MustClaim(*b, second).status == ClaimStatus::kLost);
+
+  // A stops renewing: after expiry, without recover the tick is not run again...
+  h.Elapse(lease + lease / 2);
+  auto no_recover = second;
+  no_recover.recover = false;
+  no_recover.owner_token = "tok-b0";
+  const ClaimOutcome refused = MustClaim(*b, no_recover);
+  CHECK(refused.status == ClaimStatus::kLost);
+  CHECK(refused.holder_node == "node-a");
+  // ...with recover it is re-claimed, with a higher fence.
+  const ClaimOutcome won_b = MustClaim(*b, second);
+  REQUIRE(won_b.status == ClaimStatus::kWon);
+  CHECK(won_b.fence > won_a.fence);
+
+  // The stale holder can neither renew nor complete, and changes nothing.
+  CHECK(*a->Renew(held_a) == RenewStatus::kLost);
+  CHECK(*a->Complete(held_a, Completion{"done", 0, 1ms}) == CompleteStatus::kNotOwner);
+  auto history = b->History("crashy", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().winner == "node-b");
+  CHECK(history->front().state == "running");
+  CHECK(history->front().fence == won_b.fence);
+  CHECK(MustClaim(*a, Req(h, "crashy", tick, "node-a", "tok-a2")).status == ClaimStatus::kLost);
+
+  // The new holder still owns it.
+  const HeldClaim held_b = HeldOf(second, won_b);
+  CHECK(*b->Renew(held_b) == RenewStatus::kRenewed);
+  CHECK(*b->Complete(held_b, Completion{"done", 7, 25ms}) == CompleteStatus::kCompleted);
+  history = b->History("crashy", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().state == "done");
+  CHECK(history->front().run_outcome == "done");
+  CHECK(history->front().exit_code == 7);
+  CHECK(history->front().duration == 25ms);
+  CHECK(*b->Renew(held_b) == RenewStatus::kLost);  // a done claim cannot be renewed
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: fences strictly increase and survive reopening",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  const std::int64_t t0 = NowUnix(h.clock());
+  std::uint64_t last = 0;
+  {
+    auto a = h.OpenReplica();
+    auto b = h.OpenReplica();
+    for (int i = 0; i < 6; ++i) {
+      Backend& replica = i % 2 == 0 ? *a : *b;
+      const auto req = Req(h, "fenced", t0 + i, "node", "tok-" + std::to_string(i));
+      const ClaimOutcome won = MustClaim(replica, req);
+      REQUIRE(won.status == ClaimStatus::kWon);
+      CHECK(won.fence > last);
+      last = won.fence;
+      REQUIRE(*replica.Complete(HeldOf(req, won), Completion{"done", 0, 1ms}) ==
+              CompleteStatus::kCompleted);
+    }
+    // Another job's claims never make this job's fence go back.
+    CHECK(MustClaim(*a, Req(h, "other", t0, "node", "tok-o")).status == ClaimStatus::kWon);
+  }
+  if (!h.durable()) return;
+  auto reopened = h.OpenReplica();
+  const ClaimOutcome after = MustClaim(*reopened, Req(h, "fenced", t0 + 10, "node", "tok-r"));
+  REQUIRE(after.status == ClaimStatus::kWon);
+  CHECK(after.fence > last);
+  // The done ticks were remembered too.
+  CHECK(MustClaim(*reopened, Req(h, "fenced", t0, "node", "tok-r0")).status == ClaimStatus::kLost);
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: pruning removes old done ticks, never a running one",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  const std::int64_t now = NowUnix(h.clock());
+  auto claim_at = [&](std::int64_t tick, const std::string& token) {
+    auto req = Req(h, "pruned", tick, "node-a", token);
+    req.starting_deadline = std::nullopt;
+    req.forbid_overlap = false;
+    const ClaimOutcome won = MustClaim(*a, req);
+    REQUIRE(won.status == ClaimStatus::kWon);
+    return HeldOf(req, won);
+  };
+  const HeldClaim old_done = claim_at(now - 7200, "tok-old-done");
+  const HeldClaim old_running = claim_at(now - 7100, "tok-old-running");
+  const HeldClaim recent = claim_at(now - 10, "tok-recent");
+  REQUIRE(*a->Complete(old_done, Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
+  REQUIRE(*a->Complete(recent, Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
+  Observation obs{"pruned", now - 7200, "node-b", "lost", h.clock().Wall(), "hash", 0};
+  REQUIRE(a->Record(obs));
+
+  auto removed = a->Prune(WallTime(std::chrono::seconds(now - 3600)));
+  REQUIRE(removed);
+  CHECK(*removed == 1);
+  auto history = a->History("pruned", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 2);
+  CHECK(history->at(0).tick_unix == now - 10);
+  CHECK(history->at(1).tick_unix == now - 7100);
+  CHECK(history->at(1).state == "running");
+  CHECK(*a->Renew(old_running) == RenewStatus::kRenewed);
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: the ledger keeps what every replica saw of a tick",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  std::vector<std::unique_ptr<Backend>> replicas;
+  for (int i = 0; i < 3; ++i) replicas.push_back(h.OpenReplica());
+  const std::int64_t t0 = NowUnix(h.clock());
+  const WallTime base = h.clock().Wall();
+  for (int t = 0; t < 3; ++t) {
+    const std::int64_t tick = t0 + t;
+    for (int r = 0; r < 3; ++r) {
+      const std::string node = "node-" + std::to_string(r);
+      auto req = Req(h, "audited", tick, node, "tok-" + std::to_string(t) + node);
+      req.forbid_overlap = false;
+      const ClaimOutcome out = MustClaim(*replicas[r], req);
+      Observation obs{"audited", tick, node, std::string(ClaimStatusName(out.status)),
+                      base + std::chrono::milliseconds(r * 7), req.config_hash, out.fence};
+      REQUIRE(replicas[r]->Record(obs));
+    }
+  }
+  Observation other{"elsewhere", t0, "node-0", "won", base, "h", 1};
+  REQUIRE(replicas[0]->Record(other));
+
+  auto history = replicas[2]->History("audited", 2);
+  REQUIRE(history);
+  REQUIRE(history->size() == 2);  // the limit, newest first
+  CHECK(history->at(0).tick_unix == t0 + 2);
+  CHECK(history->at(1).tick_unix == t0 + 1);
+  const TickHistory& newest = history->at(0);
+  CHECK(newest.job == "audited");
+  CHECK(newest.winner == "node-0");
+  CHECK(newest.config_hash == "hash-node-0");
+  REQUIRE(newest.observations.size() == 3);
+  std::map<std::string, Observation> by_node;
+  for (const Observation& o : newest.observations) by_node[o.node] = o;
+  REQUIRE(by_node.size() == 3);
+  CHECK(by_node["node-0"].outcome == "won");
+  CHECK(by_node["node-0"].fence == newest.fence);
+  CHECK(by_node["node-1"].outcome == "lost");
+  CHECK(by_node["node-2"].node_wall == base + 14ms);
+  CHECK(by_node["node-2"].config_hash == "hash-node-2");
+
+  auto all = replicas[1]->History("", 100);
+  REQUIRE(all);
+  CHECK(all->size() == 4);
+  auto only_other = replicas[1]->History("elsewhere", 100);
+  REQUIRE(only_other);
+  REQUIRE(only_other->size() == 1);
+  CHECK(only_other->front().winner.empty());  // observed, but no tick record
+  CHECK(only_other->front().observations.size() == 1);
+}
