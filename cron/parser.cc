@@ -279,9 +279,12 @@ class FieldParser {
                                (dom && Upper(elem[0]) == 'L'))) ||
         has_w || (dom && EqualsUpper(elem, "W"));
     if (!looks_special) return false;
-    if (is_list) {
+    // Quartz: "Support for specifying 'L' [or multiple 'nth' days] with other days of
+    // the week is not implemented"; its day-of-month lists and every other dialect's
+    // accept them.
+    if (is_list && dow && dialect_ == Dialect::kQuartz) {
       return tl::unexpected(
-          Error(col, "'" + std::string(elem) + "' cannot be combined with other values"));
+          Error(col, "'" + std::string(elem) + "' cannot be combined with other values (quartz)"));
     }
     if (elem.find('/') != std::string_view::npos) {
       return tl::unexpected(Error(col, "'" + std::string(elem) + "' cannot take a step"));
@@ -367,7 +370,9 @@ class FieldParser {
                                    std::to_string(Span() - 1));
       }
     }
-    int lo = Min(), hi = Max();
+    // 7 is only another spelling of Sunday: "*" and "a/n" end at Saturday.
+    const int open_max = field_ == Field::kDow && dialect_ != Dialect::kQuartz ? 6 : Max();
+    int lo = Min(), hi = open_max;
     if (base != "*") {
       const std::size_t dash = base.find('-');
       auto first = Value(base.substr(0, dash), col);
@@ -378,8 +383,11 @@ class FieldParser {
         auto last = Value(base.substr(dash + 1), hi_col);
         if (!last) return last.error();
         hi = *last;
-        // "FRI-SUN": Sunday as 0 ends a range at 7.
-        if (field_ == Field::kDow && hi == 0 && lo > 0) hi = 7;
+        // Sunday may be spelled 0 or 7: "FRI-SUN" ends at 7, "SUN-MON" with 7 starts at 0.
+        if (field_ == Field::kDow && dialect_ != Dialect::kQuartz) {
+          if (hi == 0 && lo > 0) hi = 7;
+          if (lo == 7 && hi < 7) lo = 0;
+        }
         if (lo > hi) {
           return Error(col, "range " + std::string(base) + " goes backwards (" +
                                 std::to_string(lo) + " > " + std::to_string(hi) + ")");

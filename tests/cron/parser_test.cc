@@ -75,6 +75,9 @@ TEST_CASE("quartz needs '?' in exactly one day field and counts DOW from 1", "[c
   CHECK_FALSE(Parses("0/60 * * ? * *", Dialect::kQuartz));
   CHECK_FALSE(Parses("L 30 * * * ?", Dialect::kQuartz));
   CHECK_FALSE(Parses("0 0 0 ? * SAT,SUN,L", Dialect::kQuartz));
+  CHECK_FALSE(Parses("0 0 0 ? * 2#1,6#3", Dialect::kQuartz));
+  CHECK(Parses("0 15 10 L-1W,L-1 * ?", Dialect::kQuartz));
+  CHECK(Parses("0 0 0 ? * THU#1,THU#3", Dialect::kSpring));
 }
 
 TEST_CASE("names, ranges, steps and specials", "[cron][parser]") {
@@ -82,13 +85,14 @@ TEST_CASE("names, ranges, steps and specials", "[cron][parser]") {
        {"0 0 * jan-MAR mon-fri", "*/5 1-10/3 * * *", "5/15 * * * *", "0 0 L * *", "0 0 L-3 * *",
         "0 0 LW * *", "0 0 15W * *", "0 0 * * 5L", "0 0 * * FRI#2", "0 0 * * fri-sun",
         "0 0 ? * ?", "0 0 0 1 1 * 2199", "@yearly", "@annually", "@monthly", "@weekly",
-        "@daily", "@midnight", "@hourly", "@every 90s", "@EVERY 1h30m"}) {
+        "@daily", "@midnight", "@hourly", "@every 90s", "@EVERY 1h30m", "0 0 1,L * *",
+        "0 0 * * 1,5L", "0 0 * * MON#1,FRI#3", "0 0 * * 7-TUE"}) {
     INFO(ok);
     CHECK(Parses(ok));
   }
   for (const char* bad :
        {"0 0 * JANUARY *", "0 0 * * SUNDAY", "0 0 32W * *", "0 0 0W * *", "0 0 * * 5#6",
-        "0 0 * * 5#0", "0 0 1,L * *", "0 0 * * 1,5L", "0 L * * *", "? * * * *",
+        "0 0 * * 5#0", "0 L * * *", "? * * * *",
         "* * ?,* * *", "/5 * * * *", "5- * * * *", "0 0 * * * 0 1969", "0 0 * * * 0 2200",
         "@reboot", "@every", "@every 0s", "@every 1500ms", "@every 5x", "@daily 3",
         "0 0 99999999999999999999 * *", "3-2 * * * *", "0 0 L/2 * *"}) {
