@@ -268,5 +268,26 @@ TEST_CASE("a job file owned by another user is refused", "[config][security]") {
   CHECK(LoadConfig(file, unchecked).has_value());
 }
 
+
+TEST_CASE("errors in defaults are reported once, where they are written", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\ndefaults:\n  name: x\n  timezone: Nowhere/City\n"
+                         "  shell: a\n  run: [b]\njobs:\n"
+                         "  - {name: a, schedule: \"* * * * *\"}\n"
+                         "  - {name: b, schedule: \"* * * * *\"}\n");
+  CHECK_ERROR(r, "FILE:3:3: defaults: set at most one of shell, run, plugin (found shell and run)");
+  CHECK_ERROR(r, "FILE:3:9: defaults.name: a job name cannot have a default");
+  CHECK_ERROR(r, "FILE:4:13: defaults.timezone: unknown time zone 'Nowhere/City'");
+  CHECK(r.errors.size() == 3);
+}
+
+TEST_CASE("http.listen needs a port", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\nhttp:\n  listen: localhost\njobs: []\n");
+  CHECK_ERROR(r, "FILE:3:11: http.listen: 'localhost' needs a port 1-65535");
+  auto big = LoadText(dir, "version: 1\nhttp:\n  listen: 127.0.0.1:70000\njobs: []\n");
+  CHECK_ERROR(big, "FILE:3:11: http.listen: '127.0.0.1:70000' needs a port");
+}
+
 }  // namespace
 }  // namespace tickd::config
