@@ -38,11 +38,10 @@ constexpr std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
 
 void Spec::Finish() {
   for (unsigned w = 0; w < 7; ++w) {
-    std::uint64_t bits = 0;
-    for (unsigned d = 1; d <= 31; ++d) {
-      if (dow & (1u << ((w + d - 1) % 7))) bits |= Bit(d);
-    }
-    dow_pattern[w] = bits;
+    // Bit i of `week`: day i+1 of a month starting on weekday w, i.e. weekday (w+i)%7.
+    const std::uint64_t week = ((dow >> w) | (dow << (7 - w))) & 0x7f;
+    const std::uint64_t month = week | week << 7 | week << 14 | week << 21 | week << 28;
+    dow_pattern[w] = (month << 1) & (Bit(32) - 2);
   }
 }
 
@@ -131,6 +130,7 @@ std::optional<std::int64_t> Spec::NextLocal(std::int64_t t) const {
   int y = cd.y;
   int m = static_cast<int>(cd.m), d = static_cast<int>(cd.d);
   int h = sod / 3600, mi = sod / 60 % 60, s = sod % 60;
+  const int start_d = d;
   if (y < kMinYear) {
     y = kMinYear;
     m = d = 1;
@@ -201,6 +201,10 @@ std::optional<std::int64_t> Spec::NextLocal(std::int64_t t) const {
       continue;
     }
     s = Lowest(sb);
+    // Frequent schedules fire the same day: skip the calendar arithmetic.
+    if (d == start_d && y == cd.y && m == static_cast<int>(cd.m)) {
+      return days * kSecondsPerDay + h * 3600 + mi * 60 + s;
+    }
     return DaysFromCivil(y, static_cast<unsigned>(m), static_cast<unsigned>(d)) *
                kSecondsPerDay +
            h * 3600 + mi * 60 + s;
