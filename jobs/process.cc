@@ -104,38 +104,26 @@ Result<Pipe> MakePipe(const char* stream) {
   return p;
 }
 
-// posix_spawn's two attribute objects, destroyed on every path.
-class SpawnActions {
+// One of posix_spawn's two attribute objects, destroyed on every path.
+template <typename T, int (*Init)(T*), int (*Destroy)(T*)>
+class SpawnObject {
  public:
-  SpawnActions() { ok_ = posix_spawn_file_actions_init(&a_) == 0; }
-  ~SpawnActions() {
-    if (ok_) posix_spawn_file_actions_destroy(&a_);
+  SpawnObject() { ok_ = Init(&obj_) == 0; }
+  ~SpawnObject() {
+    if (ok_) Destroy(&obj_);
   }
-  SpawnActions(const SpawnActions&) = delete;
-  SpawnActions& operator=(const SpawnActions&) = delete;
+  SpawnObject(const SpawnObject&) = delete;
+  SpawnObject& operator=(const SpawnObject&) = delete;
   bool ok() const { return ok_; }
-  posix_spawn_file_actions_t* get() { return &a_; }
+  T* get() { return &obj_; }
 
  private:
-  posix_spawn_file_actions_t a_;
+  T obj_;
   bool ok_ = false;
 };
-
-class SpawnAttr {
- public:
-  SpawnAttr() { ok_ = posix_spawnattr_init(&a_) == 0; }
-  ~SpawnAttr() {
-    if (ok_) posix_spawnattr_destroy(&a_);
-  }
-  SpawnAttr(const SpawnAttr&) = delete;
-  SpawnAttr& operator=(const SpawnAttr&) = delete;
-  bool ok() const { return ok_; }
-  posix_spawnattr_t* get() { return &a_; }
-
- private:
-  posix_spawnattr_t a_;
-  bool ok_ = false;
-};
+using SpawnActions = SpawnObject<posix_spawn_file_actions_t, posix_spawn_file_actions_init,
+                                 posix_spawn_file_actions_destroy>;
+using SpawnAttr = SpawnObject<posix_spawnattr_t, posix_spawnattr_init, posix_spawnattr_destroy>;
 
 // Returns 0 or the first errno of the file actions: stdin from /dev/null, stdout and
 // stderr to the pipes, the workdir, and no other inherited descriptor (libraries in

@@ -286,16 +286,21 @@ TEST_CASE("a missing program is a failed run with exit status 127", "[jobs]") {
   CHECK(Wait(*e, 0ms).exit_code == 126);
 }
 
-TEST_CASE("the daemon's blocked signal mask does not leak into jobs", "[jobs]") {
-  sigset_t term, old;
+TEST_CASE("the daemon's blocked and ignored signals do not leak into jobs", "[jobs]") {
+  sigset_t term, old_mask;
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
-  REQUIRE(pthread_sigmask(SIG_BLOCK, &term, &old) == 0);
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &term, &old_mask) == 0);
+  struct sigaction ignore {}, old_action {};
+  ignore.sa_handler = SIG_IGN;
+  const bool ignoring = GENERATE(false, true);
+  if (ignoring) REQUIRE(sigaction(SIGTERM, &ignore, &old_action) == 0);
   ProcessSpec spec = Shell("echo ready; exec sleep 5");
-  spec.kill_grace = 5s;  // with SIGTERM blocked it would die of SIGKILL only after this
+  spec.kill_grace = 5s;  // were SIGTERM blocked or ignored, SIGKILL would end it after this
   Collector c;
   auto e = Start(spec, c);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (ignoring) sigaction(SIGTERM, &old_action, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   REQUIRE(c.FirstLine() == "ready");
   e->Terminate(RunOutcome::kKilled);
   RunResult r = Wait(*e);
