@@ -37,13 +37,12 @@ int CmdNext(const NextArgs& args) {
     return BadInput("--tz " + args.timezone + ": unknown time zone (not in the system tz database)");
   }
 
-  cron::Instant from;
+  const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  cron::Instant from = now;
   if (args.from) {
     auto parsed = cron::ParseRfc3339(*args.from);
     if (!parsed) return BadInput("--from " + *args.from + ": " + parsed.error().detail);
     from = *parsed;
-  } else {
-    from = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
   }
 
   cron::ScheduleOptions options;
@@ -53,6 +52,11 @@ int CmdNext(const NextArgs& args) {
   options.dst_overlap = *dst_overlap;
   auto schedule = cron::Schedule::Parse(args.expression, options);
   if (!schedule) return BadInput(schedule.error().message);
+  // A surprise that is not an error (e.g. the last firing is already past): say it
+  // on stderr, still answer on stdout with status 0.
+  for (const auto& warning : schedule->WarningsAt(now)) {
+    std::fprintf(stderr, "tickd: warning: %s\n", warning.c_str());
+  }
 
   std::string out;
   cron::Instant at = from;
