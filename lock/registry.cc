@@ -8,6 +8,9 @@
 #ifdef TICKD_WITH_SQLITE
 #include "lock/sqlite/sqlite_backend.h"
 #endif
+#ifdef TICKD_WITH_REDIS
+#include "lock/redis/redis_backend.h"
+#endif
 
 namespace tickd::lock {
 
@@ -65,6 +68,18 @@ Result<std::unique_ptr<Backend>> OpenSqlite(const BackendOptions& options, Clock
 }
 #endif
 
+#ifdef TICKD_WITH_REDIS
+// The server's clock decides leases and deadlines: the replica's Clock is not used.
+Result<std::unique_ptr<Backend>> OpenRedis(const BackendOptions& options, Clock&) {
+  RedisOptions redis;
+  redis.url = options.url;
+  redis.password = options.password;
+  redis.op_timeout = options.op_timeout;
+  redis.retention = options.retention;
+  return NewRedisBackend(redis);
+}
+#endif
+
 struct BackendEntry {
   std::string_view name;  // the `backend:` value and the URL scheme
   OpenFn open;
@@ -76,7 +91,9 @@ constexpr BackendEntry kBackends[] = {
 #ifdef TICKD_WITH_SQLITE
     {"sqlite", OpenSqlite},
 #endif
-    // {"redis", OpenRedis},          // lock/redis, TICKD_WITH_REDIS
+#ifdef TICKD_WITH_REDIS
+    {"redis", OpenRedis},
+#endif
     // {"etcd", OpenEtcd},            // lock/etcd
     // {"postgres", OpenPostgres},    // lock/postgres (scheme alias "postgresql")
     // {"zookeeper", OpenZookeeper},  // lock/zookeeper

@@ -14,6 +14,9 @@
 #include "lock/sqlite/sqlite_backend.h"
 #include "tests/lock/temp_dir.h"
 #endif
+#ifdef TICKD_CONFORMANCE_REDIS
+#include "tests/conformance/redis_harness.h"
+#endif
 
 namespace tickd::conformance {
 
@@ -66,6 +69,10 @@ using AllHarnesses = std::tuple<MemoryHarness
 #ifdef TICKD_CONFORMANCE_SQLITE
                                 ,
                                 SqliteHarness
+#endif
+#ifdef TICKD_CONFORMANCE_REDIS
+                                ,
+                                RedisHarness
 #endif
                                 >;
 

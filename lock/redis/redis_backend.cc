@@ -1,0 +1,736 @@
+// The Redis protocol (shared/backends.md, "Redis"). Every decision is one Lua script,
+// so it is atomic on the server and judged on the server's clock (`TIME` inside the
+// script), never a replica's. All keys of one job carry the hash tag `{job}`, so the
+// scripts touch one slot and run unchanged on Redis Cluster. With prefix P:
+//
+//   P{job}:t:<T>   tick record (hash): state running|done, owner token, node, fence,
+//                  config hash, lease_until (server ms), outcome, exit, duration.
+//                  PX retention: a finished tick is remembered, never claimed again.
+//   P{job}:l:<T>   lease (string = owner token), SET NX PX lease; renewed by PEXPIRE.
+//   P{job}:run     forbid marker (JSON {token, tick, node, hash}), PX lease, renewed
+//                  with the lease: while it lives, another tick of the job is `busy`.
+//   P{job}:fence   INCR counter, no TTL (durable only with AOF; see StartupWarnings).
+//   P{job}:ticks   ledger index (sorted set of T), PX retention refreshed on each add.
+//   P{job}:o:<T>   observations (hash node → outcome/wall/hash/fence), PX retention.
+//   Pjobs          the set of job names (for History of every job); outside the tag.
+//
+// claim decides in this order, because an existing record is a stronger answer than
+// the deadline (a replica that arrives late must hear who won):
+//   1. the record exists: done, or running with a live lease key, or recover off →
+//      lost (winner, config hash). Running with the lease key gone and recover on →
+//      missed when now > lease_until + starting_deadline, else re-claim below;
+//   2. no record and now > T + starting_deadline → missed;
+//   3. forbid and the run key names another tick → busy (its node and tick);
+//   4. won: INCR fence, write the record (owner, node, fence, lease_until), the lease
+//      key and, for forbid, the run key; index T in the ledger.
+// renew: only when the lease key still holds our token: PEXPIRE lease (and the run
+// key if it is ours), store the new lease_until. complete: only when the record's
+// owner is our token: mark it done with the completion, delete the lease and run
+// keys if they still hold our token (never a bare delete).
+//
+// Scripts are loaded once per connection (SCRIPT LOAD) and called with EVALSHA; a
+// NOSCRIPT answer (SCRIPT FLUSH, a restarted server) is retried with EVAL, which
+// also caches the script again. ClaimBatch sends every claim of an instant in one
+// pipeline: N claims cost one round trip.
+//
+// Failures: every call runs against a deadline of op_timeout (connect included; the
+// socket timeouts are set to what is left). Any I/O error or timeout drops the
+// connection; the next call reconnects, after a pause that doubles with each failed
+// attempt (0, 100 ms … 2 s); calls inside the pause fail at once. An Error from
+// Claim means "unknown": the caller does not run (fail closed).
+#include "lock/redis/redis_backend.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "lock/registry.h"
+
+namespace tickd::lock {
+namespace {
+
+using std::chrono::steady_clock;
+using ContextPtr = std::unique_ptr<redisContext, decltype(&redisFree)>;
+using ReplyPtr = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
+using Command = std::vector<std::string>;
+
+constexpr milliseconds kMaxBackoff{2'000};
+constexpr milliseconds kFirstBackoff{100};
+
+// KEYS: record, lease, run, fence, ticks. ARGV: T, node, token, lease_ms,
+// deadline_ms (-1: none), forbid, recover, config_hash, retention_ms.
+constexpr std::string_view kClaimLua = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local tick = tonumber(ARGV[1])
+local lease = tonumber(ARGV[4])
+local deadline = tonumber(ARGV[5])
+local rec = redis.call('HMGET', KEYS[1], 'state', 'node', 'hash', 'lease_until')
+if rec[1] then
+  if rec[1] ~= 'running' or ARGV[7] ~= '1' or redis.call('EXISTS', KEYS[2]) == 1 then
+    return {'lost', 0, rec[2], tick, rec[3]}
+  end
+  if deadline >= 0 and now > tonumber(rec[4]) + deadline then
+    return {'missed', 0, '', 0, ''}
+  end
+elseif deadline >= 0 and now > tick * 1000 + deadline then
+  return {'missed', 0, '', 0, ''}
+end
+if ARGV[6] == '1' then
+  local run = redis.call('GET', KEYS[3])
+  if run then
+    local r = cjson.decode(run)
+    if tonumber(r.tick) ~= tick then return {'busy', 0, r.node, r.tick, r.hash} end
+  end
+end
+local fence = redis.call('INCR', KEYS[4])
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'state', 'running', 'owner', ARGV[3], 'node', ARGV[2],
+           'fence', fence, 'hash', ARGV[8], 'lease_until', now + lease)
+redis.call('PEXPIRE', KEYS[1], ARGV[9])
+redis.call('SET', KEYS[2], ARGV[3], 'PX', lease)
+if ARGV[6] == '1' then
+  redis.call('SET', KEYS[3], cjson.encode({token = ARGV[3], tick = tick, node = ARGV[2],
+             hash = ARGV[8]}), 'PX', lease)
+end
+redis.call('ZADD', KEYS[5], tick, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf',
+           '(' .. math.floor((now - tonumber(ARGV[9])) / 1000))
+redis.call('PEXPIRE', KEYS[5], ARGV[9])
+return {'won', fence, '', 0, ''}
+)lua";
+
+// KEYS: lease, run, record. ARGV: token, lease_ms. 1 renewed, 0 lost.
+constexpr std::string_view kRenewLua = R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local run = redis.call('GET', KEYS[2])
+if run and cjson.decode(run).token == ARGV[1] then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+redis.call('HSET', KEYS[3], 'lease_until', now + tonumber(ARGV[2]))
+return 1
+)lua";
+
+// KEYS: lease, run, record. ARGV: token, outcome, exit ('' none), duration_ms.
+// 1 completed (or already done by us), 0 not the owner.
+constexpr std::string_view kCompleteLua = R"lua(
+local rec = redis.call('HMGET', KEYS[3], 'owner', 'state')
+if rec[1] ~= ARGV[1] then return 0 end
+if rec[2] == 'done' then return 1 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[3], 'state', 'done', 'outcome', ARGV[2], 'exit', ARGV[3],
+           'duration', ARGV[4], 'lease_until', now)
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+local run = redis.call('GET', KEYS[2])
+if run and cjson.decode(run).token == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1
+)lua";
+
+// KEYS: ticks. ARGV: cutoff T (exclusive), the job's key base "P{job}:".
+// Removes records and observations of older ticks unless running with a live lease;
+// returns how many records went. (The keys it derives share the job's hash tag.)
+constexpr std::string_view kPruneLua = R"lua(
+local removed = 0
+for _, t in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])) do
+  local rec = ARGV[2] .. 't:' .. t
+  local state = redis.call('HGET', rec, 'state')
+  if not (state == 'running' and redis.call('EXISTS', ARGV[2] .. 'l:' .. t) == 1) then
+    if state then removed = removed + 1 end
+    redis.call('DEL', rec, ARGV[2] .. 'o:' .. t)
+    redis.call('ZREM', KEYS[1], t)
+  end
+end
+return removed
+)lua";
+
+enum class Script { kClaim, kRenew, kComplete, kPrune };
+constexpr std::string_view kScripts[] = {kClaimLua, kRenewLua, kCompleteLua, kPruneLua};
+
+struct Endpoint {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  int db = 0;
+  std::string user;
+  std::string password;
+  std::string prefix = "tickd:";
+};
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    int value = 0;
+    if (s[i] == '%' && i + 2 < s.size() &&
+        std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16).ptr == s.data() + i + 3) {
+      out.push_back(static_cast<char>(value));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// redis://[user[:password]@]host[:port][/db][?prefix=P]
+Result<Endpoint> ParseUrl(const std::string& url) {
+  constexpr std::string_view kScheme = "redis://";
+  Endpoint ep;
+  if (url.empty()) return ep;
+  if (url.compare(0, kScheme.size(), kScheme) != 0) {
+    return MakeError("", "the URL must start with redis:// (redis://[user:password@]host:port/db)");
+  }
+  std::string_view rest(url);
+  rest.remove_prefix(kScheme.size());
+  std::string_view query;
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  std::string_view path;
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    path = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+  }
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const auto colon = userinfo.find(':');
+    ep.user = PercentDecode(userinfo.substr(0, colon));
+    if (colon != std::string_view::npos) ep.password = PercentDecode(userinfo.substr(colon + 1));
+  }
+  std::string_view port;
+  if (!rest.empty() && rest.front() == '[') {  // [::1]:6379
+    const auto close = rest.find(']');
+    if (close == std::string_view::npos) return MakeError("", "unclosed '[' in the host");
+    ep.host = std::string(rest.substr(1, close - 1));
+    rest.remove_prefix(close + 1);
+    if (!rest.empty() && rest.front() == ':') port = rest.substr(1);
+  } else {
+    const auto colon = rest.rfind(':');
+    if (!rest.substr(0, colon).empty()) ep.host = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) port = rest.substr(colon + 1);
+  }
+  auto parse_int = [](std::string_view text, int& out) {
+    return !text.empty() &&
+           std::from_chars(text.data(), text.data() + text.size(), out).ptr ==
+               text.data() + text.size();
+  };
+  if (!port.empty() && (!parse_int(port, ep.port) || ep.port <= 0 || ep.port > 65535)) {
+    return MakeError("", "bad port '" + std::string(port) + "'");
+  }
+  if (!path.empty() && (!parse_int(path, ep.db) || ep.db < 0)) {
+    return MakeError("", "bad database index '" + std::string(path) + "' (want /0, /1, …)");
+  }
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view param = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (param.rfind("prefix=", 0) == 0) {
+      ep.prefix = PercentDecode(param.substr(7));
+    } else if (!param.empty()) {
+      const std::string key(param.substr(0, param.find('=')));
+      return MakeError("", "unknown URL parameter '" + key + "' (known: prefix)");
+    }
+  }
+  return ep;
+}
+
+timeval ToTimeval(milliseconds d) {
+  d = std::max(d, milliseconds(1));
+  return timeval{static_cast<time_t>(d.count() / 1000),
+                 static_cast<suseconds_t>(d.count() % 1000 * 1000)};
+}
+
+std::string_view Str(const redisReply* r) {
+  if (r == nullptr || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS &&
+                       r->type != REDIS_REPLY_ERROR)) {
+    return {};
+  }
+  return std::string_view(r->str, r->len);
+}
+
+std::int64_t Int(const redisReply* r) {
+  if (r == nullptr) return 0;
+  if (r->type == REDIS_REPLY_INTEGER) return r->integer;
+  std::int64_t v = 0;
+  const std::string_view s = Str(r);
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+// A script call: which script, its keys and its arguments.
+struct ScriptCall {
+  Script script;
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+};
+
+class RedisBackend final : public Backend {
+ public:
+  RedisBackend(const RedisOptions& options, Endpoint endpoint)
+      : options_(options),
+        endpoint_(std::move(endpoint)),
+        context_("redis " + RedactUrl(options.url.empty() ? "redis://127.0.0.1:6379/0"
+                                                          : options.url)),
+        conn_(nullptr, &redisFree) {
+    if (endpoint_.password.empty()) endpoint_.password = options.password;
+  }
+
+  // Connects for the factory: its error is the backend's first answer.
+  Result<void> Open() {
+    std::lock_guard lock(mu_);
+    return Connect(steady_clock::now() + options_.op_timeout);
+  }
+
+  std::string_view name() const override { return "redis"; }
+
+  std::vector<std::string> StartupWarnings() override {
+    auto replies = Pipeline({{"CONFIG", "GET", "appendonly"}, {"CONFIG", "GET", "appendfsync"}});
+    if (!replies) {
+      return {context_ + ": could not check durability: " + replies.error().detail};
+    }
+    std::vector<std::string> values;
+    for (const ReplyPtr& r : *replies) {
+      if (r->type == REDIS_REPLY_ERROR) {
+        return {context_ + ": could not check durability (CONFIG GET refused: " +
+                std::string(Str(r.get())) +
+                "); without appendonly yes + appendfsync always a restart of the server "
+                "can repeat fences"};
+      }
+      values.emplace_back(r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                              ? Str(r->element[1])
+                              : std::string_view());
+    }
+    std::vector<std::string> warnings;
+    if (values[0] != "yes") {
+      warnings.push_back(context_ +
+                         ": appendonly is off: a restart of the server loses tick records and "
+                         "fence counters, so a tick could run twice and fences could repeat "
+                         "(set appendonly yes and appendfsync always)");
+    } else if (values[1] != "always") {
+      warnings.push_back(context_ + ": appendfsync is " + values[1] +
+                         ", not always: a crash of the server can lose the last claims, so "
+                         "fences could repeat after a restart");
+    }
+    return warnings;
+  }
+
+  Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
+    auto out = ClaimBatch(std::span<const ClaimRequest>(&req, 1));
+    return std::move(out.front());
+  }
+
+  std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
+    std::vector<ScriptCall> calls;
+    calls.reserve(reqs.size());
+    std::set<std::string> jobs;
+    for (const ClaimRequest& req : reqs) {
+      const std::string base = Base(req.job);
+      const std::string tick = std::to_string(req.tick_unix);
+      calls.push_back(ScriptCall{
+          Script::kClaim,
+          {base + "t:" + tick, base + "l:" + tick, base + "run", base + "fence", base + "ticks"},
+          {tick, req.node, req.owner_token, std::to_string(req.lease.count()),
+           req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
+           req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
+           std::to_string(options_.retention.count())}});
+      jobs.insert(req.job);
+    }
+    auto replies = RunScripts(calls, jobs);
+    std::vector<Result<ClaimOutcome>> out;
+    out.reserve(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      if (!replies) {
+        out.push_back(tl::unexpected(replies.error()));
+        continue;
+      }
+      out.push_back(ParseClaim((*replies)[i].get()));
+    }
+    return out;
+  }
+
+  Result<RenewStatus> Renew(const HeldClaim& held) override {
+    const std::string base = Base(held.job);
+    const std::string tick = std::to_string(held.tick_unix);
+    auto reply = RunScript({Script::kRenew,
+                            {base + "l:" + tick, base + "run", base + "t:" + tick},
+                            {held.owner_token, std::to_string(held.lease.count())}});
+    if (!reply) return tl::unexpected(reply.error());
+    return Int(reply->get()) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;
+  }
+
+  Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
+    const std::string base = Base(held.job);
+    const std::string tick = std::to_string(held.tick_unix);
+    auto reply = RunScript(
+        {Script::kComplete,
+         {base + "l:" + tick, base + "run", base + "t:" + tick},
+         {held.owner_token, completion.outcome,
+          completion.exit_code ? std::to_string(*completion.exit_code) : "",
+          std::to_string(completion.duration.count())}});
+    if (!reply) return tl::unexpected(reply.error());
+    return Int(reply->get()) == 1 ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+  }
+
+  Result<void> Record(const Observation& obs) override {
+    const std::string base = Base(obs.job);
+    const std::string tick = std::to_string(obs.tick_unix);
+    const std::string retention = std::to_string(options_.retention.count());
+    std::vector<Command> cmds = {
+        {"HSET", base + "o:" + tick, obs.node, EncodeObservation(obs)},
+        {"PEXPIRE", base + "o:" + tick, retention},
+        {"ZADD", base + "ticks", tick, tick},
+        {"PEXPIRE", base + "ticks", retention},
+        {"SADD", endpoint_.prefix + "jobs", obs.job},
+    };
+    auto replies = Pipeline(cmds);
+    if (!replies) return tl::unexpected(replies.error());
+    for (const ReplyPtr& r : *replies) {
+      if (r->type == REDIS_REPLY_ERROR) return MakeError(context_, std::string(Str(r.get())));
+    }
+    return {};
+  }
+
+  Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
+    std::vector<std::string> jobs;
+    if (job.empty()) {
+      auto members = Pipeline({{"SMEMBERS", endpoint_.prefix + "jobs"}});
+      if (!members) return tl::unexpected(members.error());
+      const redisReply* set = members->front().get();
+      for (std::size_t i = 0; set->type == REDIS_REPLY_ARRAY && i < set->elements; ++i) {
+        jobs.emplace_back(Str(set->element[i]));
+      }
+    } else {
+      jobs.emplace_back(job);
+    }
+    // The newest `limit` ticks of each job, merged newest first (then by job name).
+    const std::string stop = limit < 0 ? "-1" : std::to_string(std::max(limit, 1) - 1);
+    std::vector<Command> ranges;
+    for (const std::string& j : jobs) ranges.push_back({"ZREVRANGE", Base(j) + "ticks", "0", stop});
+    auto ranked = Pipeline(ranges);
+    if (!ranked) return tl::unexpected(ranked.error());
+    std::vector<std::pair<std::int64_t, std::string>> keys;  // (T, job)
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const redisReply* r = (*ranked)[j].get();
+      for (std::size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i) {
+        keys.emplace_back(Int(r->element[i]), jobs[j]);
+      }
+    }
+    std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+      return std::tie(b.first, a.second) < std::tie(a.first, b.second);
+    });
+    if (limit >= 0 && keys.size() > static_cast<std::size_t>(limit)) keys.resize(limit);
+    std::vector<Command> reads;
+    for (const auto& [tick, j] : keys) {
+      reads.push_back({"HGETALL", Base(j) + "t:" + std::to_string(tick)});
+      reads.push_back({"HGETALL", Base(j) + "o:" + std::to_string(tick)});
+    }
+    auto details = Pipeline(reads);
+    if (!details) return tl::unexpected(details.error());
+    std::vector<TickHistory> out;
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      TickHistory h;
+      h.tick_unix = keys[k].first;
+      h.job = keys[k].second;
+      const auto rec = Fields((*details)[2 * k].get());
+      const auto obs = Fields((*details)[2 * k + 1].get());
+      if (rec.empty() && obs.empty()) continue;  // expired since the index was read
+      if (!rec.empty()) {
+        h.winner = Get(rec, "node");
+        h.state = Get(rec, "state");
+        h.run_outcome = Get(rec, "outcome");
+        if (const std::string exit = Get(rec, "exit"); !exit.empty()) h.exit_code = std::stoi(exit);
+        h.duration = milliseconds(std::stoll("0" + Get(rec, "duration")));
+        h.fence = std::stoull("0" + Get(rec, "fence"));
+        h.config_hash = Get(rec, "hash");
+      }
+      for (const auto& [node, value] : obs) h.observations.push_back(DecodeObservation(h, node, value));
+      out.push_back(std::move(h));
+    }
+    return out;
+  }
+
+  Result<int> Prune(WallTime older_than) override {
+    const std::int64_t cutoff =
+        std::chrono::duration_cast<std::chrono::seconds>(older_than.time_since_epoch()).count();
+    auto members = Pipeline({{"SMEMBERS", endpoint_.prefix + "jobs"}});
+    if (!members) return tl::unexpected(members.error());
+    std::vector<ScriptCall> calls;
+    const redisReply* set = members->front().get();
+    for (std::size_t i = 0; set->type == REDIS_REPLY_ARRAY && i < set->elements; ++i) {
+      const std::string base = Base(std::string(Str(set->element[i])));
+      calls.push_back({Script::kPrune, {base + "ticks"}, {std::to_string(cutoff), base}});
+    }
+    auto replies = RunScripts(calls, {});
+    if (!replies) return tl::unexpected(replies.error());
+    int removed = 0;
+    for (const ReplyPtr& r : *replies) {
+      if (r->type == REDIS_REPLY_ERROR) return MakeError(context_, std::string(Str(r.get())));
+      removed += static_cast<int>(Int(r.get()));
+    }
+    return removed;
+  }
+
+ private:
+  std::string Base(const std::string& job) const { return endpoint_.prefix + "{" + job + "}:"; }
+
+  static std::map<std::string, std::string> Fields(const redisReply* r) {
+    std::map<std::string, std::string> out;
+    for (std::size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+      out.emplace(Str(r->element[i]), Str(r->element[i + 1]));
+    }
+    return out;
+  }
+
+  static std::string Get(const std::map<std::string, std::string>& m, const std::string& key) {
+    auto it = m.find(key);
+    return it == m.end() ? "" : it->second;
+  }
+
+  // outcome \x1f node_wall_ms \x1f config_hash \x1f fence
+  static std::string EncodeObservation(const Observation& obs) {
+    return obs.outcome + '\x1f' + std::to_string(obs.node_wall.time_since_epoch().count()) +
+           '\x1f' + obs.config_hash + '\x1f' + std::to_string(obs.fence);
+  }
+
+  static Observation DecodeObservation(const TickHistory& h, const std::string& node,
+                                       const std::string& value) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    for (std::size_t sep; (sep = value.find('\x1f', start)) != std::string::npos; start = sep + 1) {
+      parts.push_back(value.substr(start, sep - start));
+    }
+    parts.push_back(value.substr(start));
+    parts.resize(4);
+    Observation obs;
+    obs.job = h.job;
+    obs.tick_unix = h.tick_unix;
+    obs.node = node;
+    obs.outcome = parts[0];
+    obs.node_wall = WallTime(milliseconds(std::stoll("0" + parts[1])));
+    obs.config_hash = parts[2];
+    obs.fence = std::stoull("0" + parts[3]);
+    return obs;
+  }
+
+  Result<ClaimOutcome> ParseClaim(const redisReply* r) const {
+    if (r->type == REDIS_REPLY_ERROR) return MakeError(context_ + ": claim", std::string(Str(r)));
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
+      return MakeError(context_ + ": claim", "unexpected reply from the claim script");
+    }
+    const std::string_view status = Str(r->element[0]);
+    ClaimOutcome out;
+    if (status == "won") {
+      out.status = ClaimStatus::kWon;
+      out.fence = static_cast<std::uint64_t>(Int(r->element[1]));
+      return out;
+    }
+    if (status == "missed") {
+      out.status = ClaimStatus::kMissed;
+      return out;
+    }
+    out.status = status == "busy" ? ClaimStatus::kBusy : ClaimStatus::kLost;
+    out.holder_node = Str(r->element[2]);
+    out.holder_tick_unix = Int(r->element[3]);
+    out.holder_config_hash = Str(r->element[4]);
+    return out;
+  }
+
+  Result<ReplyPtr> RunScript(ScriptCall call) {
+    auto replies = RunScripts({std::move(call)}, {});
+    if (!replies) return tl::unexpected(replies.error());
+    ReplyPtr reply = std::move(replies->front());
+    if (reply->type == REDIS_REPLY_ERROR) return MakeError(context_, std::string(Str(reply.get())));
+    return reply;
+  }
+
+  // EVALSHA for every call in one pipeline (plus SADD of jobs not yet indexed on this
+  // connection), then EVAL for the ones the server answered NOSCRIPT. One reply per
+  // call, in order; a reply may be an error reply.
+  Result<std::vector<ReplyPtr>> RunScripts(const std::vector<ScriptCall>& calls,
+                                           const std::set<std::string>& jobs) {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = EnsureConnected(deadline); !ok) return tl::unexpected(ok.error());
+    std::vector<Command> cmds;
+    cmds.reserve(calls.size() + 1);
+    for (const ScriptCall& call : calls) cmds.push_back(ScriptCommand(call, true));
+    Command index = {"SADD", endpoint_.prefix + "jobs"};
+    for (const std::string& job : jobs) {
+      if (!indexed_jobs_.contains(job)) index.push_back(job);
+    }
+    const bool add_index = index.size() > 2;
+    if (add_index) cmds.push_back(std::move(index));
+    auto replies = SendLocked(cmds, deadline);
+    if (!replies) return replies;
+    if (add_index && replies->back()->type != REDIS_REPLY_ERROR) {
+      indexed_jobs_.insert(jobs.begin(), jobs.end());
+    }
+    if (add_index) replies->pop_back();
+    std::vector<std::size_t> missing;
+    std::vector<Command> retry;
+    for (std::size_t i = 0; i < replies->size(); ++i) {
+      if (Str((*replies)[i].get()).starts_with("NOSCRIPT")) {
+        missing.push_back(i);
+        retry.push_back(ScriptCommand(calls[i], false));
+      }
+    }
+    if (retry.empty()) return replies;
+    auto again = SendLocked(retry, deadline);
+    if (!again) return again;
+    for (std::size_t k = 0; k < missing.size(); ++k) (*replies)[missing[k]] = std::move((*again)[k]);
+    return replies;
+  }
+
+  Command ScriptCommand(const ScriptCall& call, bool by_sha) const {
+    const auto index = static_cast<std::size_t>(call.script);
+    Command cmd;
+    cmd.reserve(3 + call.keys.size() + call.args.size());
+    cmd.push_back(by_sha ? "EVALSHA" : "EVAL");
+    cmd.push_back(by_sha ? shas_[index] : std::string(kScripts[index]));
+    cmd.push_back(std::to_string(call.keys.size()));
+    cmd.insert(cmd.end(), call.keys.begin(), call.keys.end());
+    cmd.insert(cmd.end(), call.args.begin(), call.args.end());
+    return cmd;
+  }
+
+  Result<std::vector<ReplyPtr>> Pipeline(const std::vector<Command>& cmds) {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = EnsureConnected(deadline); !ok) return tl::unexpected(ok.error());
+    return SendLocked(cmds, deadline);
+  }
+
+  // REQUIRES: mu_ held, connected. Sends every command, then reads every reply. An
+  // I/O error or timeout drops the connection (the next call reconnects).
+  Result<std::vector<ReplyPtr>> SendLocked(const std::vector<Command>& cmds,
+                                           steady_clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+    if (left <= milliseconds(0)) return Fail("timed out before sending");
+    if (redisSetTimeout(conn_.get(), ToTimeval(left)) != REDIS_OK) return Fail(conn_->errstr);
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const Command& cmd : cmds) {
+      argv.clear();
+      lens.clear();
+      for (const std::string& a : cmd) {
+        argv.push_back(a.data());
+        lens.push_back(a.size());
+      }
+      if (redisAppendCommandArgv(conn_.get(), static_cast<int>(argv.size()), argv.data(),
+                                 lens.data()) != REDIS_OK) {
+        return Fail(conn_->errstr);
+      }
+    }
+    std::vector<ReplyPtr> replies;
+    replies.reserve(cmds.size());
+    for (std::size_t i = 0; i < cmds.size(); ++i) {
+      void* raw = nullptr;
+      if (redisGetReply(conn_.get(), &raw) != REDIS_OK || raw == nullptr) {
+        return Fail(conn_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
+                        ? "no answer within " + std::to_string(options_.op_timeout.count()) + "ms"
+                        : std::string(conn_->errstr));
+      }
+      replies.emplace_back(static_cast<redisReply*>(raw), &freeReplyObject);
+    }
+    failures_ = 0;
+    return replies;
+  }
+
+  // Drops the connection after an I/O failure and schedules the next attempt.
+  tl::unexpected<Error> Fail(const std::string& detail) {
+    conn_.reset();
+    const milliseconds pause =
+        failures_ == 0 ? milliseconds(0)
+                       : std::min(kMaxBackoff, milliseconds(kFirstBackoff.count() << std::min(failures_ - 1, 5)));
+    ++failures_;
+    retry_at_ = steady_clock::now() + pause;
+    last_error_ = detail;
+    return tl::unexpected(Error(context_, detail));
+  }
+
+  Result<void> EnsureConnected(steady_clock::time_point deadline) {
+    if (conn_) return {};
+    const auto now = steady_clock::now();
+    if (now < retry_at_) {
+      const auto wait = std::chrono::duration_cast<milliseconds>(retry_at_ - now);
+      return MakeError(context_, "not connected (" + last_error_ + "); reconnecting in " +
+                                     std::to_string(wait.count()) + "ms");
+    }
+    return Connect(deadline);
+  }
+
+  // REQUIRES: mu_ held. Connects, authenticates, selects the db, loads the scripts.
+  Result<void> Connect(steady_clock::time_point deadline) {
+    conn_.reset();
+    indexed_jobs_.clear();
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+    ContextPtr conn(redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, ToTimeval(left)),
+                    &redisFree);
+    if (!conn) return Fail("cannot allocate a connection");
+    if (conn->err) return Fail(std::string("cannot connect: ") + conn->errstr);
+    conn_ = std::move(conn);
+    std::vector<Command> setup;
+    if (!endpoint_.password.empty()) {
+      setup.push_back(endpoint_.user.empty() ? Command{"AUTH", endpoint_.password}
+                                             : Command{"AUTH", endpoint_.user, endpoint_.password});
+    }
+    if (endpoint_.db != 0) setup.push_back({"SELECT", std::to_string(endpoint_.db)});
+    for (std::string_view script : kScripts) setup.push_back({"SCRIPT", "LOAD", std::string(script)});
+    auto replies = SendLocked(setup, deadline);
+    if (!replies) return tl::unexpected(replies.error());
+    for (const ReplyPtr& r : *replies) {
+      if (r->type == REDIS_REPLY_ERROR) {
+        // AUTH / SELECT / NOPERM: the server's text never contains the password.
+        const std::string detail(Str(r.get()));
+        conn_.reset();
+        ++failures_;
+        retry_at_ = steady_clock::now() + kMaxBackoff;
+        last_error_ = detail;
+        return MakeError(context_, detail);
+      }
+    }
+    const std::size_t first_sha = replies->size() - std::size(kScripts);
+    for (std::size_t i = 0; i < std::size(kScripts); ++i) {
+      shas_[i] = std::string(Str((*replies)[first_sha + i].get()));
+    }
+    return {};
+  }
+
+  const RedisOptions options_;
+  Endpoint endpoint_;
+  const std::string context_;  // "redis <url with the password masked>"
+  std::mutex mu_;
+  ContextPtr conn_;
+  std::string shas_[std::size(kScripts)];
+  std::set<std::string> indexed_jobs_;  // jobs already in Pjobs (since this connection)
+  int failures_ = 0;                     // consecutive failed calls/attempts
+  steady_clock::time_point retry_at_{};
+  std::string last_error_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> NewRedisBackend(const RedisOptions& options) {
+  auto endpoint = ParseUrl(options.url);
+  if (!endpoint) {
+    Error e = endpoint.error();
+    e.context = "redis " + RedactUrl(options.url);
+    return tl::unexpected(std::move(e));
+  }
+  auto backend = std::make_unique<RedisBackend>(options, std::move(*endpoint));
+  if (auto ok = backend->Open(); !ok) return tl::unexpected(ok.error());
+  return backend;
+}
+
+}  // namespace tickd::lock

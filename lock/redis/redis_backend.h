@@ -1,0 +1,37 @@
+// The Redis backend: replicas anywhere share one Redis primary (efficiency-grade:
+// a failover or a restart without `appendonly yes` + `appendfsync always` can lose
+// claims and repeat fences). The protocol (Lua scripts under one hash tag per job,
+// the server's clock for leases and deadlines) is at the top of redis_backend.cc.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "base/error.h"
+#include "lock/backend.h"
+
+namespace tickd::lock {
+
+struct RedisOptions {
+  // redis://[user:password@]host:port[/db][?prefix=P]; host defaults to 127.0.0.1,
+  // port to 6379, db to 0, prefix to "tickd:". Percent-escapes in user/password work.
+  std::string url;
+  // Used when the URL carries no password (the daemon fills it from the variable
+  // named by lock.password_env). Never logged, never part of an error.
+  std::string password;
+  // Every call (connect included) returns within this, with an Error when the
+  // server did not answer: fail closed.
+  std::chrono::milliseconds op_timeout{2'000};
+  // How long tick records and observations are kept (PX on their keys).
+  std::chrono::milliseconds retention{7 * 24 * 3'600'000LL};
+};
+
+// Parses the URL and connects (AUTH, SELECT, SCRIPT LOAD). Errors — a bad URL, an
+// unreachable server, a refused password — name the URL with its password masked.
+// The Backend is thread-safe (one connection behind a mutex); after a failure it
+// reconnects on a later call, with a growing pause between attempts (≤ 2 s), and
+// answers Error meanwhile.
+Result<std::unique_ptr<Backend>> NewRedisBackend(const RedisOptions& options);
+
+}  // namespace tickd::lock
