@@ -1,0 +1,313 @@
+#include "app/run_supervisor.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+namespace tickd::app {
+
+using std::chrono::milliseconds;
+
+namespace {
+
+// How soon to try again after a renewal that failed (not answered kLost): often
+// enough that a short backend hiccup does not cost the lease.
+milliseconds RenewRetryDelay(milliseconds lease) {
+  return std::max(milliseconds(10), lease / 15);
+}
+
+}  // namespace
+
+milliseconds LeaseValidity(milliseconds lease) { return lease - lease / 100 - milliseconds(2); }
+
+std::map<std::string, std::string> JobEnvironment(const WonTick& tick, int attempt) {
+  std::map<std::string, std::string> env = tick.job->job.env;
+  env["TICKD_JOB"] = tick.job->job.name;
+  env["TICKD_TICK"] = FormatTick(tick.held.tick_unix);
+  env["TICKD_TICK_UNIX"] = std::to_string(tick.held.tick_unix);
+  env["TICKD_NODE"] = tick.node;
+  env["TICKD_FENCE"] = std::to_string(tick.held.fence);
+  env["TICKD_ATTEMPT"] = std::to_string(attempt);
+  return env;
+}
+
+jobs::ProcessSpec MakeProcessSpec(const WonTick& tick, int attempt) {
+  const config::Job& job = tick.job->job;
+  jobs::ProcessSpec spec;
+  if (job.shell) {
+    spec.argv = jobs::ShellArgv(*job.shell);
+  } else {
+    spec.argv = job.argv;
+  }
+  spec.env = JobEnvironment(tick, attempt);
+  spec.workdir = job.workdir;
+  spec.timeout = job.timeout;
+  spec.kill_grace = job.kill_grace;
+  return spec;
+}
+
+// What the run line and the completion report; filled as the run goes. The defaults
+// are what an unexpected exit (an exception) reports.
+struct RunSupervisor::Outcome {
+  jobs::RunOutcome outcome = jobs::RunOutcome::kFailed;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string error = "the supervisor ended before the run did";
+  int attempts = 0;
+  std::size_t dropped_lines = 0;
+};
+
+RunSupervisor::RunSupervisor(Clock& clock, lock::Backend& backend, Runner& runner, Logger& log,
+                             WonTick tick, milliseconds max_real_wait,
+                             std::function<void()> on_done)
+    : clock_(clock),
+      backend_(backend),
+      runner_(runner),
+      log_(log),
+      tick_(std::move(tick)),
+      tick_text_(FormatTick(tick_.held.tick_unix)),
+      max_real_wait_(std::max(milliseconds(1), max_real_wait)),
+      on_done_(std::move(on_done)) {}
+
+RunSupervisor::~RunSupervisor() { Join(); }
+
+void RunSupervisor::Start() { thread_ = std::thread([this] { Main(); }); }
+
+void RunSupervisor::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void RunSupervisor::StopRetries() {
+  std::lock_guard lock(mu_);
+  stop_retries_ = true;
+  cv_.notify_all();
+}
+
+void RunSupervisor::Terminate(jobs::RunOutcome reason) {
+  std::lock_guard lock(mu_);
+  stop_retries_ = true;
+  terminate_reason_ = reason;
+  if (exec_ != nullptr) exec_->Terminate(reason);
+  cv_.notify_all();
+}
+
+void RunSupervisor::Main() {
+  const SteadyTime started = clock_.Steady();
+  Outcome out;
+  // The scope guard: whatever way Supervise ends, the claim is completed and the run
+  // line logged. (An exception escaping a std::thread would end the daemon.)
+  struct Completer {
+    RunSupervisor* self;
+    Outcome& out;
+    SteadyTime started;
+    ~Completer() { self->Finish(out, started); }
+  } completer{this, out, started};
+  try {
+    Supervise(out);
+  } catch (const std::exception& e) {
+    out.outcome = jobs::RunOutcome::kFailed;
+    out.error = std::string("exception: ") + e.what();
+  } catch (...) {
+    out.outcome = jobs::RunOutcome::kFailed;
+    out.error = "unknown exception";
+  }
+}
+
+void RunSupervisor::Supervise(Outcome& out) {
+  const config::Job& job = tick_.job->job;
+  const milliseconds lease = tick_.held.lease;
+  valid_until_ = tick_.claim_sent + LeaseValidity(lease);
+  next_renew_ = tick_.claim_sent + lease / 3;
+
+  const int attempts = std::max(1, job.retries.attempts);
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
+    if (attempt > 1) {
+      log_.Log(LogLevel::kInfo, "retry",
+               {{"job", job.name}, {"tick", tick_text_}, {"node", tick_.node},
+                {"attempt", attempt}, {"backoff", FormatSeconds(job.retries.backoff)}});
+      if (!Backoff(clock_.Steady() + job.retries.backoff)) break;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (terminate_reason_) {
+        out.outcome = *terminate_reason_;
+        break;
+      }
+    }
+    out.attempts = attempt;
+    out.exit_code.reset();
+    out.signal.reset();
+    out.error.clear();
+    const jobs::ProcessSpec spec = MakeProcessSpec(tick_, attempt);
+    if (log_.Enabled(LogLevel::kDebug)) {
+      std::string env_text;
+      for (const auto& [key, value] : job.env) {
+        env_text += (env_text.empty() ? "" : " ") + key + "=" + MaskEnvValue(key, value);
+      }
+      log_.Log(LogLevel::kDebug, "start",
+               {{"job", job.name}, {"tick", tick_text_}, {"node", tick_.node},
+                {"attempt", attempt}, {"env", env_text}});
+    }
+    jobs::OutputSink sink = [this](std::string_view stream, std::string_view line) {
+      log_.Log(LogLevel::kInfo, "output",
+               {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
+                {"stream", stream}, {"line", line}});
+    };
+    Result<std::unique_ptr<jobs::Execution>> started = runner_.Start(job, spec, std::move(sink));
+    if (!started) {
+      out.outcome = jobs::RunOutcome::kFailed;
+      out.error = started.error().ToString();
+    } else {
+      std::unique_ptr<jobs::Execution> exec = std::move(*started);
+      {
+        std::lock_guard lock(mu_);
+        exec_ = exec.get();
+        if (terminate_reason_) exec->Terminate(*terminate_reason_);
+      }
+      if (lease_lost_ && job.on_lease_lost == config::OnLeaseLost::kTerminate) {
+        exec->Terminate(jobs::RunOutcome::kLeaseLost);
+      }
+      jobs::RunResult r = WaitRun(*exec);
+      {
+        std::lock_guard lock(mu_);
+        exec_ = nullptr;
+      }
+      out.outcome = r.outcome;
+      out.exit_code = r.exit_code;
+      out.signal = r.signal;
+      out.error = r.error;
+      out.dropped_lines += r.dropped_lines;
+    }
+    if (out.outcome != jobs::RunOutcome::kFailed && out.outcome != jobs::RunOutcome::kTimeout) {
+      break;  // done, or ended by the daemon (lease lost, shutdown): never retried
+    }
+    if (lease_lost_) break;  // the claim is no longer ours: nothing may run under it
+    std::lock_guard lock(mu_);
+    if (stop_retries_) break;
+  }
+  if (lease_lost_ && job.on_lease_lost == config::OnLeaseLost::kTerminate &&
+      out.outcome != jobs::RunOutcome::kDone) {
+    out.outcome = jobs::RunOutcome::kLeaseLost;
+  }
+}
+
+jobs::RunResult RunSupervisor::WaitRun(jobs::Execution& exec) {
+  while (true) {
+    Upkeep();
+    if (std::optional<jobs::RunResult> r = exec.WaitFor(RealWait(WatchdogDeadline()))) return *r;
+  }
+}
+
+bool RunSupervisor::Backoff(SteadyTime until) {
+  while (true) {
+    Upkeep();
+    if (lease_lost_) return false;
+    if (clock_.Steady() >= until) return true;
+    std::optional<SteadyTime> deadline = WatchdogDeadline();
+    deadline = deadline ? std::min(*deadline, until) : until;
+    std::unique_lock lock(mu_);
+    if (stop_retries_) return false;
+    cv_.wait_for(lock, RealWait(deadline));
+    if (stop_retries_) return false;
+  }
+}
+
+std::optional<SteadyTime> RunSupervisor::WatchdogDeadline() const {
+  if (!lease_held_) return std::nullopt;
+  return std::min(next_renew_, valid_until_);
+}
+
+milliseconds RunSupervisor::RealWait(std::optional<SteadyTime> deadline) const {
+  if (!deadline) return max_real_wait_;
+  return std::clamp<milliseconds>(*deadline - clock_.Steady(), milliseconds(1), max_real_wait_);
+}
+
+void RunSupervisor::Upkeep() {
+  if (!lease_held_) return;
+  const SteadyTime now = clock_.Steady();
+  if (now >= valid_until_) {
+    LoseLease("the lease ran out without a confirmed renewal");
+    return;
+  }
+  if (now < next_renew_) return;
+  const SteadyTime sent = now;
+  Result<lock::RenewStatus> renewed = MakeError("renew", "no answer");
+  try {
+    renewed = backend_.Renew(tick_.held);
+  } catch (const std::exception& e) {
+    renewed = MakeError("renew", e.what());
+  }
+  if (renewed && *renewed == lock::RenewStatus::kRenewed) {
+    valid_until_ = sent + LeaseValidity(tick_.held.lease);
+    next_renew_ = sent + tick_.held.lease / 3;
+  } else if (renewed) {
+    LoseLease("the backend says the claim is no longer ours");
+    return;
+  } else {
+    log_.Log(LogLevel::kWarn, "renew",
+             {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
+              {"outcome", "error"}, {"error", renewed.error().ToString()}});
+    next_renew_ = sent + RenewRetryDelay(tick_.held.lease);
+  }
+  if (clock_.Steady() >= valid_until_) LoseLease("the lease ran out without a confirmed renewal");
+}
+
+void RunSupervisor::LoseLease(std::string_view reason) {
+  lease_held_ = false;
+  lease_lost_ = true;
+  const bool keep_going = tick_.job->job.on_lease_lost == config::OnLeaseLost::kContinue;
+  log_.Log(LogLevel::kWarn, "lease",
+           {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
+            {"outcome", "lost"}, {"action", keep_going ? "continue" : "terminate"},
+            {"reason", reason}, {"fence", tick_.held.fence}});
+  if (keep_going) return;
+  std::lock_guard lock(mu_);
+  if (exec_ != nullptr) exec_->Terminate(jobs::RunOutcome::kLeaseLost);
+  cv_.notify_all();
+}
+
+void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
+  try {
+    const milliseconds duration = clock_.Steady() - started;
+    lock::Completion completion;
+    completion.outcome = std::string(jobs::RunOutcomeName(out.outcome));
+    completion.exit_code = out.exit_code;
+    completion.duration = duration;
+    Result<lock::CompleteStatus> completed = MakeError("complete", "no answer");
+    try {
+      completed = backend_.Complete(tick_.held, completion);
+    } catch (const std::exception& e) {
+      completed = MakeError("complete", e.what());
+    }
+    if (!completed) {
+      log_.Log(LogLevel::kWarn, "complete",
+               {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
+                {"outcome", "error"}, {"error", completed.error().ToString()}});
+    } else if (*completed == lock::CompleteStatus::kNotOwner) {
+      log_.Log(LogLevel::kWarn, "complete",
+               {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
+                {"outcome", "not-owner"}, {"fence", tick_.held.fence}});
+    }
+
+    std::vector<Field> fields = {{"job", tick_.job->job.name},
+                                 {"tick", tick_text_},
+                                 {"node", tick_.node},
+                                 {"outcome", jobs::RunOutcomeName(out.outcome)}};
+    if (out.exit_code) fields.emplace_back("exit", *out.exit_code);
+    fields.emplace_back("duration", FormatSeconds(duration));
+    fields.emplace_back("fence", tick_.held.fence);
+    if (out.signal) fields.emplace_back("signal", *out.signal);
+    if (out.attempts > 1) fields.emplace_back("attempts", out.attempts);
+    if (!out.error.empty()) fields.emplace_back("error", out.error);
+    if (out.dropped_lines > 0) fields.emplace_back("dropped_lines", out.dropped_lines);
+    const LogLevel level =
+        out.outcome == jobs::RunOutcome::kDone ? LogLevel::kInfo : LogLevel::kWarn;
+    log_.Log(level, "run", fields);
+  } catch (...) {
+    // Nothing may escape a scope guard; the claim's lease expires on its own.
+  }
+  done_.store(true);
+  if (on_done_) on_done_();
+}
+
+}  // namespace tickd::app

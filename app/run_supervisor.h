@@ -1,0 +1,118 @@
+// One won tick on this replica, from the claim to its completion, on its own
+// thread (the scheduler never waits on a run).
+//
+// The supervisor builds the job's environment (DESIGN §5), starts each attempt
+// through the Runner, keeps the lease alive (the watchdog below), retries failed
+// attempts under the same claim, and — in a scope guard, on every path out,
+// exceptions and shutdown included — completes the claim on the backend and logs
+// the `run` line.
+//
+// Lease watchdog (DESIGN §1 rule 2): renew every lease/3. The lease counts as valid
+// until t_sent + lease − 1 % − 2 ms on the monotonic clock, t_sent being when the
+// last confirmed renewal (first: the claim) was sent. A renewal answered kLost, or
+// the validity running out without a confirmed renewal, loses the lease: the run is
+// terminated (outcome lease-lost) unless the job says on_lease_lost: continue.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "app/log.h"
+#include "app/runner.h"
+#include "app/scheduled_job.h"
+#include "base/clock.h"
+#include "jobs/execution.h"
+#include "lock/backend.h"
+
+namespace tickd::app {
+
+// A won tick handed from the scheduler to its supervisor.
+struct WonTick {
+  std::shared_ptr<const ScheduledJob> job;
+  lock::HeldClaim held;
+  SteadyTime claim_sent;  // Steady() when the claim was sent: the lease counts from here
+  std::string node;
+};
+
+// The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
+// (RFC 3339 UTC), TICKD_TICK_UNIX, TICKD_NODE, TICKD_FENCE, TICKD_ATTEMPT (1-based),
+// which the job's env cannot override.
+std::map<std::string, std::string> JobEnvironment(const WonTick& tick, int attempt);
+
+// The process to start for one attempt: shell → /bin/sh -c, run → argv.
+jobs::ProcessSpec MakeProcessSpec(const WonTick& tick, int attempt);
+
+// The validity of a lease confirmed at t_sent: lease − 1 % − 2 ms (clock drift and
+// the backend's rounding).
+std::chrono::milliseconds LeaseValidity(std::chrono::milliseconds lease);
+
+// Thread-safe. Start() once; the destructor joins.
+class RunSupervisor {
+ public:
+  // `max_real_wait` bounds every real-time wait before the Clock is read again (a
+  // FakeClock moves without waking us; with a RealClock any value works).
+  // `on_done` runs on the supervisor's thread after the claim was completed.
+  RunSupervisor(Clock& clock, lock::Backend& backend, Runner& runner, Logger& log, WonTick tick,
+                std::chrono::milliseconds max_real_wait, std::function<void()> on_done);
+  ~RunSupervisor();
+  RunSupervisor(const RunSupervisor&) = delete;
+  RunSupervisor& operator=(const RunSupervisor&) = delete;
+
+  void Start();
+  // Shutdown began: no further attempts; the running one may finish.
+  void StopRetries();
+  // Ends the running attempt (and any further ones) with `reason` (kKilled).
+  void Terminate(jobs::RunOutcome reason);
+  // True once the claim has been completed and the run line logged.
+  bool done() const { return done_.load(); }
+  void Join();
+
+ private:
+  struct Outcome;
+  void Main();
+  void Supervise(Outcome& out);
+  // Runs one attempt to its end, renewing the lease meanwhile.
+  jobs::RunResult WaitRun(jobs::Execution& exec);
+  // Waits until Steady() >= until (retry backoff) while renewing; false if it was cut
+  // short by shutdown or a lost lease.
+  bool Backoff(SteadyTime until);
+  // Renews when due and checks validity. Called often; cheap when nothing is due.
+  void Upkeep();
+  void LoseLease(std::string_view reason);
+  // The next instant the watchdog must act at (renew or validity end), if any.
+  std::optional<SteadyTime> WatchdogDeadline() const;
+  std::chrono::milliseconds RealWait(std::optional<SteadyTime> deadline) const;
+  void Finish(const Outcome& out, SteadyTime started);
+
+  Clock& clock_;
+  lock::Backend& backend_;
+  Runner& runner_;
+  Logger& log_;
+  const WonTick tick_;
+  const std::string tick_text_;
+  const std::chrono::milliseconds max_real_wait_;
+  std::function<void()> on_done_;
+  std::thread thread_;
+  std::atomic<bool> done_{false};
+
+  // Watchdog state: the supervisor thread only.
+  bool lease_held_ = true;
+  bool lease_lost_ = false;
+  SteadyTime valid_until_;
+  SteadyTime next_renew_;
+
+  mutable std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  jobs::Execution* exec_ = nullptr;  // the running attempt, if any
+  bool stop_retries_ = false;
+  std::optional<jobs::RunOutcome> terminate_reason_;
+};
+
+}  // namespace tickd::app

@@ -1,0 +1,30 @@
+// How the daemon starts one attempt of a job. The scheduler and the per-run
+// supervisor see only this interface, so tests can supply runs that end on command;
+// the real one (NewProcessRunner) is jobs::StartProcess.
+#pragma once
+
+#include <memory>
+
+#include "base/error.h"
+#include "config/config.h"
+#include "jobs/execution.h"
+
+namespace tickd::app {
+
+// Thread-safe: supervisors of different runs call Start concurrently.
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // Starts one attempt of `job` as described by `spec` (argv, environment, workdir,
+  // timeout). An Error when it could not be started at all; the attempt then
+  // counts as failed. May throw: the supervisor still completes the claim.
+  virtual Result<std::unique_ptr<jobs::Execution>> Start(const config::Job& job,
+                                                         const jobs::ProcessSpec& spec,
+                                                         jobs::OutputSink sink) = 0;
+};
+
+// shell: and run: jobs as child processes (jobs::StartProcess). plugin: jobs are
+// not supported yet: their start is an Error, logged, and the run fails.
+std::unique_ptr<Runner> NewProcessRunner();
+
+}  // namespace tickd::app

@@ -1,0 +1,54 @@
+#include "app/scheduled_job.h"
+
+#include <algorithm>
+
+#include "cron/schedule.h"
+
+namespace tickd::app {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+namespace {
+constexpr milliseconds kDefaultStartingDeadline{60'000};
+}  // namespace
+
+milliseconds ScheduledJob::StartingDeadline(std::int64_t tick_unix) const {
+  if (job.starting_deadline) return *job.starting_deadline;
+  std::optional<std::int64_t> following = next ? next(tick_unix) : std::nullopt;
+  if (!following) return kDefaultStartingDeadline;
+  return std::min<milliseconds>(kDefaultStartingDeadline, seconds(*following - tick_unix));
+}
+
+Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(const config::Job& job) {
+  auto parsed = cron::Schedule::Parse(job.schedule_text, job.schedule_options);
+  if (!parsed) return MakeError("job " + job.name, parsed.error().message);
+  auto schedule = std::make_shared<const cron::Schedule>(std::move(*parsed));
+  auto out = std::make_shared<ScheduledJob>();
+  out->job = job;
+  out->config_hash = job.ConfigHash();
+  out->next = [schedule](std::int64_t after) -> std::optional<std::int64_t> {
+    auto t = schedule->Next(cron::Instant(seconds(after)));
+    if (!t) return std::nullopt;
+    return t->time_since_epoch().count();
+  };
+  out->prev = [schedule](std::int64_t before) -> std::optional<std::int64_t> {
+    auto t = schedule->Prev(cron::Instant(seconds(before)));
+    if (!t) return std::nullopt;
+    return t->time_since_epoch().count();
+  };
+  return out;
+}
+
+Result<JobSet> MakeJobSet(const std::vector<config::Job>& jobs) {
+  JobSet out;
+  for (const config::Job& job : jobs) {
+    if (!job.enabled) continue;
+    auto sj = MakeScheduledJob(job);
+    if (!sj) return tl::unexpected(sj.error());
+    out.push_back(std::move(*sj));
+  }
+  return out;
+}
+
+}  // namespace tickd::app

@@ -1,0 +1,43 @@
+// A job as the scheduler holds it: the validated definition, its config hash and
+// its tick function. Immutable once built, shared (shared_ptr<const>) by the
+// scheduler and the supervisors of its running ticks, so a reload never changes
+// the definition under a run.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "config/config.h"
+
+namespace tickd::app {
+
+struct ScheduledJob {
+  config::Job job;
+  std::string config_hash;  // job.ConfigHash(): sent with every claim
+  // The first tick strictly after `after`, the last strictly before `before` (unix
+  // seconds, UTC); nullopt when there is none. The daemon's come from cron::Schedule,
+  // the same code path as `tickd next`.
+  std::function<std::optional<std::int64_t>(std::int64_t after)> next;
+  std::function<std::optional<std::int64_t>(std::int64_t before)> prev;
+
+  // How late tick T may still start: the job's starting_deadline, else
+  // min(60 s, the gap to the following tick).
+  std::chrono::milliseconds StartingDeadline(std::int64_t tick_unix) const;
+};
+
+using JobSet = std::vector<std::shared_ptr<const ScheduledJob>>;
+
+// Parses the job's schedule. An Error naming the job when it does not parse (the
+// config loader has already checked it, so this is a second line of defence).
+Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(const config::Job& job);
+
+// Every enabled job of `jobs`, or the first Error.
+Result<JobSet> MakeJobSet(const std::vector<config::Job>& jobs);
+
+}  // namespace tickd::app

@@ -1,0 +1,488 @@
+/* The scheduler loop
+ * ------------------
+ * One thread serves every job of this replica from ONE timer queue: a min-heap of
+ * (T, job), one entry per job holding its next tick. Each turn of the loop:
+ *
+ *   1. applies a pending reload (the job set is swapped between turns, never in
+ *      the middle of one) and joins the supervisors of finished runs;
+ *   2. reads the wall clock and pops every entry with T <= now. An entry whose
+ *      T + starting_deadline is already past (the daemon was paused, the machine
+ *      slept, the wall clock stepped forward) is `missed` without a claim; after a
+ *      long pause the misses are logged one by one up to a limit and then summed
+ *      up in one line, and the job jumps to its first tick still startable. Every
+ *      other entry is claimed, and the job's following tick is pushed;
+ *   3. claims the popped ticks that share one instant together (Backend::ClaimBatch:
+ *      one round trip where the backend can), each with a fresh owner token. Won
+ *      ticks go to a RunSupervisor thread; lost / busy / missed / error are only
+ *      logged (an error fails closed: nothing runs without `won`). Every outcome
+ *      is recorded in the ledger, best effort;
+ *   4. sleeps until the next T. Ticks are wall instants but the sleep is on the
+ *      monotonic clock, for (T − wall now); after waking the wall clock is read
+ *      again, so an NTP step in either direction only moves when the loop looks
+ *      next (a step back sleeps again, a step forward makes ticks due or missed).
+ *
+ * Why one queue and one thread: the loop never waits on a run (supervisors do),
+ * so its only latency is the claim round trip; thousands of jobs cost one sleeping
+ * thread, not one each, and there is no fixed-interval polling: the loop wakes for
+ * a tick, a reload or shutdown (Clock::Wake), nothing else.
+ *
+ * At startup only, each job's latest tick is looked at: still inside its starting
+ * deadline → claimed now (a replica restarted at 14:00:00.5 still competes for
+ * 14:00:00); past it and misfire: run-once → claimed without a deadline, so the
+ * first replica back after an outage in which every replica was down runs it once
+ * (anyone who recorded that tick makes it `lost`).
+ *
+ * The loop stops when Shutdown() is called: it finishes the turn it is in (claims
+ * already sent are handled), claims nothing more and exits; Shutdown then lets
+ * the runs finish for the grace period and terminates the rest.
+ */
+#include "app/scheduler.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <random>
+#include <set>
+#include <utility>
+
+namespace tickd::app {
+
+using std::chrono::milliseconds;
+
+namespace {
+
+// With no job to wait for, the loop still wakes now and then (harmless; reloads
+// and shutdown wake it anyway).
+constexpr milliseconds kIdleSleep{3'600'000};
+// After a pause this long in ticks, the loop stops walking the missed ticks one by
+// one and jumps ahead (an @every 1s job paused for a month).
+constexpr std::size_t kMaxMissedWalk = 100'000;
+
+std::int64_t WallMs(const Clock& clock) { return clock.Wall().time_since_epoch().count(); }
+
+std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
+}
+
+}  // namespace
+
+std::string NewOwnerToken() {
+  std::random_device rd;
+  std::string out;
+  for (int i = 0; i < 4; ++i) {
+    char buf[9];
+    std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+    out += buf;
+  }
+  return out;
+}
+
+Scheduler::Scheduler(Clock& clock, lock::Backend& backend, Runner& runner, Logger& log,
+                     SchedulerOptions options)
+    : clock_(clock), backend_(backend), runner_(runner), log_(log), options_(std::move(options)) {}
+
+Scheduler::~Scheduler() {
+  bool running;
+  {
+    std::lock_guard lock(mu_);
+    running = started_ && !(loop_exited_ && runs_.empty());
+  }
+  if (running) Shutdown(milliseconds(0));
+}
+
+void Scheduler::Start(JobSet jobs) {
+  {
+    std::lock_guard lock(mu_);
+    if (started_) return;
+    started_ = true;
+    for (auto& job : jobs) {
+      job_names_.push_back(job->job.name);
+      jobs_[job->job.name] = std::move(job);
+    }
+  }
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void Scheduler::Reload(JobSet jobs) {
+  std::uint64_t wanted;
+  {
+    std::lock_guard lock(mu_);
+    pending_jobs_ = std::move(jobs);
+    wanted = ++reload_requested_;
+    if (!started_) return;  // Start() has not run: the loop takes it first thing
+  }
+  WakeLoopUntil([&] { return reload_applied_ >= wanted; });
+}
+
+template <typename Pred>
+void Scheduler::WakeLoopUntil(Pred done) {
+  std::unique_lock lock(mu_);
+  // Clock::Wake may be taken by another thread sleeping on the same clock (other
+  // replicas in tests), so keep waking until the loop has seen it.
+  while (!done() && !loop_exited_) {
+    lock.unlock();
+    clock_.Wake();
+    lock.lock();
+    cv_.wait_for(lock, milliseconds(1));
+  }
+}
+
+void Scheduler::Shutdown(milliseconds grace) {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    if (!started_) loop_exited_ = true;  // no loop to wait for
+  }
+  WakeLoopUntil([] { return false; });
+  if (loop_.joinable()) loop_.join();
+
+  auto active = [this] {
+    return std::count_if(runs_.begin(), runs_.end(), [](const auto& r) { return !r->done(); });
+  };
+  std::list<std::unique_ptr<RunSupervisor>> runs;
+  {
+    std::unique_lock lock(mu_);
+    for (auto& r : runs_) r->StopRetries();
+    const SteadyTime end = clock_.Steady() + grace;
+    while (active() > 0 && clock_.Steady() < end) {
+      cv_.wait_for(lock, std::clamp<milliseconds>(end - clock_.Steady(), milliseconds(1),
+                                                  options_.max_real_wait));
+    }
+    for (auto& r : runs_) {
+      if (!r->done()) r->Terminate(jobs::RunOutcome::kKilled);
+    }
+    runs.swap(runs_);
+  }
+  runs.clear();  // joins: every claim is completed once this returns
+}
+
+int Scheduler::active_runs() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(
+      std::count_if(runs_.begin(), runs_.end(), [](const auto& r) { return !r->done(); }));
+}
+
+std::vector<std::string> Scheduler::job_names() const {
+  std::lock_guard lock(mu_);
+  return job_names_;
+}
+
+std::optional<SteadyTime> Scheduler::sleeping_until() const {
+  std::lock_guard lock(mu_);
+  return sleeping_until_;
+}
+
+void Scheduler::Loop() {
+  BuildInitialQueue(WallMs(clock_));
+  while (true) {
+    std::optional<JobSet> reload;
+    std::uint64_t reload_number = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) break;
+      if (pending_jobs_) {
+        reload = std::move(pending_jobs_);
+        pending_jobs_.reset();
+        reload_number = reload_requested_;
+      }
+    }
+    if (reload) {
+      ApplyReload(*reload, WallMs(clock_));
+      std::lock_guard lock(mu_);
+      reload_applied_ = reload_number;
+      cv_.notify_all();
+    }
+    ReapFinished();
+    ProcessDue(WallMs(clock_));
+
+    const std::int64_t now_ms = WallMs(clock_);
+    milliseconds delay = kIdleSleep;
+    if (!queue_.empty()) {
+      delay = milliseconds(queue_.top().tick * 1000 - now_ms);
+      if (delay <= milliseconds(0)) continue;  // became due while claiming
+    }
+    const SteadyTime deadline = clock_.Steady() + delay;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ || pending_jobs_) continue;
+      sleeping_until_ = deadline;
+    }
+    clock_.SleepUntil(deadline);
+    std::lock_guard lock(mu_);
+    sleeping_until_.reset();
+  }
+  std::lock_guard lock(mu_);
+  loop_exited_ = true;
+  cv_.notify_all();
+}
+
+void Scheduler::BuildInitialQueue(std::int64_t now_ms) {
+  const std::int64_t now_s = FloorDiv(now_ms, 1000);
+  for (const auto& [name, job] : jobs_) {
+    std::optional<std::int64_t> latest = job->prev ? job->prev(now_s + 1) : std::nullopt;
+    if (latest) {
+      if (*latest * 1000 + job->StartingDeadline(*latest).count() >= now_ms) {
+        queue_.push({*latest, name, false});  // still startable: compete for it now
+        continue;
+      }
+      if (job->job.misfire == config::Misfire::kRunOnce) queue_.push({*latest, name, true});
+    }
+    PushNext(*job, now_s);
+  }
+}
+
+void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
+  std::map<std::string, std::shared_ptr<const ScheduledJob>> next_jobs;
+  for (const auto& job : jobs) next_jobs[job->job.name] = job;
+  Heap kept_queue;
+  std::set<std::string> kept;
+  while (!queue_.empty()) {
+    Entry e = queue_.top();
+    queue_.pop();
+    auto now_it = jobs_.find(e.job);
+    auto next_it = next_jobs.find(e.job);
+    if (now_it != jobs_.end() && next_it != next_jobs.end() &&
+        now_it->second->config_hash == next_it->second->config_hash) {
+      kept_queue.push(e);  // unchanged: keeps the ticks it already waits for
+      kept.insert(e.job);
+    }
+  }
+  jobs_ = std::move(next_jobs);
+  queue_ = std::move(kept_queue);
+  const std::int64_t now_s = FloorDiv(now_ms, 1000);
+  std::vector<std::string> names;
+  for (const auto& [name, job] : jobs_) {
+    names.push_back(name);
+    if (!kept.contains(name)) PushNext(*job, now_s);
+  }
+  std::lock_guard lock(mu_);
+  job_names_ = std::move(names);
+}
+
+void Scheduler::PushNext(const ScheduledJob& job, std::int64_t after) {
+  if (!job.next) return;
+  if (std::optional<std::int64_t> t = job.next(after)) queue_.push({*t, job.job.name, false});
+}
+
+void Scheduler::ProcessDue(std::int64_t now_ms) {
+  std::vector<Entry> due;
+  while (!queue_.empty() && queue_.top().tick * 1000 <= now_ms) {
+    Entry e = queue_.top();
+    queue_.pop();
+    auto it = jobs_.find(e.job);
+    if (it == jobs_.end()) continue;
+    const ScheduledJob& job = *it->second;
+    if (!e.catch_up) {
+      if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
+        SkipMissed(job, e.tick, now_ms);  // pushes the first tick still startable
+        continue;
+      }
+      PushNext(job, e.tick);
+    }
+    due.push_back(std::move(e));
+  }
+  std::stable_sort(due.begin(), due.end(),
+                   [](const Entry& a, const Entry& b) { return a.tick < b.tick; });
+  for (std::size_t i = 0; i < due.size();) {
+    std::size_t j = i;
+    while (j < due.size() && due[j].tick == due[i].tick) ++j;
+    ClaimGroup(std::vector<Entry>(due.begin() + static_cast<std::ptrdiff_t>(i),
+                                  due.begin() + static_cast<std::ptrdiff_t>(j)));
+    i = j;
+  }
+}
+
+void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
+                           std::int64_t now_ms) {
+  std::size_t count = 0;
+  bool at_least = false;
+  std::int64_t last = first_missed;
+  std::optional<std::int64_t> t = first_missed;
+  while (t && *t * 1000 + job.StartingDeadline(*t).count() < now_ms) {
+    if (count < options_.missed_log_limit) {
+      lock::ClaimRequest req;
+      req.job = job.job.name;
+      req.tick_unix = *t;
+      req.node = options_.node;
+      req.config_hash = job.config_hash;
+      req.node_wall = clock_.Wall();
+      LogTick(req, "missed", {});
+      Observe(req, "missed", 0);
+    }
+    ++count;
+    last = *t;
+    if (count == kMaxMissedWalk) {
+      // Jump close to now; the ticks jumped over are missed too but not counted.
+      at_least = true;
+      const std::int64_t from = FloorDiv(now_ms - job.StartingDeadline(last).count(), 1000) - 1;
+      t = job.next(std::max(from, last));
+      continue;
+    }
+    t = job.next(*t);
+  }
+  if (t) queue_.push({*t, job.job.name, false});
+  if (count > options_.missed_log_limit) {
+    log_.Log(LogLevel::kWarn, "missed",
+             {{"job", job.job.name}, {"node", options_.node},
+              {"count", (at_least ? ">=" : "") + std::to_string(count)},
+              {"first", FormatTick(first_missed)}, {"last", FormatTick(last)},
+              {"logged", options_.missed_log_limit}});
+  }
+}
+
+void Scheduler::ClaimGroup(const std::vector<Entry>& group) {
+  std::vector<lock::ClaimRequest> reqs;
+  std::vector<std::shared_ptr<const ScheduledJob>> jobs;
+  for (const Entry& e : group) {
+    const auto& job = jobs_.at(e.job);
+    lock::ClaimRequest req;
+    req.job = job->job.name;
+    req.tick_unix = e.tick;
+    req.node = options_.node;
+    req.owner_token = NewOwnerToken();
+    req.lease = options_.lease;
+    req.starting_deadline =
+        e.catch_up ? std::nullopt : std::optional<milliseconds>(job->StartingDeadline(e.tick));
+    req.forbid_overlap = job->job.concurrency == config::Concurrency::kForbid;
+    req.recover = job->job.recover;
+    req.config_hash = job->config_hash;
+    req.node_wall = clock_.Wall();
+    reqs.push_back(std::move(req));
+    jobs.push_back(job);
+  }
+  const SteadyTime claim_sent = clock_.Steady();
+  std::vector<Result<lock::ClaimOutcome>> results;
+  try {
+    results = backend_.ClaimBatch(reqs);
+  } catch (const std::exception& e) {
+    results.clear();
+    results.resize(reqs.size(), MakeError("claim", e.what()));
+  }
+  if (results.size() != reqs.size()) {
+    results.resize(reqs.size(), MakeError("claim", "the backend gave no answer for this tick"));
+  }
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    HandleOutcome(jobs[i], reqs[i], results[i], claim_sent);
+  }
+}
+
+void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job,
+                              const lock::ClaimRequest& req,
+                              const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent) {
+  if (!result) {
+    LogTick(req, "error", {{"error", result.error().ToString()}}, LogLevel::kWarn);
+    Observe(req, "error", 0);
+    return;
+  }
+  const lock::ClaimOutcome& o = *result;
+  switch (o.status) {
+    case lock::ClaimStatus::kWon: {
+      LogTick(req, "won", {{"fence", o.fence}});
+      lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease};
+      if (active_runs() >= options_.max_concurrent_runs) {
+        log_.Log(LogLevel::kWarn, "skip",
+                 {{"job", req.job}, {"tick", FormatTick(req.tick_unix)}, {"node", req.node},
+                  {"reason", "max_concurrent_runs"}, {"limit", options_.max_concurrent_runs},
+                  {"fence", o.fence}});
+        Result<lock::CompleteStatus> r = MakeError("complete", "no answer");
+        try {
+          r = backend_.Complete(held, lock::Completion{"released", std::nullopt, milliseconds(0)});
+        } catch (const std::exception& e) {
+          r = MakeError("complete", e.what());
+        }
+        if (!r) {
+          log_.Log(LogLevel::kWarn, "complete",
+                   {{"job", req.job}, {"tick", FormatTick(req.tick_unix)}, {"node", req.node},
+                    {"outcome", "error"}, {"error", r.error().ToString()}});
+        }
+        Observe(req, "skipped", o.fence);
+        return;
+      }
+      Observe(req, "won", o.fence);
+      StartRun(job, std::move(held), claim_sent);
+      return;
+    }
+    case lock::ClaimStatus::kLost:
+      LogTick(req, "lost", {{"winner", o.holder_node}});
+      Observe(req, "lost", 0);
+      break;
+    case lock::ClaimStatus::kBusy:
+      LogTick(req, "busy",
+              {{"holder", o.holder_node}, {"holder_tick", FormatTick(o.holder_tick_unix)}});
+      Observe(req, "busy", 0);
+      break;
+    case lock::ClaimStatus::kMissed:
+      LogTick(req, "missed", {});
+      Observe(req, "missed", 0);
+      return;
+  }
+  if (!o.holder_config_hash.empty() && o.holder_config_hash != req.config_hash) {
+    log_.Log(LogLevel::kWarn, "config-mismatch",
+             {{"job", req.job}, {"tick", FormatTick(req.tick_unix)}, {"node", req.node},
+              {"peer", o.holder_node}, {"hash", req.config_hash},
+              {"peer_hash", o.holder_config_hash}});
+  }
+}
+
+void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
+                         SteadyTime claim_sent) {
+  auto run = std::make_unique<RunSupervisor>(
+      clock_, backend_, runner_, log_, WonTick{job, std::move(held), claim_sent, options_.node},
+      options_.max_real_wait, [this] {
+        std::lock_guard lock(mu_);
+        cv_.notify_all();
+      });
+  RunSupervisor* started = run.get();
+  {
+    std::lock_guard lock(mu_);
+    runs_.push_back(std::move(run));
+  }
+  started->Start();
+}
+
+void Scheduler::ReapFinished() {
+  std::list<std::unique_ptr<RunSupervisor>> finished;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = runs_.begin(); it != runs_.end();) {
+      auto here = it++;
+      if ((*here)->done()) finished.splice(finished.end(), runs_, here);
+    }
+  }
+  finished.clear();  // joins, outside the lock: a finishing run takes it in on_done
+}
+
+void Scheduler::LogTick(const lock::ClaimRequest& req, std::string_view outcome,
+                        std::vector<Field> extra, LogLevel level) {
+  std::vector<Field> fields = {{"job", req.job},
+                               {"tick", FormatTick(req.tick_unix)},
+                               {"node", req.node},
+                               {"outcome", outcome}};
+  for (Field& f : extra) fields.push_back(std::move(f));
+  log_.Log(level, "tick", fields);
+}
+
+void Scheduler::Observe(const lock::ClaimRequest& req, std::string_view outcome,
+                        std::uint64_t fence) {
+  lock::Observation obs;
+  obs.job = req.job;
+  obs.tick_unix = req.tick_unix;
+  obs.node = req.node;
+  obs.outcome = std::string(outcome);
+  obs.node_wall = req.node_wall;
+  obs.config_hash = req.config_hash;
+  obs.fence = fence;
+  Result<void> r = MakeError("ledger", "no answer");
+  try {
+    r = backend_.Record(obs);
+  } catch (const std::exception& e) {
+    r = MakeError("ledger", e.what());
+  }
+  if (!r) {
+    log_.Log(LogLevel::kDebug, "ledger",
+             {{"job", req.job}, {"tick", FormatTick(req.tick_unix)}, {"node", req.node},
+              {"outcome", "error"}, {"error", r.error().ToString()}});
+  }
+}
+
+}  // namespace tickd::app

@@ -1,0 +1,122 @@
+// The daemon's scheduler: one timer queue for every job, claims at each tick, and a
+// supervisor thread per won run (the loop itself is described at the top of
+// scheduler.cc).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app/log.h"
+#include "app/run_supervisor.h"
+#include "app/runner.h"
+#include "app/scheduled_job.h"
+#include "base/clock.h"
+#include "lock/backend.h"
+
+namespace tickd::app {
+
+struct SchedulerOptions {
+  std::string node;                            // this replica's node id
+  std::chrono::milliseconds lease{15'000};     // lock.lease: TTL of every claim
+  int max_concurrent_runs = 64;                // won ticks beyond it are skipped, never delayed
+  std::size_t missed_log_limit = 10;           // per job per wake-up; the rest is one summary
+  // The longest real-time wait of a supervisor or of Shutdown before it reads the
+  // Clock again. Only matters for a FakeClock (tests set 1 ms).
+  std::chrono::milliseconds max_real_wait{1'000};
+};
+
+// A fresh claim owner token: 128 random bits from the system's random device, hex.
+std::string NewOwnerToken();
+
+// Thread-safe. Start() once; Shutdown() (or the destructor) once.
+class Scheduler {
+ public:
+  Scheduler(Clock& clock, lock::Backend& backend, Runner& runner, Logger& log,
+            SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Starts the loop with `jobs`. Ticks due now (within their starting deadline) are
+  // claimed at once; misfire: run-once jobs claim their latest missed tick.
+  void Start(JobSet jobs);
+  // Replaces the job set: removed jobs get no more ticks, changed ones (other config
+  // hash) get their next ticks recomputed, unchanged ones keep theirs; running runs
+  // finish under the definition they started with. Returns once the loop took it.
+  void Reload(JobSet jobs);
+  // Stops claiming, lets running runs finish for up to `grace`, then terminates them
+  // (outcome killed) and waits until every claim is completed.
+  void Shutdown(std::chrono::milliseconds grace);
+
+  // Runs whose claims are not completed yet.
+  int active_runs() const;
+  // Names of the jobs the loop schedules now.
+  std::vector<std::string> job_names() const;
+  // For tests: while the loop sleeps with nothing due, the Steady() deadline it sleeps
+  // until; nullopt while it works.
+  std::optional<SteadyTime> sleeping_until() const;
+
+ private:
+  struct Entry {
+    std::int64_t tick = 0;
+    std::string job;
+    bool catch_up = false;  // misfire run-once at startup: claimed without a deadline
+    bool operator>(const Entry& o) const { return tick > o.tick; }
+  };
+  using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
+
+  void Loop();
+  void BuildInitialQueue(std::int64_t now_ms);
+  void ApplyReload(const JobSet& jobs, std::int64_t now_ms);
+  void ProcessDue(std::int64_t now_ms);
+  // Pushes the first tick of `job` after `after` that the loop has not seen.
+  void PushNext(const ScheduledJob& job, std::int64_t after);
+  void SkipMissed(const ScheduledJob& job, std::int64_t first_missed, std::int64_t now_ms);
+  void ClaimGroup(const std::vector<Entry>& group);
+  void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, const lock::ClaimRequest& req,
+                     const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent);
+  void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
+                SteadyTime claim_sent);
+  void LogTick(const lock::ClaimRequest& req, std::string_view outcome,
+               std::vector<Field> extra, LogLevel level = LogLevel::kInfo);
+  void Observe(const lock::ClaimRequest& req, std::string_view outcome, std::uint64_t fence);
+  void ReapFinished();
+  // Wakes the loop until it has seen `done()` become true.
+  template <typename Pred>
+  void WakeLoopUntil(Pred done);
+
+  Clock& clock_;
+  lock::Backend& backend_;
+  Runner& runner_;
+  Logger& log_;
+  const SchedulerOptions options_;
+
+  // The loop thread only.
+  std::map<std::string, std::shared_ptr<const ScheduledJob>> jobs_;
+  Heap queue_;
+
+  mutable std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  std::thread loop_;
+  bool started_ = false;
+  bool stopping_ = false;
+  bool loop_exited_ = false;
+  std::optional<JobSet> pending_jobs_;
+  std::uint64_t reload_requested_ = 0;
+  std::uint64_t reload_applied_ = 0;
+  std::optional<SteadyTime> sleeping_until_;
+  std::vector<std::string> job_names_;
+  std::list<std::unique_ptr<RunSupervisor>> runs_;
+};
+
+}  // namespace tickd::app

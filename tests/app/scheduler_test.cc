@@ -1,0 +1,260 @@
+// The scheduler in simulated time: replicas are Scheduler instances sharing one
+// memory backend and one FakeClock.
+#include "app/scheduler.h"
+
+#include <regex>
+#include <set>
+
+#include "tests/app/sim.h"
+
+namespace tickd::app::testing {
+namespace {
+
+std::uint64_t FenceOf(const std::string& line) {
+  std::smatch m;
+  REQUIRE(std::regex_search(line, m, std::regex(" fence=([0-9]+)")));
+  return std::stoull(m[1]);
+}
+
+std::string TickOf(const std::string& line) {
+  std::smatch m;
+  REQUIRE(std::regex_search(line, m, std::regex(" tick=([^ ]+)")));
+  return m[1];
+}
+
+TEST_CASE("three replicas, a job every minute for six simulated hours: one winner per tick") {
+  Sim sim(WallAt(kT0, -30'000));  // 13:59:30
+  for (const char* node : {"node-a", "node-b", "node-c"}) {
+    sim.AddReplica(node, {EveryJob("cleanup", 60)});
+  }
+  sim.Step(seconds(30));  // 14:00:00
+  for (int minute = 0; minute < 6 * 60; ++minute) sim.Step(seconds(60));
+  sim.WaitQuiet();
+
+  const auto won = sim.Grep({" info tick ", "outcome=won"});
+  const auto lost = sim.Grep({" info tick ", "outcome=lost"});
+  REQUIRE(won.size() == 361);  // 14:00 … 20:00
+  CHECK(lost.size() == 2 * 361);
+  CHECK(sim.Grep({"outcome=busy"}).empty());
+  CHECK(sim.Grep({"outcome=missed"}).empty());
+  CHECK(sim.Grep({" run ", "outcome=done", "exit=0"}).size() == 361);
+
+  std::map<std::string, std::uint64_t> fence_by_tick;
+  for (const std::string& l : won) {
+    CHECK(fence_by_tick.emplace(TickOf(l), FenceOf(l)).second);  // won exactly once
+  }
+  CHECK(fence_by_tick.begin()->first == "2026-11-21T14:00:00Z");
+  CHECK(fence_by_tick.rbegin()->first == "2026-11-21T20:00:00Z");
+  std::uint64_t previous = 0;
+  for (const auto& [tick, fence] : fence_by_tick) {  // RFC 3339 UTC sorts by time
+    CHECK(fence > previous);
+    previous = fence;
+  }
+  // Every loser names the winner of its tick.
+  std::map<std::string, std::string> winner;
+  for (const std::string& l : won) {
+    std::smatch m;
+    REQUIRE(std::regex_search(l, m, std::regex(" node=([^ ]+)")));
+    winner[TickOf(l)] = m[1];
+  }
+  for (const std::string& l : lost) {
+    CHECK(l.find(" winner=" + winner[TickOf(l)]) != std::string::npos);
+  }
+}
+
+TEST_CASE("tick lines read as DESIGN §6 shows them") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.AddReplica("node-a", {EveryJob("cleanup-unpaid-orders", 60)});
+  sim.Step(seconds(1));
+  sim.WaitQuiet();
+  sim.AddReplica("node-b", {EveryJob("cleanup-unpaid-orders", 60)});  // starts at 14:00:00 too
+  sim.WaitQuiet();
+  const auto lines = sim.lines();
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "2026-11-21T14:00:00.000Z info tick job=cleanup-unpaid-orders "
+                   "tick=2026-11-21T14:00:00Z node=node-a outcome=won fence=1\n") == 1);
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "2026-11-21T14:00:00.000Z info tick job=cleanup-unpaid-orders "
+                   "tick=2026-11-21T14:00:00Z node=node-b outcome=lost winner=node-a\n") == 1);
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "2026-11-21T14:00:00.000Z info run job=cleanup-unpaid-orders "
+                   "tick=2026-11-21T14:00:00Z node=node-a outcome=done exit=0 duration=0.000s "
+                   "fence=1\n") == 1);
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "2026-11-21T14:00:00.000Z info output job=cleanup-unpaid-orders "
+                   "tick=2026-11-21T14:00:00Z node=node-a stream=stdout "
+                   "line=\"hello from node-a\"\n") == 1);
+}
+
+TEST_CASE("forbid: a tick while the previous run still runs is busy on every replica") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold
+  auto long_lease = [](SchedulerOptions& o) { o.lease = std::chrono::minutes(10); };
+  sim.AddReplica("a", {EveryJob("slow", 60)}, long_lease);
+  sim.AddReplica("b", {EveryJob("slow", 60)}, long_lease);
+  sim.Step(seconds(1), false);   // 14:00 won by one
+  sim.Step(seconds(60), false);  // 14:01: still running
+  sim.WaitQuiet(false);
+  const auto won = sim.Grep({"outcome=won"});
+  REQUIRE(won.size() == 1);
+  const std::string holder = won[0].find("node=a ") != std::string::npos ? "a" : "b";
+  const auto busy = sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=busy"});
+  REQUIRE(busy.size() == 2);
+  for (const auto& l : busy) {
+    CHECK(l.find("holder=" + holder + " holder_tick=2026-11-21T14:00:00Z") != std::string::npos);
+  }
+  sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return sim.replica(0).active_runs() + sim.replica(1).active_runs() == 0; }));
+  sim.Step(seconds(60));  // 14:02: free again
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"tick=2026-11-21T14:02:00Z", "outcome=won"}).size() == 1);
+}
+
+TEST_CASE("concurrency allow: overlapping runs are fine") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };
+  sim.AddReplica("a", {EveryJob("par", 60, [](config::Job& j) {
+                   j.concurrency = config::Concurrency::kAllow;
+                 })},
+                 [](SchedulerOptions& o) { o.lease = std::chrono::minutes(10); });
+  sim.Step(seconds(1), false);
+  sim.Step(seconds(60), false);
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"outcome=won"}).size() == 2);
+  CHECK(sim.replica(0).active_runs() == 2);
+}
+
+TEST_CASE("a replica that wakes late logs the ticks it can no longer start as missed") {
+  Sim sim(WallAt(kT0, -30'000));
+  sim.AddReplica("a", {EveryJob("j", 60)});  // starting_deadline 10 s
+  sim.Step(seconds(30));                     // 14:00 won
+  sim.Step(seconds(4 * 60 + 5));             // paused until 14:04:05
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"outcome=missed"}).size() == 3);  // 14:01, 14:02, 14:03
+  for (const char* t : {"14:01:00Z", "14:02:00Z", "14:03:00Z"}) {
+    CHECK(sim.Grep({"tick=2026-11-21T" + std::string(t), "outcome=missed"}).size() == 1);
+  }
+  CHECK(sim.Grep({"tick=2026-11-21T14:04:00Z", "outcome=won"}).size() == 1);
+  // Missed locally: never claimed.
+  for (const auto& req : sim.backend.claims()) CHECK(req.tick_unix % 60 == 0);
+  CHECK(sim.backend.claims().size() == 2);
+}
+
+TEST_CASE("thousands of missed ticks are summed up in one line") {
+  Sim sim(WallAt(kT0));
+  // allow: the two ticks still startable at the end are claimed back to back.
+  sim.AddReplica("a", {EveryJob("fast", 1, [](config::Job& j) {
+                   j.concurrency = config::Concurrency::kAllow;
+                 })});  // claims 14:00:00 at once
+  sim.Step(std::chrono::hours(24));
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"outcome=missed"}).size() == 10);
+  const auto summary = sim.Grep({" warn missed job=fast node=a count=86398 "});
+  REQUIRE(summary.size() == 1);
+  CHECK(summary[0].find("first=2026-11-21T14:00:01Z last=2026-11-22T13:59:58Z") !=
+        std::string::npos);
+  CHECK(sim.Grep({"outcome=won"}).size() == 3);  // 14:00:00, then the last two still startable
+}
+
+TEST_CASE("a wall-clock step back delays ticks; the loop re-reads the wall clock") {
+  Sim sim(WallAt(kT0, -10'000));             // 13:59:50, loop sleeps 10 s
+  sim.AddReplica("a", {EveryJob("j", 60)});
+  sim.WaitQuiet();
+  sim.clock.StepWall(-seconds(30));          // NTP: wall is 13:59:20 now
+  sim.Step(seconds(10));                     // steady deadline passes, wall 13:59:30
+  sim.WaitQuiet();
+  CHECK(sim.backend.claims().empty());
+  sim.Step(seconds(30));                     // wall 14:00:00
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won"}).size() == 1);
+}
+
+TEST_CASE("misfire run-once: the first replica back after an outage runs the latest tick once") {
+  Sim sim(WallAt(kT0, 5 * 60'000 + 30'000));  // 14:05:30, everyone was down since 13:58
+  auto run_once = [](config::Job& j) { j.misfire = config::Misfire::kRunOnce; };
+  sim.AddReplica("a", {EveryJob("report", 60, run_once)});
+  sim.WaitQuiet();
+  auto won = sim.Grep({"tick=2026-11-21T14:05:00Z", "outcome=won"});
+  REQUIRE(won.size() == 1);
+  CHECK(won[0].find("node=a") != std::string::npos);
+  CHECK(sim.Grep({"tick=2026-11-21T14:04:00Z"}).empty());  // only the latest
+  sim.clock.Advance(seconds(5));
+  sim.AddReplica("b", {EveryJob("report", 60, run_once)});
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"tick=2026-11-21T14:05:00Z", "node=b", "outcome=lost", "winner=a"}).size() ==
+        1);
+  CHECK(sim.runner.starts() == 1);
+  bool deadline_free = false;
+  for (const auto& req : sim.backend.claims()) deadline_free |= !req.starting_deadline;
+  CHECK(deadline_free);
+}
+
+TEST_CASE("misfire skip: nothing is caught up after an outage") {
+  Sim sim(WallAt(kT0, 5 * 60'000 + 30'000));
+  sim.AddReplica("a", {EveryJob("report", 60)});
+  sim.WaitQuiet();
+  CHECK(sim.lines().empty());
+  CHECK(sim.backend.claims().empty());
+}
+
+TEST_CASE("a backend error fails closed: nothing runs") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.backend.claim_error = true;
+  sim.AddReplica("a", {EveryJob("j", 60)});
+  sim.Step(seconds(1));
+  sim.WaitQuiet();
+  CHECK(sim.Grep({" warn tick ", "outcome=error", "error=\"test: backend down\""}).size() == 1);
+  CHECK(sim.runner.starts() == 0);
+}
+
+TEST_CASE("ticks due at one instant are claimed in one batch, each with its own token") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.AddReplica("a", {EveryJob("x", 60), EveryJob("y", 60), EveryJob("z", 30)});
+  sim.Step(seconds(1));
+  sim.WaitQuiet();
+  const auto claims = sim.backend.claims();
+  REQUIRE(claims.size() == 3);
+  std::set<std::string> tokens;
+  for (const auto& c : claims) {
+    CHECK(c.owner_token.size() == 32);
+    CHECK(c.owner_token.find_first_not_of("0123456789abcdef") == std::string::npos);
+    CHECK(c.config_hash == "hash-" + c.job);
+    CHECK(c.node == "a");
+    tokens.insert(c.owner_token);
+  }
+  CHECK(tokens.size() == 3);
+}
+
+TEST_CASE("max_concurrent_runs: a won tick beyond it is skipped and released, never delayed") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };
+  sim.AddReplica("a", {EveryJob("x", 60), EveryJob("y", 60)}, [](SchedulerOptions& o) {
+    o.max_concurrent_runs = 1;
+    o.lease = std::chrono::minutes(10);
+  });
+  sim.Step(seconds(1), false);
+  sim.WaitQuiet(false);
+  CHECK(sim.runner.starts() == 1);
+  CHECK(sim.Grep({"outcome=won"}).size() == 2);
+  CHECK(sim.Grep({" warn skip ", "reason=max_concurrent_runs", "limit=1"}).size() == 1);
+  const auto completions = sim.backend.completions();
+  REQUIRE(completions.size() == 1);
+  CHECK(completions[0].second.outcome == "released");
+}
+
+TEST_CASE("reload: removed jobs stop, new ones start, unchanged ones keep their ticks") {
+  Sim sim(WallAt(kT0, -1'000));
+  Scheduler& s = sim.AddReplica("a", {EveryJob("keep", 60), EveryJob("drop", 60)});
+  sim.Step(seconds(1));
+  sim.WaitQuiet();
+  s.Reload({EveryJob("keep", 60), EveryJob("new", 60)});
+  CHECK(s.job_names() == std::vector<std::string>{"keep", "new"});
+  sim.Step(seconds(60));
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "job=keep", "outcome=won"}).size() == 1);
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "job=new", "outcome=won"}).size() == 1);
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "job=drop"}).empty());
+}
+
+}  // namespace
+}  // namespace tickd::app::testing

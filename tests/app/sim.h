@@ -1,0 +1,303 @@
+// Simulated replicas for scheduler tests: one FakeClock, one memory backend shared
+// by every replica (through TestBackend, which can fail renewals and records every
+// completion), a Runner whose runs end on command, and captured log lines.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "app/log.h"
+#include "app/runner.h"
+#include "app/scheduled_job.h"
+#include "app/scheduler.h"
+#include "base/clock.h"
+#include "lock/memory/memory_backend.h"
+
+namespace tickd::app::testing {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// 2026-11-21T14:00:00Z
+inline constexpr std::int64_t kT0 = 1795269600;
+
+inline WallTime WallAt(std::int64_t unix_s, std::int64_t extra_ms = 0) {
+  return WallTime(milliseconds(unix_s * 1000 + extra_ms));
+}
+
+// Polls `pred` (1 ms real steps) for up to 20 s of real time.
+inline bool Eventually(const std::function<bool()>& pred) {
+  for (int i = 0; i < 20'000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return pred();
+}
+
+// A run that ends when the test says so (or when terminated).
+struct FakeRunState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<jobs::RunResult> result;
+  std::optional<jobs::RunOutcome> terminated;
+
+  void Finish(jobs::RunResult r) {
+    std::lock_guard lock(mu);
+    if (!result) result = std::move(r);
+    cv.notify_all();
+  }
+  void FinishWithExit(int code) {
+    jobs::RunResult r;
+    r.outcome = code == 0 ? jobs::RunOutcome::kDone : jobs::RunOutcome::kFailed;
+    r.exit_code = code;
+    Finish(r);
+  }
+  bool was_terminated() {
+    std::lock_guard lock(mu);
+    return terminated.has_value();
+  }
+};
+
+class FakeExecution final : public jobs::Execution {
+ public:
+  explicit FakeExecution(std::shared_ptr<FakeRunState> s) : s_(std::move(s)) {}
+  void Terminate(jobs::RunOutcome reason) override {
+    std::lock_guard lock(s_->mu);
+    if (s_->result) return;
+    s_->terminated = reason;
+    jobs::RunResult r;
+    r.outcome = reason;
+    r.signal = 15;
+    s_->result = r;
+    s_->cv.notify_all();
+  }
+  std::optional<jobs::RunResult> WaitFor(milliseconds d) override {
+    std::unique_lock lock(s_->mu);
+    s_->cv.wait_for(lock, d, [&] { return s_->result.has_value(); });
+    return s_->result;
+  }
+
+ private:
+  std::shared_ptr<FakeRunState> s_;
+};
+
+class FakeRunner final : public Runner {
+ public:
+  // Per start: an exit code to end with at once, or nullopt to hold until the test
+  // finishes it. Default: exit 0 at once.
+  std::function<std::optional<int>(const jobs::ProcessSpec&)> plan = [](const auto&) {
+    return std::optional<int>(0);
+  };
+  std::atomic<bool> throw_on_start{false};
+  std::atomic<bool> fail_to_start{false};
+
+  Result<std::unique_ptr<jobs::Execution>> Start(const config::Job&, const jobs::ProcessSpec& spec,
+                                                 jobs::OutputSink sink) override {
+    {
+      std::lock_guard lock(mu_);
+      specs_.push_back(spec);
+    }
+    if (throw_on_start) throw std::runtime_error("boom");
+    if (fail_to_start) return MakeError("spawn", "no such workdir");
+    auto state = std::make_shared<FakeRunState>();
+    std::optional<int> code = plan(spec);
+    if (sink) sink("stdout", "hello from " + spec.env.at("TICKD_NODE"));
+    if (code) state->FinishWithExit(*code);
+    std::lock_guard lock(mu_);
+    runs_.push_back(state);
+    return std::make_unique<FakeExecution>(state);
+  }
+
+  std::vector<jobs::ProcessSpec> specs() {
+    std::lock_guard lock(mu_);
+    return specs_;
+  }
+  std::size_t starts() {
+    std::lock_guard lock(mu_);
+    return specs_.size();
+  }
+  std::shared_ptr<FakeRunState> run(std::size_t i) {
+    std::lock_guard lock(mu_);
+    return i < runs_.size() ? runs_[i] : nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<jobs::ProcessSpec> specs_;
+  std::vector<std::shared_ptr<FakeRunState>> runs_;
+};
+
+// Forwards to the shared memory store; can fail renewals and records completions.
+class TestBackend final : public lock::Backend {
+ public:
+  explicit TestBackend(std::shared_ptr<lock::Backend> inner) : inner_(std::move(inner)) {}
+  std::atomic<bool> renew_lost{false};
+  std::atomic<bool> renew_error{false};
+  std::atomic<bool> claim_error{false};
+  std::atomic<int> renewals{0};
+
+  std::string_view name() const override { return "test"; }
+  Result<lock::ClaimOutcome> Claim(const lock::ClaimRequest& req) override {
+    if (claim_error) return MakeError("test", "backend down");
+    {
+      std::lock_guard lock(mu_);
+      claims_.push_back(req);
+    }
+    return inner_->Claim(req);
+  }
+  Result<lock::RenewStatus> Renew(const lock::HeldClaim& held) override {
+    ++renewals;
+    if (renew_error) return MakeError("test", "renew timed out");
+    if (renew_lost) return lock::RenewStatus::kLost;
+    return inner_->Renew(held);
+  }
+  Result<lock::CompleteStatus> Complete(const lock::HeldClaim& held,
+                                        const lock::Completion& c) override {
+    {
+      std::lock_guard lock(mu_);
+      completions_.emplace_back(held, c);
+    }
+    return inner_->Complete(held, c);
+  }
+  Result<void> Record(const lock::Observation& obs) override { return inner_->Record(obs); }
+  Result<std::vector<lock::TickHistory>> History(std::string_view job, int limit) override {
+    return inner_->History(job, limit);
+  }
+  Result<int> Prune(WallTime older_than) override { return inner_->Prune(older_than); }
+
+  std::vector<std::pair<lock::HeldClaim, lock::Completion>> completions() {
+    std::lock_guard lock(mu_);
+    return completions_;
+  }
+  std::vector<lock::ClaimRequest> claims() {
+    std::lock_guard lock(mu_);
+    return claims_;
+  }
+
+ private:
+  std::shared_ptr<lock::Backend> inner_;
+  std::mutex mu_;
+  std::vector<std::pair<lock::HeldClaim, lock::Completion>> completions_;
+  std::vector<lock::ClaimRequest> claims_;
+};
+
+inline std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
+}
+
+// A job ticking every `period` seconds since the epoch (as @every does), `true` as
+// its command, starting_deadline 10 s unless `edit` says otherwise.
+inline std::shared_ptr<const ScheduledJob> EveryJob(
+    const std::string& name, std::int64_t period,
+    const std::function<void(config::Job&)>& edit = nullptr) {
+  auto sj = std::make_shared<ScheduledJob>();
+  sj->job.name = name;
+  sj->job.schedule_text = "@every " + std::to_string(period) + "s";
+  sj->job.shell = "true";
+  sj->job.starting_deadline = std::min<milliseconds>(seconds(10), seconds(period));
+  if (edit) edit(sj->job);
+  sj->config_hash = "hash-" + name;
+  sj->next = [period](std::int64_t after) -> std::optional<std::int64_t> {
+    return (FloorDiv(after, period) + 1) * period;
+  };
+  sj->prev = [period](std::int64_t before) -> std::optional<std::int64_t> {
+    return (FloorDiv(before - 1, period)) * period;
+  };
+  return sj;
+}
+
+class Sim {
+ public:
+  explicit Sim(WallTime start, LogFormat format = LogFormat::kLogfmt)
+      : clock(start),
+        store(lock::NewMemoryBackend(clock)),
+        backend(store),
+        log(clock, format, LogLevel::kInfo, [this](std::string_view line) {
+          std::lock_guard lock(mu_);
+          lines_.emplace_back(line);
+        }) {}
+  ~Sim() {
+    for (auto& r : replicas_) r->Shutdown(milliseconds(0));
+  }
+
+  Scheduler& AddReplica(const std::string& node, JobSet jobs,
+                        const std::function<void(SchedulerOptions&)>& edit = nullptr) {
+    SchedulerOptions o;
+    o.node = node;
+    o.max_real_wait = milliseconds(1);
+    if (edit) edit(o);
+    replicas_.push_back(std::make_unique<Scheduler>(clock, backend, runner, log, o));
+    replicas_.back()->Start(std::move(jobs));
+    return *replicas_.back();
+  }
+  Scheduler& replica(std::size_t i) { return *replicas_.at(i); }
+
+  // Waits until every replica's loop sleeps having looked at the current time (and,
+  // with runs_done, every run has completed), so advancing the clock now cannot race
+  // with work still due at this instant.
+  void WaitQuiet(bool runs_done = true) {
+    bool ok = Eventually([&] {
+      const SteadyTime now = clock.Steady();
+      for (auto& r : replicas_) {
+        const std::optional<SteadyTime> until = r->sleeping_until();
+        if (!until || *until <= now) return false;
+        if (runs_done && r->active_runs() != 0) return false;
+      }
+      return clock.sleepers() >= static_cast<int>(replicas_.size());
+    });
+    if (!ok) {
+      for (auto& r : replicas_) {
+        auto until = r->sleeping_until();
+        UNSCOPED_INFO("replica sleeping_until="
+                      << (until ? until->time_since_epoch().count() : -1)
+                      << " now=" << clock.Steady().time_since_epoch().count()
+                      << " active_runs=" << r->active_runs());
+      }
+      for (const auto& l : lines()) UNSCOPED_INFO(l);
+    }
+    REQUIRE(ok);
+  }
+  void Step(milliseconds by, bool runs_done = true) {
+    WaitQuiet(runs_done);
+    clock.Advance(by);
+  }
+
+  std::vector<std::string> lines() {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+  // Lines containing every one of `parts`.
+  std::vector<std::string> Grep(std::initializer_list<std::string> parts) {
+    std::vector<std::string> out;
+    for (const std::string& l : lines()) {
+      bool all = true;
+      for (const std::string& p : parts) all = all && l.find(p) != std::string::npos;
+      if (all) out.push_back(l);
+    }
+    return out;
+  }
+
+  FakeClock clock;
+  std::shared_ptr<lock::Backend> store;
+  TestBackend backend;
+  FakeRunner runner;
+  Logger log;
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+  std::vector<std::unique_ptr<Scheduler>> replicas_;
+};
+
+}  // namespace tickd::app::testing
