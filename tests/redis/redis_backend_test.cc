@@ -1,0 +1,353 @@
+// Redis-specific behaviour beyond the shared conformance suite: durability of fences
+// across a server crash, failing closed within op_timeout, the NOSCRIPT fallback,
+// passwords kept out of errors, the durability warnings, batched claims and the URL.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "lock/redis/redis_backend.h"
+#include "lock/registry.h"
+#include "tests/redis/redis_server.h"
+
+using namespace std::chrono_literals;
+using tickd::testing::RedisServer;
+using namespace tickd::lock;
+
+namespace {
+
+std::int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+RedisOptions OptionsFor(const RedisServer& server) {
+  RedisOptions options;
+  options.url = server.url();
+  options.password = server.password();
+  options.op_timeout = 1s;
+  return options;
+}
+
+std::unique_ptr<Backend> Open(const RedisOptions& options) {
+  auto backend = NewRedisBackend(options);
+  if (!backend) FAIL(backend.error().ToString());
+  return std::move(*backend);
+}
+
+ClaimRequest Req(std::string job, std::int64_t tick, std::string node, std::string token) {
+  ClaimRequest req;
+  req.job = std::move(job);
+  req.tick_unix = tick;
+  req.node = std::move(node);
+  req.owner_token = std::move(token);
+  req.config_hash = "hash";
+  return req;
+}
+
+// redis-cli against the test server; its raw output (not a tty: no type annotations).
+std::string Cli(const RedisServer& server, const std::string& args) {
+  const std::string cmd = "redis-cli -p " + std::to_string(server.port()) + " -a '" +
+                          server.password() + "' --no-auth-warning " + args + " 2>&1";
+  std::string out;
+  if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
+    std::array<char, 512> buf;
+    while (std::fgets(buf.data(), buf.size(), pipe)) out += buf.data();
+    ::pclose(pipe);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+bool Available() {
+  if (!RedisServer::Available()) WARN("redis-server not installed: redis tests skipped");
+  return RedisServer::Available();
+}
+
+}  // namespace
+
+TEST_CASE("redis: fences strictly increase across a server crash and restart (AOF always)",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  REQUIRE(server.running());
+  auto a = Open(OptionsFor(server));
+  const std::int64_t t0 = NowUnix();
+  std::uint64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto req = Req("durable", t0 + i, "node-a", "tok-" + std::to_string(i));
+    req.forbid_overlap = false;
+    auto won = a->Claim(req);
+    REQUIRE(won);
+    REQUIRE(won->status == ClaimStatus::kWon);
+    CHECK(won->fence > last);
+    last = won->fence;
+  }
+  server.Kill();
+  // Fail closed while the server is down: an error, never a won.
+  auto down = a->Claim(Req("durable", t0 + 10, "node-a", "tok-down"));
+  CHECK_FALSE(down);
+  REQUIRE(server.Start());
+
+  // The same replica reconnects by itself (after its backoff pause).
+  tickd::Result<ClaimOutcome> after = tl::unexpected(tickd::Error("", "not tried"));
+  for (int attempt = 0; attempt < 40 && !after; ++attempt) {
+    std::this_thread::sleep_for(100ms);
+    auto req = Req("durable", t0 + 11, "node-a", "tok-after");
+    req.forbid_overlap = false;
+    after = a->Claim(req);
+  }
+  REQUIRE(after);
+  REQUIRE(after->status == ClaimStatus::kWon);
+  CHECK(after->fence > last);
+  // The ticks claimed before the crash are remembered.
+  auto b = Open(OptionsFor(server));
+  auto again = b->Claim(Req("durable", t0, "node-b", "tok-b"));
+  REQUIRE(again);
+  CHECK(again->status == ClaimStatus::kLost);
+  CHECK(again->holder_node == "node-a");
+}
+
+TEST_CASE("redis: an unreachable server gives an Error within op_timeout, never a won",
+          "[redis]") {
+  RedisOptions options;
+  options.url = "redis://127.0.0.1:" + std::to_string(RedisServer::FreePort()) + "/0";
+  options.op_timeout = 300ms;
+  const auto start = std::chrono::steady_clock::now();
+  auto backend = NewRedisBackend(options);
+  CHECK(std::chrono::steady_clock::now() - start < 300ms + 200ms);
+  REQUIRE_FALSE(backend);
+  CHECK(backend.error().ToString().find("127.0.0.1") != std::string::npos);
+
+  SECTION("a server that accepts but never answers") {
+    // A listening socket nobody reads: connect succeeds (backlog), no reply comes.
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    REQUIRE(::listen(fd, 8) == 0);
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    options.url = "redis://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/0";
+    const auto t = std::chrono::steady_clock::now();
+    auto silent = NewRedisBackend(options);
+    const auto took = std::chrono::steady_clock::now() - t;
+    ::close(fd);
+    REQUIRE_FALSE(silent);
+    CHECK(took >= 250ms);
+    CHECK(took < 300ms + 300ms);
+  }
+
+  SECTION("a server that dies under a connected replica") {
+    if (!Available()) return;
+    RedisServer server;
+    auto opts = OptionsFor(server);
+    opts.op_timeout = 300ms;
+    auto replica = Open(opts);
+    REQUIRE(replica->Claim(Req("gone", NowUnix(), "n", "t1")));
+    server.Kill();
+    for (int i = 0; i < 5; ++i) {
+      const auto t = std::chrono::steady_clock::now();
+      auto out = replica->Claim(Req("gone", NowUnix() + 1 + i, "n", "t" + std::to_string(i)));
+      CHECK(std::chrono::steady_clock::now() - t < 300ms + 200ms);
+      CHECK_FALSE(out);
+      auto renew = replica->Renew(HeldClaim{"gone", NowUnix(), "t1", 1, 15s});
+      CHECK_FALSE(renew);
+    }
+  }
+}
+
+TEST_CASE("redis: after SCRIPT FLUSH the scripts are sent again (NOSCRIPT → EVAL)", "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto a = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  auto first = Req("flushed", tick, "node-a", "tok-1");
+  first.forbid_overlap = false;
+  auto won = a->Claim(first);
+  REQUIRE(won);
+  REQUIRE(won->status == ClaimStatus::kWon);
+  REQUIRE(Cli(server, "SCRIPT FLUSH") == "OK");
+
+  auto lost = a->Claim(Req("flushed", tick, "node-b", "tok-2"));
+  REQUIRE(lost);
+  CHECK(lost->status == ClaimStatus::kLost);
+  CHECK(lost->holder_node == "node-a");
+  const HeldClaim held{"flushed", tick, "tok-1", won->fence, 15s};
+  REQUIRE(Cli(server, "SCRIPT FLUSH") == "OK");
+  auto renewed = a->Renew(held);
+  REQUIRE(renewed);
+  CHECK(*renewed == RenewStatus::kRenewed);
+  REQUIRE(Cli(server, "SCRIPT FLUSH") == "OK");
+  std::vector<ClaimRequest> batch;
+  for (int i = 1; i <= 3; ++i) {
+    batch.push_back(Req("flushed", tick + i, "node-a", "tok-b" + std::to_string(i)));
+    batch.back().forbid_overlap = false;
+  }
+  for (auto& out : a->ClaimBatch(batch)) {
+    REQUIRE(out);
+    CHECK(out->status == ClaimStatus::kWon);
+  }
+  REQUIRE(Cli(server, "SCRIPT FLUSH") == "OK");
+  auto done = a->Complete(held, Completion{"done", 0, 5ms});
+  REQUIRE(done);
+  CHECK(*done == CompleteStatus::kCompleted);
+}
+
+TEST_CASE("redis: a wrong password is an Error that does not contain the password", "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  RedisOptions options = OptionsFor(server);
+  options.password = "wrong-Secret-123";
+  auto from_option = NewRedisBackend(options);
+  REQUIRE_FALSE(from_option);
+  const std::string text = from_option.error().ToString();
+  CHECK(text.find("wrong-Secret-123") == std::string::npos);
+  CHECK(text.find(server.password()) == std::string::npos);
+  CHECK(text.find("WRONGPASS") != std::string::npos);
+
+  options.password.clear();
+  options.url = "redis://default:url-Secret-456@127.0.0.1:" + std::to_string(server.port()) + "/0";
+  auto from_url = NewRedisBackend(options);
+  REQUIRE_FALSE(from_url);
+  CHECK(from_url.error().ToString().find("url-Secret-456") == std::string::npos);
+  CHECK(from_url.error().ToString().find("default:***@") != std::string::npos);
+
+  // The right password in the URL (ACL user "default") works.
+  options.url = "redis://default:" + server.password() + "@127.0.0.1:" +
+                std::to_string(server.port()) + "/0";
+  CHECK(NewRedisBackend(options));
+  // No password at all: NOAUTH on the first command.
+  options.url = server.url();
+  auto none = NewRedisBackend(options);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().ToString().find("NOAUTH") != std::string::npos);
+}
+
+TEST_CASE("redis: StartupWarnings says when fences could repeat after a restart", "[redis]") {
+  if (!Available()) return;
+  SECTION("no AOF") {
+    RedisServer server(/*aof=*/false);
+    auto warnings = Open(OptionsFor(server))->StartupWarnings();
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("appendonly is off") != std::string::npos);
+    CHECK(warnings[0].find("fences could repeat") != std::string::npos);
+  }
+  SECTION("AOF with fsync every second") {
+    RedisServer server;
+    REQUIRE(Cli(server, "CONFIG SET appendfsync everysec") == "OK");
+    auto warnings = Open(OptionsFor(server))->StartupWarnings();
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("appendfsync is everysec") != std::string::npos);
+  }
+  SECTION("AOF always: nothing to say") {
+    RedisServer server;
+    CHECK(Open(OptionsFor(server))->StartupWarnings().empty());
+  }
+  SECTION("CONFIG not allowed for the ACL user") {
+    RedisServer server;
+    REQUIRE(Cli(server, "ACL SETUSER tickd on '>tickd-pw' '~*' '+@all' '-config'") == "OK");
+    RedisOptions options = OptionsFor(server);
+    options.url = "redis://tickd@127.0.0.1:" + std::to_string(server.port()) + "/0";
+    options.password = "tickd-pw";
+    auto warnings = Open(options)->StartupWarnings();
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("could not check durability") != std::string::npos);
+  }
+}
+
+TEST_CASE("redis: ClaimBatch of 1,000 claims: one winner each, in order, one pipeline",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto a = Open(OptionsFor(server));
+  auto b = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  constexpr int kJobs = 1000;
+  std::vector<ClaimRequest> from_a;
+  std::vector<ClaimRequest> from_b;
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    from_a.push_back(Req(job, tick, "node-a", "a-" + std::to_string(i)));
+    from_b.push_back(Req(job, tick, "node-b", "b-" + std::to_string(i)));
+  }
+  from_a[7].tick_unix = tick - 3600;  // past its deadline: missed, the others unaffected
+  from_b[7].tick_unix = tick - 3600;
+  const auto stats_before = Cli(server, "INFO stats");
+  std::vector<tickd::Result<ClaimOutcome>> out_a;
+  std::vector<tickd::Result<ClaimOutcome>> out_b;
+  std::thread other([&] { out_b = b->ClaimBatch(from_b); });
+  out_a = a->ClaimBatch(from_a);
+  other.join();
+  REQUIRE(out_a.size() == kJobs);
+  REQUIRE(out_b.size() == kJobs);
+  std::map<std::string, int> winners;
+  for (int i = 0; i < kJobs; ++i) {
+    REQUIRE(out_a[i]);
+    REQUIRE(out_b[i]);
+    if (i == 7) {
+      CHECK(out_a[i]->status == ClaimStatus::kMissed);
+      CHECK(out_b[i]->status == ClaimStatus::kMissed);
+      continue;
+    }
+    const bool a_won = out_a[i]->status == ClaimStatus::kWon;
+    const bool b_won = out_b[i]->status == ClaimStatus::kWon;
+    REQUIRE(a_won != b_won);
+    const ClaimOutcome& loser = a_won ? *out_b[i] : *out_a[i];
+    CHECK(loser.status == ClaimStatus::kLost);
+    CHECK(loser.holder_node == (a_won ? "node-a" : "node-b"));
+    CHECK((a_won ? out_a[i] : out_b[i])->fence == 1);  // each job's first fence
+    ++winners[a_won ? "a" : "b"];
+  }
+  CHECK(winners["a"] + winners["b"] == kJobs - 1);
+
+  // Every job is in the ledger index: History over all jobs sees them.
+  auto history = a->History("", -1);
+  REQUIRE(history);
+  CHECK(history->size() == kJobs - 1);
+}
+
+TEST_CASE("redis: the URL chooses the db and the key prefix; bad URLs are errors", "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  RedisOptions options = OptionsFor(server);
+  options.url = "redis://127.0.0.1:" + std::to_string(server.port()) + "/3?prefix=acme:";
+  auto a = Open(options);
+  const std::int64_t tick = NowUnix();
+  auto won = a->Claim(Req("billing", tick, "node-a", "tok"));
+  REQUIRE(won);
+  REQUIRE(won->status == ClaimStatus::kWon);
+  CHECK(Cli(server, "-n 3 EXISTS 'acme:{billing}:fence'") == "1");
+  CHECK(Cli(server, "-n 3 GET 'acme:{billing}:l:" + std::to_string(tick) + "'") == "tok");
+  CHECK(Cli(server, "-n 0 DBSIZE") == "0");
+  CHECK(Cli(server, "-n 3 TTL 'acme:{billing}:fence'") == "-1");  // no TTL
+
+  // Through the registry, as the daemon opens it.
+  BackendOptions via_registry;
+  via_registry.backend = "redis";
+  via_registry.url = options.url;
+  via_registry.password = server.password();
+  tickd::RealClock clock;
+  auto opened = OpenBackend(via_registry, clock);
+  REQUIRE(opened);
+  CHECK((*opened)->name() == "redis");
+  auto lost = (*opened)->Claim(Req("billing", tick, "node-b", "tok-b"));
+  REQUIRE(lost);
+  CHECK(lost->status == ClaimStatus::kLost);
+
+  for (const char* bad : {"http://127.0.0.1:6379", "redis://127.0.0.1:notaport/0",
+                          "redis://127.0.0.1:6379/x", "redis://127.0.0.1:6379/0?tls=1"}) {
+    RedisOptions o;
+    o.url = bad;
+    auto backend = NewRedisBackend(o);
+    CHECK_FALSE(backend);
+  }
+}
