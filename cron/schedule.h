@@ -72,8 +72,10 @@ class Schedule {
                                                   const ScheduleOptions& options = {});
 
   // The first firing strictly after `after`, or nullopt when there is none before
-  // the horizon (the end of year 2199). Cheap: no allocation, no tzdb search when
-  // `after` is in the zone's current UTC-offset period. Thread-safe (const).
+  // the horizon (the end of year 2199). Cheap: no allocation; zones with a fixed
+  // offset (UTC, Asia/Tokyo, …) never touch tzdb, others do one sys_info lookup plus
+  // one per UTC-offset change crossed. Thread-safe (const). @every schedules are pure
+  // real time (multiples of the period since the epoch): DST options do not apply.
   std::optional<Instant> Next(Instant after) const;
   // The last firing strictly before `before`, or nullopt (none since 1970).
   std::optional<Instant> Prev(Instant before) const;
