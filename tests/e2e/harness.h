@@ -50,6 +50,9 @@ class BackendFixture {
 };
 
 std::unique_ptr<BackendFixture> MakeSqliteFixture();
+// A redis-server of its own (tests/e2e/redis_fixture.cc); the password reaches the
+// replicas through lock.password_env. CanRestart(): kill -9 and restart, same AOF.
+std::unique_ptr<BackendFixture> MakeRedisFixture();
 
 // A tickd replica: `tickd run -c FILE --node-id NODE`, stdout+stderr to a log file.
 class Replica {

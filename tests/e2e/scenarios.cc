@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <ctime>
 #include <map>
 #include <set>
 #include <sstream>
@@ -297,6 +298,80 @@ void ScenarioGracefulShutdown(BackendFixture& backend) {
     }
     INFO(r->node() << ":\n" << r->LogText());
     CHECK(won == ran);
+  }
+}
+
+void ScenarioServerRestart(BackendFixture& backend, const std::string& secret) {
+  REQUIRE(backend.CanRestart());
+  Cluster cluster(backend);
+  cluster.WriteJobFile(
+      "jobs:\n"
+      "  - name: steady\n"
+      "    schedule: \"* * * * * *\"\n"
+      "    shell: " + RecordingShell("true") + "\n",
+      "lease: 2s");
+  cluster.StartReplica("node-a");
+  cluster.StartReplica("node-b");
+  cluster.StartReplica("node-c");
+  const fs::path runs_file = cluster.dir() / "runs.txt";
+  REQUIRE(Cluster::WaitUntil([&] { return ReadRuns(runs_file).size() >= 6; }, 15s));
+  // Let the ticks under way finish, then crash the server.
+  std::this_thread::sleep_for(300ms);
+  unsigned long long fence_before = 0;
+  for (const RunRecord& r : ReadRuns(runs_file)) fence_before = std::max(fence_before, r.fence);
+  backend.Restart();
+  const double restarted_at =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // The replicas reconnect: runs of ticks after the restart appear.
+  auto runs_after = [&] {
+    int n = 0;
+    for (const RunRecord& r : ReadRuns(runs_file)) {
+      if (r.event == "start" && r.tick > restarted_at + 1) ++n;
+    }
+    return n;
+  };
+  const bool resumed = Cluster::WaitUntil([&] { return runs_after() >= 4; }, 20s);
+  StopAll(cluster);
+  INFO("folder " << cluster.dir());
+  CHECK(resumed);
+
+  const auto runs = ReadRuns(runs_file);
+  std::map<long long, RunRecord> starts;
+  for (const RunRecord& r : runs) {
+    if (r.event != "start") continue;
+    INFO("tick " << r.tick << " started twice");
+    CHECK(starts.count(r.tick) == 0);  // no duplicate run, restart or not
+    starts[r.tick] = r;
+  }
+  unsigned long long last_fence = 0;
+  for (const auto& [tick, r] : starts) {
+    INFO("tick " << tick << " fence " << r.fence);
+    CHECK(r.fence > last_fence);
+    last_fence = r.fence;
+    if (tick > restarted_at + 1) CHECK(r.fence > fence_before);
+  }
+  // Every replica went on after the restart: it logged a won or lost tick after it.
+  const std::string after_tick = [&] {
+    const auto t = std::chrono::system_clock::time_point(
+        std::chrono::seconds(static_cast<long long>(restarted_at) + 2));
+    const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&tt));
+    return std::string(buf);
+  }();
+  for (auto& r : cluster.replicas()) {
+    bool claimed_after = false;
+    for (const LogLine& l : r->Lines()) {
+      const std::string outcome = l.Get("outcome");
+      if (l.event == "tick" && l.Get("tick") >= after_tick &&
+          (outcome == "won" || outcome == "lost")) {
+        claimed_after = true;
+      }
+    }
+    INFO(r->node() << ":\n" << r->LogText());
+    CHECK(claimed_after);
+    // The password reaches the replica through the environment: never a log line.
+    CHECK(r->LogText().find(secret) == std::string::npos);
   }
 }
 

@@ -23,4 +23,10 @@ void ScenarioPausedHolder(BackendFixture& backend);
 // SIGTERM: every replica exits 0 within the grace; every won tick is completed.
 void ScenarioGracefulShutdown(BackendFixture& backend);
 
+// REQUIRES: backend.CanRestart(). Three replicas, a job every second; the server is
+// killed (kill -9) and restarted mid-run: no tick runs twice, every fence after the
+// restart is greater than every fence before it, every replica reconnects and goes
+// on claiming, and `secret` (the store's password) appears in no log line.
+void ScenarioServerRestart(BackendFixture& backend, const std::string& secret);
+
 }  // namespace tickd::e2e

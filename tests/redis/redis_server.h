@@ -25,9 +25,10 @@ namespace tickd::testing {
 class RedisServer {
  public:
   static constexpr const char* kBinary = "/usr/bin/redis-server";
+  static constexpr const char* kDefaultPassword = "s3cret-Pa55word";
 
   // aof: appendonly yes + appendfsync always (durable fences); false: no persistence.
-  explicit RedisServer(bool aof = true, std::string password = "s3cret-Pa55word")
+  explicit RedisServer(bool aof = true, std::string password = kDefaultPassword)
       : aof_(aof), password_(std::move(password)) {
     if (!Available()) return;
     port_ = FreePort();

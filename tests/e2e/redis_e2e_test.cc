@@ -1,0 +1,53 @@
+// The fault scenarios against a real redis-server (tests/e2e/redis_fixture.cc), plus
+// the server's own fault: a crash and restart in the middle of a run.
+#include <catch2/catch.hpp>
+
+#include "tests/e2e/scenarios.h"
+#include "tests/redis/redis_server.h"
+
+namespace tickd::e2e {
+namespace {
+
+bool Available() {
+  if (!testing::RedisServer::Available()) WARN("redis-server not installed: skipped");
+  return testing::RedisServer::Available();
+}
+
+TEST_CASE("redis: skewed replicas run every tick exactly once", "[e2e][redis]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioSkewedReplicas(*backend);
+}
+
+TEST_CASE("redis: SIGKILL of the running replica", "[e2e][redis]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  SECTION("at-most-once: the interrupted tick is not run again") {
+    ScenarioKillRunningReplica(*backend, /*recover=*/false);
+  }
+  SECTION("recover: the interrupted tick runs once more elsewhere") {
+    ScenarioKillRunningReplica(*backend, /*recover=*/true);
+  }
+}
+
+TEST_CASE("redis: a paused holder loses its lease", "[e2e][redis]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioPausedHolder(*backend);
+}
+
+TEST_CASE("redis: SIGTERM drains and exits 0", "[e2e][redis]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioGracefulShutdown(*backend);
+}
+
+TEST_CASE("redis: server killed and restarted mid-run; the password is in no log line",
+          "[e2e][redis]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioServerRestart(*backend, testing::RedisServer::kDefaultPassword);
+}
+
+}  // namespace
+}  // namespace tickd::e2e
