@@ -21,3 +21,5 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
   --benchmark_out="$out_dir/cron_bench-$stamp.json" --benchmark_out_format=json \
   "$@" | tee "$out_dir/cron_bench-$stamp.txt"
 echo "results: $out_dir/cron_bench-$stamp.{json,txt}"
+python3 "$here/bench/cron_bench_table.py" "$out_dir/cron_bench-$stamp.json" || \
+  echo "cron_bench: a target was missed (see above)" >&2
