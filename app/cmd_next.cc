@@ -34,7 +34,8 @@ int CmdNext(const NextArgs& args) {
   // Checked here rather than left to Parse so the message names the option at fault,
   // not the expression.
   if (cron::FindZone(args.timezone) == nullptr) {
-    return BadInput("--tz " + args.timezone + ": unknown time zone (not in the system tz database)");
+    return BadInput("--tz " + args.timezone +
+                    ": unknown time zone (not in the system tz database)");
   }
 
   const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());

@@ -6,6 +6,8 @@
 //                     repeated). A nullopt (horizon) restarts the chain.
 // The set is read at run time so that adding a line needs no rebuild; its path is
 // baked in (TICKD_BENCH_SET) and may be overridden with the TICKD_BENCH_SET env var.
+#include <benchmark/benchmark.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,8 +16,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "cron/schedule.h"
 
@@ -109,9 +109,8 @@ void BmNext(benchmark::State& state, const Schedule& schedule) {
   state.counters["restarts"] = static_cast<double>(restarts);
   TimeSingleCalls(state, schedule);
   // Where the chain got to: shows how much calendar the measured steps covered.
-  state.counters["end_year"] = static_cast<double>(
-      static_cast<int>(std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(at))
-                           .year()));
+  state.counters["end_year"] = static_cast<double>(static_cast<int>(
+      std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(at)).year()));
 }
 
 }  // namespace

@@ -19,8 +19,9 @@ namespace {
 
 using tickd::cron::Instant;
 
-constexpr const char* kZones[] = {"UTC",           "Europe/Berlin",      "America/New_York",
-                                  "Australia/Lord_Howe", "America/Sao_Paulo", "Asia/Tokyo"};
+constexpr const char* kZones[] = {
+    "UTC",       "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Sao_Paulo",
+    "Asia/Tokyo"};
 constexpr tickd::cron::Dialect kDialects[] = {
     tickd::cron::Dialect::kCron, tickd::cron::Dialect::kQuartz, tickd::cron::Dialect::kSpring};
 constexpr tickd::cron::DstOverlap kOverlaps[] = {tickd::cron::DstOverlap::kAuto,
@@ -28,7 +29,7 @@ constexpr tickd::cron::DstOverlap kOverlaps[] = {tickd::cron::DstOverlap::kAuto,
                                                  tickd::cron::DstOverlap::kBoth};
 
 // Starting points: the epoch edge, near DST transitions, now-ish, and near the horizon.
-constexpr int64_t kStarts[] = {0,           1774746000 /* 2026-03-29T01:00Z */,
+constexpr int64_t kStarts[] = {0, 1774746000 /* 2026-03-29T01:00Z */,
                                1792890000 /* 2026-10-25T01:00Z */, 1767225600,
                                7258032000 /* 2199-12-31T00:00Z */};
 

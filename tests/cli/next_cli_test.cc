@@ -7,18 +7,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "cron/schedule.h"
 
@@ -132,14 +131,21 @@ void CheckOneLineError(const RunResult& r) {
   CHECK(Lines(r.err).size() == 1);
 }
 
-TEST_CASE("next prints five instants strictly after --from by default", "[cli]") {
-  const auto r = RunTickd({"next", "--from", "2026-01-01T00:00:00Z", "*/15 * * * *"});
+// Runs `tickd next <args>` and checks that it succeeds, quietly, printing `expected`.
+void CheckNext(const std::vector<std::string>& args, const std::vector<std::string>& expected) {
+  std::vector<std::string> argv = {"next"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto r = RunTickd(argv);
+  INFO("stderr: " << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
-  CHECK(Lines(r.out) == std::vector<std::string>{
-                           "2026-01-01T00:15:00+00:00", "2026-01-01T00:30:00+00:00",
-                           "2026-01-01T00:45:00+00:00", "2026-01-01T01:00:00+00:00",
-                           "2026-01-01T01:15:00+00:00"});
+  CHECK(Lines(r.out) == expected);
+}
+
+TEST_CASE("next prints five instants strictly after --from by default", "[cli]") {
+  CheckNext({"--from", "2026-01-01T00:00:00Z", "*/15 * * * *"},
+            {"2026-01-01T00:15:00+00:00", "2026-01-01T00:30:00+00:00", "2026-01-01T00:45:00+00:00",
+             "2026-01-01T01:00:00+00:00", "2026-01-01T01:15:00+00:00"});
 }
 
 TEST_CASE("next without --from starts at the current time", "[cli]") {
@@ -155,83 +161,53 @@ TEST_CASE("next without --from starts at the current time", "[cli]") {
 }
 
 TEST_CASE("next -n sets the count, -n 0 prints nothing", "[cli]") {
-  auto r = RunTickd({"next", "-n", "3", "--from", "2026-01-01T00:00:00Z", "@daily"});
-  CHECK(r.exit_code == 0);
-  CHECK(Lines(r.out) == std::vector<std::string>{"2026-01-02T00:00:00+00:00",
-                                                 "2026-01-03T00:00:00+00:00",
-                                                 "2026-01-04T00:00:00+00:00"});
-  r = RunTickd({"next", "-n", "0", "--from", "2026-01-01T00:00:00Z", "@daily"});
-  CHECK(r.exit_code == 0);
-  CHECK(r.out.empty());
+  CheckNext(
+      {"-n", "3", "--from", "2026-01-01T00:00:00Z", "@daily"},
+      {"2026-01-02T00:00:00+00:00", "2026-01-03T00:00:00+00:00", "2026-01-04T00:00:00+00:00"});
+  CheckNext({"-n", "0", "--from", "2026-01-01T00:00:00Z", "@daily"}, {});
 }
 
 TEST_CASE("next is strictly after --from, which may carry an offset", "[cli]") {
   // 2026-03-01T12:00:00+01:00 is 11:00Z, itself a firing: it must not be printed.
-  const auto r = RunTickd({"next", "-n", "2", "--from", "2026-03-01T12:00:00+01:00",
-                           "0 * * * *"});
-  CHECK(r.exit_code == 0);
-  CHECK(Lines(r.out) == std::vector<std::string>{"2026-03-01T12:00:00+00:00",
-                                                 "2026-03-01T13:00:00+00:00"});
+  CheckNext({"-n", "2", "--from", "2026-03-01T12:00:00+01:00", "0 * * * *"},
+            {"2026-03-01T12:00:00+00:00", "2026-03-01T13:00:00+00:00"});
 }
 
 TEST_CASE("next in Europe/Berlin across the 2026 spring-forward gap", "[cli][dst]") {
   // 02:30 does not exist on 2026-03-29: the default policy fires at 03:00+02:00.
-  auto r = RunTickd({"next", "-n", "3", "--tz", "Europe/Berlin", "--from",
-                     "2026-03-28T00:00:00Z", "30 2 * * *"});
-  CHECK(r.exit_code == 0);
-  CHECK(Lines(r.out) == std::vector<std::string>{"2026-03-28T02:30:00+01:00",
-                                                 "2026-03-29T03:00:00+02:00",
-                                                 "2026-03-30T02:30:00+02:00"});
+  CheckNext(
+      {"-n", "3", "--tz", "Europe/Berlin", "--from", "2026-03-28T00:00:00Z", "30 2 * * *"},
+      {"2026-03-28T02:30:00+01:00", "2026-03-29T03:00:00+02:00", "2026-03-30T02:30:00+02:00"});
   // --dst-gap skip drops that day (Quartz's behaviour).
-  r = RunTickd({"next", "-n", "2", "--tz", "Europe/Berlin", "--dst-gap", "skip", "--from",
-                "2026-03-28T12:00:00Z", "30 2 * * *"});
-  CHECK(r.exit_code == 0);
-  CHECK(Lines(r.out) == std::vector<std::string>{"2026-03-30T02:30:00+02:00",
-                                                 "2026-03-31T02:30:00+02:00"});
+  CheckNext({"-n", "2", "--tz", "Europe/Berlin", "--dst-gap", "skip", "--from",
+             "2026-03-28T12:00:00Z", "30 2 * * *"},
+            {"2026-03-30T02:30:00+02:00", "2026-03-31T02:30:00+02:00"});
 }
 
 TEST_CASE("next in Europe/Berlin across the 2026 fall-back overlap", "[cli][dst]") {
   // 02:30 happens twice on 2026-10-25. Fixed-time: once, the first (+02:00) pass;
   // every-hour: both passes; --dst-overlap both forces both for the fixed time.
-  auto r = RunTickd({"next", "-n", "2", "--tz", "Europe/Berlin", "--from",
-                     "2026-10-24T12:00:00Z", "30 2 * * *"});
-  CHECK(r.exit_code == 0);
-  CHECK(Lines(r.out) == std::vector<std::string>{"2026-10-25T02:30:00+02:00",
-                                                 "2026-10-26T02:30:00+01:00"});
-  r = RunTickd({"next", "-n", "3", "--tz", "Europe/Berlin", "--from",
-                "2026-10-25T00:00:00Z", "30 * * * *"});
-  CHECK(Lines(r.out) == std::vector<std::string>{"2026-10-25T02:30:00+02:00",
-                                                 "2026-10-25T02:30:00+01:00",
-                                                 "2026-10-25T03:30:00+01:00"});
-  r = RunTickd({"next", "-n", "2", "--tz", "Europe/Berlin", "--dst-overlap", "both", "--from",
-                "2026-10-24T12:00:00Z", "30 2 * * *"});
-  CHECK(Lines(r.out) == std::vector<std::string>{"2026-10-25T02:30:00+02:00",
-                                                 "2026-10-25T02:30:00+01:00"});
+  CheckNext({"-n", "2", "--tz", "Europe/Berlin", "--from", "2026-10-24T12:00:00Z", "30 2 * * *"},
+            {"2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"});
+  CheckNext(
+      {"-n", "3", "--tz", "Europe/Berlin", "--from", "2026-10-25T00:00:00Z", "30 * * * *"},
+      {"2026-10-25T02:30:00+02:00", "2026-10-25T02:30:00+01:00", "2026-10-25T03:30:00+01:00"});
+  CheckNext({"-n", "2", "--tz", "Europe/Berlin", "--dst-overlap", "both", "--from",
+             "2026-10-24T12:00:00Z", "30 2 * * *"},
+            {"2026-10-25T02:30:00+02:00", "2026-10-25T02:30:00+01:00"});
 }
 
 TEST_CASE("next in the quartz and spring dialects", "[cli]") {
-  auto r = RunTickd({"next", "-n", "2", "--dialect", "quartz", "--from", "2026-01-01T00:00:00Z",
-                     "0 0 12 ? * 6L"});
-  CHECK(r.exit_code == 0);
-  CHECK(Lines(r.out) == std::vector<std::string>{"2026-01-30T12:00:00+00:00",
-                                                 "2026-02-27T12:00:00+00:00"});
-  r = RunTickd({"next", "-n", "2", "--dialect", "spring", "--from", "2026-01-01T00:00:00Z",
-                "0 0 0 13 * FRI"});
-  CHECK(r.exit_code == 0);
-  CHECK(Lines(r.out) == std::vector<std::string>{"2026-02-13T00:00:00+00:00",
-                                                 "2026-03-13T00:00:00+00:00"});
+  CheckNext({"-n", "2", "--dialect", "quartz", "--from", "2026-01-01T00:00:00Z", "0 0 12 ? * 6L"},
+            {"2026-01-30T12:00:00+00:00", "2026-02-27T12:00:00+00:00"});
+  CheckNext({"-n", "2", "--dialect", "spring", "--from", "2026-01-01T00:00:00Z", "0 0 0 13 * FRI"},
+            {"2026-02-13T00:00:00+00:00", "2026-03-13T00:00:00+00:00"});
 }
 
 TEST_CASE("next stops at the 2199 horizon with fewer lines and exit 0", "[cli]") {
-  auto r = RunTickd({"next", "--from", "2198-06-01T00:00:00Z", "0 0 0 1 1 * 2199"});
-  CHECK(r.exit_code == 0);
-  CHECK(Lines(r.out) == std::vector<std::string>{"2199-01-01T00:00:00+00:00"});
-  r = RunTickd({"next", "--from", "2199-01-01T00:00:00Z", "0 0 0 1 1 * 2199"});
-  CHECK(r.exit_code == 0);
-  CHECK(r.out.empty());
-  r = RunTickd({"next", "-n", "3", "--from", "2199-12-30T00:00:00Z", "@daily"});
-  CHECK(r.exit_code == 0);
-  CHECK(Lines(r.out) == std::vector<std::string>{"2199-12-31T00:00:00+00:00"});
+  CheckNext({"--from", "2198-06-01T00:00:00Z", "0 0 0 1 1 * 2199"}, {"2199-01-01T00:00:00+00:00"});
+  CheckNext({"--from", "2199-01-01T00:00:00Z", "0 0 0 1 1 * 2199"}, {});
+  CheckNext({"-n", "3", "--from", "2199-12-30T00:00:00Z", "@daily"}, {"2199-12-31T00:00:00+00:00"});
 }
 
 TEST_CASE("next names the field and column of an invalid expression", "[cli]") {
@@ -303,8 +279,8 @@ TEST_CASE("next prints what Schedule::Next computes", "[cli]") {
       at = *next;
     }
     expected.push_back(text);
-    runs.push_back({"next", "-n", "20", "--dialect", cols[1], "--tz", cols[2], "--from", from,
-                    "--", cols[3]});
+    runs.push_back(
+        {"next", "-n", "20", "--dialect", cols[1], "--tz", cols[2], "--from", from, "--", cols[3]});
   }
   REQUIRE(runs.size() >= 10);
   const auto results = RunTickdMany(runs, 4);
@@ -321,7 +297,7 @@ struct InvalidVector {
   std::string file;
   std::string source;
   std::string peer_dialect;
-  std::string expr;         // as the peer wrote it
+  std::string expr;  // as the peer wrote it
   std::string tickd_dialect;
   std::string tickd_expr;  // the same expression in tickd's field layout
 };
@@ -413,8 +389,8 @@ TEST_CASE("next rejects every invalid conformance vector with status 2", "[cli][
   REQUIRE(vectors.size() >= 400);
   std::vector<std::vector<std::string>> runs;
   for (const auto& v : vectors) {
-    runs.push_back({"next", "--dialect", v.tickd_dialect, "--from", "2026-01-01T00:00:00Z",
-                    "--", v.tickd_expr});
+    runs.push_back({"next", "--dialect", v.tickd_dialect, "--from", "2026-01-01T00:00:00Z", "--",
+                    v.tickd_expr});
   }
   const auto results = RunTickdMany(runs, 4);
 
