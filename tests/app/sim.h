@@ -36,9 +36,9 @@ inline WallTime WallAt(std::int64_t unix_s, std::int64_t extra_ms = 0) {
   return WallTime(milliseconds(unix_s * 1000 + extra_ms));
 }
 
-// Polls `pred` (1 ms real steps) for up to 20 s of real time.
-inline bool Eventually(const std::function<bool()>& pred) {
-  for (int i = 0; i < 20'000; ++i) {
+// Polls `pred` (1 ms real steps) for up to `limit` of real time.
+inline bool Eventually(const std::function<bool()>& pred, milliseconds limit = seconds(20)) {
+  for (auto i = limit.count(); i > 0; --i) {
     if (pred()) return true;
     std::this_thread::sleep_for(milliseconds(1));
   }

@@ -1,0 +1,230 @@
+// Per-run supervision in simulated time: the lease watchdog, retries, the job's
+// environment, and the scope guard that completes the claim on every path.
+#include "app/run_supervisor.h"
+
+#include <thread>
+
+#include "tests/app/sim.h"
+
+namespace tickd::app::testing {
+namespace {
+
+std::optional<int> Hold(const jobs::ProcessSpec&) { return std::nullopt; }
+
+// One replica "a" with one job "j" (every minute) whose 14:00 tick it has won.
+struct OneRun {
+  explicit OneRun(const std::function<void(config::Job&)>& edit = nullptr,
+                  milliseconds lease = seconds(3))
+      : sim(WallAt(kT0, -1'000)) {
+    sim.runner.plan = Hold;
+    sim.AddReplica("a", {EveryJob("j", 60, edit)},
+                   [lease](SchedulerOptions& o) { o.lease = lease; });
+    sim.Step(seconds(1), false);
+    REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
+  }
+  Scheduler& replica() { return sim.replica(0); }
+  bool Ended() { return replica().active_runs() == 0; }
+  lock::Completion OnlyCompletion() {
+    auto c = sim.backend.completions();
+    REQUIRE(c.size() == 1);
+    return c[0].second;
+  }
+  Sim sim;
+};
+
+TEST_CASE("lease validity is lease - 1% - 2ms") {
+  CHECK(LeaseValidity(seconds(15)) == milliseconds(14'848));
+  CHECK(LeaseValidity(seconds(3)) == milliseconds(2'968));
+}
+
+TEST_CASE("the watchdog renews every lease/3 and the run outlives its first lease") {
+  OneRun r;
+  for (int i = 1; i <= 9; ++i) {
+    r.sim.clock.Advance(seconds(1));
+    REQUIRE(Eventually([&] { return r.sim.backend.renewals >= i; }));
+  }
+  CHECK_FALSE(r.sim.runner.run(0)->was_terminated());
+  r.sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return r.Ended(); }));
+  CHECK(r.OnlyCompletion().outcome == "done");
+  CHECK(r.sim.Grep({" lease "}).empty());
+}
+
+TEST_CASE("a renewal answered lost terminates the run: outcome lease-lost") {
+  OneRun r;
+  r.sim.backend.renew_lost = true;
+  r.sim.clock.Advance(seconds(1));
+  REQUIRE(Eventually([&] { return r.Ended(); }));
+  CHECK(r.sim.runner.run(0)->terminated == jobs::RunOutcome::kLeaseLost);
+  CHECK(r.sim.Grep({" warn lease job=j", "outcome=lost action=terminate"}).size() == 1);
+  CHECK(r.sim.Grep({" warn run job=j", "outcome=lease-lost", "fence=1"}).size() == 1);
+  CHECK(r.OnlyCompletion().outcome == "lease-lost");
+}
+
+TEST_CASE("renewals that fail until the validity runs out lose the lease") {
+  OneRun r;
+  r.sim.backend.renew_error = true;
+  for (int i = 0; i < 20 && !r.sim.runner.run(0)->was_terminated(); ++i) {
+    r.sim.clock.Advance(milliseconds(250));
+    // Each step: let the watchdog look at the new time (it renews or gives up; before
+    // the first renewal is due it does nothing, hence the short wait).
+    const int before = r.sim.backend.renewals;
+    Eventually([&] { return r.sim.backend.renewals > before || r.Ended(); }, milliseconds(50));
+  }
+  REQUIRE(Eventually([&] { return r.Ended(); }));
+  CHECK(r.sim.clock.Steady() - SteadyTime(milliseconds(1'000'000)) >= milliseconds(3'968));
+  CHECK(r.sim.Grep({" warn renew ", "outcome=error", "renew timed out"}).size() >= 2);
+  CHECK(r.sim.Grep({" lease ", "reason=\"the lease ran out without a confirmed renewal\""})
+            .size() == 1);
+  CHECK(r.OnlyCompletion().outcome == "lease-lost");
+}
+
+TEST_CASE("on_lease_lost: continue keeps the run going with a warning") {
+  OneRun r([](config::Job& j) { j.on_lease_lost = config::OnLeaseLost::kContinue; });
+  r.sim.backend.renew_lost = true;
+  r.sim.clock.Advance(seconds(1));
+  REQUIRE(Eventually([&] { return !r.sim.Grep({"action=continue"}).empty(); }));
+  std::this_thread::sleep_for(milliseconds(20));
+  CHECK_FALSE(r.sim.runner.run(0)->was_terminated());
+  r.sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return r.Ended(); }));
+  CHECK(r.sim.Grep({" info run job=j", "outcome=done exit=0"}).size() == 1);
+}
+
+TEST_CASE("scope guard: the claim is completed on every path out") {
+  Sim sim(WallAt(kT0, -1'000));
+  std::string outcome, line_part;
+  std::optional<int> exit_code;
+  SECTION("normal exit") {
+    outcome = "done";
+    exit_code = 0;
+    line_part = " info run job=j tick=2026-11-21T14:00:00Z node=a outcome=done exit=0 ";
+  }
+  SECTION("failure") {
+    sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(3); };
+    outcome = "failed";
+    exit_code = 3;
+    line_part = " warn run job=j tick=2026-11-21T14:00:00Z node=a outcome=failed exit=3 ";
+  }
+  SECTION("exception from the runner's start") {
+    sim.runner.throw_on_start = true;
+    outcome = "failed";
+    line_part = "outcome=failed duration=0.000s fence=1 error=\"exception: boom\"";
+  }
+  SECTION("the runner cannot start the job") {
+    sim.runner.fail_to_start = true;
+    outcome = "failed";
+    line_part = "outcome=failed duration=0.000s fence=1 error=\"spawn: no such workdir\"";
+  }
+  sim.AddReplica("a", {EveryJob("j", 60)});
+  sim.Step(seconds(1));
+  sim.WaitQuiet();
+  const auto completions = sim.backend.completions();
+  REQUIRE(completions.size() == 1);
+  CHECK(completions[0].second.outcome == outcome);
+  CHECK(completions[0].second.exit_code == exit_code);
+  CHECK(sim.Grep({line_part}).size() == 1);
+  auto history = sim.store->History("j", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK((*history)[0].state == "done");
+  CHECK((*history)[0].run_outcome == outcome);
+}
+
+TEST_CASE("shutdown: a run past the grace is killed and its claim completed") {
+  OneRun r({}, seconds(60));
+  r.replica().Shutdown(milliseconds(0));
+  CHECK(r.sim.runner.run(0)->terminated == jobs::RunOutcome::kKilled);
+  CHECK(r.OnlyCompletion().outcome == "killed");
+  CHECK(r.sim.Grep({" warn run job=j", "outcome=killed"}).size() == 1);
+}
+
+TEST_CASE("shutdown: a run that ends within the grace finishes normally") {
+  OneRun r({}, seconds(60));
+  std::thread stopper([&] { r.replica().Shutdown(seconds(30)); });
+  std::this_thread::sleep_for(milliseconds(20));
+  r.sim.runner.run(0)->FinishWithExit(0);
+  stopper.join();
+  CHECK_FALSE(r.sim.runner.run(0)->was_terminated());
+  CHECK(r.OnlyCompletion().outcome == "done");
+}
+
+TEST_CASE("shutdown: the grace runs on the clock, then the run is killed") {
+  OneRun r({}, seconds(60));
+  std::thread stopper([&] { r.replica().Shutdown(seconds(10)); });
+  std::this_thread::sleep_for(milliseconds(20));
+  CHECK_FALSE(r.sim.runner.run(0)->was_terminated());
+  r.sim.clock.Advance(seconds(10));
+  stopper.join();
+  CHECK(r.OnlyCompletion().outcome == "killed");
+}
+
+TEST_CASE("retries: a failed attempt is retried under the same claim with TICKD_ATTEMPT") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec& spec) {
+    return std::optional<int>(spec.env.at("TICKD_ATTEMPT") == "3" ? 0 : 1);
+  };
+  sim.AddReplica("a", {EveryJob("j", 60, [](config::Job& j) {
+                   j.retries = {3, seconds(2)};
+                   j.env = {{"GREETING", "hi"}, {"TICKD_NODE", "spoofed"}};
+                 })},
+                 [](SchedulerOptions& o) { o.lease = seconds(60); });
+  sim.Step(seconds(1), false);
+  for (int i = 0; i < 40 && sim.runner.starts() < 3; ++i) {
+    const std::size_t before = sim.runner.starts();
+    sim.clock.Advance(milliseconds(500));
+    // A step inside the backoff starts nothing: wait briefly, then step again.
+    Eventually([&] { return sim.runner.starts() > before; }, milliseconds(50));
+  }
+  REQUIRE(Eventually([&] { return sim.replica(0).active_runs() == 0; }));
+  const auto specs = sim.runner.specs();
+  REQUIRE(specs.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    const auto& env = specs[static_cast<std::size_t>(i)].env;
+    CHECK(env.at("TICKD_ATTEMPT") == std::to_string(i + 1));
+    CHECK(env.at("TICKD_JOB") == "j");
+    CHECK(env.at("TICKD_TICK") == "2026-11-21T14:00:00Z");
+    CHECK(env.at("TICKD_TICK_UNIX") == std::to_string(kT0));
+    CHECK(env.at("TICKD_NODE") == "a");
+    CHECK(env.at("TICKD_FENCE") == "1");
+    CHECK(env.at("GREETING") == "hi");
+  }
+  CHECK(specs[0].argv == std::vector<std::string>{"/bin/sh", "-c", "true"});
+  CHECK(sim.Grep({" info retry job=j", "attempt=2 backoff=2.000s"}).size() == 1);
+  CHECK(sim.Grep({" info run job=j", "outcome=done exit=0", "attempts=3"}).size() == 1);
+  const auto completions = sim.backend.completions();
+  REQUIRE(completions.size() == 1);  // one claim for all attempts
+  CHECK(completions[0].second.outcome == "done");
+}
+
+TEST_CASE("retries stop when shutdown begins") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(1); };
+  sim.AddReplica("a", {EveryJob("j", 60, [](config::Job& j) { j.retries = {5, seconds(2)}; })});
+  sim.Step(seconds(1), false);
+  REQUIRE(Eventually([&] { return !sim.Grep({" retry "}).empty(); }));
+  sim.replica(0).Shutdown(seconds(30));
+  CHECK(sim.runner.starts() == 1);
+  const auto completions = sim.backend.completions();
+  REQUIRE(completions.size() == 1);
+  CHECK(completions[0].second.outcome == "failed");
+  CHECK(completions[0].second.exit_code == 1);
+}
+
+TEST_CASE("a run: job's argv is used as is") {
+  config::Job job;
+  job.name = "r";
+  job.argv = {"/bin/echo", "a b"};
+  auto sj = std::make_shared<ScheduledJob>();
+  sj->job = job;
+  WonTick tick{sj, lock::HeldClaim{"r", kT0, "tok", 9, seconds(15)}, SteadyTime{}, "n"};
+  const jobs::ProcessSpec spec = MakeProcessSpec(tick, 2);
+  CHECK(spec.argv == job.argv);
+  CHECK(spec.env.at("TICKD_FENCE") == "9");
+  CHECK(spec.env.at("TICKD_ATTEMPT") == "2");
+  CHECK(spec.timeout == job.timeout);
+  CHECK(spec.kill_grace == job.kill_grace);
+}
+
+}  // namespace
+}  // namespace tickd::app::testing
