@@ -1,4 +1,148 @@
+// `tickd run -c FILE [--node-id ID]` (DESIGN §3, §7): the daemon.
+//
+// Signals: SIGTERM, SIGINT and SIGHUP are blocked before any thread exists, so every
+// thread inherits the mask and only this function's loop receives them, through
+// sigtimedwait (no async handler runs anywhere). The same loop looks at the job
+// file every second and reloads it when it changed (inode, size or mtime).
+//   SIGTERM / SIGINT → stop claiming, let runs finish for shutdown_grace, terminate
+//                      the rest, complete every claim, exit 0.
+//   SIGHUP / change  → reload; a file that fails validation is rejected whole.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <string>
+
 #include "app/commands.h"
+#include "app/log.h"
+#include "app/reload.h"
+#include "app/runner.h"
+#include "app/scheduled_job.h"
+#include "app/scheduler.h"
+#include "base/duration.h"
+#include "config/config.h"
+#include "lock/registry.h"
+
 namespace tickd::app {
-int CmdRun(const RunArgs&) { return kExitFailure; }  // placeholder: the scheduler work fills it in
+namespace {
+
+constexpr std::timespec kFilePollInterval{1, 0};
+
+std::string DefaultNodeId() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof host, "%s", "tickd");
+  }
+  return std::string(host) + "-" + std::to_string(::getpid());
 }
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+  }
+  return std::to_string(sig);
+}
+
+// Serves signals and file changes until SIGTERM or SIGINT; returns that signal.
+int ServeSignals(const sigset_t& signals, const std::string& path, Scheduler& scheduler,
+                 Logger& log, const std::string& node) {
+  std::optional<FileIdentity> seen = IdentifyFile(path);
+  while (true) {
+    siginfo_t info{};
+    const int sig = ::sigtimedwait(&signals, &info, &kFilePollInterval);
+    if (sig == SIGTERM || sig == SIGINT) return sig;
+    if (sig == SIGHUP) {
+      log.Log(LogLevel::kInfo, "signal", {{"node", node}, {"signal", "SIGHUP"}, {"action", "reload"}});
+      seen = IdentifyFile(path);
+      ReloadJobs(path, scheduler, log);
+      continue;
+    }
+    // Timeout (or EINTR): has the job file changed?
+    std::optional<FileIdentity> now = IdentifyFile(path);
+    if (now && (!seen || !(*now == *seen))) {
+      seen = now;
+      log.Log(LogLevel::kInfo, "signal",
+              {{"node", node}, {"file", path}, {"action", "reload"}, {"reason", "file changed"}});
+      ReloadJobs(path, scheduler, log);
+    }
+  }
+}
+
+}  // namespace
+
+int CmdRun(const RunArgs& args) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);  // `tickd run | head`: a closed stdout is not fatal
+
+  auto loaded = config::LoadConfig(args.config_path);
+  if (!loaded) {
+    for (const config::ConfigError& e : loaded.error()) std::cerr << e.ToString() << "\n";
+    return kExitBadInput;
+  }
+  const config::Config cfg = std::move(*loaded);
+  Result<JobSet> jobs = MakeJobSet(cfg.jobs);
+  if (!jobs) {
+    std::cerr << args.config_path << ": " << jobs.error().ToString() << "\n";
+    return kExitBadInput;
+  }
+
+  RealClock clock;
+  Logger log(clock, LogFormatFromName(args.log_format).value_or(LogFormat::kLogfmt),
+             LogLevelFromName(args.log_level).value_or(LogLevel::kInfo),
+             Logger::FdWriter(STDOUT_FILENO));
+  const std::string node =
+      !args.node_id.empty() ? args.node_id : !cfg.node_id.empty() ? cfg.node_id : DefaultNodeId();
+  for (const config::ConfigError& w : cfg.warnings) {
+    log.Log(LogLevel::kWarn, "config", {{"file", args.config_path}, {"warning", w.ToString()}});
+  }
+
+  lock::BackendOptions backend_options;
+  backend_options.backend = cfg.lock.backend;
+  backend_options.url = cfg.lock.url;
+  if (!cfg.lock.password_env.empty()) {
+    if (const char* pw = std::getenv(cfg.lock.password_env.c_str())) backend_options.password = pw;
+  }
+  backend_options.op_timeout = cfg.lock.op_timeout;
+  backend_options.retention = cfg.lock.retention;
+  auto backend = lock::OpenBackend(backend_options, clock);
+  if (!backend) {
+    log.Log(LogLevel::kError, "start", {{"node", node}, {"error", backend.error().ToString()}});
+    std::cerr << "tickd: " << backend.error().ToString() << "\n";
+    return kExitFailure;
+  }
+  for (const std::string& w : (*backend)->StartupWarnings()) {
+    log.Log(LogLevel::kWarn, "backend", {{"node", node}, {"warning", w}});
+  }
+
+  std::unique_ptr<Runner> runner = NewProcessRunner();
+  SchedulerOptions options;
+  options.node = node;
+  options.lease = cfg.lock.lease;
+  options.max_concurrent_runs = cfg.max_concurrent_runs;
+  Scheduler scheduler(clock, **backend, *runner, log, options);
+  log.Log(LogLevel::kInfo, "start",
+          {{"node", node}, {"file", args.config_path}, {"backend", (*backend)->name()},
+           {"url", lock::RedactUrl(cfg.lock.url)}, {"lease", FormatDuration(cfg.lock.lease)},
+           {"jobs", jobs->size()}, {"pid", ::getpid()}});
+  scheduler.Start(std::move(*jobs));
+
+  const int sig = ServeSignals(signals, args.config_path, scheduler, log, node);
+  log.Log(LogLevel::kInfo, "shutdown",
+          {{"node", node}, {"signal", SignalName(sig)}, {"running", scheduler.active_runs()},
+           {"grace", FormatDuration(cfg.shutdown_grace)}});
+  scheduler.Shutdown(cfg.shutdown_grace);
+  log.Log(LogLevel::kInfo, "stopped", {{"node", node}});
+  return kExitOk;
+}
+
+}  // namespace tickd::app
