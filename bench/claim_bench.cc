@@ -1,0 +1,314 @@
+// Claim throughput on one Redis: N replicas (threads, each with its own backend and
+// connection) × M jobs `@every 1s`. A plain program with a report (not Google
+// Benchmark: what matters is a fleet-shaped run, not a per-call loop).
+//
+//   1. paced: for S seconds, at every whole second T each replica sends the M claims
+//      due at T in one ClaimBatch; winners complete their runs from another thread.
+//      Checked: every (job, T) has exactly one winner, no error, no missed. Measured:
+//      lateness = claim answered − T, p50/p99/max over every claim.
+//   2. saturation: the replicas claim ticks back to back (no pacing) for K ticks:
+//      claims per second, and ticks per second claimed exactly once.
+//   3. reference: redis-benchmark against the same server, same moment: plain SET
+//      (-P 16) and a minimal Lua lock (SET NX PX + INCR, the pattern of backends.md).
+//
+// Usage: claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K] [--forbid 1]
+//                    [--aof 0]
+// The paced jobs use concurrency allow unless --forbid 1: with forbid, tick T+1 is
+// busy wherever T's complete (one round trip each: the interface has no batched
+// complete) has not landed yet, which on a loaded 2-core machine happens.
+// It starts its own redis-server (AOF always, a password) on a free loopback port.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lock/redis/redis_backend.h"
+#include "tests/redis/redis_server.h"
+
+using namespace std::chrono_literals;
+using tickd::lock::Backend;
+using tickd::lock::ClaimRequest;
+using tickd::lock::ClaimStatus;
+using tickd::lock::Completion;
+using tickd::lock::HeldClaim;
+
+namespace {
+
+struct Args {
+  int replicas = 3;
+  int jobs = 10'000;
+  int seconds = 10;
+  int sat_ticks = 5;
+  bool forbid = false;  // --forbid 1: concurrency forbid (a late complete makes T+1 busy)
+  bool aof = true;      // --aof 0: no persistence (to see what fsync on every write costs)
+};
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i];
+    const int value = std::atoi(argv[i + 1]);
+    if (key == "--replicas") a.replicas = value;
+    if (key == "--jobs") a.jobs = value;
+    if (key == "--seconds") a.seconds = value;
+    if (key == "--sat-ticks") a.sat_ticks = value;
+    if (key == "--forbid") a.forbid = value != 0;
+    if (key == "--aof") a.aof = value != 0;
+  }
+  return a;
+}
+
+std::unique_ptr<Backend> Open(const tickd::testing::RedisServer& server) {
+  tickd::lock::RedisOptions options;
+  options.url = server.url();
+  options.password = server.password();
+  options.op_timeout = 10s;  // a 10,000-claim pipeline under load: answer, do not give up
+  auto backend = tickd::lock::NewRedisBackend(options);
+  if (!backend) {
+    std::fprintf(stderr, "%s\n", backend.error().ToString().c_str());
+    std::exit(1);
+  }
+  return std::move(*backend);
+}
+
+std::vector<ClaimRequest> Batch(int replica, int jobs, std::int64_t tick, bool forbid) {
+  std::vector<ClaimRequest> reqs(jobs);
+  for (int j = 0; j < jobs; ++j) {
+    ClaimRequest& r = reqs[j];
+    r.job = "job-" + std::to_string(j);
+    r.tick_unix = tick;
+    r.node = "replica-" + std::to_string(replica);
+    r.owner_token = r.node + "-" + std::to_string(tick) + "-" + std::to_string(j);
+    r.forbid_overlap = forbid;
+    r.config_hash = "h";
+
+  }
+  return reqs;
+}
+
+// Completes won claims off the claiming thread, as the daemon's runners do.
+class Completer {
+ public:
+  Completer(Backend& backend, std::atomic<int>& errors)
+      : backend_(backend), errors_(errors), thread_([this] { Loop(); }) {}
+  ~Completer() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Add(std::vector<HeldClaim> held) {
+    {
+      std::lock_guard lock(mu_);
+      for (auto& h : held) queue_.push_back(std::move(h));
+    }
+    cv_.notify_one();
+  }
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      HeldClaim h = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      auto done = backend_.Complete(h, Completion{"done", 0, 1ms});
+      if (!done || *done != tickd::lock::CompleteStatus::kCompleted) ++errors_;
+      lock.lock();
+    }
+  }
+  Backend& backend_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<HeldClaim> queue_;
+  bool stop_ = false;
+  std::atomic<int>& errors_;
+  std::thread thread_;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
+}
+
+// Runs redis-benchmark; returns requests per second (0 when it could not run).
+double RedisBenchmark(const tickd::testing::RedisServer& server, const std::string& args) {
+  const std::string cmd = "redis-benchmark -p " + std::to_string(server.port()) + " -a '" +
+                          server.password() + "' -q " + args + " 2>/dev/null";
+  double rps = 0;
+  if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    std::string out;
+    while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+    ::pclose(pipe);
+    // -q prints "NAME: 123456.79 requests per second, p50=…", with \r progress lines.
+    const auto at = out.rfind(" requests per second");
+    if (at != std::string::npos) {
+      const auto start = out.rfind(' ', at - 1);
+      rps = std::atof(out.c_str() + start + 1);
+    }
+  }
+  return rps;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = Parse(argc, argv);
+  if (!tickd::testing::RedisServer::Available()) {
+    std::fprintf(stderr, "redis-server not installed\n");
+    return 1;
+  }
+  tickd::testing::RedisServer server(args.aof);  // AOF always (unless --aof 0), password
+  if (!server.running()) {
+    std::fprintf(stderr, "redis-server did not start\n");
+    return 1;
+  }
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (int r = 0; r < args.replicas; ++r) backends.push_back(Open(server));
+
+  // 1. Paced: every replica claims the M jobs due at each whole second.
+  const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  const std::int64_t first_tick = now_s + 2;
+  std::mutex mu;
+  std::vector<double> lateness_ms;
+  std::map<std::pair<int, std::int64_t>, int> winners;  // (job, T) → wins
+  int errors = 0;
+  int missed_or_busy = 0;
+  std::atomic<int> complete_errors{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < args.replicas; ++r) {
+    threads.emplace_back([&, r] {
+      Backend& backend = *backends[r];
+      // The runners' completes go on a connection of their own, as a daemon's run
+      // threads would not wait behind the next tick's claims.
+      auto completer_backend = Open(server);
+      Completer completer(*completer_backend, complete_errors);
+      for (int s = 0; s < args.seconds; ++s) {
+        const std::int64_t tick = first_tick + s;
+        const auto at = std::chrono::system_clock::time_point(std::chrono::seconds(tick));
+        std::this_thread::sleep_until(at);
+        auto reqs = Batch(r, args.jobs, tick, args.forbid);
+        for (auto& req : reqs) req.node_wall = tickd::WallTime(
+            std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()));
+        auto outs = backend.ClaimBatch(reqs);
+        const double late =
+            std::chrono::duration<double, std::milli>(std::chrono::system_clock::now() - at)
+                .count();
+        std::vector<HeldClaim> held;
+        std::lock_guard lock(mu);
+        for (int j = 0; j < args.jobs; ++j) {
+          lateness_ms.push_back(late);
+          if (!outs[j]) {
+            ++errors;
+            continue;
+          }
+          if (outs[j]->status == ClaimStatus::kWon) {
+            ++winners[{j, tick}];
+            held.push_back(HeldClaim{reqs[j].job, tick, reqs[j].owner_token, outs[j]->fence,
+                                     reqs[j].lease});
+          } else if (outs[j]->status != ClaimStatus::kLost) {
+            ++missed_or_busy;
+          }
+        }
+        completer.Add(std::move(held));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  threads.clear();
+  int exactly_once = 0;
+  for (int j = 0; j < args.jobs; ++j) {
+    for (int s = 0; s < args.seconds; ++s) {
+      auto it = winners.find({j, first_tick + s});
+      if (it != winners.end() && it->second == 1) ++exactly_once;
+    }
+  }
+  const int expected = args.jobs * args.seconds;
+
+  // 2. Saturation: back-to-back ticks, no pacing (allow: no completes needed).
+  const std::int64_t sat_first = first_tick + args.seconds + 1'000;
+  std::atomic<int> sat_errors{0};
+  std::atomic<int> sat_wins{0};
+  const auto sat_start = std::chrono::steady_clock::now();
+  for (int r = 0; r < args.replicas; ++r) {
+    threads.emplace_back([&, r] {
+      for (int k = 0; k < args.sat_ticks; ++k) {
+        auto reqs = Batch(r, args.jobs, sat_first + k, /*forbid=*/false);
+        for (auto& req : reqs) req.starting_deadline = std::nullopt;  // ticks in the future
+        for (auto& out : backends[r]->ClaimBatch(reqs)) {
+          if (!out) ++sat_errors;
+          else if (out->status == ClaimStatus::kWon) ++sat_wins;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double sat_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sat_start).count();
+  const double claims_per_s = args.replicas * args.jobs * args.sat_ticks / sat_s;
+  const double ticks_per_s = args.jobs * args.sat_ticks / sat_s;
+
+  // Server time per script call (all scripts: claims and completes).
+  std::string evalsha_stats;
+  {
+    const std::string cmd = "redis-cli -p " + std::to_string(server.port()) + " -a '" +
+                            server.password() + "' --no-auth-warning INFO commandstats";
+    if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
+      char buf[1024];
+      while (std::fgets(buf, sizeof buf, pipe)) {
+        if (std::string(buf).rfind("cmdstat_evalsha:", 0) == 0) evalsha_stats = buf;
+      }
+      ::pclose(pipe);
+    }
+  }
+
+  // 3. The reference, on the same server.
+  const double set_rps = RedisBenchmark(server, "-n 100000 -P 16 -t set");
+  const double lua_rps = RedisBenchmark(
+      server,
+      "-n 100000 -P 16 -r 1000000 EVAL \"if redis.call('SET',KEYS[1],ARGV[1],'NX','PX',15000) "
+      "then return redis.call('INCR',KEYS[2]) end return 0\" 2 lock:__rand_int__ fence tok");
+
+  std::printf("claim_bench: %d replicas x %d jobs @every 1s (concurrency %s), redis-server 127.0.0.1:%d "
+              "(%s)\n",
+              args.replicas, args.jobs, args.forbid ? "forbid" : "allow", server.port(),
+              args.aof ? "appendonly yes, appendfsync always" : "no persistence");
+  std::printf("paced %ds: ticks %d, exactly once %d, claim errors %d, missed/busy %d, "
+              "complete errors %d\n",
+              args.seconds, expected, exactly_once, errors, missed_or_busy,
+              complete_errors.load());
+  std::printf("lateness (claim answered - T): p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+              Percentile(lateness_ms, 0.50), Percentile(lateness_ms, 0.99),
+              Percentile(lateness_ms, 1.0));
+  std::printf("saturation %d ticks: %.0f claims/s (%.0f ticks/s claimed, wins %d of %d, "
+              "errors %d)\n",
+              args.sat_ticks, claims_per_s, ticks_per_s, sat_wins.load(),
+              args.jobs * args.sat_ticks, sat_errors.load());
+  std::printf("reference redis-benchmark -P 16: SET %.0f req/s, Lua SET NX PX + INCR %.0f req/s\n",
+              set_rps, lua_rps);
+  std::printf("server: %s", evalsha_stats.empty() ? "(no commandstats)\n" : evalsha_stats.c_str());
+  if (set_rps > 0 && lua_rps > 0) {
+    std::printf("ratio claims/s: %.0f %% of SET, %.0f %% of the minimal Lua lock\n",
+                100 * claims_per_s / set_rps, 100 * claims_per_s / lua_rps);
+  }
+  const bool ok = exactly_once == expected && errors == 0 && missed_or_busy == 0 &&
+                  complete_errors == 0 &&
+                  sat_errors == 0 && sat_wins == args.jobs * args.sat_ticks;
+  std::printf("%s\n", ok ? "every tick claimed exactly once" : "FAILED: see the counts above");
+  return ok ? 0 : 1;
+}
