@@ -182,7 +182,7 @@ Cluster::~Cluster() {
   // Jobs run in their own process groups; a killed replica's children are gone with
   // it or finish soon. Keep the folder when asked, for reading after a failure.
   std::error_code ec;
-  if (!keep_) fs::remove_all(dir_, ec);
+  if (!keep_ && std::getenv("TICKD_E2E_KEEP") == nullptr) fs::remove_all(dir_, ec);
 }
 
 fs::path Cluster::WriteJobFile(const std::string& body, const std::string& extra_lock) {

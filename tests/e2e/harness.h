@@ -84,7 +84,7 @@ class Replica {
 class Cluster {
  public:
   explicit Cluster(BackendFixture& backend);
-  ~Cluster();  // stops replicas, removes the folder unless a test failed (kept for reading)
+  ~Cluster();  // stops replicas, removes the folder (kept when TICKD_E2E_KEEP is set)
 
   const fs::path& dir() const { return dir_; }
   // Writes jobs.yaml: `version: 1`, the backend's lock section with `extra_lock` lines
