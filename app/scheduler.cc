@@ -26,6 +26,10 @@
  * thread, not one each, and there is no fixed-interval polling: the loop wakes for
  * a tick, a reload or shutdown (Clock::Wake), nothing else.
  *
+ * recover: true jobs: a tick lost to another replica is claimed again every lease/2
+ * until the job's following tick is due; it is won only once the holder died and
+ * its lease expired on the backend (DESIGN §1 rule 5), and then runs here.
+ *
  * At startup only, each job's latest tick is looked at: still inside its starting
  * deadline → claimed now (a replica restarted at 14:00:00.5 still competes for
  * 14:00:00); past it and misfire: run-once → claimed without a deadline, so the
@@ -198,7 +202,7 @@ void Scheduler::Loop() {
     const std::int64_t now_ms = WallMs(clock_);
     milliseconds delay = kIdleSleep;
     if (!queue_.empty()) {
-      delay = milliseconds(queue_.top().tick * 1000 - now_ms);
+      delay = milliseconds(queue_.top().due_ms - now_ms);
       if (delay <= milliseconds(0)) continue;  // became due while claiming
     }
     const SteadyTime deadline = clock_.Steady() + delay;
@@ -222,10 +226,12 @@ void Scheduler::BuildInitialQueue(std::int64_t now_ms) {
     std::optional<std::int64_t> latest = job->prev ? job->prev(now_s + 1) : std::nullopt;
     if (latest) {
       if (*latest * 1000 + job->StartingDeadline(*latest).count() >= now_ms) {
-        queue_.push({*latest, name, false});  // still startable: compete for it now
+        queue_.push(TickEntry(*latest, name));  // still startable: compete for it now
         continue;
       }
-      if (job->job.misfire == config::Misfire::kRunOnce) queue_.push({*latest, name, true});
+      if (job->job.misfire == config::Misfire::kRunOnce) {
+        queue_.push(TickEntry(*latest, name, EntryKind::kCatchUp));
+      }
     }
     PushNext(*job, now_s);
   }
@@ -261,18 +267,18 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
 
 void Scheduler::PushNext(const ScheduledJob& job, std::int64_t after) {
   if (!job.next) return;
-  if (std::optional<std::int64_t> t = job.next(after)) queue_.push({*t, job.job.name, false});
+  if (std::optional<std::int64_t> t = job.next(after)) queue_.push(TickEntry(*t, job.job.name));
 }
 
 void Scheduler::ProcessDue(std::int64_t now_ms) {
   std::vector<Entry> due;
-  while (!queue_.empty() && queue_.top().tick * 1000 <= now_ms) {
+  while (!queue_.empty() && queue_.top().due_ms <= now_ms) {
     Entry e = queue_.top();
     queue_.pop();
     auto it = jobs_.find(e.job);
     if (it == jobs_.end()) continue;
     const ScheduledJob& job = *it->second;
-    if (!e.catch_up) {
+    if (e.kind == EntryKind::kTick) {
       if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
         SkipMissed(job, e.tick, now_ms);  // pushes the first tick still startable
         continue;
@@ -320,7 +326,7 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
     }
     t = job.next(*t);
   }
-  if (t) queue_.push({*t, job.job.name, false});
+  if (t) queue_.push(TickEntry(*t, job.job.name));
   if (count > options_.missed_log_limit) {
     log_.Log(LogLevel::kWarn, "missed",
              {{"job", job.job.name}, {"node", options_.node},
@@ -342,7 +348,9 @@ void Scheduler::ClaimGroup(const std::vector<Entry>& group) {
     req.owner_token = NewOwnerToken();
     req.lease = options_.lease;
     req.starting_deadline =
-        e.catch_up ? std::nullopt : std::optional<milliseconds>(job->StartingDeadline(e.tick));
+        e.kind == EntryKind::kCatchUp
+            ? std::nullopt
+            : std::optional<milliseconds>(job->StartingDeadline(e.tick));
     req.forbid_overlap = job->job.concurrency == config::Concurrency::kForbid;
     req.recover = job->job.recover;
     req.config_hash = job->config_hash;
@@ -362,13 +370,19 @@ void Scheduler::ClaimGroup(const std::vector<Entry>& group) {
     results.resize(reqs.size(), MakeError("claim", "the backend gave no answer for this tick"));
   }
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    HandleOutcome(jobs[i], reqs[i], results[i], claim_sent);
+    HandleOutcome(jobs[i], group[i].kind, reqs[i], results[i], claim_sent);
   }
 }
 
-void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job,
+void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                               const lock::ClaimRequest& req,
                               const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent) {
+  if (kind == EntryKind::kRecheck && !(result && result->status == lock::ClaimStatus::kWon)) {
+    // A recheck only matters when it wins (the holder died, its lease expired): the
+    // tick line for this tick was logged at the first claim.
+    if (result && result->status == lock::ClaimStatus::kLost) ScheduleRecheck(*job, req.tick_unix);
+    return;
+  }
   if (!result) {
     LogTick(req, "error", {{"error", result.error().ToString()}}, LogLevel::kWarn);
     Observe(req, "error", 0);
@@ -377,7 +391,11 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job,
   const lock::ClaimOutcome& o = *result;
   switch (o.status) {
     case lock::ClaimStatus::kWon: {
-      LogTick(req, "won", {{"fence", o.fence}});
+      if (kind == EntryKind::kRecheck) {
+        LogTick(req, "won", {{"fence", o.fence}, {"recovered", "true"}});
+      } else {
+        LogTick(req, "won", {{"fence", o.fence}});
+      }
       lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease};
       if (active_runs() >= options_.max_concurrent_runs) {
         log_.Log(LogLevel::kWarn, "skip",
@@ -405,6 +423,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job,
     case lock::ClaimStatus::kLost:
       LogTick(req, "lost", {{"winner", o.holder_node}});
       Observe(req, "lost", 0);
+      if (job->job.recover) ScheduleRecheck(*job, req.tick_unix);
       break;
     case lock::ClaimStatus::kBusy:
       LogTick(req, "busy",
@@ -422,6 +441,19 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job,
               {"peer", o.holder_node}, {"hash", req.config_hash},
               {"peer_hash", o.holder_config_hash}});
   }
+}
+
+void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {
+  // A dead holder's lease runs out at most one lease after its last renewal, and the
+  // backend lets the tick be re-claimed within the starting deadline counted from
+  // then: looking every lease/2 finds it in time. The claim outcome does not say
+  // whether the holder still runs or has finished, so the rechecks go on until the
+  // job's following tick is due (a cost of one claim per lease/2 per replica).
+  const std::int64_t due_ms =
+      WallMs(clock_) + std::max<milliseconds>(options_.lease / 2, milliseconds(100)).count();
+  const std::optional<std::int64_t> following = job.next ? job.next(tick) : std::nullopt;
+  if (following && due_ms >= *following * 1000) return;
+  queue_.push(Entry{due_ms, tick, job.job.name, EntryKind::kRecheck});
 }
 
 void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,

@@ -67,12 +67,21 @@ class Scheduler {
   std::optional<SteadyTime> sleeping_until() const;
 
  private:
+  enum class EntryKind {
+    kTick,     // the job's next tick
+    kCatchUp,  // misfire run-once at startup: claimed without a deadline
+    kRecheck,  // recover: true: a lost tick claimed again in case its holder died
+  };
   struct Entry {
+    std::int64_t due_ms = 0;  // when the loop acts on it (wall, ms)
     std::int64_t tick = 0;
     std::string job;
-    bool catch_up = false;  // misfire run-once at startup: claimed without a deadline
-    bool operator>(const Entry& o) const { return tick > o.tick; }
+    EntryKind kind = EntryKind::kTick;
+    bool operator>(const Entry& o) const { return due_ms > o.due_ms; }
   };
+  static Entry TickEntry(std::int64_t tick, std::string job, EntryKind kind = EntryKind::kTick) {
+    return Entry{tick * 1000, tick, std::move(job), kind};
+  }
   using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
 
   void Loop();
@@ -83,8 +92,11 @@ class Scheduler {
   void PushNext(const ScheduledJob& job, std::int64_t after);
   void SkipMissed(const ScheduledJob& job, std::int64_t first_missed, std::int64_t now_ms);
   void ClaimGroup(const std::vector<Entry>& group);
-  void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, const lock::ClaimRequest& req,
-                     const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent);
+  void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
+                     const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result,
+                     SteadyTime claim_sent);
+  // recover: true: claims `tick` again later, until the job's following tick is due.
+  void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
                 SteadyTime claim_sent);
   void LogTick(const lock::ClaimRequest& req, std::string_view outcome,

@@ -197,6 +197,41 @@ TEST_CASE("misfire skip: nothing is caught up after an outage") {
   CHECK(sim.backend.claims().empty());
 }
 
+TEST_CASE("recover: another replica re-claims the tick of a holder that died") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold
+  TestBackend a_view(sim.store);
+  auto recover = [](config::Job& j) {
+    j.recover = true;
+    j.starting_deadline = seconds(30);
+  };
+  auto lease = [](SchedulerOptions& o) { o.lease = seconds(4); };
+  sim.AddReplica("a", {EveryJob("j", 60, recover)}, lease, &a_view);
+  sim.Step(seconds(1), false);
+  sim.WaitQuiet(false);
+  sim.AddReplica("b", {EveryJob("j", 60, recover)}, lease);  // 14:00:00 lost to a
+  sim.WaitQuiet(false);
+  REQUIRE(sim.Grep({"node=b", "outcome=lost", "winner=a"}).size() == 1);
+  a_view.dead = true;  // a freezes: no renewals reach the store any more
+  for (int i = 0; i < 20 && sim.runner.starts() < 2; ++i) sim.Step(seconds(1), false);
+  REQUIRE(sim.runner.starts() == 2);
+  const auto recovered = sim.Grep({"node=b", "outcome=won", "recovered=true"});
+  REQUIRE(recovered.size() == 1);
+  CHECK(recovered[0].find("tick=2026-11-21T14:00:00Z") != std::string::npos);
+  CHECK(recovered[0].find("fence=2") != std::string::npos);
+  CHECK(sim.runner.specs()[1].env.at("TICKD_NODE") == "b");
+}
+
+TEST_CASE("recover: false never re-claims a lost tick") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.AddReplica("a", {EveryJob("j", 60)});
+  sim.Step(seconds(1));
+  sim.AddReplica("b", {EveryJob("j", 60)});
+  for (int i = 0; i < 30; ++i) sim.Step(seconds(1));
+  sim.WaitQuiet();
+  CHECK(sim.backend.claims().size() == 2);
+}
+
 TEST_CASE("a backend error fails closed: nothing runs") {
   Sim sim(WallAt(kT0, -1'000));
   sim.backend.claim_error = true;

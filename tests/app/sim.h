@@ -145,6 +145,8 @@ class TestBackend final : public lock::Backend {
   std::atomic<bool> renew_lost{false};
   std::atomic<bool> renew_error{false};
   std::atomic<bool> claim_error{false};
+  // A crashed replica: its renewals and completions never reach the store.
+  std::atomic<bool> dead{false};
   std::atomic<int> renewals{0};
 
   std::string_view name() const override { return "test"; }
@@ -158,7 +160,7 @@ class TestBackend final : public lock::Backend {
   }
   Result<lock::RenewStatus> Renew(const lock::HeldClaim& held) override {
     ++renewals;
-    if (renew_error) return MakeError("test", "renew timed out");
+    if (renew_error || dead) return MakeError("test", "renew timed out");
     if (renew_lost) return lock::RenewStatus::kLost;
     return inner_->Renew(held);
   }
@@ -168,6 +170,7 @@ class TestBackend final : public lock::Backend {
       std::lock_guard lock(mu_);
       completions_.emplace_back(held, c);
     }
+    if (dead) return MakeError("test", "connection lost");
     return inner_->Complete(held, c);
   }
   Result<void> Record(const lock::Observation& obs) override { return inner_->Record(obs); }
@@ -231,13 +234,16 @@ class Sim {
     for (auto& r : replicas_) r->Shutdown(milliseconds(0));
   }
 
+  // `own_backend`: this replica's view of the store (default: the shared TestBackend).
   Scheduler& AddReplica(const std::string& node, JobSet jobs,
-                        const std::function<void(SchedulerOptions&)>& edit = nullptr) {
+                        const std::function<void(SchedulerOptions&)>& edit = nullptr,
+                        lock::Backend* own_backend = nullptr) {
     SchedulerOptions o;
     o.node = node;
     o.max_real_wait = milliseconds(1);
     if (edit) edit(o);
-    replicas_.push_back(std::make_unique<Scheduler>(clock, backend, runner, log, o));
+    replicas_.push_back(std::make_unique<Scheduler>(
+        clock, own_backend != nullptr ? *own_backend : backend, runner, log, o));
     replicas_.back()->Start(std::move(jobs));
     return *replicas_.back();
   }
