@@ -32,6 +32,7 @@
 #include <array>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -156,6 +157,47 @@ int SetUpAttr(SpawnAttr& attr) {
   if (int rc = posix_spawnattr_setpgroup(a, 0)) return rc;  // 0: the child leads a new group
   if (int rc = posix_spawnattr_setsigmask(a, &empty)) return rc;
   return posix_spawnattr_setsigdefault(a, &all);
+}
+
+// Jobs die with their daemon. A replica that is SIGKILLed (or crashes) must not leave
+// its job running while a survivor takes the tick over (recover: true) or runs the
+// next one: that would be two runs at once. posix_spawn cannot set the child's
+// parent-death signal, so the child starts as util-linux's `setpriv --pdeathsig KILL`,
+// which sets PR_SET_PDEATHSIG and execs the job (same pid, same process group). The
+// "parent" is the thread that spawned: the run's supervisor, which outlives the run.
+constexpr const char* kSetpriv = "/usr/bin/setpriv";
+
+bool HaveSetpriv() {
+  static const bool have = access(kSetpriv, X_OK) == 0;
+  return have;
+}
+
+// Finds argv[0] as posix_spawnp would (in the daemon's PATH when it has no '/'), so a
+// missing or non-executable program is known before the spawn. Returns the path, or
+// the errno a spawn would have reported.
+std::pair<std::string, int> ResolveProgram(const std::string& program) {
+  auto check = [](const std::string& path) -> int {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return errno;
+    if (S_ISDIR(st.st_mode) || access(path.c_str(), X_OK) != 0) return EACCES;
+    return 0;
+  };
+  if (program.find('/') != std::string::npos) return {program, check(program)};
+  const char* path_env = getenv("PATH");
+  const std::string path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  int first_error = ENOENT;
+  std::size_t begin = 0;
+  while (begin <= path.size()) {
+    std::size_t end = path.find(':', begin);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end == begin ? "." : path.substr(begin, end - begin);
+    const std::string candidate = dir + "/" + program;
+    const int rc = check(candidate);
+    if (rc == 0) return {candidate, 0};
+    if (rc != ENOENT && rc != ENOTDIR) first_error = rc;
+    begin = end + 1;
+  }
+  return {program, first_error};
 }
 
 // The daemon's environment with spec.env on top ("NAME=value" strings).
@@ -457,19 +499,24 @@ Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputS
   }
   if (int rc = SetUpAttr(attr)) return MakeError("jobs: posix_spawn attributes", ErrnoText(rc));
 
-  std::vector<std::string> argv_strings = spec.argv;
+  const SteadyClock::time_point start = SteadyClock::now();
+  // The daemon's PATH (not spec.env's) is searched when argv[0] has no '/'.
+  auto [resolved, resolve_error] = ResolveProgram(program);
+  std::vector<std::string> argv_strings;
+  if (resolve_error == 0 && HaveSetpriv()) {
+    argv_strings = {kSetpriv, "--pdeathsig", "KILL", "--", resolved};
+  } else {
+    argv_strings = {resolved};
+  }
+  argv_strings.insert(argv_strings.end(), spec.argv.begin() + 1, spec.argv.end());
   std::vector<std::string> env_strings = BuildEnvironment(spec.env);
   std::vector<char*> argv = CStrings(argv_strings);
   std::vector<char*> envp = CStrings(env_strings);
 
   pid_t pid = -1;
-  const SteadyClock::time_point start = SteadyClock::now();
-  // posix_spawnp searches the daemon's PATH (not spec.env's) when argv[0] has no '/'.
-  const int rc = program.find('/') == std::string::npos
-                     ? posix_spawnp(&pid, program.c_str(), actions.get(), attr.get(),
-                                    argv.data(), envp.data())
-                     : posix_spawn(&pid, program.c_str(), actions.get(), attr.get(),
-                                   argv.data(), envp.data());
+  const int rc = resolve_error != 0 ? resolve_error
+                                    : posix_spawn(&pid, argv_strings[0].c_str(), actions.get(),
+                                                  attr.get(), argv.data(), envp.data());
   out->write.Reset();  // the child holds its own copies; EOF comes when it (and its
   err->write.Reset();  // descendants) close them
   if (rc != 0) {

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <sys/stat.h>
+
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -279,11 +281,16 @@ TEST_CASE("a missing program is a failed run with exit status 127", "[jobs]") {
     CHECK(r.exit_code == 127);
     CHECK_THAT(r.error, Catch::Contains(program));
   }
+  // Found but without execute permission: 126, as a shell reports it.
+  const std::string plain = "/tmp/tickd-not-executable-" + std::to_string(getpid());
+  std::ofstream(plain) << "data\n";
+  ::chmod(plain.c_str(), 0644);
   ProcessSpec not_executable;
-  not_executable.argv = {"/etc/hostname"};
+  not_executable.argv = {plain};
   Collector c;
   auto e = Start(not_executable, c);
   CHECK(Wait(*e, 0ms).exit_code == 126);
+  ::unlink(plain.c_str());
 }
 
 TEST_CASE("the daemon's blocked and ignored signals do not leak into jobs", "[jobs]") {
@@ -339,6 +346,33 @@ TEST_CASE("many parallel runs are all reaped", "[jobs]") {
     CHECK(collectors[i].Stream("stdout") == std::vector<std::string>{std::to_string(i)});
   }
   CHECK(ZombieChildren() == 0);
+}
+
+TEST_CASE("a job dies with the thread that started it (its daemon)", "[jobs]") {
+  // The supervisor thread that spawned the job stands for the daemon: when it ends
+  // without reaping (as when the daemon is SIGKILLed), the kernel kills the job.
+  const std::string pid_file = "/tmp/tickd-pdeathsig-" + std::to_string(getpid());
+  std::unique_ptr<Execution> leaked;
+  std::thread daemon([&] {
+    ProcessSpec spec;
+    spec.argv = ShellArgv("echo $$ > " + pid_file + "; exec sleep 30");
+    Collector c;
+    leaked = Start(spec, c);
+    for (int i = 0; i < 200 && ::access(pid_file.c_str(), F_OK) != 0; ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+  });
+  daemon.join();
+  pid_t job = 0;
+  for (int i = 0; i < 100 && job == 0; ++i) {
+    std::ifstream(pid_file) >> job;
+    if (job == 0) std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(job > 0);
+  // The job is gone (a zombie until its Execution reaps it) once the thread ended.
+  RunResult r = Wait(*leaked);
+  CHECK(r.signal == SIGKILL);
+  ::unlink(pid_file.c_str());
 }
 
 }  // namespace
