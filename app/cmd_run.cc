@@ -30,6 +30,7 @@ namespace tickd::app {
 namespace {
 
 constexpr std::timespec kFilePollInterval{1, 0};
+constexpr int kOpenAttempts = 10;  // ~6 s of backoff in all
 
 std::string DefaultNodeId() {
   char host[256] = {};
@@ -114,7 +115,20 @@ int CmdRun(const RunArgs& args) {
   }
   backend_options.op_timeout = cfg.lock.op_timeout;
   backend_options.retention = cfg.lock.retention;
+  // A store that is briefly unavailable at start (a server still starting, SQLite
+  // busy while another replica creates the schema) is retried for a few seconds.
   auto backend = lock::OpenBackend(backend_options, clock);
+  std::timespec backoff{0, 100'000'000};
+  for (int attempt = 1; !backend && attempt < kOpenAttempts; ++attempt) {
+    log.Log(LogLevel::kWarn, "backend",
+            {{"node", node}, {"outcome", "error"}, {"error", backend.error().ToString()},
+             {"attempt", attempt}});
+    const int sig = ::sigtimedwait(&signals, nullptr, &backoff);
+    if (sig == SIGTERM || sig == SIGINT) return kExitOk;
+    backoff.tv_nsec *= 2;
+    if (backoff.tv_nsec >= 1'000'000'000) backoff = {1, 0};
+    backend = lock::OpenBackend(backend_options, clock);
+  }
   if (!backend) {
     log.Log(LogLevel::kError, "start", {{"node", node}, {"error", backend.error().ToString()}});
     std::cerr << "tickd: " << backend.error().ToString() << "\n";
