@@ -146,7 +146,8 @@ int CmdRun(const RunArgs& args) {
   Scheduler scheduler(clock, **backend, *runner, log, options);
   log.Log(LogLevel::kInfo, "start",
           {{"node", node}, {"file", args.config_path}, {"backend", (*backend)->name()},
-           {"url", lock::RedactUrl(cfg.lock.url)}, {"lease", FormatDuration(cfg.lock.lease)},
+           {"url", cfg.lock.url.empty() ? "-" : lock::RedactUrl(cfg.lock.url)},
+           {"lease", FormatDuration(cfg.lock.lease)},
            {"jobs", jobs->size()}, {"pid", ::getpid()}});
   scheduler.Start(std::move(*jobs));
 

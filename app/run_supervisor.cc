@@ -144,7 +144,7 @@ void RunSupervisor::Supervise(Outcome& out) {
       for (const auto& [key, value] : job.env) {
         env_text += (env_text.empty() ? "" : " ") + key + "=" + MaskEnvValue(key, value);
       }
-      log_.Log(LogLevel::kDebug, "start",
+      log_.Log(LogLevel::kDebug, "attempt",
                {{"job", job.name}, {"tick", tick_text_}, {"node", tick_.node},
                 {"attempt", attempt}, {"env", env_text}});
     }
