@@ -42,9 +42,12 @@ std::string DefaultNodeId() {
 
 std::string SignalName(int sig) {
   switch (sig) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGHUP: return "SIGHUP";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
   }
   return std::to_string(sig);
 }
@@ -58,7 +61,8 @@ int ServeSignals(const sigset_t& signals, const std::string& path, Scheduler& sc
     const int sig = ::sigtimedwait(&signals, &info, &kFilePollInterval);
     if (sig == SIGTERM || sig == SIGINT) return sig;
     if (sig == SIGHUP) {
-      log.Log(LogLevel::kInfo, "signal", {{"node", node}, {"signal", "SIGHUP"}, {"action", "reload"}});
+      log.Log(LogLevel::kInfo, "signal",
+              {{"node", node}, {"signal", "SIGHUP"}, {"action", "reload"}});
       seen = IdentifyFile(path);
       ReloadJobs(path, scheduler, log);
       continue;
@@ -101,8 +105,9 @@ int CmdRun(const RunArgs& args) {
   Logger log(clock, LogFormatFromName(args.log_format).value_or(LogFormat::kLogfmt),
              LogLevelFromName(args.log_level).value_or(LogLevel::kInfo),
              Logger::FdWriter(STDOUT_FILENO));
-  const std::string node =
-      !args.node_id.empty() ? args.node_id : !cfg.node_id.empty() ? cfg.node_id : DefaultNodeId();
+  const std::string node = !args.node_id.empty()  ? args.node_id
+                           : !cfg.node_id.empty() ? cfg.node_id
+                                                  : DefaultNodeId();
   for (const config::ConfigError& w : cfg.warnings) {
     log.Log(LogLevel::kWarn, "config", {{"file", args.config_path}, {"warning", w.ToString()}});
   }
@@ -121,7 +126,9 @@ int CmdRun(const RunArgs& args) {
   std::timespec backoff{0, 100'000'000};
   for (int attempt = 1; !backend && attempt < kOpenAttempts; ++attempt) {
     log.Log(LogLevel::kWarn, "backend",
-            {{"node", node}, {"outcome", "error"}, {"error", backend.error().ToString()},
+            {{"node", node},
+             {"outcome", "error"},
+             {"error", backend.error().ToString()},
              {"attempt", attempt}});
     const int sig = ::sigtimedwait(&signals, nullptr, &backoff);
     if (sig == SIGTERM || sig == SIGINT) return kExitOk;
@@ -145,15 +152,20 @@ int CmdRun(const RunArgs& args) {
   options.max_concurrent_runs = cfg.max_concurrent_runs;
   Scheduler scheduler(clock, **backend, *runner, log, options);
   log.Log(LogLevel::kInfo, "start",
-          {{"node", node}, {"file", args.config_path}, {"backend", (*backend)->name()},
+          {{"node", node},
+           {"file", args.config_path},
+           {"backend", (*backend)->name()},
            {"url", cfg.lock.url.empty() ? "-" : lock::RedactUrl(cfg.lock.url)},
            {"lease", FormatDuration(cfg.lock.lease)},
-           {"jobs", jobs->size()}, {"pid", ::getpid()}});
+           {"jobs", jobs->size()},
+           {"pid", ::getpid()}});
   scheduler.Start(std::move(*jobs));
 
   const int sig = ServeSignals(signals, args.config_path, scheduler, log, node);
   log.Log(LogLevel::kInfo, "shutdown",
-          {{"node", node}, {"signal", SignalName(sig)}, {"running", scheduler.active_runs()},
+          {{"node", node},
+           {"signal", SignalName(sig)},
+           {"running", scheduler.active_runs()},
            {"grace", FormatDuration(cfg.shutdown_grace)}});
   scheduler.Shutdown(cfg.shutdown_grace);
   log.Log(LogLevel::kInfo, "stopped", {{"node", node}});

@@ -1,7 +1,8 @@
 // The daemon's log lines (DESIGN.md §6): one line per event, an event name and
 // ordered key=value fields, formatted once as logfmt or JSON.
 //
-//   2026-11-21T14:00:00.003Z info tick job=cleanup tick=2026-11-21T14:00:00Z node=a outcome=won fence=42
+//   2026-11-21T14:00:00.003Z info tick job=cleanup tick=2026-11-21T14:00:00Z node=a outcome=won
+//   fence=42
 //   {"ts":"2026-11-21T14:00:00.003Z","level":"info","event":"tick","job":"cleanup",…,"fence":42}
 //
 // Events go to stdout (so `tickd run | …` works); each line is written with a single
@@ -38,8 +39,8 @@ struct Field {
   Field(std::string_view k, const char* v) : key(k), value(v) {}
   Field(std::string_view k, const std::string& v) : key(k), value(v) {}
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  Field(std::string_view k, T v) : key(k), value(std::to_string(v)), number(true) {}
+  requires(!std::same_as<T, bool>) Field(std::string_view k, T v)
+      : key(k), value(std::to_string(v)), number(true) {}
 
   std::string key;
   std::string value;

@@ -12,7 +12,9 @@ bool ReloadJobs(const std::string& path, Scheduler& scheduler, Logger& log,
       log.Log(LogLevel::kError, "config", {{"file", path}, {"error", e.ToString()}});
     }
     log.Log(LogLevel::kWarn, "reload",
-            {{"file", path}, {"outcome", "rejected"}, {"errors", loaded.error().size()},
+            {{"file", path},
+             {"outcome", "rejected"},
+             {"errors", loaded.error().size()},
              {"note", "the previous jobs keep running"}});
     return false;
   }
@@ -20,7 +22,9 @@ bool ReloadJobs(const std::string& path, Scheduler& scheduler, Logger& log,
   if (!jobs) {
     log.Log(LogLevel::kError, "config", {{"file", path}, {"error", jobs.error().ToString()}});
     log.Log(LogLevel::kWarn, "reload",
-            {{"file", path}, {"outcome", "rejected"}, {"errors", 1},
+            {{"file", path},
+             {"outcome", "rejected"},
+             {"errors", 1},
              {"note", "the previous jobs keep running"}});
     return false;
   }

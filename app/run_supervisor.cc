@@ -12,9 +12,7 @@ namespace {
 
 // How soon to try again after a renewal that failed (not answered kLost): often
 // enough that a short backend hiccup does not cost the lease.
-milliseconds RenewRetryDelay(milliseconds lease) {
-  return std::max(milliseconds(10), lease / 15);
-}
+milliseconds RenewRetryDelay(milliseconds lease) { return std::max(milliseconds(10), lease / 15); }
 
 }  // namespace
 
@@ -71,7 +69,9 @@ RunSupervisor::RunSupervisor(Clock& clock, lock::Backend& backend, Runner& runne
 
 RunSupervisor::~RunSupervisor() { Join(); }
 
-void RunSupervisor::Start() { thread_ = std::thread([this] { Main(); }); }
+void RunSupervisor::Start() {
+  thread_ = std::thread([this] { Main(); });
+}
 
 void RunSupervisor::Join() {
   if (thread_.joinable()) thread_.join();
@@ -123,8 +123,11 @@ void RunSupervisor::Supervise(Outcome& out) {
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     if (attempt > 1) {
       log_.Log(LogLevel::kInfo, "retry",
-               {{"job", job.name}, {"tick", tick_text_}, {"node", tick_.node},
-                {"attempt", attempt}, {"backoff", FormatSeconds(job.retries.backoff)}});
+               {{"job", job.name},
+                {"tick", tick_text_},
+                {"node", tick_.node},
+                {"attempt", attempt},
+                {"backoff", FormatSeconds(job.retries.backoff)}});
       if (!Backoff(clock_.Steady() + job.retries.backoff)) break;
     }
     {
@@ -145,13 +148,19 @@ void RunSupervisor::Supervise(Outcome& out) {
         env_text += (env_text.empty() ? "" : " ") + key + "=" + MaskEnvValue(key, value);
       }
       log_.Log(LogLevel::kDebug, "attempt",
-               {{"job", job.name}, {"tick", tick_text_}, {"node", tick_.node},
-                {"attempt", attempt}, {"env", env_text}});
+               {{"job", job.name},
+                {"tick", tick_text_},
+                {"node", tick_.node},
+                {"attempt", attempt},
+                {"env", env_text}});
     }
     jobs::OutputSink sink = [this](std::string_view stream, std::string_view line) {
       log_.Log(LogLevel::kInfo, "output",
-               {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
-                {"stream", stream}, {"line", line}});
+               {{"job", tick_.job->job.name},
+                {"tick", tick_text_},
+                {"node", tick_.node},
+                {"stream", stream},
+                {"line", line}});
     };
     Result<std::unique_ptr<jobs::Execution>> started = runner_.Start(job, spec, std::move(sink));
     if (!started) {
@@ -245,8 +254,11 @@ void RunSupervisor::Upkeep() {
     return;
   } else {
     log_.Log(LogLevel::kWarn, "renew",
-             {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
-              {"outcome", "error"}, {"error", renewed.error().ToString()}});
+             {{"job", tick_.job->job.name},
+              {"tick", tick_text_},
+              {"node", tick_.node},
+              {"outcome", "error"},
+              {"error", renewed.error().ToString()}});
     next_renew_ = sent + RenewRetryDelay(tick_.held.lease);
   }
   if (clock_.Steady() >= valid_until_) LoseLease("the lease ran out without a confirmed renewal");
@@ -257,9 +269,13 @@ void RunSupervisor::LoseLease(std::string_view reason) {
   lease_lost_ = true;
   const bool keep_going = tick_.job->job.on_lease_lost == config::OnLeaseLost::kContinue;
   log_.Log(LogLevel::kWarn, "lease",
-           {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
-            {"outcome", "lost"}, {"action", keep_going ? "continue" : "terminate"},
-            {"reason", reason}, {"fence", tick_.held.fence}});
+           {{"job", tick_.job->job.name},
+            {"tick", tick_text_},
+            {"node", tick_.node},
+            {"outcome", "lost"},
+            {"action", keep_going ? "continue" : "terminate"},
+            {"reason", reason},
+            {"fence", tick_.held.fence}});
   if (keep_going) return;
   std::lock_guard lock(mu_);
   if (exec_ != nullptr) exec_->Terminate(jobs::RunOutcome::kLeaseLost);
@@ -281,12 +297,18 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
     }
     if (!completed) {
       log_.Log(LogLevel::kWarn, "complete",
-               {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
-                {"outcome", "error"}, {"error", completed.error().ToString()}});
+               {{"job", tick_.job->job.name},
+                {"tick", tick_text_},
+                {"node", tick_.node},
+                {"outcome", "error"},
+                {"error", completed.error().ToString()}});
     } else if (*completed == lock::CompleteStatus::kNotOwner) {
       log_.Log(LogLevel::kWarn, "complete",
-               {{"job", tick_.job->job.name}, {"tick", tick_text_}, {"node", tick_.node},
-                {"outcome", "not-owner"}, {"fence", tick_.held.fence}});
+               {{"job", tick_.job->job.name},
+                {"tick", tick_text_},
+                {"node", tick_.node},
+                {"outcome", "not-owner"},
+                {"fence", tick_.held.fence}});
     }
 
     std::vector<Field> fields = {{"job", tick_.job->job.name},

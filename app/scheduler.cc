@@ -329,9 +329,11 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
   if (t) queue_.push(TickEntry(*t, job.job.name));
   if (count > options_.missed_log_limit) {
     log_.Log(LogLevel::kWarn, "missed",
-             {{"job", job.job.name}, {"node", options_.node},
+             {{"job", job.job.name},
+              {"node", options_.node},
               {"count", (at_least ? ">=" : "") + std::to_string(count)},
-              {"first", FormatTick(first_missed)}, {"last", FormatTick(last)},
+              {"first", FormatTick(first_missed)},
+              {"last", FormatTick(last)},
               {"logged", options_.missed_log_limit}});
   }
 }
@@ -347,10 +349,9 @@ void Scheduler::ClaimGroup(const std::vector<Entry>& group) {
     req.node = options_.node;
     req.owner_token = NewOwnerToken();
     req.lease = options_.lease;
-    req.starting_deadline =
-        e.kind == EntryKind::kCatchUp
-            ? std::nullopt
-            : std::optional<milliseconds>(job->StartingDeadline(e.tick));
+    req.starting_deadline = e.kind == EntryKind::kCatchUp
+                                ? std::nullopt
+                                : std::optional<milliseconds>(job->StartingDeadline(e.tick));
     req.forbid_overlap = job->job.concurrency == config::Concurrency::kForbid;
     req.recover = job->job.recover;
     req.config_hash = job->config_hash;
@@ -399,8 +400,11 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease};
       if (active_runs() >= options_.max_concurrent_runs) {
         log_.Log(LogLevel::kWarn, "skip",
-                 {{"job", req.job}, {"tick", FormatTick(req.tick_unix)}, {"node", req.node},
-                  {"reason", "max_concurrent_runs"}, {"limit", options_.max_concurrent_runs},
+                 {{"job", req.job},
+                  {"tick", FormatTick(req.tick_unix)},
+                  {"node", req.node},
+                  {"reason", "max_concurrent_runs"},
+                  {"limit", options_.max_concurrent_runs},
                   {"fence", o.fence}});
         Result<lock::CompleteStatus> r = MakeError("complete", "no answer");
         try {
@@ -410,8 +414,11 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
         }
         if (!r) {
           log_.Log(LogLevel::kWarn, "complete",
-                   {{"job", req.job}, {"tick", FormatTick(req.tick_unix)}, {"node", req.node},
-                    {"outcome", "error"}, {"error", r.error().ToString()}});
+                   {{"job", req.job},
+                    {"tick", FormatTick(req.tick_unix)},
+                    {"node", req.node},
+                    {"outcome", "error"},
+                    {"error", r.error().ToString()}});
         }
         Observe(req, "skipped", o.fence);
         return;
@@ -437,8 +444,11 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
   }
   if (!o.holder_config_hash.empty() && o.holder_config_hash != req.config_hash) {
     log_.Log(LogLevel::kWarn, "config-mismatch",
-             {{"job", req.job}, {"tick", FormatTick(req.tick_unix)}, {"node", req.node},
-              {"peer", o.holder_node}, {"hash", req.config_hash},
+             {{"job", req.job},
+              {"tick", FormatTick(req.tick_unix)},
+              {"node", req.node},
+              {"peer", o.holder_node},
+              {"hash", req.config_hash},
               {"peer_hash", o.holder_config_hash}});
   }
 }
@@ -512,8 +522,11 @@ void Scheduler::Observe(const lock::ClaimRequest& req, std::string_view outcome,
   }
   if (!r) {
     log_.Log(LogLevel::kDebug, "ledger",
-             {{"job", req.job}, {"tick", FormatTick(req.tick_unix)}, {"node", req.node},
-              {"outcome", "error"}, {"error", r.error().ToString()}});
+             {{"job", req.job},
+              {"tick", FormatTick(req.tick_unix)},
+              {"node", req.node},
+              {"outcome", "error"},
+              {"error", r.error().ToString()}});
   }
 }
 

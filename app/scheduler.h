@@ -26,10 +26,10 @@
 namespace tickd::app {
 
 struct SchedulerOptions {
-  std::string node;                            // this replica's node id
-  std::chrono::milliseconds lease{15'000};     // lock.lease: TTL of every claim
-  int max_concurrent_runs = 64;                // won ticks beyond it are skipped, never delayed
-  std::size_t missed_log_limit = 10;           // per job per wake-up; the rest is one summary
+  std::string node;                         // this replica's node id
+  std::chrono::milliseconds lease{15'000};  // lock.lease: TTL of every claim
+  int max_concurrent_runs = 64;             // won ticks beyond it are skipped, never delayed
+  std::size_t missed_log_limit = 10;        // per job per wake-up; the rest is one summary
   // The longest real-time wait of a supervisor or of Shutdown before it reads the
   // Clock again. Only matters for a FakeClock (tests set 1 ms).
   std::chrono::milliseconds max_real_wait{1'000};
@@ -99,8 +99,8 @@ class Scheduler {
   void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
                 SteadyTime claim_sent);
-  void LogTick(const lock::ClaimRequest& req, std::string_view outcome,
-               std::vector<Field> extra, LogLevel level = LogLevel::kInfo);
+  void LogTick(const lock::ClaimRequest& req, std::string_view outcome, std::vector<Field> extra,
+               LogLevel level = LogLevel::kInfo);
   void Observe(const lock::ClaimRequest& req, std::string_view outcome, std::uint64_t fence);
   void ReapFinished();
   // Wakes the loop until it has seen `done()` become true.

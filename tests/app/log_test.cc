@@ -2,10 +2,9 @@
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 namespace tickd::app {
 namespace {
@@ -23,12 +22,19 @@ TEST_CASE("tick and run lines read exactly as DESIGN §6 shows them") {
   Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo,
              [&](std::string_view l) { lines.emplace_back(l); });
   log.Log(LogLevel::kInfo, "tick",
-          {{"job", "cleanup-unpaid-orders"}, {"tick", FormatTick(kTick)}, {"node", "node-a"},
-           {"outcome", "won"}, {"fence", std::uint64_t{42}}});
+          {{"job", "cleanup-unpaid-orders"},
+           {"tick", FormatTick(kTick)},
+           {"node", "node-a"},
+           {"outcome", "won"},
+           {"fence", std::uint64_t{42}}});
   clock.Advance(milliseconds(509));
   log.Log(LogLevel::kInfo, "run",
-          {{"job", "cleanup-unpaid-orders"}, {"tick", FormatTick(kTick)}, {"node", "node-a"},
-           {"outcome", "done"}, {"exit", 0}, {"duration", FormatSeconds(milliseconds(509))},
+          {{"job", "cleanup-unpaid-orders"},
+           {"tick", FormatTick(kTick)},
+           {"node", "node-a"},
+           {"outcome", "done"},
+           {"exit", 0},
+           {"duration", FormatSeconds(milliseconds(509))},
            {"fence", 42}});
   log.Log(LogLevel::kDebug, "noise", {});
   REQUIRE(lines.size() == 2);
@@ -53,11 +59,10 @@ TEST_CASE("logfmt quotes values with spaces, quotes, '=' and controls") {
 }
 
 TEST_CASE("json lines carry the same fields, numbers as numbers") {
-  std::string line = FormatLine(LogFormat::kJson, At(kTick * 1000 + 4), LogLevel::kInfo, "tick",
-                                std::vector<Field>{{"job", "x"},
-                                                   {"outcome", "lost"},
-                                                   {"winner", "node \"a\""},
-                                                   {"fence", 7}});
+  std::string line =
+      FormatLine(LogFormat::kJson, At(kTick * 1000 + 4), LogLevel::kInfo, "tick",
+                 std::vector<Field>{
+                     {"job", "x"}, {"outcome", "lost"}, {"winner", "node \"a\""}, {"fence", 7}});
   CHECK(line ==
         "{\"ts\":\"2026-11-21T14:00:00.004Z\",\"level\":\"info\",\"event\":\"tick\",\"job\":\"x\","
         "\"outcome\":\"lost\",\"winner\":\"node \\\"a\\\"\",\"fence\":7}\n");

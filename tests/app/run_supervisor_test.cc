@@ -74,8 +74,9 @@ TEST_CASE("renewals that fail until the validity runs out lose the lease") {
   REQUIRE(Eventually([&] { return r.Ended(); }));
   CHECK(r.sim.clock.Steady() - SteadyTime(milliseconds(1'000'000)) >= milliseconds(3'968));
   CHECK(r.sim.Grep({" warn renew ", "outcome=error", "renew timed out"}).size() >= 2);
-  CHECK(r.sim.Grep({" lease ", "reason=\"the lease ran out without a confirmed renewal\""})
-            .size() == 1);
+  CHECK(
+      r.sim.Grep({" lease ", "reason=\"the lease ran out without a confirmed renewal\""}).size() ==
+      1);
   CHECK(r.OnlyCompletion().outcome == "lease-lost");
 }
 
@@ -164,10 +165,12 @@ TEST_CASE("retries: a failed attempt is retried under the same claim with TICKD_
   sim.runner.plan = [](const jobs::ProcessSpec& spec) {
     return std::optional<int>(spec.env.at("TICKD_ATTEMPT") == "3" ? 0 : 1);
   };
-  sim.AddReplica("a", {EveryJob("j", 60, [](config::Job& j) {
-                   j.retries = {3, seconds(2)};
-                   j.env = {{"GREETING", "hi"}, {"TICKD_NODE", "spoofed"}};
-                 })},
+  sim.AddReplica("a",
+                 {EveryJob("j", 60,
+                           [](config::Job& j) {
+                             j.retries = {3, seconds(2)};
+                             j.env = {{"GREETING", "hi"}, {"TICKD_NODE", "spoofed"}};
+                           })},
                  [](SchedulerOptions& o) { o.lease = seconds(60); });
   sim.Step(seconds(1), false);
   for (int i = 0; i < 40 && sim.runner.starts() < 3; ++i) {

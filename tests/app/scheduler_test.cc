@@ -103,8 +103,10 @@ TEST_CASE("forbid: a tick while the previous run still runs is busy on every rep
   for (const auto& l : busy) {
     CHECK(l.find("holder=" + holder + " holder_tick=2026-11-21T14:00:00Z") != std::string::npos);
   }
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
   sim.runner.run(0)->FinishWithExit(0);
-  REQUIRE(Eventually([&] { return sim.replica(0).active_runs() + sim.replica(1).active_runs() == 0; }));
+  REQUIRE(
+      Eventually([&] { return sim.replica(0).active_runs() + sim.replica(1).active_runs() == 0; }));
   sim.Step(seconds(60));  // 14:02: free again
   sim.WaitQuiet(false);
   CHECK(sim.Grep({"tick=2026-11-21T14:02:00Z", "outcome=won"}).size() == 1);
@@ -113,10 +115,10 @@ TEST_CASE("forbid: a tick while the previous run still runs is busy on every rep
 TEST_CASE("concurrency allow: overlapping runs are fine") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };
-  sim.AddReplica("a", {EveryJob("par", 60, [](config::Job& j) {
-                   j.concurrency = config::Concurrency::kAllow;
-                 })},
-                 [](SchedulerOptions& o) { o.lease = std::chrono::minutes(10); });
+  sim.AddReplica(
+      "a",
+      {EveryJob("par", 60, [](config::Job& j) { j.concurrency = config::Concurrency::kAllow; })},
+      [](SchedulerOptions& o) { o.lease = std::chrono::minutes(10); });
   sim.Step(seconds(1), false);
   sim.Step(seconds(60), false);
   sim.WaitQuiet(false);
@@ -157,14 +159,14 @@ TEST_CASE("thousands of missed ticks are summed up in one line") {
 }
 
 TEST_CASE("a wall-clock step back delays ticks; the loop re-reads the wall clock") {
-  Sim sim(WallAt(kT0, -10'000));             // 13:59:50, loop sleeps 10 s
+  Sim sim(WallAt(kT0, -10'000));  // 13:59:50, loop sleeps 10 s
   sim.AddReplica("a", {EveryJob("j", 60)});
   sim.WaitQuiet();
-  sim.clock.StepWall(-seconds(30));          // NTP: wall is 13:59:20 now
-  sim.Step(seconds(10));                     // steady deadline passes, wall 13:59:30
+  sim.clock.StepWall(-seconds(30));  // NTP: wall is 13:59:20 now
+  sim.Step(seconds(10));             // steady deadline passes, wall 13:59:30
   sim.WaitQuiet();
   CHECK(sim.backend.claims().empty());
-  sim.Step(seconds(30));                     // wall 14:00:00
+  sim.Step(seconds(30));  // wall 14:00:00
   sim.WaitQuiet();
   CHECK(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won"}).size() == 1);
 }
@@ -181,8 +183,7 @@ TEST_CASE("misfire run-once: the first replica back after an outage runs the lat
   sim.clock.Advance(seconds(5));
   sim.AddReplica("b", {EveryJob("report", 60, run_once)});
   sim.WaitQuiet();
-  CHECK(sim.Grep({"tick=2026-11-21T14:05:00Z", "node=b", "outcome=lost", "winner=a"}).size() ==
-        1);
+  CHECK(sim.Grep({"tick=2026-11-21T14:05:00Z", "node=b", "outcome=lost", "winner=a"}).size() == 1);
   CHECK(sim.runner.starts() == 1);
   bool deadline_free = false;
   for (const auto& req : sim.backend.claims()) deadline_free |= !req.starting_deadline;
@@ -213,8 +214,9 @@ TEST_CASE("recover: another replica re-claims the tick of a holder that died") {
   sim.WaitQuiet(false);
   REQUIRE(sim.Grep({"node=b", "outcome=lost", "winner=a"}).size() == 1);
   a_view.dead = true;  // a freezes: no renewals reach the store any more
-  for (int i = 0; i < 20 && sim.runner.starts() < 2; ++i) sim.Step(seconds(1), false);
-  REQUIRE(sim.runner.starts() == 2);
+  for (int i = 0; i < 20 && sim.Grep({"recovered=true"}).empty(); ++i) sim.Step(seconds(1), false);
+  // The recovered run starts on its own thread.
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 2; }));
   const auto recovered = sim.Grep({"node=b", "outcome=won", "recovered=true"});
   REQUIRE(recovered.size() == 1);
   CHECK(recovered[0].find("tick=2026-11-21T14:00:00Z") != std::string::npos);
@@ -269,7 +271,7 @@ TEST_CASE("max_concurrent_runs: a won tick beyond it is skipped and released, ne
   });
   sim.Step(seconds(1), false);
   sim.WaitQuiet(false);
-  CHECK(sim.runner.starts() == 1);
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));  // on the run's own thread
   CHECK(sim.Grep({"outcome=won"}).size() == 2);
   CHECK(sim.Grep({" warn skip ", "reason=max_concurrent_runs", "limit=1"}).size() == 1);
   const auto completions = sim.backend.completions();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -14,8 +15,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "app/log.h"
 #include "app/runner.h"
@@ -265,10 +264,10 @@ class Sim {
     if (!ok) {
       for (auto& r : replicas_) {
         auto until = r->sleeping_until();
-        UNSCOPED_INFO("replica sleeping_until="
-                      << (until ? until->time_since_epoch().count() : -1)
-                      << " now=" << clock.Steady().time_since_epoch().count()
-                      << " active_runs=" << r->active_runs());
+        UNSCOPED_INFO("replica sleeping_until=" << (until ? until->time_since_epoch().count() : -1)
+                                                << " now="
+                                                << clock.Steady().time_since_epoch().count()
+                                                << " active_runs=" << r->active_runs());
       }
       for (const auto& l : lines()) UNSCOPED_INFO(l);
     }
