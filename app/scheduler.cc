@@ -27,8 +27,9 @@
  * a tick, a reload or shutdown (Clock::Wake), nothing else.
  *
  * recover: true jobs: a tick lost to another replica is claimed again every lease/2
- * until the job's following tick is due; it is won only once the holder died and
- * its lease expired on the backend (DESIGN §1 rule 5), and then runs here.
+ * while it may still be running (until the job's following tick, then as long as
+ * the ledger shows it running); it is won only once the holder died and its lease
+ * expired on the backend (DESIGN §1 rule 5), and then runs here.
  *
  * At startup only, each job's latest tick is looked at: still inside its starting
  * deadline → claimed now (a replica restarted at 14:00:00.5 still competes for
@@ -381,6 +382,14 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
   if (kind == EntryKind::kRecheck && !(result && result->status == lock::ClaimStatus::kWon)) {
     // A recheck only matters when it wins (the holder died, its lease expired): the
     // tick line for this tick was logged at the first claim.
+    if (log_.Enabled(LogLevel::kDebug)) {
+      log_.Log(LogLevel::kDebug, "recheck",
+               {{"job", req.job},
+                {"tick", FormatTick(req.tick_unix)},
+                {"node", req.node},
+                {"outcome", result ? lock::ClaimStatusName(result->status) : "error"},
+                {"error", result ? std::string() : result.error().ToString()}});
+    }
     if (result && result->status == lock::ClaimStatus::kLost) ScheduleRecheck(*job, req.tick_unix);
     return;
   }
@@ -456,14 +465,32 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
 void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {
   // A dead holder's lease runs out at most one lease after its last renewal, and the
   // backend lets the tick be re-claimed within the starting deadline counted from
-  // then: looking every lease/2 finds it in time. The claim outcome does not say
-  // whether the holder still runs or has finished, so the rechecks go on until the
-  // job's following tick is due (a cost of one claim per lease/2 per replica).
+  // then: looking every lease/2 finds it in time. A `lost` answer does not say
+  // whether the holder still runs or has finished; until the job's following tick
+  // the rechecks simply go on, after it they go on only while the ledger says the
+  // tick is still running (a holder may die an hour into a long run).
   const std::int64_t due_ms =
       WallMs(clock_) + std::max<milliseconds>(options_.lease / 2, milliseconds(100)).count();
   const std::optional<std::int64_t> following = job.next ? job.next(tick) : std::nullopt;
-  if (following && due_ms >= *following * 1000) return;
+  if (following && due_ms >= *following * 1000 && !TickStillRunning(job.job.name, tick)) return;
   queue_.push(Entry{due_ms, tick, job.job.name, EntryKind::kRecheck});
+}
+
+bool Scheduler::TickStillRunning(const std::string& job, std::int64_t tick) {
+  // Under forbid no later tick of the job is recorded while this one runs, so it
+  // is among the newest few; under allow it may be further back.
+  constexpr int kLookback = 64;
+  Result<std::vector<lock::TickHistory>> history = MakeError("ledger", "no answer");
+  try {
+    history = backend_.History(job, kLookback);
+  } catch (const std::exception& e) {
+    history = MakeError("ledger", e.what());
+  }
+  if (!history) return false;  // unknown: stop rechecking (the default is at-most-once)
+  for (const lock::TickHistory& h : *history) {
+    if (h.tick_unix == tick) return h.state == "running";
+  }
+  return false;
 }
 
 void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,

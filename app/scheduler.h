@@ -97,6 +97,8 @@ class Scheduler {
                      SteadyTime claim_sent);
   // recover: true: claims `tick` again later, until the job's following tick is due.
   void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);
+  // Whether the ledger shows `tick` of `job` as running (false when unknown).
+  bool TickStillRunning(const std::string& job, std::int64_t tick);
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
                 SteadyTime claim_sent);
   void LogTick(const lock::ClaimRequest& req, std::string_view outcome, std::vector<Field> extra,

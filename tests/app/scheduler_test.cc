@@ -201,7 +201,7 @@ TEST_CASE("misfire skip: nothing is caught up after an outage") {
 TEST_CASE("recover: another replica re-claims the tick of a holder that died") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold
-  TestBackend a_view(sim.store);
+  TestBackend& a_view = sim.NewView();
   auto recover = [](config::Job& j) {
     j.recover = true;
     j.starting_deadline = seconds(30);
@@ -222,6 +222,35 @@ TEST_CASE("recover: another replica re-claims the tick of a holder that died") {
   CHECK(recovered[0].find("tick=2026-11-21T14:00:00Z") != std::string::npos);
   CHECK(recovered[0].find("fence=2") != std::string::npos);
   CHECK(sim.runner.specs()[1].env.at("TICKD_NODE") == "b");
+}
+
+TEST_CASE("recover: a holder that dies after the job's following tick is still taken over") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold
+  TestBackend& a_view = sim.NewView();
+  auto recover = [](config::Job& j) {
+    j.recover = true;
+    j.starting_deadline = seconds(30);
+  };
+  auto lease = [](SchedulerOptions& o) { o.lease = seconds(60); };  // renewed every 20 s
+  sim.AddReplica("a", {EveryJob("long", 120, recover)}, lease, &a_view);
+  sim.Step(seconds(1), false);  // 14:00:00 won by a
+  sim.WaitQuiet(false);
+  sim.AddReplica("b", {EveryJob("long", 120, recover)}, lease);
+  for (int n = 1; n <= 15; ++n) {  // a runs healthily past 14:02:00 (busy for b)
+    sim.Step(seconds(10), false);
+    REQUIRE(Eventually([&] { return a_view.renewals >= n / 2; }));
+  }
+  CHECK(sim.Grep({"tick=2026-11-21T14:02:00Z", "node=b", "outcome=busy"}).size() == 1);
+  a_view.dead = true;  // 14:02:30: a freezes
+  a_view.claim_error = true;
+  for (int i = 0; i < 30 && sim.Grep({"recovered=true"}).empty(); ++i) {
+    sim.Step(seconds(10), false);
+  }
+  const auto recovered = sim.Grep({"node=b", "outcome=won", "recovered=true"});
+  REQUIRE(recovered.size() == 1);
+  CHECK(recovered[0].find("tick=2026-11-21T14:00:00Z") != std::string::npos);
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 2; }));
 }
 
 TEST_CASE("recover: false never re-claims a lost tick") {

@@ -247,6 +247,12 @@ class Sim {
     return *replicas_.back();
   }
   Scheduler& replica(std::size_t i) { return *replicas_.at(i); }
+  // Another view of the shared store for one replica (to make it fail alone); it
+  // outlives the replicas.
+  TestBackend& NewView() {
+    views_.push_back(std::make_unique<TestBackend>(store));
+    return *views_.back();
+  }
 
   // Waits until every replica's loop sleeps having looked at the current time (and,
   // with runs_done, every run has completed), so advancing the clock now cannot race
@@ -302,6 +308,7 @@ class Sim {
  private:
   std::mutex mu_;
   std::vector<std::string> lines_;
+  std::vector<std::unique_ptr<TestBackend>> views_;  // before replicas_: destroyed after
   std::vector<std::unique_ptr<Scheduler>> replicas_;
 };
 
