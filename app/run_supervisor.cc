@@ -4,6 +4,8 @@
 #include <exception>
 #include <utility>
 
+#include "app/backend_call.h"
+
 namespace tickd::app {
 
 using std::chrono::milliseconds;
@@ -240,12 +242,8 @@ void RunSupervisor::Upkeep() {
   }
   if (now < next_renew_) return;
   const SteadyTime sent = now;
-  Result<lock::RenewStatus> renewed = MakeError("renew", "no answer");
-  try {
-    renewed = backend_.Renew(tick_.held);
-  } catch (const std::exception& e) {
-    renewed = MakeError("renew", e.what());
-  }
+  const Result<lock::RenewStatus> renewed =
+      CallBackend("renew", [&] { return backend_.Renew(tick_.held); });
   if (renewed && *renewed == lock::RenewStatus::kRenewed) {
     valid_until_ = sent + LeaseValidity(tick_.held.lease);
     next_renew_ = sent + tick_.held.lease / 3;
@@ -253,12 +251,8 @@ void RunSupervisor::Upkeep() {
     LoseLease("the backend says the claim is no longer ours");
     return;
   } else {
-    log_.Log(LogLevel::kWarn, "renew",
-             {{"job", tick_.job->job.name},
-              {"tick", tick_text_},
-              {"node", tick_.node},
-              {"outcome", "error"},
-              {"error", renewed.error().ToString()}});
+    LogBackendError(log_, LogLevel::kWarn, "renew", tick_.job->job.name, tick_text_, tick_.node,
+                    renewed.error());
     next_renew_ = sent + RenewRetryDelay(tick_.held.lease);
   }
   if (clock_.Steady() >= valid_until_) LoseLease("the lease ran out without a confirmed renewal");
@@ -289,19 +283,11 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
     completion.outcome = std::string(jobs::RunOutcomeName(out.outcome));
     completion.exit_code = out.exit_code;
     completion.duration = duration;
-    Result<lock::CompleteStatus> completed = MakeError("complete", "no answer");
-    try {
-      completed = backend_.Complete(tick_.held, completion);
-    } catch (const std::exception& e) {
-      completed = MakeError("complete", e.what());
-    }
+    const Result<lock::CompleteStatus> completed =
+        CallBackend("complete", [&] { return backend_.Complete(tick_.held, completion); });
     if (!completed) {
-      log_.Log(LogLevel::kWarn, "complete",
-               {{"job", tick_.job->job.name},
-                {"tick", tick_text_},
-                {"node", tick_.node},
-                {"outcome", "error"},
-                {"error", completed.error().ToString()}});
+      LogBackendError(log_, LogLevel::kWarn, "complete", tick_.job->job.name, tick_text_,
+                      tick_.node, completed.error());
     } else if (*completed == lock::CompleteStatus::kNotOwner) {
       log_.Log(LogLevel::kWarn, "complete",
                {{"job", tick_.job->job.name},

@@ -50,6 +50,8 @@
 #include <set>
 #include <utility>
 
+#include "app/backend_call.h"
+
 namespace tickd::app {
 
 using std::chrono::milliseconds;
@@ -415,19 +417,13 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
                   {"reason", "max_concurrent_runs"},
                   {"limit", options_.max_concurrent_runs},
                   {"fence", o.fence}});
-        Result<lock::CompleteStatus> r = MakeError("complete", "no answer");
-        try {
-          r = backend_.Complete(held, lock::Completion{"released", std::nullopt, milliseconds(0)});
-        } catch (const std::exception& e) {
-          r = MakeError("complete", e.what());
-        }
+        Result<lock::CompleteStatus> r = CallBackend("complete", [&] {
+          return backend_.Complete(held,
+                                   lock::Completion{"released", std::nullopt, milliseconds(0)});
+        });
         if (!r) {
-          log_.Log(LogLevel::kWarn, "complete",
-                   {{"job", req.job},
-                    {"tick", FormatTick(req.tick_unix)},
-                    {"node", req.node},
-                    {"outcome", "error"},
-                    {"error", r.error().ToString()}});
+          LogBackendError(log_, LogLevel::kWarn, "complete", req.job, FormatTick(req.tick_unix),
+                          req.node, r.error());
         }
         Observe(req, "skipped", o.fence);
         return;
@@ -480,12 +476,8 @@ bool Scheduler::TickStillRunning(const std::string& job, std::int64_t tick) {
   // Under forbid no later tick of the job is recorded while this one runs, so it
   // is among the newest few; under allow it may be further back.
   constexpr int kLookback = 64;
-  Result<std::vector<lock::TickHistory>> history = MakeError("ledger", "no answer");
-  try {
-    history = backend_.History(job, kLookback);
-  } catch (const std::exception& e) {
-    history = MakeError("ledger", e.what());
-  }
+  Result<std::vector<lock::TickHistory>> history =
+      CallBackend("ledger", [&] { return backend_.History(job, kLookback); });
   if (!history) return false;  // unknown: stop rechecking (the default is at-most-once)
   for (const lock::TickHistory& h : *history) {
     if (h.tick_unix == tick) return h.state == "running";
@@ -541,19 +533,10 @@ void Scheduler::Observe(const lock::ClaimRequest& req, std::string_view outcome,
   obs.node_wall = req.node_wall;
   obs.config_hash = req.config_hash;
   obs.fence = fence;
-  Result<void> r = MakeError("ledger", "no answer");
-  try {
-    r = backend_.Record(obs);
-  } catch (const std::exception& e) {
-    r = MakeError("ledger", e.what());
-  }
+  Result<void> r = CallBackend("ledger", [&] { return backend_.Record(obs); });
   if (!r) {
-    log_.Log(LogLevel::kDebug, "ledger",
-             {{"job", req.job},
-              {"tick", FormatTick(req.tick_unix)},
-              {"node", req.node},
-              {"outcome", "error"},
-              {"error", r.error().ToString()}});
+    LogBackendError(log_, LogLevel::kDebug, "ledger", req.job, FormatTick(req.tick_unix), req.node,
+                    r.error());
   }
 }
 
