@@ -150,6 +150,7 @@ int CmdRun(const RunArgs& args) {
   options.node = node;
   options.lease = cfg.lock.lease;
   options.max_concurrent_runs = cfg.max_concurrent_runs;
+  options.retention = cfg.lock.retention;
   Scheduler scheduler(clock, **backend, *runner, log, options);
   log.Log(LogLevel::kInfo, "start",
           {{"node", node},

@@ -37,6 +37,9 @@
  * first replica back after an outage in which every replica was down runs it once
  * (anyone who recorded that tick makes it `lost`).
  *
+ * Once an hour (and at start) the loop also prunes tick records older than the
+ * retention; that deadline is part of its sleep like a tick.
+ *
  * The loop stops when Shutdown() is called: it finishes the turn it is in (claims
  * already sent are handled), claims nothing more and exits; Shutdown then lets
  * the runs finish for the grace period and terminates the rest.
@@ -201,11 +204,12 @@ void Scheduler::Loop() {
     }
     ReapFinished();
     ProcessDue(WallMs(clock_));
+    PruneWhenDue(WallMs(clock_));
 
     const std::int64_t now_ms = WallMs(clock_);
-    milliseconds delay = kIdleSleep;
+    milliseconds delay = std::min(kIdleSleep, milliseconds(next_prune_ms_ - now_ms));
     if (!queue_.empty()) {
-      delay = milliseconds(queue_.top().due_ms - now_ms);
+      delay = std::min(delay, milliseconds(queue_.top().due_ms - now_ms));
       if (delay <= milliseconds(0)) continue;  // became due while claiming
     }
     const SteadyTime deadline = clock_.Steady() + delay;
@@ -499,6 +503,20 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
     runs_.push_back(std::move(run));
   }
   started->Start();
+}
+
+void Scheduler::PruneWhenDue(std::int64_t now_ms) {
+  if (now_ms < next_prune_ms_) return;
+  next_prune_ms_ = now_ms + options_.prune_every.count();
+  const Result<int> removed =
+      CallBackend("prune", [&] { return backend_.Prune(clock_.Wall() - options_.retention); });
+  if (!removed) {
+    log_.Log(
+        LogLevel::kWarn, "prune",
+        {{"node", options_.node}, {"outcome", "error"}, {"error", removed.error().ToString()}});
+  } else if (*removed > 0) {
+    log_.Log(LogLevel::kDebug, "prune", {{"node", options_.node}, {"removed", *removed}});
+  }
 }
 
 void Scheduler::ReapFinished() {

@@ -30,6 +30,8 @@ struct SchedulerOptions {
   std::chrono::milliseconds lease{15'000};  // lock.lease: TTL of every claim
   int max_concurrent_runs = 64;             // won ticks beyond it are skipped, never delayed
   std::size_t missed_log_limit = 10;        // per job per wake-up; the rest is one summary
+  std::chrono::milliseconds retention{7LL * 24 * 3'600'000};  // lock.retention: older ticks
+  std::chrono::milliseconds prune_every{3'600'000};           //   are pruned this often
   // The longest real-time wait of a supervisor or of Shutdown before it reads the
   // Clock again. Only matters for a FakeClock (tests set 1 ms).
   std::chrono::milliseconds max_real_wait{1'000};
@@ -105,6 +107,8 @@ class Scheduler {
                LogLevel level = LogLevel::kInfo);
   void Observe(const lock::ClaimRequest& req, std::string_view outcome, std::uint64_t fence);
   void ReapFinished();
+  // Forgets ticks older than the retention (every replica does it; it is idempotent).
+  void PruneWhenDue(std::int64_t now_ms);
   // Wakes the loop until it has seen `done()` become true.
   template <typename Pred>
   void WakeLoopUntil(Pred done);
@@ -118,6 +122,7 @@ class Scheduler {
   // The loop thread only.
   std::map<std::string, std::shared_ptr<const ScheduledJob>> jobs_;
   Heap queue_;
+  std::int64_t next_prune_ms_ = 0;  // wall ms; 0: at the first turn
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable cv_;

@@ -263,6 +263,20 @@ TEST_CASE("recover: false never re-claims a lost tick") {
   CHECK(sim.backend.claims().size() == 2);
 }
 
+TEST_CASE("tick records older than the retention are pruned") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.AddReplica("a", {EveryJob("daily", 86'400)},
+                 [](SchedulerOptions& o) { o.retention = std::chrono::hours(48); });
+  sim.Step(seconds(1));  // 14:00 is not a daily tick: the first is at midnight
+  for (int hour = 0; hour < 6 * 24; ++hour) sim.Step(std::chrono::hours(1));
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"outcome=won"}).size() == 6);
+  auto history = sim.store->History("daily", 100);
+  REQUIRE(history);
+  CHECK(history->size() <= 3);  // ticks of the last 48 h (+ the one not yet pruned)
+  CHECK(history->size() >= 2);
+}
+
 TEST_CASE("a backend error fails closed: nothing runs") {
   Sim sim(WallAt(kT0, -1'000));
   sim.backend.claim_error = true;
