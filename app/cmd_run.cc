@@ -5,16 +5,19 @@
 // sigtimedwait (no async handler runs anywhere). The same loop looks at the job
 // file every second and reloads it when it changed (inode, size or mtime).
 //   SIGTERM / SIGINT → stop claiming, let runs finish for shutdown_grace, terminate
-//                      the rest, complete every claim, exit 0.
+//                      the rest, complete every claim, exit 0. A second one ends
+//                      the grace at once.
 //   SIGHUP / change  → reload; a file that fails validation is rejected whole.
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "app/commands.h"
 #include "app/log.h"
@@ -168,7 +171,22 @@ int CmdRun(const RunArgs& args) {
            {"signal", SignalName(sig)},
            {"running", scheduler.active_runs()},
            {"grace", FormatDuration(cfg.shutdown_grace)}});
-  scheduler.Shutdown(cfg.shutdown_grace);
+  // The grace runs on its own thread so that a second SIGTERM/SIGINT can cut it short.
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    scheduler.Shutdown(cfg.shutdown_grace);
+    stopped = true;
+  });
+  constexpr std::timespec kStopPoll{0, 100'000'000};
+  while (!stopped) {
+    const int again = ::sigtimedwait(&signals, nullptr, &kStopPoll);
+    if (again == SIGTERM || again == SIGINT) {
+      log.Log(LogLevel::kWarn, "signal",
+              {{"node", node}, {"signal", SignalName(again)}, {"action", "kill"}});
+      scheduler.EndGrace();
+    }
+  }
+  stopper.join();
   log.Log(LogLevel::kInfo, "stopped", {{"node", node}});
   return kExitOk;
 }

@@ -154,7 +154,7 @@ void Scheduler::Shutdown(milliseconds grace) {
     std::unique_lock lock(mu_);
     for (auto& r : runs_) r->StopRetries();
     const SteadyTime end = clock_.Steady() + grace;
-    while (active() > 0 && clock_.Steady() < end) {
+    while (active() > 0 && clock_.Steady() < end && !grace_ended_) {
       cv_.wait_for(lock, std::clamp<milliseconds>(end - clock_.Steady(), milliseconds(1),
                                                   options_.max_real_wait));
     }
@@ -164,6 +164,12 @@ void Scheduler::Shutdown(milliseconds grace) {
     runs.swap(runs_);
   }
   runs.clear();  // joins: every claim is completed once this returns
+}
+
+void Scheduler::EndGrace() {
+  std::lock_guard lock(mu_);
+  grace_ended_ = true;
+  cv_.notify_all();
 }
 
 int Scheduler::active_runs() const {

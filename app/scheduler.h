@@ -59,6 +59,8 @@ class Scheduler {
   // Stops claiming, lets running runs finish for up to `grace`, then terminates them
   // (outcome killed) and waits until every claim is completed.
   void Shutdown(std::chrono::milliseconds grace);
+  // Cuts a Shutdown's grace short (a second SIGTERM): the runs are terminated now.
+  void EndGrace();
 
   // Runs whose claims are not completed yet.
   int active_runs() const;
@@ -129,6 +131,7 @@ class Scheduler {
   std::thread loop_;
   bool started_ = false;
   bool stopping_ = false;
+  bool grace_ended_ = false;
   bool loop_exited_ = false;
   std::optional<JobSet> pending_jobs_;
   std::uint64_t reload_requested_ = 0;

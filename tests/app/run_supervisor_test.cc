@@ -160,6 +160,16 @@ TEST_CASE("shutdown: the grace runs on the clock, then the run is killed") {
   CHECK(r.OnlyCompletion().outcome == "killed");
 }
 
+TEST_CASE("shutdown: EndGrace (a second SIGTERM) kills the runs at once") {
+  OneRun r({}, seconds(60));
+  std::thread stopper([&] { r.replica().Shutdown(seconds(30)); });
+  std::this_thread::sleep_for(milliseconds(20));
+  CHECK_FALSE(r.sim.runner.run(0)->was_terminated());
+  r.replica().EndGrace();
+  stopper.join();
+  CHECK(r.OnlyCompletion().outcome == "killed");
+}
+
 TEST_CASE("retries: a failed attempt is retried under the same claim with TICKD_ATTEMPT") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec& spec) {
