@@ -56,6 +56,10 @@ struct ClaimOutcome {
   std::string holder_node;                 // kLost: the winner; kBusy: the node running the earlier tick
   std::int64_t holder_tick_unix = 0;       // kBusy: the tick that holder runs; kLost: T
   std::string holder_config_hash;          // kLost/kBusy: the holder's config hash, when known
+  // kLost: true while the tick's record is still `running` (its holder runs it, or
+  // died and its lease has not expired yet); false once it is `done`. A recover: true
+  // loser keeps re-claiming the tick only while this is true.
+  bool holder_running = false;
 };
 
 // A claim this replica won and still holds.
