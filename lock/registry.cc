@@ -11,6 +11,9 @@
 #ifdef TICKD_WITH_REDIS
 #include "lock/redis/redis_backend.h"
 #endif
+#ifdef TICKD_WITH_ETCD
+#include "lock/etcd/etcd_backend.h"
+#endif
 
 namespace tickd::lock {
 
@@ -80,6 +83,16 @@ Result<std::unique_ptr<Backend>> OpenRedis(const BackendOptions& options, Clock&
 }
 #endif
 
+#ifdef TICKD_WITH_ETCD
+// etcd's clock decides leases (and, through its replies' Date, deadlines).
+Result<std::unique_ptr<Backend>> OpenEtcd(const BackendOptions& options, Clock&) {
+  EtcdOptions etcd;
+  etcd.url = options.url;
+  etcd.op_timeout = options.op_timeout;
+  return NewEtcdBackend(etcd);
+}
+#endif
+
 struct BackendEntry {
   std::string_view name;  // the `backend:` value and the URL scheme
   OpenFn open;
@@ -94,7 +107,9 @@ constexpr BackendEntry kBackends[] = {
 #ifdef TICKD_WITH_REDIS
     {"redis", OpenRedis},
 #endif
-    // {"etcd", OpenEtcd},            // lock/etcd
+#ifdef TICKD_WITH_ETCD
+    {"etcd", OpenEtcd},
+#endif
     // {"postgres", OpenPostgres},    // lock/postgres (scheme alias "postgresql")
     // {"zookeeper", OpenZookeeper},  // lock/zookeeper
     {"none", OpenNone},

@@ -17,6 +17,9 @@
 #ifdef TICKD_CONFORMANCE_REDIS
 #include "tests/conformance/redis_harness.h"
 #endif
+#ifdef TICKD_CONFORMANCE_ETCD
+#include "tests/conformance/etcd_harness.h"
+#endif
 
 namespace tickd::conformance {
 
@@ -73,6 +76,10 @@ using AllHarnesses = std::tuple<MemoryHarness
 #ifdef TICKD_CONFORMANCE_REDIS
                                 ,
                                 RedisHarness
+#endif
+#ifdef TICKD_CONFORMANCE_ETCD
+                                ,
+                                EtcdHarness
 #endif
                                 >;
 

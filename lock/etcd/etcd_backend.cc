@@ -1,0 +1,937 @@
+// The etcd protocol (shared/backends.md, "etcd v3"), over the JSON gateway (/v3/…,
+// keys and values base64, 64-bit integers as strings). With prefix P and T written
+// as 20 zero-padded digits (so that key order is tick order):
+//
+//   P job/<job>/tick/<T>/l        lease key: the owner token, attached to the claim's
+//                                 lease; it vanishes when the lease expires on etcd.
+//   P job/<job>/tick/<T>/r        tick record (JSON: state running|done, node, owner,
+//                                 config hash, fence, lease id, outcome, exit,
+//                                 duration). No lease: a finished tick is remembered
+//                                 until Prune removes it (retention).
+//   P job/<job>/tick/<T>/u        lease_until: the holder's lease end in etcd-member
+//                                 milliseconds, refreshed by every renewal (recover
+//                                 counts the starting deadline from it).
+//   P job/<job>/tick/<T>/w/<node> observations (ledger), plain keys.
+//   P job/<job>/idx/<T>           ledger index (empty value), for History and Prune.
+//   P job/<job>/run               forbid marker (JSON: token, T, node, hash), attached
+//                                 to the holder's lease.
+//   P jobs/<job>                  the job names (History of every job, Prune).
+//
+// claim: one read transaction (ranges over tick/<T>/[l,r,u] and run), then:
+//   1. the record exists: done, or running with its lease key present, or recover off
+//      → lost (the winner; holder_running = state is running). Running with the lease
+//      key gone and recover on → missed when etcd's now > lease_until + deadline,
+//      else re-claim below, comparing the record's mod_revision;
+//   2. no record and etcd's now > T + starting_deadline → missed;
+//   3. forbid and the run key names another tick → busy;
+//   4. grant a lease (TTL = the lease rounded up to whole seconds, etcd's unit), then
+//      one txn: compare create_revision == 0 on the record (re-claim: mod_revision ==
+//      the one read, and create_revision == 0 on the lease key) and, for forbid, on
+//      the run key; success puts the record (no lease), the lease key and the run key
+//      (with the lease), lease_until and the index. Failure ranges the record and the
+//      run key: lost or busy, named by what won the race; the lease is revoked.
+//   Fence = the txn's header revision (= the record's create/mod revision): etcd
+//   revisions are cluster-wide, strictly increasing and durable.
+// "etcd's now": etcd has no time API. Every gateway reply carries an HTTP Date header
+// written by the member from its own clock (1 s resolution, rounded down), and the
+// read of step 1 is such a reply; the replica's clock is never used. So `missed` is
+// judged on the member's clock, up to 1 s leniently. A reply without Date (a proxy
+// that strips it) never yields missed; the scheduler's own deadline check remains.
+// renew: keepalive of the lease (a reply without TTL: gone → lost), then a txn that
+// compares the lease key's value with the token and refreshes lease_until.
+// complete: read, then a txn comparing the record's mod_revision (owner checked on
+// the value read: a re-claim changes mod_revision, so the txn refuses a stale holder
+// even when its lease has expired): puts the record done, deletes the lease key,
+// lease_until and the run key (when it holds our token), then revokes the lease.
+// Ambiguous failures (no answer to the claim txn): the lease key is re-read; the
+// claim is ours only when it holds our token. Otherwise Error (fail closed); a lease
+// that may have been attached simply expires.
+// Several endpoints: a request that could not connect goes to the next member (any
+// retried write is a compare-and-set, so a retry is never a second claim).
+// Lease TTLs restart at full length after an etcd leader change or a restart of the
+// cluster: a dead holder's tick may be taken over up to one lease later; safety is
+// unaffected.
+#include "lock/etcd/etcd_backend.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "lock/registry.h"
+
+namespace tickd::lock {
+namespace {
+
+using Json = nlohmann::json;
+using std::chrono::steady_clock;
+using Deadline = steady_clock::time_point;
+using CurlPtr = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
+using HeadersPtr = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
+
+constexpr std::string_view kDefaultPrefix = "/tickd/";
+constexpr int kDefaultPort = 2379;
+// etcd refuses transactions with more operations than --max-txn-ops (default 128).
+constexpr std::size_t kMaxTxnOps = 128;
+
+// ---- base64 (the gateway's bytes fields) ----
+
+constexpr std::string_view kB64 =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string B64(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned v = static_cast<unsigned char>(in[i]) << 16 |
+                       static_cast<unsigned char>(in[i + 1]) << 8 |
+                       static_cast<unsigned char>(in[i + 2]);
+    for (int s : {18, 12, 6, 0}) out.push_back(kB64[(v >> s) & 63]);
+  }
+  if (i < in.size()) {
+    unsigned v = static_cast<unsigned char>(in[i]) << 16;
+    if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+    out.push_back(kB64[(v >> 18) & 63]);
+    out.push_back(kB64[(v >> 12) & 63]);
+    out.push_back(i + 1 < in.size() ? kB64[(v >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+  return out;
+}
+
+std::string UnB64(std::string_view in) {
+  std::string out;
+  unsigned v = 0;
+  int bits = 0;
+  for (char c : in) {
+    const auto pos = kB64.find(c);
+    if (pos == std::string_view::npos) continue;  // '=' and anything else
+    v = v << 6 | static_cast<unsigned>(pos);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((v >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+// ---- the gateway's JSON ----
+
+// proto3 JSON: int64 as a string, and zero values omitted.
+std::int64_t Int(const Json& j, const char* field) {
+  const auto it = j.find(field);
+  if (it == j.end()) return 0;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (!it->is_string()) return 0;
+  const std::string& s = it->get_ref<const std::string&>();
+  std::int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+std::string Str(const Json& j, const char* field) {
+  const auto it = j.find(field);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+struct Kv {
+  std::string key;
+  std::string value;
+  std::int64_t create_revision = 0;
+  std::int64_t mod_revision = 0;
+  std::int64_t lease = 0;
+};
+
+std::vector<Kv> KvsOf(const Json& range_response) {
+  std::vector<Kv> out;
+  const auto it = range_response.find("kvs");
+  if (it == range_response.end() || !it->is_array()) return out;
+  for (const Json& kv : *it) {
+    out.push_back(Kv{UnB64(Str(kv, "key")), UnB64(Str(kv, "value")), Int(kv, "create_revision"),
+                     Int(kv, "mod_revision"), Int(kv, "lease")});
+  }
+  return out;
+}
+
+// The smallest key after every key that starts with `prefix` (etcd's range_end).
+std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    if (static_cast<unsigned char>(prefix.back()) < 0xff) {
+      ++prefix.back();
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+Json Compare(const std::string& key, const char* target, const char* field, Json value) {
+  return Json{{"key", B64(key)}, {"result", "EQUAL"}, {"target", target}, {field, std::move(value)}};
+}
+Json CreatedAt(const std::string& key, std::int64_t rev) {  // 0: the key does not exist
+  return Compare(key, "CREATE", "create_revision", std::to_string(rev));
+}
+Json ModifiedAt(const std::string& key, std::int64_t rev) {
+  return Compare(key, "MOD", "mod_revision", std::to_string(rev));
+}
+Json ValueIs(const std::string& key, std::string_view value) {
+  return Compare(key, "VALUE", "value", B64(value));
+}
+Json Put(const std::string& key, std::string_view value, std::int64_t lease = 0) {
+  Json put{{"key", B64(key)}, {"value", B64(value)}};
+  if (lease != 0) put["lease"] = std::to_string(lease);
+  return Json{{"request_put", std::move(put)}};
+}
+// [key, end); end empty: the key alone.
+Json Range(const std::string& key, const std::string& end = "") {
+  Json range{{"key", B64(key)}};
+  if (!end.empty()) range["range_end"] = B64(end);
+  return Json{{"request_range", std::move(range)}};
+}
+Json Delete(const std::string& key, const std::string& end = "") {
+  Json del{{"key", B64(key)}};
+  if (!end.empty()) del["range_end"] = B64(end);
+  return Json{{"request_delete_range", std::move(del)}};
+}
+
+// ---- values stored ----
+
+struct TickRecord {
+  std::string state;  // running | done
+  std::string node;
+  std::string owner;
+  std::string hash;
+  std::uint64_t fence = 0;  // 0 while running: the fence is the record's mod_revision
+  std::int64_t lease_id = 0;
+  std::string outcome;
+  std::optional<int> exit_code;
+  std::int64_t duration_ms = 0;
+  std::int64_t mod_revision = 0;  // of the key, not stored in the value
+};
+
+std::string Encode(const TickRecord& r) {
+  Json j{{"state", r.state}, {"node", r.node}, {"owner", r.owner}, {"hash", r.hash},
+         {"fence", r.fence}, {"lease", std::to_string(r.lease_id)}};
+  if (r.state == "done") {
+    j["outcome"] = r.outcome;
+    j["exit"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
+    j["duration_ms"] = r.duration_ms;
+  }
+  return j.dump();
+}
+
+std::optional<TickRecord> DecodeRecord(const Kv& kv) {
+  const Json j = Json::parse(kv.value, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  TickRecord r;
+  r.state = Str(j, "state");
+  r.node = Str(j, "node");
+  r.owner = Str(j, "owner");
+  r.hash = Str(j, "hash");
+  r.fence = static_cast<std::uint64_t>(Int(j, "fence"));
+  if (r.fence == 0) r.fence = static_cast<std::uint64_t>(kv.mod_revision);
+  r.lease_id = Int(j, "lease");
+  r.outcome = Str(j, "outcome");
+  if (const auto it = j.find("exit"); it != j.end() && it->is_number_integer()) {
+    r.exit_code = it->get<int>();
+  }
+  r.duration_ms = Int(j, "duration_ms");
+  r.mod_revision = kv.mod_revision;
+  return r;
+}
+
+struct RunMarker {
+  std::string token;
+  std::int64_t tick = 0;
+  std::string node;
+  std::string hash;
+};
+
+std::string Encode(const RunMarker& m) {
+  return Json{{"token", m.token}, {"tick", m.tick}, {"node", m.node}, {"hash", m.hash}}.dump();
+}
+
+RunMarker DecodeRun(const std::string& value) {
+  const Json j = Json::parse(value, nullptr, false);
+  if (!j.is_object()) return {};
+  return RunMarker{Str(j, "token"), Int(j, "tick"), Str(j, "node"), Str(j, "hash")};
+}
+
+std::string Encode(const Observation& o) {
+  return Json{{"outcome", o.outcome},
+              {"wall_ms", std::chrono::duration_cast<milliseconds>(o.node_wall.time_since_epoch())
+                              .count()},
+              {"hash", o.config_hash},
+              {"fence", o.fence}}
+      .dump();
+}
+
+Observation DecodeObservation(const std::string& job, std::int64_t tick, const std::string& node,
+                              const std::string& value) {
+  const Json j = Json::parse(value, nullptr, false);
+  Observation o;
+  o.job = job;
+  o.tick_unix = tick;
+  o.node = node;
+  if (!j.is_object()) return o;
+  o.outcome = Str(j, "outcome");
+  o.node_wall = WallTime(milliseconds(Int(j, "wall_ms")));
+  o.config_hash = Str(j, "hash");
+  o.fence = static_cast<std::uint64_t>(Int(j, "fence"));
+  return o;
+}
+
+std::string Pad(std::int64_t tick) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%020lld", static_cast<long long>(tick));
+  return buf;
+}
+
+std::int64_t ParseTick(std::string_view s) {
+  std::int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+// ---- URL ----
+
+struct Endpoints {
+  std::vector<std::string> hosts;  // "host:port", tried in order
+  std::string prefix = std::string(kDefaultPrefix);
+};
+
+// etcd://host[:port][,host[:port]…][/][?prefix=P]
+Result<Endpoints> ParseUrl(const std::string& url) {
+  constexpr std::string_view kScheme = "etcd://";
+  if (url.compare(0, kScheme.size(), kScheme) != 0) {
+    return MakeError("", "the URL must start with etcd:// (etcd://host:port[,host:port…])");
+  }
+  std::string_view rest(url);
+  rest.remove_prefix(kScheme.size());
+  Endpoints out;
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    std::string_view query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    while (!query.empty()) {
+      const auto amp = query.find('&');
+      const std::string_view param = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+      if (param.rfind("prefix=", 0) == 0) {
+        out.prefix = std::string(param.substr(7));
+        if (out.prefix.empty()) return MakeError("", "the prefix must not be empty");
+      } else if (!param.empty()) {
+        return MakeError("", "unknown URL parameter '" + std::string(param.substr(0, param.find('='))) +
+                                 "' (known: prefix)");
+      }
+    }
+  }
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.find('/') != std::string_view::npos) {
+    return MakeError("", "unexpected path after the hosts (use ?prefix=P for a key prefix)");
+  }
+  if (rest.find('@') != std::string_view::npos) {
+    return MakeError("", "etcd authentication (user:password@) is not supported yet");
+  }
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string_view host = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (host.empty()) return MakeError("", "empty host in the endpoint list");
+    int port = kDefaultPort;
+    const auto colon = host.rfind(':');
+    const bool has_port = colon != std::string_view::npos && host.find(']', colon) == std::string_view::npos;
+    if (has_port) {
+      const std::string_view p = host.substr(colon + 1);
+      if (std::from_chars(p.data(), p.data() + p.size(), port).ptr != p.data() + p.size() ||
+          p.empty() || port <= 0 || port > 65535) {
+        return MakeError("", "bad port '" + std::string(p) + "'");
+      }
+      host = host.substr(0, colon);
+    }
+    out.hosts.push_back(std::string(host) + ":" + std::to_string(port));
+  }
+  if (out.hosts.empty()) return MakeError("", "no host in the URL");
+  return out;
+}
+
+// ---- HTTP ----
+
+struct Reply {
+  Json body;
+  std::optional<std::int64_t> server_ms;  // the member's clock (Date header), if sent
+};
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  const std::string_view line(data, size * n);
+  constexpr std::string_view kDate = "date:";
+  if (line.size() > kDate.size()) {
+    std::string name(line.substr(0, kDate.size()));
+    std::transform(name.begin(), name.end(), name.begin(), [](char c) {
+      return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    });
+    if (name == kDate) {
+      const std::string value(line.substr(kDate.size()));
+      const time_t t = curl_getdate(value.c_str(), nullptr);
+      if (t > 0) *static_cast<std::optional<std::int64_t>*>(user) = std::int64_t{t} * 1000;
+    }
+  }
+  return size * n;
+}
+
+bool CouldNotConnect(CURL* curl, CURLcode rc) {
+  if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) return true;
+  curl_off_t connected_us = 0;
+  curl_easy_getinfo(curl, CURLINFO_CONNECT_TIME_T, &connected_us);
+  return rc == CURLE_OPERATION_TIMEDOUT && connected_us == 0;
+}
+
+milliseconds Left(Deadline deadline) {
+  return std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+}
+
+class EtcdBackend final : public Backend {
+ public:
+  EtcdBackend(const EtcdOptions& options, Endpoints endpoints)
+      : options_(options),
+        endpoints_(std::move(endpoints)),
+        context_("etcd " + RedactUrl(options.url)),
+        curl_(curl_easy_init(), &curl_easy_cleanup),
+        headers_(nullptr, &curl_slist_free_all) {
+    curl_slist* h = curl_slist_append(nullptr, "Content-Type: application/json");
+    h = curl_slist_append(h, "Expect:");
+    headers_.reset(h);
+  }
+
+  Result<void> Open() {
+    if (!curl_) return MakeError(context_, "cannot create an HTTP handle");
+    auto status = Post("/v3/maintenance/status", Json::object(), Due());
+    if (!status) return tl::unexpected(status.error());
+    return {};
+  }
+
+  std::string_view name() const override { return "etcd"; }
+
+  std::vector<std::string> StartupWarnings() override {
+    std::vector<std::string> warnings;
+    auto members = Post("/v3/cluster/member/list", Json::object(), Due());
+    if (members && members->body.contains("members") && members->body["members"].size() == 1) {
+      warnings.push_back(context_ +
+                         ": a single etcd member: claims stop while it is down (run 3 or 5 "
+                         "members for failover)");
+    }
+    if (members && members->server_ms) {
+      const auto local = std::chrono::duration_cast<milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+      const auto skew = local - *members->server_ms;
+      if (skew > 2'000 || skew < -1'000) {  // Date is rounded down to the second
+        warnings.push_back(context_ + ": this replica's clock differs from the etcd member's by " +
+                           std::to_string(skew) + "ms (starting deadlines are judged on etcd's)");
+      }
+    }
+    return warnings;
+  }
+
+  Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
+    const Deadline deadline = Due();
+    const Keys k = KeysOf(req.job, req.tick_unix);
+    auto state = ReadTick(k, deadline);
+    if (!state) return tl::unexpected(state.error());
+
+    std::int64_t base_ms = req.tick_unix * 1000;  // the deadline counts from T…
+    std::optional<std::int64_t> reclaim_rev;
+    if (state->record) {
+      const TickRecord& rec = *state->record;
+      if (rec.owner == req.owner_token && rec.state == "running") return Won(rec.fence);
+      if (rec.state != "running" || !req.recover || state->lease) return Lost(req, rec);
+      base_ms = state->lease_until;  // …or, for a re-claim, from the holder's lease end
+      reclaim_rev = rec.mod_revision;
+    }
+    if (req.starting_deadline && state->server_ms &&
+        *state->server_ms > base_ms + req.starting_deadline->count()) {
+      return ClaimOutcome{ClaimStatus::kMissed};
+    }
+    if (req.forbid_overlap && state->run && state->run->tick != req.tick_unix) {
+      return Busy(*state->run);
+    }
+
+    const std::int64_t ttl_s = std::max<std::int64_t>(1, (req.lease.count() + 999) / 1000);
+    auto grant = Post("/v3/lease/grant", Json{{"TTL", std::to_string(ttl_s)}}, deadline);
+    if (!grant) return tl::unexpected(grant.error());
+    const std::int64_t lease_id = Int(grant->body, "ID");
+    if (lease_id == 0) return MakeError(context_ + ": lease grant", grant->body.dump());
+
+    TickRecord rec{"running", req.node, req.owner_token, req.config_hash, 0, lease_id};
+    Json compare = Json::array();
+    if (reclaim_rev) {
+      compare.push_back(ModifiedAt(k.record, *reclaim_rev));
+      compare.push_back(CreatedAt(k.lease, 0));
+    } else {
+      compare.push_back(CreatedAt(k.record, 0));
+    }
+    if (req.forbid_overlap) compare.push_back(CreatedAt(k.run, 0));
+    const std::int64_t lease_until = state->server_ms.value_or(0) + req.lease.count();
+    Json success = {Put(k.record, Encode(rec)), Put(k.lease, req.owner_token, lease_id),
+                    Put(k.until, std::to_string(lease_until)), Put(k.index, ""),
+                    Put(JobKey(req.job), "")};
+    if (req.forbid_overlap) {
+      success.push_back(
+          Put(k.run, Encode(RunMarker{req.owner_token, req.tick_unix, req.node, req.config_hash}),
+              lease_id));
+    }
+    Json failure = {Range(k.record), Range(k.run)};
+    auto txn = Post("/v3/kv/txn",
+                    Json{{"compare", compare}, {"success", success}, {"failure", failure}},
+                    deadline);
+    if (!txn) return Ambiguous(req, k, txn.error());
+    if (txn->body.value("succeeded", false)) {
+      RememberLease(req.job, req.tick_unix, req.owner_token, lease_id);
+      return Won(static_cast<std::uint64_t>(Int(txn->body["header"], "revision")));
+    }
+    Revoke(lease_id, deadline);
+    const std::vector<Kv> winner = RangeKvs(txn->body, 0);
+    const std::vector<Kv> run = RangeKvs(txn->body, 1);
+    if (!winner.empty()) {
+      if (auto other = DecodeRecord(winner.front()); other && other->mod_revision != reclaim_rev) {
+        if (other->owner == req.owner_token) return Won(other->fence);  // our retried txn
+        return Lost(req, *other);
+      }
+    }
+    if (!run.empty()) return Busy(DecodeRun(run.front().value));
+    // The re-claimed record did not change but its lease key came back: the holder
+    // (or another re-claimer) holds it again.
+    if (state->record) return Lost(req, *state->record);
+    return MakeError(context_ + ": claim", "the claim transaction failed without a cause");
+  }
+
+  Result<RenewStatus> Renew(const HeldClaim& held) override {
+    const Deadline deadline = Due();
+    const Keys k = KeysOf(held.job, held.tick_unix);
+    std::int64_t lease_id = LeaseOf(held);
+    if (lease_id == 0) {  // not claimed through this handle: find the lease on the key
+      auto lease = Post("/v3/kv/range", Json{{"key", B64(k.lease)}}, deadline);
+      if (!lease) return tl::unexpected(lease.error());
+      const std::vector<Kv> kvs = KvsOf(lease->body);
+      if (kvs.empty() || kvs.front().value != held.owner_token) return RenewStatus::kLost;
+      lease_id = kvs.front().lease;
+    }
+    auto alive = Post("/v3/lease/keepalive", Json{{"ID", std::to_string(lease_id)}}, deadline);
+    if (!alive) return tl::unexpected(alive.error());
+    const Json& result = alive->body.contains("result") ? alive->body["result"] : alive->body;
+    if (Int(result, "TTL") <= 0) return Forget(held);
+    const std::int64_t until = alive->server_ms.value_or(0) + held.lease.count();
+    auto txn = Post("/v3/kv/txn",
+                    Json{{"compare", {ValueIs(k.lease, held.owner_token)}},
+                         {"success", {Put(k.until, std::to_string(until))}}},
+                    deadline);
+    if (!txn) return tl::unexpected(txn.error());
+    if (!txn->body.value("succeeded", false)) return Forget(held);
+    return RenewStatus::kRenewed;
+  }
+
+  Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
+    const Deadline deadline = Due();
+    const Keys k = KeysOf(held.job, held.tick_unix);
+    // Two tries: the first may race with our own run marker expiring.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto state = ReadTick(k, deadline);
+      if (!state) return tl::unexpected(state.error());
+      if (!state->record || state->record->owner != held.owner_token) break;
+      TickRecord rec = *state->record;
+      if (rec.state == "done") return CompleteStatus::kCompleted;
+      Json compare = {ModifiedAt(k.record, rec.mod_revision)};
+      rec.state = "done";
+      rec.fence = held.fence;
+      rec.outcome = completion.outcome;
+      rec.exit_code = completion.exit_code;
+      rec.duration_ms = completion.duration.count();
+      // The record is still ours (the compare), so the lease key, if any, is ours too.
+      Json success = {Put(k.record, Encode(rec)), Delete(k.lease), Delete(k.until)};
+      if (state->run && state->run->token == held.owner_token) {
+        compare.push_back(ModifiedAt(k.run, state->run_mod_revision));
+        success.push_back(Delete(k.run));
+      }
+      auto txn = Post("/v3/kv/txn", Json{{"compare", compare}, {"success", success}}, deadline);
+      if (!txn) return tl::unexpected(txn.error());
+      if (!txn->body.value("succeeded", false)) continue;  // re-read: re-claimed?
+      const std::int64_t lease_id = rec.lease_id != 0 ? rec.lease_id : LeaseOf(held);
+      ForgetLease(held);
+      Revoke(lease_id, deadline);  // best effort: the lease would expire anyway
+      return CompleteStatus::kCompleted;
+    }
+    ForgetLease(held);
+    return CompleteStatus::kNotOwner;
+  }
+
+  Result<void> Record(const Observation& obs) override {
+    const Keys k = KeysOf(obs.job, obs.tick_unix);
+    auto txn = Post("/v3/kv/txn",
+                    Json{{"success",
+                          {Put(k.tick_prefix + "w/" + obs.node, Encode(obs)), Put(k.index, ""),
+                           Put(JobKey(obs.job), "")}}},
+                    Due());
+    if (!txn) return tl::unexpected(txn.error());
+    return {};
+  }
+
+  Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
+    const Deadline deadline = Due();
+    std::vector<std::string> jobs;
+    if (job.empty()) {
+      auto names = Jobs(deadline);
+      if (!names) return tl::unexpected(names.error());
+      jobs = std::move(*names);
+    } else {
+      jobs.emplace_back(job);
+    }
+    // The newest `limit` ticks of each job, merged newest first (then by job name).
+    std::vector<std::pair<std::int64_t, std::string>> ticks;
+    for (const std::string& j : jobs) {
+      const std::string idx = JobPrefix(j) + "idx/";
+      Json range{{"key", B64(idx)},          {"range_end", B64(PrefixEnd(idx))},
+                 {"sort_order", "DESCEND"},  {"sort_target", "KEY"},
+                 {"keys_only", true}};
+      if (limit >= 0) range["limit"] = std::to_string(std::max(limit, 1));
+      auto reply = Post("/v3/kv/range", range, deadline);
+      if (!reply) return tl::unexpected(reply.error());
+      for (const Kv& kv : KvsOf(reply->body)) {
+        ticks.emplace_back(ParseTick(std::string_view(kv.key).substr(idx.size())), j);
+      }
+    }
+    std::sort(ticks.begin(), ticks.end(), [](const auto& a, const auto& b) {
+      return std::tie(b.first, a.second) < std::tie(a.first, b.second);
+    });
+    if (limit >= 0 && ticks.size() > static_cast<std::size_t>(limit)) ticks.resize(limit);
+
+    std::vector<TickHistory> out;
+    for (std::size_t first = 0; first < ticks.size(); first += kMaxTxnOps) {
+      const std::size_t last = std::min(ticks.size(), first + kMaxTxnOps);
+      Json ranges = Json::array();
+      for (std::size_t i = first; i < last; ++i) {
+        const std::string prefix = KeysOf(ticks[i].second, ticks[i].first).tick_prefix;
+        ranges.push_back(Range(prefix, PrefixEnd(prefix)));
+      }
+      auto txn = Post("/v3/kv/txn", Json{{"success", ranges}}, deadline);
+      if (!txn) return tl::unexpected(txn.error());
+      for (std::size_t i = first; i < last; ++i) {
+        TickHistory h;
+        h.tick_unix = ticks[i].first;
+        h.job = ticks[i].second;
+        const std::string prefix = KeysOf(h.job, h.tick_unix).tick_prefix;
+        for (const Kv& kv : RangeKvs(txn->body, i - first)) {
+          const std::string_view rel = std::string_view(kv.key).substr(prefix.size());
+          if (rel == "r") {
+            if (auto rec = DecodeRecord(kv)) {
+              h.winner = rec->node;
+              h.state = rec->state;
+              h.run_outcome = rec->outcome;
+              h.exit_code = rec->exit_code;
+              h.duration = milliseconds(rec->duration_ms);
+              h.fence = rec->fence;
+              h.config_hash = rec->hash;
+            }
+          } else if (rel.rfind("w/", 0) == 0) {
+            h.observations.push_back(
+                DecodeObservation(h.job, h.tick_unix, std::string(rel.substr(2)), kv.value));
+          }
+        }
+        if (h.state.empty() && h.observations.empty()) continue;  // pruned meanwhile
+        out.push_back(std::move(h));
+      }
+    }
+    return out;
+  }
+
+  Result<int> Prune(WallTime older_than) override {
+    const Deadline deadline = Due();
+    const std::int64_t cutoff =
+        std::chrono::duration_cast<std::chrono::seconds>(older_than.time_since_epoch()).count();
+    auto jobs = Jobs(deadline);
+    if (!jobs) return tl::unexpected(jobs.error());
+    int removed = 0;
+    for (const std::string& job : *jobs) {
+      const std::string idx = JobPrefix(job) + "idx/";
+      auto reply = Post("/v3/kv/range",
+                        Json{{"key", B64(idx)}, {"range_end", B64(idx + Pad(cutoff))},
+                             {"keys_only", true}},
+                        deadline);
+      if (!reply) return tl::unexpected(reply.error());
+      // One txn per tick: it removes the tick only while its lease key is absent, so a
+      // running tick with a live lease stays.
+      for (const Kv& kv : KvsOf(reply->body)) {
+        const Keys k = KeysOf(job, ParseTick(std::string_view(kv.key).substr(idx.size())));
+        auto txn = Post("/v3/kv/txn",
+                        Json{{"compare", {CreatedAt(k.lease, 0)}},
+                             {"success",
+                              {Delete(k.record), Delete(k.tick_prefix, PrefixEnd(k.tick_prefix)),
+                               Delete(k.index)}}},
+                        deadline);
+        if (!txn) return tl::unexpected(txn.error());
+        if (!txn->body.value("succeeded", false)) continue;
+        const Json& responses = txn->body["responses"];
+        if (!responses.empty() && Int(responses[0]["response_delete_range"], "deleted") > 0) {
+          ++removed;
+        }
+      }
+    }
+    return removed;
+  }
+
+ private:
+  struct Keys {
+    std::string tick_prefix;  // P job/<job>/tick/<T>/
+    std::string lease, record, until, index, run;
+  };
+
+  // What the read transaction of a tick found.
+  struct TickState {
+    std::optional<TickRecord> record;
+    bool lease = false;          // the lease key exists (the holder's lease is alive)
+    std::int64_t lease_until = 0;
+    std::optional<RunMarker> run;
+    std::int64_t run_mod_revision = 0;
+    std::optional<std::int64_t> server_ms;
+  };
+
+  Deadline Due() const { return steady_clock::now() + options_.op_timeout; }
+
+  std::string JobPrefix(const std::string& job) const {
+    return endpoints_.prefix + "job/" + job + "/";
+  }
+  std::string JobKey(const std::string& job) const { return endpoints_.prefix + "jobs/" + job; }
+
+  Keys KeysOf(const std::string& job, std::int64_t tick) const {
+    Keys k;
+    const std::string base = JobPrefix(job);
+    k.tick_prefix = base + "tick/" + Pad(tick) + "/";
+    k.lease = k.tick_prefix + "l";
+    k.record = k.tick_prefix + "r";
+    k.until = k.tick_prefix + "u";
+    k.index = base + "idx/" + Pad(tick);
+    k.run = base + "run";
+    return k;
+  }
+
+  // The kvs of the i-th response of a txn (a range).
+  static std::vector<Kv> RangeKvs(const Json& txn, std::size_t i) {
+    const auto it = txn.find("responses");
+    if (it == txn.end() || !it->is_array() || i >= it->size()) return {};
+    const Json& r = (*it)[i];
+    return r.contains("response_range") ? KvsOf(r["response_range"]) : std::vector<Kv>{};
+  }
+
+  // One read: the tick's lease key, record and lease_until ([l, w) under its
+  // prefix, observations excluded) and the job's run key.
+  Result<TickState> ReadTick(const Keys& k, Deadline deadline) {
+    auto txn = Post("/v3/kv/txn",
+                    Json{{"success", {Range(k.tick_prefix, k.tick_prefix + "w"), Range(k.run)}}},
+                    deadline);
+    if (!txn) return tl::unexpected(txn.error());
+    TickState st;
+    st.server_ms = txn->server_ms;
+    for (const Kv& kv : RangeKvs(txn->body, 0)) {
+      if (kv.key == k.record) {
+        st.record = DecodeRecord(kv);
+      } else if (kv.key == k.lease) {
+        st.lease = true;
+      } else if (kv.key == k.until) {
+        st.lease_until = ParseTick(kv.value);
+      }
+    }
+    if (const auto run = RangeKvs(txn->body, 1); !run.empty()) {
+      st.run = DecodeRun(run.front().value);
+      st.run_mod_revision = run.front().mod_revision;
+    }
+    return st;
+  }
+
+  Result<std::vector<std::string>> Jobs(Deadline deadline) {
+    const std::string prefix = endpoints_.prefix + "jobs/";
+    auto reply = Post("/v3/kv/range",
+                      Json{{"key", B64(prefix)}, {"range_end", B64(PrefixEnd(prefix))},
+                           {"keys_only", true}},
+                      deadline);
+    if (!reply) return tl::unexpected(reply.error());
+    std::vector<std::string> names;
+    for (const Kv& kv : KvsOf(reply->body)) names.push_back(kv.key.substr(prefix.size()));
+    return names;
+  }
+
+  ClaimOutcome Won(std::uint64_t fence) {
+    ClaimOutcome out;
+    out.status = ClaimStatus::kWon;
+    out.fence = fence;
+    return out;
+  }
+
+  static ClaimOutcome Lost(const ClaimRequest& req, const TickRecord& rec) {
+    ClaimOutcome out;
+    out.status = ClaimStatus::kLost;
+    out.holder_node = rec.node;
+    out.holder_tick_unix = req.tick_unix;
+    out.holder_config_hash = rec.hash;
+    out.holder_running = rec.state == "running";
+    return out;
+  }
+
+  static ClaimOutcome Busy(const RunMarker& run) {
+    ClaimOutcome out;
+    out.status = ClaimStatus::kBusy;
+    out.holder_node = run.node;
+    out.holder_tick_unix = run.tick;
+    out.holder_config_hash = run.hash;
+    return out;
+  }
+
+  // The claim txn got no answer: it may or may not have been applied. The lease key
+  // decides: the claim is ours only when it holds our token.
+  Result<ClaimOutcome> Ambiguous(const ClaimRequest& req, const Keys& k, const Error& error) {
+    auto lease = Post("/v3/kv/range", Json{{"key", B64(k.lease)}}, Due());
+    if (lease) {
+      const std::vector<Kv> kvs = KvsOf(lease->body);
+      if (!kvs.empty() && kvs.front().value == req.owner_token) {
+        RememberLease(req.job, req.tick_unix, req.owner_token, kvs.front().lease);
+        return Won(static_cast<std::uint64_t>(kvs.front().create_revision));
+      }
+    }
+    return tl::unexpected(error);
+  }
+
+  void Revoke(std::int64_t lease_id, Deadline deadline) {
+    if (lease_id == 0) return;
+    // "requested lease not found" is fine: it expired already.
+    (void)Post("/v3/lease/revoke", Json{{"ID", std::to_string(lease_id)}},
+               std::max(deadline, steady_clock::now() + options_.op_timeout / 4));
+  }
+
+  // Leases this handle holds, by (job, T, token): renewals skip a lookup.
+  using LeaseKey = std::tuple<std::string, std::int64_t, std::string>;
+
+  void RememberLease(const std::string& job, std::int64_t tick, const std::string& token,
+                     std::int64_t lease_id) {
+    std::lock_guard lock(leases_mu_);
+    leases_[LeaseKey(job, tick, token)] = lease_id;
+  }
+  std::int64_t LeaseOf(const HeldClaim& held) {
+    std::lock_guard lock(leases_mu_);
+    const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
+    return it == leases_.end() ? 0 : it->second;
+  }
+  void ForgetLease(const HeldClaim& held) {
+    std::lock_guard lock(leases_mu_);
+    leases_.erase(LeaseKey(held.job, held.tick_unix, held.owner_token));
+  }
+  RenewStatus Forget(const HeldClaim& held) {
+    ForgetLease(held);
+    return RenewStatus::kLost;
+  }
+
+  // POSTs `request` to the current member; a member that cannot be reached (or
+  // answers 503) passes the request to the next one while time is left. Any other
+  // failure (no answer after sending) is returned: the caller decides what it means.
+  Result<Reply> Post(std::string_view path, const Json& request, Deadline deadline) {
+    const std::string body = request.dump();
+    std::lock_guard lock(mu_);
+    std::string last_error = "no time left";
+    for (std::size_t attempt = 0; attempt < endpoints_.hosts.size(); ++attempt) {
+      const milliseconds left = Left(deadline);
+      if (left <= milliseconds(0)) break;
+      const std::string& host = endpoints_.hosts[current_];
+      const std::string url = "http://" + host + std::string(path);
+      // Members not tried yet share what is left for connecting.
+      const milliseconds connect =
+          std::max(milliseconds(1), left / static_cast<long>(endpoints_.hosts.size() - attempt));
+      std::string response;
+      Reply reply;
+      CURL* c = curl_.get();
+      curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+      curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers_.get());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+      curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
+      curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect.count()));
+      curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &OnBody);
+      curl_easy_setopt(c, CURLOPT_WRITEDATA, &response);
+      curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &OnHeader);
+      curl_easy_setopt(c, CURLOPT_HEADERDATA, &reply.server_ms);
+      const CURLcode rc = curl_easy_perform(c);
+      if (rc != CURLE_OK) {
+        last_error = host + ": " + curl_easy_strerror(rc);
+        if (CouldNotConnect(c, rc)) {
+          current_ = (current_ + 1) % endpoints_.hosts.size();
+          continue;
+        }
+        return MakeError(context_ + ": " + std::string(path), last_error);
+      }
+      long status = 0;
+      curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+      reply.body = Json::parse(response, nullptr, false);
+      if (reply.body.is_discarded()) {
+        return MakeError(context_ + ": " + std::string(path),
+                         host + ": HTTP " + std::to_string(status) + ", not JSON: " +
+                             response.substr(0, 200));
+      }
+      if (status == 200 && !reply.body.contains("error")) return reply;
+      const Json& err = reply.body.contains("error") && reply.body["error"].is_object()
+                            ? reply.body["error"]
+                            : reply.body;
+      std::string message = Str(err, "message");
+      if (message.empty()) message = Str(err, "error");
+      last_error = host + ": HTTP " + std::to_string(status) + ": " + message;
+      if (status == 503) {  // the member has no leader: another one may
+        current_ = (current_ + 1) % endpoints_.hosts.size();
+        continue;
+      }
+      if (path == "/v3/lease/revoke" && message.find("not found") != std::string::npos) {
+        return reply;
+      }
+      return MakeError(context_ + ": " + std::string(path), last_error);
+    }
+    return MakeError(context_ + ": " + std::string(path), last_error);
+  }
+
+  const EtcdOptions options_;
+  const Endpoints endpoints_;
+  const std::string context_;  // "etcd <url>"
+  std::mutex mu_;              // guards the HTTP handle and current_
+  CurlPtr curl_;
+  HeadersPtr headers_;
+  std::size_t current_ = 0;  // the member tried first
+  std::mutex leases_mu_;
+  std::map<LeaseKey, std::int64_t> leases_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> NewEtcdBackend(const EtcdOptions& options) {
+  static std::once_flag curl_init;
+  std::call_once(curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  auto endpoints = ParseUrl(options.url);
+  if (!endpoints) {
+    Error e = endpoints.error();
+    e.context = "etcd " + RedactUrl(options.url);
+    return tl::unexpected(std::move(e));
+  }
+  auto backend = std::make_unique<EtcdBackend>(options, std::move(*endpoints));
+  if (auto ok = backend->Open(); !ok) return tl::unexpected(ok.error());
+  return backend;
+}
+
+}  // namespace tickd::lock

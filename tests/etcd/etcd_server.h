@@ -1,0 +1,137 @@
+// A real etcd for tests and benchmarks: one member, its own temporary data folder,
+// free loopback client and peer ports, fast elections (--heartbeat-interval 10ms,
+// --election-timeout 100ms) so that it is ready quickly and the minimum lease TTL is
+// etcd's floor of 1 s (etcd raises shorter TTLs to 1.5 election timeouts, rounded up
+// to whole seconds). Kill() + Start() restart it on the same ports with the same data
+// (a crash and a restart). Header-only, no client library.
+#pragma once
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/lock/temp_dir.h"
+#include "tests/redis/redis_server.h"
+
+namespace tickd::testing {
+
+class EtcdServer {
+ public:
+  static constexpr const char* kBinary = "/usr/bin/etcd";
+
+  EtcdServer() {
+    if (!Available()) return;
+    client_port_ = RedisServer::FreePort();
+    peer_port_ = RedisServer::FreePort();
+    while (peer_port_ == client_port_) peer_port_ = RedisServer::FreePort();
+    Start();
+  }
+  ~EtcdServer() { Stop(); }
+  EtcdServer(const EtcdServer&) = delete;
+  EtcdServer& operator=(const EtcdServer&) = delete;
+
+  static bool Available() { return ::access(kBinary, X_OK) == 0; }
+
+  int port() const { return client_port_; }
+  bool running() const { return pid_ > 0; }
+  const std::string& dir() const { return dir_.path(); }
+  std::string url() const { return "etcd://127.0.0.1:" + std::to_string(client_port_); }
+
+  // Starts the member and waits until it answers /health with a leader (≤ 10 s).
+  bool Start() {
+    if (pid_ > 0) return true;
+    const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+    const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+    std::vector<std::string> args = {kBinary,
+                                     "--name=default",
+                                     "--data-dir=" + dir_.path() + "/data",
+                                     "--listen-client-urls=" + client,
+                                     "--advertise-client-urls=" + client,
+                                     "--listen-peer-urls=" + peer,
+                                     "--initial-advertise-peer-urls=" + peer,
+                                     "--initial-cluster=default=" + peer,
+                                     "--heartbeat-interval=10",
+                                     "--election-timeout=100",
+                                     "--logger=zap",
+                                     "--log-level=error",
+                                     "--log-outputs=" + dir_.path() + "/etcd.log"};
+    const pid_t pid = ::fork();
+    if (pid < 0) return false;
+    if (pid == 0) {
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      const int null_fd = ::open("/dev/null", O_RDWR);
+      ::dup2(null_fd, 1);
+      ::dup2(null_fd, 2);
+      ::execv(kBinary, argv.data());
+      ::_exit(127);
+    }
+    pid_ = pid;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until) {
+      if (Healthy()) return true;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  // SIGKILL: a crash; what etcd fsynced to its WAL survives.
+  void Kill() { StopWith(SIGKILL); }
+  // SIGTERM: a clean shutdown.
+  void Stop() { StopWith(SIGTERM); }
+  // SIGSTOP / SIGCONT: a member that stops answering without closing connections.
+  void Pause() const { if (pid_ > 0) ::kill(pid_, SIGSTOP); }
+  void Resume() const { if (pid_ > 0) ::kill(pid_, SIGCONT); }
+
+ private:
+  void StopWith(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGCONT);
+    ::kill(pid_, sig);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  // GET /health answers {"health":"true"} once the member has a leader.
+  bool Healthy() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(client_port_));
+    timeval tv{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    std::string answer;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      const std::string request = "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+      if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+        char buf[512];
+        for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) answer.append(buf, n);
+      }
+    }
+    ::close(fd);
+    return answer.find("\"health\":\"true\"") != std::string::npos;
+  }
+
+  TempDir dir_;
+  int client_port_ = 0;
+  int peer_port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace tickd::testing
