@@ -11,6 +11,9 @@
 #ifdef TICKD_WITH_REDIS
 #include "lock/redis/redis_backend.h"
 #endif
+#ifdef TICKD_WITH_ZOOKEEPER
+#include "lock/zookeeper/zookeeper_backend.h"
+#endif
 #ifdef TICKD_WITH_ETCD
 #include "lock/etcd/etcd_backend.h"
 #endif
@@ -83,6 +86,16 @@ Result<std::unique_ptr<Backend>> OpenRedis(const BackendOptions& options, Clock&
 }
 #endif
 
+#ifdef TICKD_WITH_ZOOKEEPER
+// The ensemble's clock (node mtimes) decides leases and deadlines, not the replica's.
+Result<std::unique_ptr<Backend>> OpenZookeeper(const BackendOptions& options, Clock&) {
+  ZookeeperOptions zookeeper;
+  zookeeper.url = options.url;
+  zookeeper.op_timeout = options.op_timeout;
+  return NewZookeeperBackend(zookeeper);
+}
+#endif
+
 #ifdef TICKD_WITH_ETCD
 // etcd's clock decides leases (and, through its replies' Date, deadlines).
 Result<std::unique_ptr<Backend>> OpenEtcd(const BackendOptions& options, Clock&) {
@@ -111,7 +124,9 @@ constexpr BackendEntry kBackends[] = {
     {"etcd", OpenEtcd},
 #endif
     // {"postgres", OpenPostgres},    // lock/postgres (scheme alias "postgresql")
-    // {"zookeeper", OpenZookeeper},  // lock/zookeeper
+#ifdef TICKD_WITH_ZOOKEEPER
+    {"zookeeper", OpenZookeeper},
+#endif
     {"none", OpenNone},
     {"memory", OpenMemory},
 };

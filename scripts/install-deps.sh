@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev   # libFuzzer + sanitizers for the parser fuzz target
   faketime                   # skewed replicas in the end-to-end tests
   redis-server               # the Redis backend's tests start a real server
+  zookeeper libzookeeper-mt-dev default-jre-headless  # ZooKeeper backend + its tests' server
   etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start
   procps psmisc util-linux   # setpriv: jobs die with their daemon (PR_SET_PDEATHSIG)
 )

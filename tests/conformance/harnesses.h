@@ -17,6 +17,9 @@
 #ifdef TICKD_CONFORMANCE_REDIS
 #include "tests/conformance/redis_harness.h"
 #endif
+#ifdef TICKD_CONFORMANCE_ZOOKEEPER
+#include "tests/conformance/zookeeper_harness.h"
+#endif
 #ifdef TICKD_CONFORMANCE_ETCD
 #include "tests/conformance/etcd_harness.h"
 #endif
@@ -76,6 +79,10 @@ using AllHarnesses = std::tuple<MemoryHarness
 #ifdef TICKD_CONFORMANCE_REDIS
                                 ,
                                 RedisHarness
+#endif
+#ifdef TICKD_CONFORMANCE_ZOOKEEPER
+                                ,
+                                ZookeeperHarness
 #endif
 #ifdef TICKD_CONFORMANCE_ETCD
                                 ,

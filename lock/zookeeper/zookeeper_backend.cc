@@ -1,0 +1,1012 @@
+// The ZooKeeper protocol (shared/backends.md, "ZooKeeper"). With B = <chroot>/tickd:
+//
+//   B/<job>/t/<T>     tick record, persistent: state running|done, owner token, node,
+//                     config hash, lease_ms; once done also outcome, exit, duration,
+//                     fence. Kept until Prune: a finished tick is never claimed again.
+//   B/<job>/l/<T>     lease, EPHEMERAL (owner token, node, lease_ms): it dies with the
+//                     holder's session. Renew rewrites it, so its mtime is the last
+//                     renewal on the server's clock.
+//   B/<job>/run       forbid marker, EPHEMERAL (owner token, T, node, hash).
+//   B/<job>/o/<T>/<node>  ledger observations, persistent.
+//   <chroot>/tickd-clients/<session id>  this session's scratch node, ephemeral.
+//
+// The server's clock. ZooKeeper has no "what time is it" call, but every write stamps
+// the node's mtime with the server's wall clock (the leader's, in an ensemble). So
+// "now" is a setData on our scratch node: the Stat it returns carries the server's
+// time. Deadlines and lease expiry are judged on that clock, never the replica's.
+//
+// A lease is live while its node exists (the holder's session lives) AND
+// mtime + lease_ms ≥ server now (the holder renewed in time). So a crashed holder
+// loses it after `lease` at the latest (or at once when its session is closed), and a
+// holder that is alive but stopped renewing (a hung watchdog) loses it like on every
+// other backend. Session expiry is the second, independent way to lose it.
+//
+// claim, in the order of the Redis script (an existing record is the stronger answer):
+//   1. get the record. done, or running and recover off → lost (the record names the
+//      winner; holder_running = state is running). Running, recover on: lost while
+//      its lease is live; otherwise re-claim below, unless now is past the lease's
+//      expiry + starting_deadline (missed). When the lease node is already gone (the
+//      session died) the moment it went is unknown; the deadline then counts from now.
+//   2. no record: missed when server now > T + starting_deadline.
+//   3. forbid: the run node names another tick whose lease is live → busy.
+//   4. one multi: create the record (or, re-claiming: check its version and set it
+//      to the new owner, delete the dead lease node by version), create the
+//      ephemeral lease node, replace a stale run node (delete by version + create),
+//      and setData on our scratch node. All ops of a multi share one zxid; the set's
+//      Stat returns it (mzxid): that zxid is the FENCE. Zxids strictly increase
+//      across the whole ensemble, never repeat, and survive restarts (the txn log is
+//      fsync'd before the ack): no counter is needed. ZNODEEXISTS / ZBADVERSION /
+//      ZNONODE mean another replica got there first: read again (step 1).
+//   Connection lost while the multi was in flight (ambiguous): once reconnected
+//   within op_timeout, the lease node is ours only if it holds our token AND its
+//   ephemeralOwner is our session id; then the fence is its czxid. Else an Error.
+// renew: get the lease node; ours (token and ephemeralOwner == our session)? setData
+//   with its version. kLost when it is gone, not ours, the version moved, or the
+//   server's time of the set is already past the old mtime + lease_ms.
+// Session state bounds a lease too: on EXPIRED every lease of the session is lost
+// (Renew says kLost; the handle is closed and a new session opened on the next call).
+// While the client is CONNECTING, the server may expire the session once
+// session_timeout passes without hearing from us, so Renew answers an Error (the
+// watchdog retries) until 2/3 of the session timeout after the last answer we got,
+// and kLost after that. With session_timeout ≥ 1.5 × lease the watchdog's own
+// validity (t_sent + lease) ends first anyway.
+// complete: get the record (owner must be our token), the lease and the run node;
+//   one multi: set the record to done (with its version) and delete the lease and
+//   run nodes that still hold our token (each by version). Retried on a version race.
+//
+// Every call is async under the hood (zoo_a*), awaited against a deadline of
+// op_timeout: the C client's sync calls can block for 2/3 of the session timeout on
+// a silent server. A reply that arrives after the deadline is dropped.
+#include "lock/zookeeper/zookeeper_backend.h"
+
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace tickd::lock {
+namespace {
+
+using std::chrono::steady_clock;
+using Fields = std::map<std::string, std::string>;
+
+constexpr int kMaxRaces = 5;  // re-reads after losing a version race, per call
+
+// key=value lines; values never hold a newline (tokens, node ids, hashes, numbers).
+std::string Encode(const Fields& fields) {
+  std::string out;
+  for (const auto& [k, v] : fields) out += k + "=" + v + "\n";
+  return out;
+}
+
+Fields Decode(std::string_view data) {
+  Fields out;
+  while (!data.empty()) {
+    const auto nl = data.find('\n');
+    const std::string_view line = data.substr(0, nl);
+    data = nl == std::string_view::npos ? std::string_view() : data.substr(nl + 1);
+    const auto eq = line.find('=');
+    if (eq != std::string_view::npos) out.emplace(line.substr(0, eq), line.substr(eq + 1));
+  }
+  return out;
+}
+
+std::string Get(const Fields& f, const std::string& key) {
+  auto it = f.find(key);
+  return it == f.end() ? "" : it->second;
+}
+
+std::int64_t ToInt(std::string_view s) {
+  std::int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+// A node name for a node id: '/' cannot appear in a znode name, and "." / ".." are
+// reserved.
+std::string NodeName(const std::string& node) {
+  std::string out;
+  for (char c : node) {
+    if (c == '/') {
+      out += "%2F";
+    } else if (c == '%') {
+      out += "%25";
+    } else {
+      out += c;
+    }
+  }
+  if (out == "." || out == "..") out = "%2E" + out.substr(1);
+  return out;
+}
+
+std::string NodeFromName(std::string_view name) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '%' && i + 2 < name.size()) {
+      const std::string_view hex = name.substr(i + 1, 2);
+      out += hex == "2F" ? '/' : hex == "25" ? '%' : hex == "2E" ? '.' : '?';
+      i += 2;
+    } else {
+      out += name[i];
+    }
+  }
+  return out;
+}
+
+// What one async call answered.
+struct Reply {
+  int rc = ZOK;
+  std::string value;                  // get: the data; create: the created path
+  Stat stat{};                        // get / set / exists
+  std::vector<std::string> children;  // get_children
+  std::vector<int> op_errors;         // multi: per op
+  std::vector<Stat> op_stats;         // multi: per op (set ops only)
+};
+
+// One multi operation, described by value (the library keeps pointers into it).
+struct Op {
+  enum Kind { kCreate, kDelete, kSet, kCheck } kind;
+  std::string path;
+  std::string data;
+  int version = -1;
+  int mode = 0;  // create: ZOO_PERSISTENT / ZOO_EPHEMERAL
+};
+
+// Calls issued together and awaited together. The completions run on the client's
+// completion thread and may arrive after the caller gave up: they only touch the
+// shared State, which lives until the last of them ran.
+class Batch {
+ public:
+  explicit Batch(zhandle_t* zh) : zh_(zh), state_(std::make_shared<State>()) {}
+
+  std::size_t Get(const std::string& path) {
+    return Issue([&](Slot* slot) { return zoo_aget(zh_, path.c_str(), 0, &OnData, slot); });
+  }
+  std::size_t Set(const std::string& path, const std::string& data, int version) {
+    return Issue([&](Slot* slot) {
+      return zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+                      &OnStat, slot);
+    });
+  }
+  std::size_t Create(const std::string& path, const std::string& data, int mode) {
+    return Issue([&](Slot* slot) {
+      return zoo_acreate(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
+                         &ZOO_OPEN_ACL_UNSAFE, mode, &OnString, slot);
+    });
+  }
+  std::size_t Delete(const std::string& path, int version) {
+    return Issue(
+        [&](Slot* slot) { return zoo_adelete(zh_, path.c_str(), version, &OnVoid, slot); });
+  }
+  std::size_t Children(const std::string& path) {
+    return Issue(
+        [&](Slot* slot) { return zoo_aget_children(zh_, path.c_str(), 0, &OnStrings, slot); });
+  }
+  // At most one multi per Batch.
+  std::size_t Multi(std::vector<Op> ops) {
+    State& s = *state_;
+    s.ops = std::move(ops);
+    const std::size_t n = s.ops.size();
+    s.zops.resize(n);
+    s.results.resize(n);
+    s.stats.resize(n);
+    s.path_bufs.assign(n, std::vector<char>(1024));
+    for (std::size_t k = 0; k < n; ++k) {
+      const Op& op = s.ops[k];
+      const int len = static_cast<int>(op.data.size());
+      switch (op.kind) {
+        case Op::kCreate:
+          zoo_create_op_init(&s.zops[k], op.path.c_str(), op.data.data(), len,
+                             &ZOO_OPEN_ACL_UNSAFE, op.mode, s.path_bufs[k].data(),
+                             static_cast<int>(s.path_bufs[k].size()));
+          break;
+        case Op::kDelete:
+          zoo_delete_op_init(&s.zops[k], op.path.c_str(), op.version);
+          break;
+        case Op::kSet:
+          zoo_set_op_init(&s.zops[k], op.path.c_str(), op.data.data(), len, op.version,
+                          &s.stats[k]);
+          break;
+        case Op::kCheck:
+          zoo_check_op_init(&s.zops[k], op.path.c_str(), op.version);
+          break;
+      }
+    }
+    return Issue([&](Slot* slot) {
+      return zoo_amulti(zh_, static_cast<int>(n), s.zops.data(), s.results.data(), &OnMulti,
+                        slot);
+    });
+  }
+
+  // True when every call answered before `deadline`.
+  bool Wait(steady_clock::time_point deadline) {
+    std::unique_lock lock(state_->mu);
+    return state_->cv.wait_until(lock, deadline, [&] { return state_->outstanding == 0; });
+  }
+
+  // REQUIRES: Wait returned true.
+  const Reply& operator[](std::size_t i) const { return state_->replies[i]; }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    int outstanding = 0;
+    std::deque<Reply> replies;  // deque: completions write while the caller adds
+    // The multi's buffers: the library writes results into them on completion.
+    std::vector<Op> ops;
+    std::vector<zoo_op_t> zops;
+    std::vector<zoo_op_result_t> results;
+    std::vector<Stat> stats;
+    std::vector<std::vector<char>> path_bufs;
+  };
+  struct Slot {
+    std::shared_ptr<State> state;
+    std::size_t index;
+  };
+
+  // Adds a reply slot and issues the call. A call the library refuses at once
+  // (ZINVALIDSTATE, ZBADARGUMENTS…) never completes: its reply is the refusal.
+  template <typename Call>
+  std::size_t Issue(Call call) {
+    std::size_t i = 0;
+    {
+      std::lock_guard lock(state_->mu);
+      state_->replies.emplace_back();
+      ++state_->outstanding;
+      i = state_->replies.size() - 1;
+    }
+    auto slot = std::make_unique<Slot>(Slot{state_, i});
+    const int rc = call(slot.get());
+    if (rc == ZOK) {
+      slot.release();  // the completion owns it now
+      return i;
+    }
+    std::lock_guard lock(state_->mu);
+    state_->replies[i].rc = rc;
+    --state_->outstanding;
+    return i;
+  }
+
+  // Takes ownership of the slot, lets `fill` write the reply, signals the waiter.
+  template <typename Fill>
+  static void Complete(const void* data, int rc, Fill fill) {
+    std::unique_ptr<Slot> slot(static_cast<Slot*>(const_cast<void*>(data)));
+    State& s = *slot->state;
+    std::lock_guard lock(s.mu);
+    Reply& r = s.replies[slot->index];
+    r.rc = rc;
+    if (rc == ZOK) fill(r, s);
+    --s.outstanding;
+    s.cv.notify_all();
+  }
+
+  static void OnData(int rc, const char* value, int len, const Stat* stat, const void* data) {
+    Complete(data, rc, [&](Reply& r, State&) {
+      if (value != nullptr && len > 0) r.value.assign(value, static_cast<std::size_t>(len));
+      if (stat != nullptr) r.stat = *stat;
+    });
+  }
+  static void OnStat(int rc, const Stat* stat, const void* data) {
+    Complete(data, rc, [&](Reply& r, State&) {
+      if (stat != nullptr) r.stat = *stat;
+    });
+  }
+  static void OnString(int rc, const char* value, const void* data) {
+    Complete(data, rc, [&](Reply& r, State&) {
+      if (value != nullptr) r.value = value;
+    });
+  }
+  static void OnVoid(int rc, const void* data) { Complete(data, rc, [](Reply&, State&) {}); }
+  static void OnStrings(int rc, const String_vector* strings, const void* data) {
+    Complete(data, rc, [&](Reply& r, State&) {
+      for (int k = 0; strings != nullptr && k < strings->count; ++k) {
+        r.children.emplace_back(strings->data[k]);
+      }
+    });
+  }
+  static void OnMulti(int rc, const void* data) {
+    // The per-op errors matter on failure too (which op failed), so fill always.
+    std::unique_ptr<Slot> slot(static_cast<Slot*>(const_cast<void*>(data)));
+    State& s = *slot->state;
+    std::lock_guard lock(s.mu);
+    Reply& r = s.replies[slot->index];
+    r.rc = rc;
+    for (std::size_t k = 0; k < s.results.size(); ++k) {
+      r.op_errors.push_back(s.results[k].err);
+      r.op_stats.push_back(s.stats[k]);
+    }
+    --s.outstanding;
+    s.cv.notify_all();
+  }
+
+  zhandle_t* zh_;
+  std::shared_ptr<State> state_;
+};
+
+// The watcher's view of one session (the watcher context; outlives its handle).
+struct Session {
+  std::mutex mu;
+  std::condition_variable cv;
+  int state = 0;  // the last ZOO_*_STATE seen
+};
+
+void Watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
+  if (type != ZOO_SESSION_EVENT || ctx == nullptr) return;
+  auto* session = static_cast<Session*>(ctx);
+  std::lock_guard lock(session->mu);
+  session->state = state;
+  session->cv.notify_all();
+}
+
+// The C client logs connection errors to stderr; a replica's stderr is its log, where
+// only tickd's own lines belong. Its failures reach the caller as Errors instead.
+void DropLog(const char*) {}
+
+struct HandleCloser {
+  void operator()(zhandle_t* zh) const { zookeeper_close(zh); }
+};
+using HandlePtr = std::unique_ptr<zhandle_t, HandleCloser>;
+
+class ZookeeperBackend final : public Backend {
+ public:
+  ZookeeperBackend(const ZookeeperOptions& options, ZookeeperEndpoint endpoint)
+      : options_(options),
+        endpoint_(std::move(endpoint)),
+        base_(endpoint_.chroot + "/tickd"),
+        clients_(endpoint_.chroot + "/tickd-clients"),
+        context_("zookeeper " + options.url) {}
+
+  ~ZookeeperBackend() override {
+    std::lock_guard lock(mu_);
+    CloseLocked();
+  }
+
+  Result<void> Open() {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ConnectLocked(deadline); !ok) return ok;
+    std::vector<std::string> paths;
+    std::string prefix;
+    for (std::string_view rest = endpoint_.chroot; !rest.empty();) {
+      const auto next = rest.find('/', 1);
+      prefix += std::string(rest.substr(0, next));
+      paths.push_back(prefix);
+      rest = next == std::string_view::npos ? std::string_view() : rest.substr(next);
+    }
+    paths.push_back(base_);
+    paths.push_back(clients_);
+    return CreateAll(paths, deadline);
+  }
+
+  std::string_view name() const override { return "zookeeper"; }
+
+  std::vector<std::string> StartupWarnings() override {
+    std::lock_guard lock(mu_);
+    if (!zh_) return {};
+    const int negotiated = zoo_recv_timeout(zh_.get());
+    std::vector<std::string> out;
+    if (negotiated > 0 && negotiated < options_.session_timeout.count()) {
+      out.push_back(context_ + ": the server granted a session timeout of " +
+                    std::to_string(negotiated) + "ms (asked " +
+                    std::to_string(options_.session_timeout.count()) +
+                    "ms): a lease longer than 2/3 of it is cut short while disconnected "
+                    "(raise maxSessionTimeout on the servers)");
+    }
+    return out;
+  }
+
+  Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    for (int race = 0; race < kMaxRaces; ++race) {
+      if (auto ok = EnsureJob(req.job, deadline); !ok) return tl::unexpected(ok.error());
+      auto step = ClaimOnce(req, deadline);
+      if (!step) return tl::unexpected(step.error());
+      if (*step) return **step;
+    }
+    return MakeError(context_ + ": claim", "kept losing version races; try again");
+  }
+
+  Result<RenewStatus> Renew(const HeldClaim& held) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    const int state = SessionState();
+    if (!zh_ || state == ZOO_EXPIRED_SESSION_STATE) {
+      // Every lease of the old session is gone; the next call opens a new one.
+      return RenewStatus::kLost;
+    }
+    if (state != ZOO_CONNECTED_STATE) {
+      const auto limit = last_contact_ + milliseconds(zoo_recv_timeout(zh_.get()) * 2 / 3);
+      if (steady_clock::now() >= limit) return RenewStatus::kLost;
+      return MakeError(context_ + ": renew", "not connected (the session may still live)");
+    }
+    const std::string lease_path = Path(held.job, "l", held.tick_unix);
+    Batch read(zh_.get());
+    read.Get(lease_path);
+    if (auto ok = Await(read, deadline, "renew"); !ok) return tl::unexpected(ok.error());
+    if (read[0].rc == ZNONODE) return RenewStatus::kLost;
+    if (read[0].rc != ZOK) return Failure("renew", read[0].rc);
+    if (!Ours(read[0], held.owner_token)) return RenewStatus::kLost;
+    Fields lease = Decode(read[0].value);
+    lease["lease_ms"] = std::to_string(held.lease.count());
+    Batch write(zh_.get());
+    write.Set(lease_path, Encode(lease), read[0].stat.version);
+    if (auto ok = Await(write, deadline, "renew"); !ok) return tl::unexpected(ok.error());
+    if (write[0].rc == ZNONODE || write[0].rc == ZBADVERSION) return RenewStatus::kLost;
+    if (write[0].rc != ZOK) return Failure("renew", write[0].rc);
+    const std::int64_t old_until = read[0].stat.mtime + ToInt(Get(Decode(read[0].value), "lease_ms"));
+    return write[0].stat.mtime > old_until ? RenewStatus::kLost : RenewStatus::kRenewed;
+  }
+
+  Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    const std::string record_path = Path(held.job, "t", held.tick_unix);
+    const std::string lease_path = Path(held.job, "l", held.tick_unix);
+    const std::string run_path = base_ + "/" + held.job + "/run";
+    for (int race = 0; race < kMaxRaces; ++race) {
+      Batch read(zh_.get());
+      read.Get(record_path);
+      read.Get(lease_path);
+      read.Get(run_path);
+      if (auto ok = Await(read, deadline, "complete"); !ok) return tl::unexpected(ok.error());
+      if (read[0].rc == ZNONODE) return CompleteStatus::kNotOwner;
+      for (std::size_t i = 0; i < 3; ++i) {
+        if (read[i].rc != ZOK && read[i].rc != ZNONODE) return Failure("complete", read[i].rc);
+      }
+      Fields record = Decode(read[0].value);
+      if (Get(record, "owner") != held.owner_token) return CompleteStatus::kNotOwner;
+      if (Get(record, "state") == "done") return CompleteStatus::kCompleted;
+      record["state"] = "done";
+      record["outcome"] = completion.outcome;
+      record["exit"] = completion.exit_code ? std::to_string(*completion.exit_code) : "";
+      record["duration_ms"] = std::to_string(completion.duration.count());
+      record["fence"] = std::to_string(held.fence);
+      std::vector<Op> ops = {{Op::kSet, record_path, Encode(record), read[0].stat.version}};
+      if (read[1].rc == ZOK && Get(Decode(read[1].value), "owner") == held.owner_token) {
+        ops.push_back({Op::kDelete, lease_path, "", read[1].stat.version});
+      }
+      if (read[2].rc == ZOK && Get(Decode(read[2].value), "owner") == held.owner_token) {
+        ops.push_back({Op::kDelete, run_path, "", read[2].stat.version});
+      }
+      Batch write(zh_.get());
+      write.Multi(std::move(ops));
+      if (auto ok = Await(write, deadline, "complete"); !ok) return tl::unexpected(ok.error());
+      if (write[0].rc == ZOK) return CompleteStatus::kCompleted;
+      if (!IsRace(write[0].rc)) return Failure("complete", write[0].rc);
+    }
+    return MakeError(context_ + ": complete", "kept losing version races; try again");
+  }
+
+  Result<void> Record(const Observation& obs) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return ok;
+    if (auto ok = EnsureJob(obs.job, deadline); !ok) return ok;
+    const std::string dir = Path(obs.job, "o", obs.tick_unix);
+    const std::string path = dir + "/" + NodeName(obs.node);
+    const std::string data =
+        Encode({{"outcome", obs.outcome},
+                {"wall_ms", std::to_string(obs.node_wall.time_since_epoch().count())},
+                {"hash", obs.config_hash},
+                {"fence", std::to_string(obs.fence)}});
+    // Pipelined: the folder (usually already there), the observation, then an
+    // overwrite in case this replica recorded this tick before.
+    Batch batch(zh_.get());
+    const std::size_t folder = batch.Create(dir, "", ZOO_PERSISTENT);
+    const std::size_t create = batch.Create(path, data, ZOO_PERSISTENT);
+    if (auto ok = Await(batch, deadline, "record"); !ok) return ok;
+    if (batch[folder].rc != ZOK && batch[folder].rc != ZNODEEXISTS) {
+      return Failure("record", batch[folder].rc);
+    }
+    if (batch[create].rc == ZOK) return {};
+    if (batch[create].rc != ZNODEEXISTS) return Failure("record", batch[create].rc);
+    Batch overwrite(zh_.get());
+    overwrite.Set(path, data, -1);
+    if (auto ok = Await(overwrite, deadline, "record"); !ok) return ok;
+    if (overwrite[0].rc != ZOK) return Failure("record", overwrite[0].rc);
+    return {};
+  }
+
+  Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    auto jobs = Jobs(job, deadline);
+    if (!jobs) return tl::unexpected(jobs.error());
+    // Every tick of every job that has a record or observations, newest first.
+    Batch lists(zh_.get());
+    for (const std::string& j : *jobs) {
+      lists.Children(base_ + "/" + j + "/t");
+      lists.Children(base_ + "/" + j + "/o");
+    }
+    if (auto ok = Await(lists, deadline, "history"); !ok) return tl::unexpected(ok.error());
+    std::set<std::pair<std::int64_t, std::string>> ticks;  // (T, job)
+    for (std::size_t j = 0; j < jobs->size(); ++j) {
+      for (std::size_t k = 0; k < 2; ++k) {
+        const Reply& r = lists[2 * j + k];
+        if (r.rc != ZOK && r.rc != ZNONODE) return Failure("history", r.rc);
+        for (const std::string& t : r.children) ticks.emplace(ToInt(t), (*jobs)[j]);
+      }
+    }
+    std::vector<std::pair<std::int64_t, std::string>> keys(ticks.begin(), ticks.end());
+    std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+      return std::tie(b.first, a.second) < std::tie(a.first, b.second);
+    });
+    if (limit >= 0 && keys.size() > static_cast<std::size_t>(limit)) keys.resize(limit);
+
+    Batch details(zh_.get());
+    for (const auto& [tick, j] : keys) {
+      details.Get(Path(j, "t", tick));
+      details.Children(Path(j, "o", tick));
+    }
+    if (auto ok = Await(details, deadline, "history"); !ok) return tl::unexpected(ok.error());
+    Batch observations(zh_.get());
+    std::vector<std::vector<std::pair<std::string, std::size_t>>> obs_index(keys.size());
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      for (const std::string& name : details[2 * k + 1].children) {
+        obs_index[k].emplace_back(name, observations.Get(Path(keys[k].second, "o", keys[k].first) +
+                                                         "/" + name));
+      }
+    }
+    if (auto ok = Await(observations, deadline, "history"); !ok) return tl::unexpected(ok.error());
+
+    std::vector<TickHistory> out;
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      TickHistory h;
+      h.tick_unix = keys[k].first;
+      h.job = keys[k].second;
+      const Reply& rec = details[2 * k];
+      if (rec.rc == ZOK) {
+        const Fields f = Decode(rec.value);
+        h.winner = Get(f, "node");
+        h.state = Get(f, "state");
+        h.run_outcome = Get(f, "outcome");
+        if (const std::string exit = Get(f, "exit"); !exit.empty()) h.exit_code = ToInt(exit);
+        h.duration = milliseconds(ToInt(Get(f, "duration_ms")));
+        // A running record was last written by its claim's multi: mzxid is the fence.
+        const std::string fence = Get(f, "fence");
+        h.fence = fence.empty() ? static_cast<std::uint64_t>(rec.stat.mzxid)
+                                : static_cast<std::uint64_t>(ToInt(fence));
+        h.config_hash = Get(f, "hash");
+      }
+      for (const auto& [name, index] : obs_index[k]) {
+        if (observations[index].rc != ZOK) continue;
+        const Fields f = Decode(observations[index].value);
+        Observation o;
+        o.job = h.job;
+        o.tick_unix = h.tick_unix;
+        o.node = NodeFromName(name);
+        o.outcome = Get(f, "outcome");
+        o.node_wall = WallTime(milliseconds(ToInt(Get(f, "wall_ms"))));
+        o.config_hash = Get(f, "hash");
+        o.fence = static_cast<std::uint64_t>(ToInt(Get(f, "fence")));
+        h.observations.push_back(std::move(o));
+      }
+      if (rec.rc != ZOK && h.observations.empty()) continue;  // pruned meanwhile
+      out.push_back(std::move(h));
+    }
+    return out;
+  }
+
+  Result<int> Prune(WallTime older_than) override {
+    std::lock_guard lock(mu_);
+    // Pruning walks every old tick: give it more room than one claim.
+    const auto deadline = steady_clock::now() + options_.op_timeout * 5;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    const std::int64_t cutoff =
+        std::chrono::duration_cast<std::chrono::seconds>(older_than.time_since_epoch()).count();
+    auto jobs = Jobs("", deadline);
+    if (!jobs) return tl::unexpected(jobs.error());
+    auto now = ServerNow(deadline);
+    if (!now) return tl::unexpected(now.error());
+    int removed = 0;
+    for (const std::string& job : *jobs) {
+      Batch lists(zh_.get());
+      lists.Children(base_ + "/" + job + "/t");
+      lists.Children(base_ + "/" + job + "/o");
+      if (auto ok = Await(lists, deadline, "prune"); !ok) return tl::unexpected(ok.error());
+      std::set<std::int64_t> old_records, old_observed;
+      for (const std::string& t : lists[0].children) {
+        if (ToInt(t) < cutoff) old_records.insert(ToInt(t));
+      }
+      for (const std::string& t : lists[1].children) {
+        if (ToInt(t) < cutoff) old_observed.insert(ToInt(t));
+      }
+      Batch reads(zh_.get());
+      std::vector<std::int64_t> order(old_records.begin(), old_records.end());
+      for (std::int64_t t : order) {
+        reads.Get(Path(job, "t", t));
+        reads.Get(Path(job, "l", t));
+      }
+      for (std::int64_t t : old_observed) reads.Children(Path(job, "o", t));
+      if (auto ok = Await(reads, deadline, "prune"); !ok) return tl::unexpected(ok.error());
+      Batch deletes(zh_.get());
+      std::vector<std::size_t> record_deletes;
+      std::set<std::int64_t> kept;
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const Reply& rec = reads[2 * i];
+        const Reply& lease = reads[2 * i + 1];
+        if (rec.rc != ZOK) continue;
+        if (Get(Decode(rec.value), "state") == "running" && lease.rc == ZOK && Live(lease, *now)) {
+          kept.insert(order[i]);
+          continue;
+        }
+        record_deletes.push_back(deletes.Delete(Path(job, "t", order[i]), rec.stat.version));
+      }
+      std::size_t i = 2 * order.size();
+      for (std::int64_t t : old_observed) {
+        const Reply& children = reads[i++];
+        if (kept.contains(t)) continue;
+        for (const std::string& name : children.children) {
+          deletes.Delete(Path(job, "o", t) + "/" + name, -1);
+        }
+        deletes.Delete(Path(job, "o", t), -1);
+      }
+      if (auto ok = Await(deletes, deadline, "prune"); !ok) return tl::unexpected(ok.error());
+      for (std::size_t d : record_deletes) removed += deletes[d].rc == ZOK ? 1 : 0;
+    }
+    return removed;
+  }
+
+ private:
+  std::string Path(const std::string& job, const char* kind, std::int64_t tick) const {
+    return base_ + "/" + job + "/" + kind + "/" + std::to_string(tick);
+  }
+
+  static bool IsRace(int rc) { return rc == ZNODEEXISTS || rc == ZBADVERSION || rc == ZNONODE; }
+
+  // A live lease: its node exists (checked by the caller) and was renewed in time.
+  static bool Live(const Reply& lease, std::int64_t server_now_ms) {
+    return server_now_ms <= lease.stat.mtime + ToInt(Get(Decode(lease.value), "lease_ms"));
+  }
+
+  // The node holds our token and belongs to this session.
+  bool Ours(const Reply& node, const std::string& token) const {
+    const clientid_t* id = zoo_client_id(zh_.get());
+    return Get(Decode(node.value), "owner") == token && id != nullptr &&
+           node.stat.ephemeralOwner == id->client_id;
+  }
+
+  // One pass of the claim; nullopt when a race was lost and the caller should re-read.
+  Result<std::optional<ClaimOutcome>> ClaimOnce(const ClaimRequest& req,
+                                                steady_clock::time_point deadline) {
+    const std::string record_path = Path(req.job, "t", req.tick_unix);
+    const std::string lease_path = Path(req.job, "l", req.tick_unix);
+    const std::string run_path = base_ + "/" + req.job + "/run";
+    Batch read(zh_.get());
+    read.Get(record_path);
+    if (auto ok = Await(read, deadline, "claim"); !ok) return tl::unexpected(ok.error());
+    const Reply& record = read[0];
+    if (record.rc != ZOK && record.rc != ZNONODE) return Failure("claim", record.rc);
+
+    std::vector<Op> ops;
+    const Fields mine = {{"state", "running"},
+                         {"owner", req.owner_token},
+                         {"node", req.node},
+                         {"hash", req.config_hash},
+                         {"lease_ms", std::to_string(req.lease.count())}};
+    std::optional<std::int64_t> expired_at;  // re-claim: when the dead lease expired
+    std::int64_t now = 0;
+    if (record.rc == ZOK) {
+      const Fields f = Decode(record.value);
+      ClaimOutcome lost;
+      lost.status = ClaimStatus::kLost;
+      lost.holder_node = Get(f, "node");
+      lost.holder_tick_unix = req.tick_unix;
+      lost.holder_config_hash = Get(f, "hash");
+      lost.holder_running = Get(f, "state") == "running";
+      if (!lost.holder_running || !req.recover) return lost;
+      Batch lease(zh_.get());
+      lease.Get(lease_path);
+      if (auto ok = Await(lease, deadline, "claim"); !ok) return tl::unexpected(ok.error());
+      if (lease[0].rc != ZOK && lease[0].rc != ZNONODE) return Failure("claim", lease[0].rc);
+      auto server_now = ServerNow(deadline);
+      if (!server_now) return tl::unexpected(server_now.error());
+      now = *server_now;
+      if (lease[0].rc == ZOK) {
+        if (Live(lease[0], now)) return lost;
+        expired_at = lease[0].stat.mtime + ToInt(Get(Decode(lease[0].value), "lease_ms"));
+        ops.push_back({Op::kDelete, lease_path, "", lease[0].stat.version});
+      } else {
+        expired_at = now;  // the session died at an unknown moment: count from now
+      }
+      ops.push_back({Op::kSet, record_path, Encode(mine), record.stat.version});
+      if (req.starting_deadline && now > *expired_at + req.starting_deadline->count()) {
+        return ClaimOutcome{ClaimStatus::kMissed};
+      }
+    } else {
+      auto server_now = ServerNow(deadline);
+      if (!server_now) return tl::unexpected(server_now.error());
+      now = *server_now;
+      if (req.starting_deadline && now > req.tick_unix * 1000 + req.starting_deadline->count()) {
+        return ClaimOutcome{ClaimStatus::kMissed};
+      }
+      ops.push_back({Op::kCreate, record_path, Encode(mine), -1, ZOO_PERSISTENT});
+    }
+    ops.push_back({Op::kCreate, lease_path,
+                   Encode({{"owner", req.owner_token},
+                           {"node", req.node},
+                           {"lease_ms", std::to_string(req.lease.count())}}),
+                   -1, ZOO_EPHEMERAL});
+    if (req.forbid_overlap) {
+      Batch run(zh_.get());
+      run.Get(run_path);
+      if (auto ok = Await(run, deadline, "claim"); !ok) return tl::unexpected(ok.error());
+      if (run[0].rc != ZOK && run[0].rc != ZNONODE) return Failure("claim", run[0].rc);
+      if (run[0].rc == ZOK) {
+        const Fields f = Decode(run[0].value);
+        const std::int64_t run_tick = ToInt(Get(f, "tick"));
+        if (run_tick != req.tick_unix) {
+          Batch holder(zh_.get());
+          holder.Get(Path(req.job, "l", run_tick));
+          if (auto ok = Await(holder, deadline, "claim"); !ok) return tl::unexpected(ok.error());
+          if (holder[0].rc == ZOK && Get(Decode(holder[0].value), "owner") == Get(f, "owner") &&
+              Live(holder[0], now)) {
+            ClaimOutcome busy;
+            busy.status = ClaimStatus::kBusy;
+            busy.holder_node = Get(f, "node");
+            busy.holder_tick_unix = run_tick;
+            busy.holder_config_hash = Get(f, "hash");
+            return busy;
+          }
+        }
+        ops.push_back({Op::kDelete, run_path, "", run[0].stat.version});  // stale marker
+      }
+      ops.push_back({Op::kCreate, run_path,
+                     Encode({{"owner", req.owner_token},
+                             {"tick", std::to_string(req.tick_unix)},
+                             {"node", req.node},
+                             {"hash", req.config_hash}}),
+                     -1, ZOO_EPHEMERAL});
+    }
+    ops.push_back({Op::kSet, scratch_, "", -1});  // its Stat carries the txn's zxid
+    const std::size_t fence_op = ops.size() - 1;
+    Batch write(zh_.get());
+    write.Multi(std::move(ops));
+    if (!write.Wait(deadline)) {
+      return MakeError(context_ + ": claim",
+                       "no answer within " + std::to_string(options_.op_timeout.count()) +
+                           "ms (the claim may or may not be recorded)");
+    }
+    if (write[0].rc == ZOK) {
+      last_contact_ = steady_clock::now();
+      ClaimOutcome won;
+      won.status = ClaimStatus::kWon;
+      won.fence = static_cast<std::uint64_t>(write[0].op_stats[fence_op].mzxid);
+      return won;
+    }
+    if (write[0].rc == ZNONODE) known_jobs_.erase(req.job);  // the folders may be gone
+    if (IsRace(write[0].rc)) return std::optional<ClaimOutcome>();
+    if (write[0].rc == ZCONNECTIONLOSS) return Ambiguous(req, lease_path, deadline);
+    return Failure("claim", write[0].rc);
+  }
+
+  // The multi's answer was lost with the connection: it is ours only if the lease node
+  // holds our token and belongs to our (still living) session.
+  Result<std::optional<ClaimOutcome>> Ambiguous(const ClaimRequest& req,
+                                                const std::string& lease_path,
+                                                steady_clock::time_point deadline) {
+    if (!WaitConnected(deadline)) {
+      return MakeError(context_ + ": claim",
+                       "connection lost during the claim (it may or may not be recorded)");
+    }
+    Batch read(zh_.get());
+    read.Get(lease_path);
+    if (auto ok = Await(read, deadline, "claim"); !ok) return tl::unexpected(ok.error());
+    if (read[0].rc == ZOK && Ours(read[0], req.owner_token)) {
+      ClaimOutcome won;
+      won.status = ClaimStatus::kWon;
+      won.fence = static_cast<std::uint64_t>(read[0].stat.czxid);
+      return won;
+    }
+    return std::optional<ClaimOutcome>();  // not ours: read the record again
+  }
+
+  // The server's wall clock in ms: the mtime our scratch node gets from a setData.
+  Result<std::int64_t> ServerNow(steady_clock::time_point deadline) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      Batch batch(zh_.get());
+      batch.Set(scratch_, "", -1);
+      if (auto ok = Await(batch, deadline, "clock"); !ok) return tl::unexpected(ok.error());
+      if (batch[0].rc == ZOK) return batch[0].stat.mtime;
+      if (batch[0].rc != ZNONODE) return Failure("clock", batch[0].rc);
+      if (auto ok = CreateScratch(deadline); !ok) return tl::unexpected(ok.error());
+    }
+    return MakeError(context_ + ": clock", "the scratch node keeps disappearing");
+  }
+
+  Result<void> CreateScratch(steady_clock::time_point deadline) {
+    Batch batch(zh_.get());
+    batch.Create(scratch_, "", ZOO_EPHEMERAL);
+    if (auto ok = Await(batch, deadline, "session"); !ok) return ok;
+    if (batch[0].rc != ZOK && batch[0].rc != ZNODEEXISTS) return Failure("session", batch[0].rc);
+    return {};
+  }
+
+  // The folders of a job, created once per backend (persistent; never pruned).
+  Result<void> EnsureJob(const std::string& job, steady_clock::time_point deadline) {
+    if (known_jobs_.contains(job)) return {};
+    const std::string dir = base_ + "/" + job;
+    if (auto ok = CreateAll({dir, dir + "/t", dir + "/l", dir + "/o"}, deadline); !ok) return ok;
+    known_jobs_.insert(job);
+    return {};
+  }
+
+  // Creates every path in order (pipelined), existing ones being fine.
+  Result<void> CreateAll(const std::vector<std::string>& paths, steady_clock::time_point deadline) {
+    Batch batch(zh_.get());
+    for (const std::string& p : paths) batch.Create(p, "", ZOO_PERSISTENT);
+    if (auto ok = Await(batch, deadline, "create folders"); !ok) return ok;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      if (batch[i].rc != ZOK && batch[i].rc != ZNODEEXISTS) {
+        return Failure("create " + paths[i], batch[i].rc);
+      }
+    }
+    return {};
+  }
+
+  Result<std::vector<std::string>> Jobs(std::string_view job, steady_clock::time_point deadline) {
+    if (!job.empty()) return std::vector<std::string>{std::string(job)};
+    Batch batch(zh_.get());
+    batch.Children(base_);
+    if (auto ok = Await(batch, deadline, "list jobs"); !ok) return tl::unexpected(ok.error());
+    if (batch[0].rc != ZOK) return Failure("list jobs", batch[0].rc);
+    return batch[0].children;
+  }
+
+  // Waits for a batch; a timeout is an Error. A session-level failure in any reply
+  // (connection loss, expiry) is an Error too; node-level codes are the caller's.
+  Result<void> Await(Batch& batch, steady_clock::time_point deadline, const std::string& what) {
+    if (!batch.Wait(deadline)) {
+      return MakeError(context_ + ": " + what,
+                       "no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
+    }
+    last_contact_ = steady_clock::now();
+    return {};
+  }
+
+  tl::unexpected<Error> Failure(const std::string& what, int rc) {
+    return MakeError(context_ + ": " + what, zerror(rc));
+  }
+
+  int SessionState() {
+    if (!session_) return 0;
+    std::lock_guard lock(session_->mu);
+    return session_->state;
+  }
+
+  bool WaitConnected(steady_clock::time_point deadline) {
+    if (!session_) return false;
+    std::unique_lock lock(session_->mu);
+    return session_->cv.wait_until(lock, deadline, [&] {
+      return session_->state == ZOO_CONNECTED_STATE ||
+             session_->state == ZOO_EXPIRED_SESSION_STATE;
+    }) && session_->state == ZOO_CONNECTED_STATE;
+  }
+
+  // REQUIRES: mu_ held. A usable session: a new one after an expiry (or before the
+  // first call); an Error at once while the client reconnects in the background.
+  Result<void> ReadyLocked(steady_clock::time_point deadline) {
+    const int state = SessionState();
+    if (zh_ && state == ZOO_CONNECTED_STATE) return {};
+    if (!zh_ || state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
+      return ConnectLocked(deadline);
+    }
+    return MakeError(context_, "not connected (the client is reconnecting)");
+  }
+
+  // REQUIRES: mu_ held. Opens a new session and waits for it until `deadline`.
+  Result<void> ConnectLocked(steady_clock::time_point deadline) {
+    CloseLocked();
+    session_ = std::make_unique<Session>();
+    zh_.reset(zookeeper_init2(endpoint_.hosts.c_str(), &Watcher,
+                              static_cast<int>(options_.session_timeout.count()), nullptr,
+                              session_.get(), 0, &DropLog));
+    if (!zh_) return MakeError(context_, std::string("cannot create a client: ") + strerror(errno));
+    if (!WaitConnected(deadline)) {
+      CloseLocked();
+      return MakeError(context_, "cannot connect within " +
+                                     std::to_string(options_.op_timeout.count()) + "ms");
+    }
+    last_contact_ = steady_clock::now();
+    char id[32];
+    std::snprintf(id, sizeof(id), "%016llx",
+                  static_cast<unsigned long long>(zoo_client_id(zh_.get())->client_id));
+    scratch_ = clients_ + "/" + id;
+    known_jobs_.clear();
+    return {};
+  }
+
+  void CloseLocked() {
+    zh_.reset();  // joins the client's threads: no watcher call after this
+    session_.reset();
+  }
+
+  const ZookeeperOptions options_;
+  const ZookeeperEndpoint endpoint_;
+  const std::string base_;     // <chroot>/tickd
+  const std::string clients_;  // <chroot>/tickd-clients
+  const std::string context_;  // "zookeeper <url>"
+  std::mutex mu_;              // serializes every call; guards everything below
+  std::unique_ptr<Session> session_;  // the watcher context of zh_
+  HandlePtr zh_;                      // closed before session_ goes
+  std::string scratch_;        // <clients>/<session id>
+  steady_clock::time_point last_contact_{};  // the last answer from the server
+  std::set<std::string> known_jobs_;        // jobs whose folders exist (this session)
+};
+
+}  // namespace
+
+Result<ZookeeperEndpoint> ParseZookeeperUrl(std::string_view url) {
+  constexpr std::string_view kScheme = "zookeeper://";
+  if (!url.starts_with(kScheme)) {
+    return MakeError("", "the URL must start with zookeeper:// "
+                         "(zookeeper://host:port[,host:port…]/chroot)");
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  ZookeeperEndpoint ep;
+  const auto slash = rest.find('/');
+  if (slash != std::string_view::npos) {
+    ep.chroot = std::string(rest.substr(slash));
+    rest = rest.substr(0, slash);
+    while (ep.chroot.size() > 1 && ep.chroot.back() == '/') ep.chroot.pop_back();
+    if (ep.chroot == "/") ep.chroot.clear();
+    if (ep.chroot.find("//") != std::string::npos) {
+      return MakeError("", "bad chroot '" + ep.chroot + "' (empty path component)");
+    }
+  }
+  if (rest.find('@') != std::string_view::npos) {
+    return MakeError("", "credentials in a zookeeper URL are not supported (tickd creates "
+                         "open-ACL nodes; restrict access to the ensemble by network)");
+  }
+  if (rest.empty()) return MakeError("", "no host in the URL");
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string_view host = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    std::string_view port = "2181";
+    const auto colon = host.rfind(':');
+    const auto bracket = host.rfind(']');  // [::1]:2181
+    if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
+      port = host.substr(colon + 1);
+      host = host.substr(0, colon);
+    }
+    int value = 0;
+    if (host.empty()) return MakeError("", "empty host in the URL");
+    if (std::from_chars(port.data(), port.data() + port.size(), value).ptr !=
+            port.data() + port.size() ||
+        value <= 0 || value > 65535) {
+      return MakeError("", "bad port '" + std::string(port) + "'");
+    }
+    ep.hosts += (ep.hosts.empty() ? "" : ",") + std::string(host) + ":" + std::to_string(value);
+  }
+  return ep;
+}
+
+Result<std::unique_ptr<Backend>> NewZookeeperBackend(const ZookeeperOptions& options) {
+  auto endpoint = ParseZookeeperUrl(options.url);
+  if (!endpoint) {
+    Error e = endpoint.error();
+    e.context = "zookeeper " + options.url;
+    return tl::unexpected(std::move(e));
+  }
+  auto backend = std::make_unique<ZookeeperBackend>(options, std::move(*endpoint));
+  if (auto ok = backend->Open(); !ok) return tl::unexpected(ok.error());
+  return backend;
+}
+
+}  // namespace tickd::lock
