@@ -27,9 +27,10 @@
  * a tick, a reload or shutdown (Clock::Wake), nothing else.
  *
  * recover: true jobs: a tick lost to another replica is claimed again every lease/2
- * while it may still be running (until the job's following tick, then as long as
- * the ledger shows it running); it is won only once the holder died and its lease
- * expired on the backend (DESIGN §1 rule 5), and then runs here.
+ * for as long as the backend answers that it is still running
+ * (ClaimOutcome::holder_running); it is won only once the holder died and its lease
+ * expired on the backend (DESIGN §1 rule 5), and then runs here. A done or missed
+ * answer ends the rechecks.
  *
  * At startup only, each job's latest tick is looked at: still inside its starting
  * deadline → claimed now (a replica restarted at 14:00:00.5 still competes for
@@ -402,7 +403,13 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
                 {"outcome", result ? lock::ClaimStatusName(result->status) : "error"},
                 {"error", result ? std::string() : result.error().ToString()}});
     }
-    if (result && result->status == lock::ClaimStatus::kLost) ScheduleRecheck(*job, req.tick_unix);
+    // Go on while the tick may still need a new holder: still running (its holder may
+    // be dead, its lease not yet expired), held up by another run (busy), or unknown
+    // (error). Done, missed and won end the rechecks.
+    const bool settled = result && (result->status == lock::ClaimStatus::kMissed ||
+                                    (result->status == lock::ClaimStatus::kLost &&
+                                     !result->holder_running));
+    if (!settled) ScheduleRecheck(*job, req.tick_unix);
     return;
   }
   if (!result) {
@@ -445,7 +452,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
     case lock::ClaimStatus::kLost:
       LogTick(req, "lost", {{"winner", o.holder_node}});
       Observe(req, "lost", 0);
-      if (job->job.recover) ScheduleRecheck(*job, req.tick_unix);
+      if (job->job.recover && o.holder_running) ScheduleRecheck(*job, req.tick_unix);
       break;
     case lock::ClaimStatus::kBusy:
       LogTick(req, "busy",
@@ -471,28 +478,12 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
 void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {
   // A dead holder's lease runs out at most one lease after its last renewal, and the
   // backend lets the tick be re-claimed within the starting deadline counted from
-  // then: looking every lease/2 finds it in time. A `lost` answer does not say
-  // whether the holder still runs or has finished; until the job's following tick
-  // the rechecks simply go on, after it they go on only while the ledger says the
-  // tick is still running (a holder may die an hour into a long run).
+  // then: looking every lease/2 finds it in time, however long ago T was (a holder
+  // may die an hour into a long run). HandleOutcome stops the rechecks once the
+  // backend says the tick is done or missed.
   const std::int64_t due_ms =
       WallMs(clock_) + std::max<milliseconds>(options_.lease / 2, milliseconds(100)).count();
-  const std::optional<std::int64_t> following = job.next ? job.next(tick) : std::nullopt;
-  if (following && due_ms >= *following * 1000 && !TickStillRunning(job.job.name, tick)) return;
   queue_.push(Entry{due_ms, tick, job.job.name, EntryKind::kRecheck});
-}
-
-bool Scheduler::TickStillRunning(const std::string& job, std::int64_t tick) {
-  // Under forbid no later tick of the job is recorded while this one runs, so it
-  // is among the newest few; under allow it may be further back.
-  constexpr int kLookback = 64;
-  Result<std::vector<lock::TickHistory>> history =
-      CallBackend("ledger", [&] { return backend_.History(job, kLookback); });
-  if (!history) return false;  // unknown: stop rechecking (the default is at-most-once)
-  for (const lock::TickHistory& h : *history) {
-    if (h.tick_unix == tick) return h.state == "running";
-  }
-  return false;
 }
 
 void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,

@@ -99,10 +99,9 @@ class Scheduler {
   void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                      const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result,
                      SteadyTime claim_sent);
-  // recover: true: claims `tick` again later, until the job's following tick is due.
+  // recover: true: claims `tick` again in lease/2 (HandleOutcome decides whether to
+  // go on: while the backend says it still runs).
   void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);
-  // Whether the ledger shows `tick` of `job` as running (false when unknown).
-  bool TickStillRunning(const std::string& job, std::int64_t tick);
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
                 SteadyTime claim_sent);
   void LogTick(const lock::ClaimRequest& req, std::string_view outcome, std::vector<Field> extra,

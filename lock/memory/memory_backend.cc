@@ -196,6 +196,7 @@ class MemoryBackend final : public Backend {
     out.holder_node = rec.node;
     out.holder_tick_unix = key.second;
     out.holder_config_hash = rec.config_hash;
+    out.holder_running = !rec.done;
     return out;
   }
 

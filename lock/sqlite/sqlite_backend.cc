@@ -421,9 +421,11 @@ class SqliteBackend final : public Backend {
     std::optional<Running> dead;
     if (rc == SQLITE_ROW) {
       Running rec = ReadRunning(existing);
-      if (existing.Text(7) == "done" || Live(req.job, rec, now, &dead_holder_lock) ||
-          !req.recover) {
-        return Holder(ClaimStatus::kLost, rec);
+      const bool done = existing.Text(7) == "done";
+      if (done || Live(req.job, rec, now, &dead_holder_lock) || !req.recover) {
+        ClaimOutcome lost = Holder(ClaimStatus::kLost, rec);
+        lost.holder_running = !done;
+        return lost;
       }
       if (req.starting_deadline) {
         // The deadline counts from the expiry: the lease end, or now when the holder

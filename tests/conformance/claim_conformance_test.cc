@@ -187,6 +187,27 @@ TEMPLATE_LIST_TEST_CASE("conformance: a done tick is never claimed again", "[con
   CHECK(MustClaim(*a, Req(h, "once", tick, "node-a", "tok-a2")).status == ClaimStatus::kLost);
 }
 
+TEMPLATE_LIST_TEST_CASE("conformance: a lost answer says whether the tick still runs",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t tick = NowUnix(h.clock());
+  const auto req = Req(h, "state", tick, "node-a", "tok-a");
+  const ClaimOutcome won = MustClaim(*a, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  const ClaimOutcome while_running = MustClaim(*b, Req(h, "state", tick, "node-b", "tok-b"));
+  CHECK(while_running.status == ClaimStatus::kLost);
+  CHECK(while_running.holder_running);
+  REQUIRE(*a->Complete(HeldOf(req, won), Completion{"done", 0, 10ms}) ==
+          CompleteStatus::kCompleted);
+  const ClaimOutcome after_done = MustClaim(*b, Req(h, "state", tick, "node-b", "tok-b2"));
+  CHECK(after_done.status == ClaimStatus::kLost);
+  CHECK(after_done.holder_node == "node-a");
+  CHECK_FALSE(after_done.holder_running);
+}
+
 TEMPLATE_LIST_TEST_CASE("conformance: busy under forbid while an earlier tick runs, not with allow",
                         "[conformance]", AllHarnesses) {
   TestType h;
