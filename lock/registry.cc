@@ -17,6 +17,9 @@
 #ifdef TICKD_WITH_ETCD
 #include "lock/etcd/etcd_backend.h"
 #endif
+#ifdef TICKD_WITH_POSTGRES
+#include "lock/postgres/postgres_backend.h"
+#endif
 
 namespace tickd::lock {
 
@@ -106,6 +109,18 @@ Result<std::unique_ptr<Backend>> OpenEtcd(const BackendOptions& options, Clock&)
 }
 #endif
 
+#ifdef TICKD_WITH_POSTGRES
+// The database's clock decides leases and deadlines: the replica's Clock is not used.
+Result<std::unique_ptr<Backend>> OpenPostgres(const BackendOptions& options, Clock&) {
+  PostgresOptions postgres;
+  postgres.url = options.url;
+  postgres.password = options.password;
+  postgres.op_timeout = options.op_timeout;
+  postgres.retention = options.retention;
+  return NewPostgresBackend(postgres);
+}
+#endif
+
 struct BackendEntry {
   std::string_view name;  // the `backend:` value and the URL scheme
   OpenFn open;
@@ -123,7 +138,9 @@ constexpr BackendEntry kBackends[] = {
 #ifdef TICKD_WITH_ETCD
     {"etcd", OpenEtcd},
 #endif
-    // {"postgres", OpenPostgres},    // lock/postgres (scheme alias "postgresql")
+#ifdef TICKD_WITH_POSTGRES
+    {"postgres", OpenPostgres},  // scheme alias "postgresql" (see OpenBackend)
+#endif
 #ifdef TICKD_WITH_ZOOKEEPER
     {"zookeeper", OpenZookeeper},
 #endif

@@ -14,6 +14,7 @@ packages=(
   redis-server               # the Redis backend's tests start a real server
   zookeeper libzookeeper-mt-dev default-jre-headless  # ZooKeeper backend + its tests' server
   etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start
+  postgresql-15 libpq-dev    # the PostgreSQL backend (libpq) and the server its tests start
   procps psmisc util-linux   # setpriv: jobs die with their daemon (PR_SET_PDEATHSIG)
 )
 

@@ -17,6 +17,9 @@
 #ifdef TICKD_CONFORMANCE_REDIS
 #include "tests/conformance/redis_harness.h"
 #endif
+#ifdef TICKD_CONFORMANCE_POSTGRES
+#include "tests/conformance/postgres_harness.h"
+#endif
 #ifdef TICKD_CONFORMANCE_ZOOKEEPER
 #include "tests/conformance/zookeeper_harness.h"
 #endif
@@ -79,6 +82,10 @@ using AllHarnesses = std::tuple<MemoryHarness
 #ifdef TICKD_CONFORMANCE_REDIS
                                 ,
                                 RedisHarness
+#endif
+#ifdef TICKD_CONFORMANCE_POSTGRES
+                                ,
+                                PostgresHarness
 #endif
 #ifdef TICKD_CONFORMANCE_ZOOKEEPER
                                 ,

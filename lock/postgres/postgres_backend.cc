@@ -1,0 +1,696 @@
+// The PostgreSQL protocol (shared/backends.md, "PostgreSQL 15") — the database's
+// clock decides. Replicas share one database; every decision is one statement, so it
+// is one transaction on the server, judged by the server's clock (now() /
+// clock_timestamp()), never a replica's.
+//
+// Tables (created on first use; `tickd_schema.version` says which migrations ran, so
+// a newer tickd migrates an older database and an older tickd refuses a newer one):
+//   tickd_ticks(job, tick)   the tick record AND its lease: owner token, node, fence,
+//                            state running|done, lease_until (timestamptz, database
+//                            clock), config hash, completion. Kept until Prune, so a
+//                            finished tick is never claimed again (the key is the tick).
+//   tickd_fence              a SEQUENCE: fences strictly increase across every job and
+//                            survive restarts (nextval is WAL-logged before the claim's
+//                            commit returns).
+//   tickd_observations(job, tick, node)   the ledger: what each replica saw.
+//   tickd_claim(...)         a plpgsql function: the whole claim below, server-side.
+// The migration runs at every connect inside one transaction that first takes a
+// transaction-level advisory lock, so replicas starting together never race on DDL.
+//
+// claim = SELECT * FROM tickd_claim(...), one transaction:
+//   0. pg_advisory_xact_lock(job): claims of one job are serialized, so the forbid
+//      check and the insert below see the same world (without it two claimers of
+//      different ticks could both see "nothing running" and both win). The lock is
+//      transaction-scoped: it never stands for a lease (see "advisory locks" below).
+//      now = clock_timestamp() taken AFTER the lock, so waiting for it never makes
+//      a lease look longer or an expiry earlier than the database's clock says.
+//   1. the record (job, T) exists → lost, naming the winner, holder_running =
+//      (state = 'running'); this comes before any deadline, because a late replica
+//      must hear who won. Exceptions: our own token still running → won with the
+//      stored fence (a claim retried after an ambiguous failure is idempotent);
+//      recover on, running, lease_until < now → missed when now > lease_until +
+//      starting_deadline, else re-claimed at step 4 (new owner, new fence);
+//   2. no record and now > T + starting_deadline → missed;
+//   3. forbid and another tick of the job is running with lease_until > now → busy
+//      (its node and tick);
+//   4. won: INSERT … fence = nextval('tickd_fence'), lease_until = now + lease
+//      ON CONFLICT DO UPDATE … WHERE state = 'running' AND lease_until < now.
+// renew: UPDATE lease_until = now() + lease WHERE owner = token AND state =
+//   'running' AND lease_until > now(): 0 rows = lost (a lease the database saw expire
+//   is never revived, whatever the replica's clock says).
+// complete: UPDATE state = 'done' … WHERE owner = token AND state = 'running'
+//   (never a bare delete); our own record already done counts as completed.
+//
+// Advisory locks are not used for leases: they carry no fence, and a database
+// session that dies (pg_terminate_backend, a proxy timeout, a network cut) frees them
+// while the client still runs its job. A lease row outlives the session.
+//
+// Round trips: every call is one pipeline (libpq pipeline mode). ClaimBatch sends all
+// claims of an instant with a Sync after each — one round trip, one transaction per
+// claim, so one claim's error or lock wait does not fail or hold the others.
+//
+// Failures: every call runs against a deadline of op_timeout, connect included
+// (non-blocking libpq + poll); the session also carries statement_timeout and
+// lock_timeout = op_timeout, so the server abandons what the client gave up on. Any
+// I/O error or timeout drops the connection; the next call reconnects, after a
+// pause that doubles with each failed attempt (0, 100 ms … 2 s); calls inside the
+// pause fail at once. A call that finds a reused connection dead (a server restart,
+// a terminated session) reconnects and retries once within its deadline: every
+// statement is idempotent for its owner token. An Error from Claim means "unknown":
+// the caller does not run (fail closed).
+#include "lock/postgres/postgres_backend.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "lock/registry.h"
+
+namespace tickd::lock {
+namespace {
+
+using std::chrono::steady_clock;
+using ConnPtr = std::unique_ptr<PGconn, decltype(&PQfinish)>;
+using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+constexpr milliseconds kMaxBackoff{2'000};
+constexpr milliseconds kFirstBackoff{100};
+constexpr int kSchemaVersion = 1;
+
+// Creates or migrates the tables. One DO block = one statement = one transaction;
+// the advisory lock (an arbitrary constant: "tickd" in ASCII) serializes replicas
+// that start together. A later version appends `IF v < 2 THEN … END IF;`.
+constexpr const char* kMigrate = R"sql(
+DO $migrate$
+DECLARE
+  v int;
+BEGIN
+  PERFORM pg_advisory_xact_lock(499798025316);
+  IF to_regclass('tickd_schema') IS NULL THEN
+    CREATE TABLE tickd_schema(version int NOT NULL);
+  END IF;
+  SELECT max(version) INTO v FROM tickd_schema;
+  IF v IS NULL THEN
+    INSERT INTO tickd_schema(version) VALUES (0);
+    v := 0;
+  END IF;
+  IF v > 1 THEN
+    RAISE EXCEPTION 'the tickd tables are at schema version %, newer than this tickd '
+                    'knows (1): upgrade tickd', v;
+  END IF;
+  IF v < 1 THEN
+    CREATE TABLE tickd_ticks(
+      job text NOT NULL,
+      tick bigint NOT NULL,                 -- T, seconds since the epoch (UTC)
+      owner text NOT NULL,                  -- the holder's token
+      node text NOT NULL,
+      fence bigint NOT NULL,
+      state text NOT NULL DEFAULT 'running',
+      lease_until timestamptz NOT NULL,     -- the database's clock
+      exit_code int,
+      config_hash text NOT NULL DEFAULT '',
+      run_outcome text NOT NULL DEFAULT '',
+      duration_ms bigint NOT NULL DEFAULT 0,
+      PRIMARY KEY (job, tick));
+    CREATE INDEX tickd_ticks_running ON tickd_ticks(job) WHERE state = 'running';
+    CREATE INDEX tickd_ticks_tick ON tickd_ticks(tick);
+    CREATE SEQUENCE tickd_fence;
+    CREATE TABLE tickd_observations(
+      job text NOT NULL,
+      tick bigint NOT NULL,
+      node text NOT NULL,
+      outcome text NOT NULL,
+      node_wall_ms bigint NOT NULL,         -- the replica's wall clock when it tried
+      config_hash text NOT NULL DEFAULT '',
+      fence bigint NOT NULL DEFAULT 0,
+      PRIMARY KEY (job, tick, node));
+    CREATE INDEX tickd_observations_tick ON tickd_observations(tick);
+    CREATE FUNCTION tickd_claim(p_job text, p_tick bigint, p_node text, p_owner text,
+        p_lease_ms bigint, p_deadline_ms bigint, p_forbid boolean, p_recover boolean,
+        p_hash text, OUT status text, OUT fence bigint, OUT holder_node text,
+        OUT holder_tick bigint, OUT holder_hash text, OUT holder_running boolean)
+    LANGUAGE plpgsql AS $claim$
+    #variable_conflict use_column
+    DECLARE
+      rec record;
+      now_ts timestamptz;
+    BEGIN
+      PERFORM pg_advisory_xact_lock(hashtextextended('tickd:' || p_job, 0));
+      now_ts := clock_timestamp();
+      status := 'lost';
+      fence := 0;
+      holder_node := '';
+      holder_tick := p_tick;
+      holder_hash := '';
+      holder_running := false;
+      SELECT t.owner, t.node, t.fence, t.state, t.lease_until, t.config_hash INTO rec
+        FROM tickd_ticks t WHERE t.job = p_job AND t.tick = p_tick;
+      IF FOUND THEN
+        IF rec.owner = p_owner AND rec.state = 'running' THEN
+          status := 'won';
+          fence := rec.fence;
+          RETURN;
+        END IF;
+        holder_node := rec.node;
+        holder_hash := rec.config_hash;
+        holder_running := rec.state = 'running';
+        IF rec.state <> 'running' OR NOT p_recover OR rec.lease_until >= now_ts THEN
+          RETURN;
+        END IF;
+        IF p_deadline_ms IS NOT NULL AND
+           now_ts > rec.lease_until + p_deadline_ms * interval '1 millisecond' THEN
+          status := 'missed';
+          RETURN;
+        END IF;
+      ELSIF p_deadline_ms IS NOT NULL AND
+            now_ts > to_timestamp(p_tick) + p_deadline_ms * interval '1 millisecond' THEN
+        status := 'missed';
+        RETURN;
+      END IF;
+      IF p_forbid THEN
+        SELECT t.node, t.tick, t.config_hash INTO rec FROM tickd_ticks t
+          WHERE t.job = p_job AND t.state = 'running' AND t.tick <> p_tick
+            AND t.lease_until > now_ts
+          ORDER BY t.tick DESC LIMIT 1;
+        IF FOUND THEN
+          status := 'busy';
+          holder_node := rec.node;
+          holder_tick := rec.tick;
+          holder_hash := rec.config_hash;
+          holder_running := true;
+          RETURN;
+        END IF;
+      END IF;
+      INSERT INTO tickd_ticks AS t(job, tick, owner, node, fence, lease_until, config_hash)
+        VALUES (p_job, p_tick, p_owner, p_node, nextval('tickd_fence'),
+                now_ts + p_lease_ms * interval '1 millisecond', p_hash)
+        ON CONFLICT ON CONSTRAINT tickd_ticks_pkey DO UPDATE
+          SET owner = EXCLUDED.owner, node = EXCLUDED.node, fence = EXCLUDED.fence,
+              state = 'running', lease_until = EXCLUDED.lease_until,
+              config_hash = EXCLUDED.config_hash, exit_code = NULL, run_outcome = '',
+              duration_ms = 0
+          WHERE t.state = 'running' AND t.lease_until < now_ts
+        RETURNING t.fence INTO fence;
+      IF FOUND THEN
+        status := 'won';
+        holder_node := '';
+        holder_hash := '';
+        holder_running := false;
+      END IF;
+    END
+    $claim$;
+    UPDATE tickd_schema SET version = 1;
+  END IF;
+END
+$migrate$)sql";
+
+constexpr const char* kClaimSql =
+    "SELECT status, fence, holder_node, holder_tick, holder_hash, holder_running "
+    "FROM tickd_claim($1, $2::bigint, $3, $4, $5::bigint, $6::bigint, $7::boolean, "
+    "$8::boolean, $9)";
+
+constexpr const char* kRenewSql =
+    "UPDATE tickd_ticks SET lease_until = now() + $4::bigint * interval '1 millisecond' "
+    "WHERE job = $1 AND tick = $2::bigint AND owner = $3 AND state = 'running' "
+    "AND lease_until > now()";
+
+// The SELECT sees the table as it was before the UPDATE (one snapshot): a record of
+// ours that was already done means an earlier Complete went through.
+constexpr const char* kCompleteSql =
+    "WITH done AS (UPDATE tickd_ticks SET state = 'done', run_outcome = $4, "
+    "exit_code = $5::int, duration_ms = $6::bigint, lease_until = now() "
+    "WHERE job = $1 AND tick = $2::bigint AND owner = $3 AND state = 'running' RETURNING 1) "
+    "SELECT EXISTS (SELECT 1 FROM done) OR EXISTS (SELECT 1 FROM tickd_ticks "
+    "WHERE job = $1 AND tick = $2::bigint AND owner = $3 AND state = 'done')";
+
+constexpr const char* kRecordSql =
+    "INSERT INTO tickd_observations(job, tick, node, outcome, node_wall_ms, config_hash, fence) "
+    "VALUES ($1, $2::bigint, $3, $4, $5::bigint, $6, $7::bigint) "
+    "ON CONFLICT (job, tick, node) DO UPDATE SET outcome = EXCLUDED.outcome, "
+    "node_wall_ms = EXCLUDED.node_wall_ms, config_hash = EXCLUDED.config_hash, "
+    "fence = EXCLUDED.fence";
+
+// The newest ticks known to the records or the ledger, then one row per observation.
+constexpr const char* kHistorySql =
+    "WITH keys AS ((SELECT job, tick FROM tickd_ticks WHERE $1 = '' OR job = $1 "
+    "  UNION SELECT job, tick FROM tickd_observations WHERE $1 = '' OR job = $1) "
+    "  ORDER BY tick DESC, job LIMIT $2::bigint) "
+    "SELECT k.job, k.tick, t.node, t.state, t.run_outcome, t.exit_code, t.duration_ms, "
+    "t.fence, t.config_hash, o.node, o.outcome, o.node_wall_ms, o.config_hash, o.fence "
+    "FROM keys k LEFT JOIN tickd_ticks t ON t.job = k.job AND t.tick = k.tick "
+    "LEFT JOIN tickd_observations o ON o.job = k.job AND o.tick = k.tick "
+    "ORDER BY k.tick DESC, k.job, o.node";
+
+// Both deletes see one snapshot: the ledger of a record that stays stays too.
+constexpr const char* kPruneSql =
+    "WITH gone AS (DELETE FROM tickd_ticks WHERE tick < $1::bigint "
+    "  AND NOT (state = 'running' AND lease_until > now()) RETURNING 1), "
+    "obs AS (DELETE FROM tickd_observations o WHERE o.tick < $1::bigint AND NOT EXISTS "
+    "  (SELECT 1 FROM tickd_ticks t WHERE t.job = o.job AND t.tick = o.tick "
+    "   AND t.state = 'running' AND t.lease_until > now())) "
+    "SELECT count(*) FROM gone";
+
+// One statement of a pipeline; parameters in text format, nullopt = NULL.
+struct Query {
+  const char* sql;
+  std::vector<std::optional<std::string>> params;
+};
+
+std::int64_t ToInt(const PGresult* r, int row, int col) {
+  if (PQgetisnull(r, row, col)) return 0;
+  const char* s = PQgetvalue(r, row, col);
+  std::int64_t v = 0;
+  std::from_chars(s, s + PQgetlength(r, row, col), v);
+  return v;
+}
+
+std::string ToText(const PGresult* r, int row, int col) {
+  return std::string(PQgetvalue(r, row, col), PQgetlength(r, row, col));
+}
+
+bool ToBool(const PGresult* r, int row, int col) { return ToText(r, row, col) == "t"; }
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+class PostgresBackend final : public Backend {
+ public:
+  PostgresBackend(const PostgresOptions& options, bool url_has_password)
+      : options_(options),
+        url_has_password_(url_has_password),
+        context_("postgres " + RedactUrl(options.url)),
+        conn_(nullptr, &PQfinish) {}
+
+  // Connects for the factory: its error is the backend's first answer.
+  Result<void> Open() {
+    std::lock_guard lock(mu_);
+    return Connect(steady_clock::now() + options_.op_timeout);
+  }
+
+  std::string_view name() const override { return "postgres"; }
+
+  std::vector<std::string> StartupWarnings() override {
+    auto results = Run({{"SHOW fsync", {}}, {"SHOW synchronous_commit", {}}}, false);
+    if (!results) return {context_ + ": could not check durability: " + results.error().detail};
+    std::vector<std::string> values;
+    for (const ResultPtr& r : *results) {
+      values.push_back(PQresultStatus(r.get()) == PGRES_TUPLES_OK && PQntuples(r.get()) == 1
+                           ? ToText(r.get(), 0, 0)
+                           : "");
+    }
+    std::vector<std::string> warnings;
+    if (values[0] == "off") {
+      warnings.push_back(context_ +
+                         ": the server runs with fsync=off: a crash of its machine can lose "
+                         "claims and repeat fences (set fsync=on)");
+    }
+    if (values[1] == "off") {
+      warnings.push_back(context_ +
+                         ": synchronous_commit is off: a crash of the server can lose the last "
+                         "claims, so a tick could run twice and fences could repeat "
+                         "(set synchronous_commit=on for tickd's role or database)");
+    }
+    return warnings;
+  }
+
+  Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
+    auto out = ClaimBatch(std::span<const ClaimRequest>(&req, 1));
+    return std::move(out.front());
+  }
+
+  std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
+    std::vector<Query> queries;
+    queries.reserve(reqs.size());
+    for (const ClaimRequest& req : reqs) {
+      std::optional<std::string> deadline;
+      if (req.starting_deadline) deadline = std::to_string(req.starting_deadline->count());
+      queries.push_back({kClaimSql,
+                         {req.job, std::to_string(req.tick_unix), req.node, req.owner_token,
+                          std::to_string(req.lease.count()), std::move(deadline),
+                          req.forbid_overlap ? "true" : "false", req.recover ? "true" : "false",
+                          req.config_hash}});
+    }
+    std::vector<Result<ClaimOutcome>> out;
+    out.reserve(reqs.size());
+    auto results = Run(queries, /*sync_each=*/true);
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      if (!results) {
+        out.push_back(tl::unexpected(results.error()));
+        continue;
+      }
+      out.push_back(ParseClaim((*results)[i].get(), reqs[i]));
+    }
+    return out;
+  }
+
+  Result<RenewStatus> Renew(const HeldClaim& held) override {
+    const std::string where = "renew " + held.job + "@" + std::to_string(held.tick_unix);
+    auto r = RunOne({kRenewSql,
+                     {held.job, std::to_string(held.tick_unix), held.owner_token,
+                      std::to_string(held.lease.count())}},
+                    PGRES_COMMAND_OK, where);
+    if (!r) return tl::unexpected(r.error());
+    return std::string_view(PQcmdTuples(r->get())) == "1" ? RenewStatus::kRenewed
+                                                           : RenewStatus::kLost;
+  }
+
+  Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
+    const std::string where = "complete " + held.job + "@" + std::to_string(held.tick_unix);
+    std::optional<std::string> exit_code;
+    if (completion.exit_code) exit_code = std::to_string(*completion.exit_code);
+    auto r = RunOne({kCompleteSql,
+                     {held.job, std::to_string(held.tick_unix), held.owner_token,
+                      completion.outcome, std::move(exit_code),
+                      std::to_string(completion.duration.count())}},
+                    PGRES_TUPLES_OK, where);
+    if (!r) return tl::unexpected(r.error());
+    return ToBool(r->get(), 0, 0) ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+  }
+
+  Result<void> Record(const Observation& obs) override {
+    auto r = RunOne({kRecordSql,
+                     {obs.job, std::to_string(obs.tick_unix), obs.node, obs.outcome,
+                      std::to_string(obs.node_wall.time_since_epoch().count()), obs.config_hash,
+                      std::to_string(obs.fence)}},
+                    PGRES_COMMAND_OK, "record " + obs.job);
+    if (!r) return tl::unexpected(r.error());
+    return {};
+  }
+
+  Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
+    std::optional<std::string> max_rows;
+    if (limit >= 0) max_rows = std::to_string(limit);
+    auto r = RunOne({kHistorySql, {std::string(job), std::move(max_rows)}}, PGRES_TUPLES_OK,
+                    "history");
+    if (!r) return tl::unexpected(r.error());
+    const PGresult* res = r->get();
+    std::vector<TickHistory> out;
+    for (int row = 0; row < PQntuples(res); ++row) {
+      const std::string row_job = ToText(res, row, 0);
+      const std::int64_t tick = ToInt(res, row, 1);
+      if (out.empty() || out.back().job != row_job || out.back().tick_unix != tick) {
+        TickHistory h;
+        h.job = row_job;
+        h.tick_unix = tick;
+        if (!PQgetisnull(res, row, 2)) {
+          h.winner = ToText(res, row, 2);
+          h.state = ToText(res, row, 3);
+          h.run_outcome = ToText(res, row, 4);
+          if (!PQgetisnull(res, row, 5)) h.exit_code = static_cast<int>(ToInt(res, row, 5));
+          h.duration = milliseconds(ToInt(res, row, 6));
+          h.fence = static_cast<std::uint64_t>(ToInt(res, row, 7));
+          h.config_hash = ToText(res, row, 8);
+        }
+        out.push_back(std::move(h));
+      }
+      if (PQgetisnull(res, row, 9)) continue;  // a record nobody observed
+      Observation obs;
+      obs.job = row_job;
+      obs.tick_unix = tick;
+      obs.node = ToText(res, row, 9);
+      obs.outcome = ToText(res, row, 10);
+      obs.node_wall = WallTime(milliseconds(ToInt(res, row, 11)));
+      obs.config_hash = ToText(res, row, 12);
+      obs.fence = static_cast<std::uint64_t>(ToInt(res, row, 13));
+      out.back().observations.push_back(std::move(obs));
+    }
+    return out;
+  }
+
+  Result<int> Prune(WallTime older_than) override {
+    const std::int64_t cutoff =
+        std::chrono::duration_cast<std::chrono::seconds>(older_than.time_since_epoch()).count();
+    auto r = RunOne({kPruneSql, {std::to_string(cutoff)}}, PGRES_TUPLES_OK, "prune");
+    if (!r) return tl::unexpected(r.error());
+    return static_cast<int>(ToInt(r->get(), 0, 0));
+  }
+
+ private:
+  Result<ClaimOutcome> ParseClaim(const PGresult* r, const ClaimRequest& req) const {
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQnfields(r) != 6) {
+      return MakeError(context_ + ": claim " + req.job + "@" + std::to_string(req.tick_unix),
+                       Trim(PQresultErrorMessage(r)));
+    }
+    const std::string status = ToText(r, 0, 0);
+    ClaimOutcome out;
+    if (status == "won") {
+      out.status = ClaimStatus::kWon;
+      out.fence = static_cast<std::uint64_t>(ToInt(r, 0, 1));
+      return out;
+    }
+    if (status == "missed") {
+      out.status = ClaimStatus::kMissed;
+      return out;
+    }
+    out.status = status == "busy" ? ClaimStatus::kBusy : ClaimStatus::kLost;
+    out.holder_node = ToText(r, 0, 2);
+    out.holder_tick_unix = ToInt(r, 0, 3);
+    out.holder_config_hash = ToText(r, 0, 4);
+    out.holder_running = ToBool(r, 0, 5);
+    return out;
+  }
+
+  // One statement; its result, or an Error (with the server's message) when the
+  // result does not have the `want` status.
+  Result<ResultPtr> RunOne(Query query, ExecStatusType want, const std::string& what) {
+    std::vector<Query> queries;
+    queries.push_back(std::move(query));
+    auto results = Run(queries, false);
+    if (!results) return tl::unexpected(results.error());
+    ResultPtr r = std::move(results->front());
+    if (PQresultStatus(r.get()) != want) {
+      return MakeError(context_ + ": " + what, Trim(PQresultErrorMessage(r.get())));
+    }
+    return r;
+  }
+
+  // Runs `queries` as one pipeline within op_timeout: one result per query (which
+  // may be an error result). sync_each: each query is its own transaction; else all
+  // of them are one. A reused connection found dead is replaced once (see the top).
+  Result<std::vector<ResultPtr>> Run(const std::vector<Query>& queries, bool sync_each) {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    const bool reused = conn_ != nullptr;
+    if (auto ok = EnsureConnected(deadline); !ok) return tl::unexpected(ok.error());
+    auto results = SendLocked(queries, sync_each, deadline);
+    if (!results && reused && steady_clock::now() < deadline) {
+      if (auto ok = Connect(deadline); !ok) return tl::unexpected(ok.error());
+      results = SendLocked(queries, sync_each, deadline);
+    }
+    return results;
+  }
+
+  // REQUIRES: mu_ held, connected. Sends every query (and Syncs), then reads every
+  // result. An I/O error, a broken connection or the deadline drops the connection.
+  Result<std::vector<ResultPtr>> SendLocked(const std::vector<Query>& queries, bool sync_each,
+                                            steady_clock::time_point deadline) {
+    PGconn* c = conn_.get();
+    if (PQenterPipelineMode(c) != 1) return Fail(PQerrorMessage(c));
+    std::vector<const char*> values;
+    for (const Query& q : queries) {
+      values.clear();
+      for (const auto& p : q.params) values.push_back(p ? p->c_str() : nullptr);
+      if (PQsendQueryParams(c, q.sql, static_cast<int>(values.size()), nullptr, values.data(),
+                            nullptr, nullptr, 0) != 1 ||
+          (sync_each && PQpipelineSync(c) != 1)) {
+        return Fail(PQerrorMessage(c));
+      }
+    }
+    if (!sync_each && PQpipelineSync(c) != 1) return Fail(PQerrorMessage(c));
+    std::vector<ResultPtr> out;
+    out.reserve(queries.size());
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      auto r = Next(deadline);
+      if (!r) return tl::unexpected(r.error());
+      if (!*r) return Fail("no result from the server");
+      // The end of this query's results (a NULL from libpq).
+      for (;;) {
+        auto end = Next(deadline);
+        if (!end) return tl::unexpected(end.error());
+        if (!*end) break;
+      }
+      out.push_back(std::move(*r));
+      if (sync_each || i + 1 == queries.size()) {
+        auto sync = Next(deadline);
+        if (!sync) return tl::unexpected(sync.error());
+        if (!*sync || PQresultStatus(sync->get()) != PGRES_PIPELINE_SYNC) {
+          return Fail("pipeline out of step");
+        }
+      }
+    }
+    if (PQexitPipelineMode(c) != 1) return Fail(PQerrorMessage(c));
+    failures_ = 0;
+    return out;
+  }
+
+  // REQUIRES: mu_ held, connected. The next result (nullptr: the end of a query's
+  // results), waiting on the socket until the deadline.
+  Result<ResultPtr> Next(steady_clock::time_point deadline) {
+    PGconn* c = conn_.get();
+    for (;;) {
+      const int unsent = PQflush(c);
+      if (unsent < 0) return Fail(PQerrorMessage(c));
+      if (!PQisBusy(c)) {
+        ResultPtr r(PQgetResult(c), &PQclear);
+        if (PQstatus(c) == CONNECTION_BAD) {
+          return Fail(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(c));
+        }
+        return r;
+      }
+      if (auto ok = WaitSocket(c, unsent == 1, deadline); !ok) return tl::unexpected(ok.error());
+      if (PQconsumeInput(c) != 1) return Fail(PQerrorMessage(c));
+    }
+  }
+
+  // Waits until the socket is readable (or writable, when `write`) or the deadline.
+  Result<void> WaitSocket(PGconn* c, bool write, steady_clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+    if (left <= milliseconds(0)) {
+      return Fail("no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
+    }
+    pollfd pfd{PQsocket(c), static_cast<short>(POLLIN | (write ? POLLOUT : 0)), 0};
+    const int n = ::poll(&pfd, 1, static_cast<int>(left.count()) + 1);
+    if (n == 0) return Fail("no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
+    if (n < 0 && errno != EINTR) return Fail("poll failed");
+    return {};
+  }
+
+  // Drops the connection after a failure and schedules the next attempt. libpq's
+  // messages never contain the password; Scrub() makes sure.
+  tl::unexpected<Error> Fail(const std::string& detail) {
+    conn_.reset();
+    const milliseconds pause =
+        failures_ == 0
+            ? milliseconds(0)
+            : std::min(kMaxBackoff, milliseconds(kFirstBackoff.count() << std::min(failures_ - 1, 5)));
+    ++failures_;
+    retry_at_ = steady_clock::now() + pause;
+    last_error_ = Scrub(Trim(detail));
+    return tl::unexpected(Error(context_, last_error_));
+  }
+
+  std::string Scrub(std::string text) const {
+    if (options_.password.empty()) return text;
+    for (std::size_t pos; (pos = text.find(options_.password)) != std::string::npos;) {
+      text.replace(pos, options_.password.size(), "***");
+    }
+    return text;
+  }
+
+  Result<void> EnsureConnected(steady_clock::time_point deadline) {
+    if (conn_) return {};
+    const auto now = steady_clock::now();
+    if (now < retry_at_) {
+      const auto wait = std::chrono::duration_cast<milliseconds>(retry_at_ - now);
+      return MakeError(context_, "not connected (" + last_error_ + "); reconnecting in " +
+                                     std::to_string(wait.count()) + "ms");
+    }
+    return Connect(deadline);
+  }
+
+  // REQUIRES: mu_ held. Connects without blocking past the deadline, then creates or
+  // migrates the tables.
+  Result<void> Connect(steady_clock::time_point deadline) {
+    conn_.reset();
+    const std::string timeout = std::to_string(options_.op_timeout.count());
+    const std::string session = "-c statement_timeout=" + timeout + " -c lock_timeout=" + timeout;
+    const std::string connect_s =
+        std::to_string(std::max<std::int64_t>(2, (options_.op_timeout.count() + 999) / 1000));
+    // Keywords before "dbname" are overridden by the same keyword inside the URL, so
+    // a password in the URL wins over the one from the environment.
+    std::vector<const char*> keys = {"application_name", "connect_timeout", "options"};
+    std::vector<const char*> values = {"tickd", connect_s.c_str(), session.c_str()};
+    if (!url_has_password_ && !options_.password.empty()) {
+      keys.push_back("password");
+      values.push_back(options_.password.c_str());
+    }
+    keys.push_back("dbname");
+    values.push_back(options_.url.c_str());
+    keys.push_back(nullptr);
+    values.push_back(nullptr);
+    conn_.reset(PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1));
+    if (!conn_) return Fail("cannot allocate a connection");
+    if (PQstatus(conn_.get()) == CONNECTION_BAD) {
+      return Fail("cannot connect: " + std::string(PQerrorMessage(conn_.get())));
+    }
+    // libpq prints NOTICEs to stderr by default; the daemon's stderr is its log.
+    PQsetNoticeProcessor(conn_.get(), [](void*, const char*) {}, nullptr);
+    for (PostgresPollingStatusType st = PGRES_POLLING_WRITING;;) {
+      if (st == PGRES_POLLING_OK) break;
+      if (st == PGRES_POLLING_FAILED) {
+        return Fail("cannot connect: " + std::string(PQerrorMessage(conn_.get())));
+      }
+      if (auto ok = WaitSocket(conn_.get(), st == PGRES_POLLING_WRITING, deadline); !ok) {
+        return tl::unexpected(Error(context_, "cannot connect: " + ok.error().detail));
+      }
+      st = PQconnectPoll(conn_.get());
+    }
+    if (PQsetnonblocking(conn_.get(), 1) != 0) return Fail(PQerrorMessage(conn_.get()));
+    auto migrated = SendLocked({{kMigrate, {}}}, false, deadline);
+    if (!migrated) return tl::unexpected(migrated.error());
+    if (PQresultStatus(migrated->front().get()) != PGRES_COMMAND_OK) {
+      const std::string detail =
+          "creating the tables (schema version " + std::to_string(kSchemaVersion) +
+          "): " + Trim(PQresultErrorMessage(migrated->front().get()));
+      conn_.reset();
+      ++failures_;
+      retry_at_ = steady_clock::now() + kMaxBackoff;
+      last_error_ = detail;
+      return MakeError(context_, detail);
+    }
+    return {};
+  }
+
+  const PostgresOptions options_;
+  const bool url_has_password_;
+  const std::string context_;  // "postgres <url with the password masked>"
+  std::mutex mu_;
+  ConnPtr conn_;
+  int failures_ = 0;  // consecutive failed calls/attempts
+  steady_clock::time_point retry_at_{};
+  std::string last_error_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> NewPostgresBackend(const PostgresOptions& options) {
+  const std::string context = "postgres " + RedactUrl(options.url);
+  if (options.url.rfind("postgres://", 0) != 0 && options.url.rfind("postgresql://", 0) != 0) {
+    return MakeError(context,
+                     "the URL must start with postgres:// "
+                     "(postgres://user:password@host:port/db)");
+  }
+  char* err = nullptr;
+  std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> parsed(
+      PQconninfoParse(options.url.c_str(), &err), &PQconninfoFree);
+  if (!parsed) {
+    // libpq's parse errors quote the offending part, which may be the password.
+    std::string detail = err ? Trim(err) : "cannot parse the URL";
+    PQfreemem(err);
+    if (RedactUrl(options.url) != options.url) {
+      detail = "cannot parse the URL (check its escapes and parameters)";
+    }
+    return MakeError(context, detail);
+  }
+  bool url_has_password = false;
+  for (const PQconninfoOption* o = parsed.get(); o->keyword != nullptr; ++o) {
+    if (std::string_view(o->keyword) == "password" && o->val != nullptr && *o->val != '\0') {
+      url_has_password = true;
+    }
+  }
+  auto backend = std::make_unique<PostgresBackend>(options, url_has_password);
+  if (auto ok = backend->Open(); !ok) return tl::unexpected(ok.error());
+  return backend;
+}
+
+}  // namespace tickd::lock
