@@ -53,6 +53,9 @@ std::unique_ptr<BackendFixture> MakeSqliteFixture();
 // A redis-server of its own (tests/e2e/redis_fixture.cc); the password reaches the
 // replicas through lock.password_env. CanRestart(): kill -9 and restart, same AOF.
 std::unique_ptr<BackendFixture> MakeRedisFixture();
+// A one-member etcd of its own (tests/e2e/etcd_fixture.cc). CanRestart(): kill -9 and
+// restart on the same ports and data folder.
+std::unique_ptr<BackendFixture> MakeEtcdFixture();
 
 // A tickd replica: `tickd run -c FILE --node-id NODE`, stdout+stderr to a log file.
 class Replica {

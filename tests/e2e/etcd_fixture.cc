@@ -1,0 +1,35 @@
+// The etcd fixture of the end-to-end suite: its own one-member etcd on free loopback
+// ports (tests/etcd/etcd_server.h). Restart() is a crash: kill -9, then the same
+// ports and the same data folder (etcd fsyncs its WAL before answering, so every
+// answered claim and revision survives).
+#include <catch2/catch.hpp>
+
+#include "tests/e2e/harness.h"
+#include "tests/etcd/etcd_server.h"
+
+namespace tickd::e2e {
+
+namespace {
+
+class EtcdFixture final : public BackendFixture {
+ public:
+  EtcdFixture() { REQUIRE(server_.running()); }
+  std::string name() const override { return "etcd"; }
+  std::string LockYaml(const fs::path&) const override {
+    return "  backend: etcd\n  url: " + server_.url() + "\n  op_timeout: 1s\n";
+  }
+  bool CanRestart() const override { return true; }
+  void Restart() override {
+    server_.Kill();
+    REQUIRE(server_.Start());
+  }
+
+ private:
+  testing::EtcdServer server_;
+};
+
+}  // namespace
+
+std::unique_ptr<BackendFixture> MakeEtcdFixture() { return std::make_unique<EtcdFixture>(); }
+
+}  // namespace tickd::e2e

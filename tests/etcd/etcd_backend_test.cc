@@ -1,0 +1,204 @@
+// etcd-specific behaviour beyond the shared conformance suite: the URL, failover to
+// the next member, failing closed within op_timeout when no member answers, a
+// restart of etcd (the holder keeps its lease, a dead holder is taken over within
+// one lease after the restart, fences keep growing), and the TTL rounding.
+#include <chrono>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "lock/etcd/etcd_backend.h"
+#include "lock/registry.h"
+#include "tests/etcd/etcd_server.h"
+
+using namespace std::chrono_literals;
+using tickd::testing::EtcdServer;
+using namespace tickd::lock;
+using std::chrono::steady_clock;
+
+namespace {
+
+std::int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::unique_ptr<Backend> Open(const std::string& url, std::chrono::milliseconds timeout = 1s) {
+  EtcdOptions options;
+  options.url = url;
+  options.op_timeout = timeout;
+  auto backend = NewEtcdBackend(options);
+  if (!backend) FAIL(backend.error().ToString());
+  return std::move(*backend);
+}
+
+ClaimRequest Req(std::string job, std::int64_t tick, std::string node, std::string token) {
+  ClaimRequest req;
+  req.job = std::move(job);
+  req.tick_unix = tick;
+  req.node = std::move(node);
+  req.owner_token = std::move(token);
+  req.config_hash = "hash";
+  return req;
+}
+
+ClaimOutcome MustClaim(Backend& b, const ClaimRequest& req) {
+  auto out = b.Claim(req);
+  if (!out) FAIL("claim " << req.job << "@" << req.tick_unix << ": " << out.error().ToString());
+  return *out;
+}
+
+HeldClaim HeldOf(const ClaimRequest& req, const ClaimOutcome& won) {
+  return HeldClaim{req.job, req.tick_unix, req.owner_token, won.fence, req.lease};
+}
+
+bool Skip() {
+  if (!EtcdServer::Available()) WARN("etcd is not installed: skipped");
+  return !EtcdServer::Available();
+}
+
+}  // namespace
+
+TEST_CASE("etcd: bad URLs are refused and name the URL", "[etcd]") {
+  for (const char* url : {"redis://127.0.0.1:2379", "etcd://", "etcd://h:99999", "etcd://h:x",
+                          "etcd://h1:2379,,h2:2379", "etcd://u:pw@h:2379", "etcd://h:2379/path",
+                          "etcd://h:2379?bogus=1"}) {
+    EtcdOptions options;
+    options.url = url;
+    auto backend = NewEtcdBackend(options);
+    REQUIRE_FALSE(backend);
+    CHECK(backend.error().ToString().find("etcd ") == 0);
+    CHECK(backend.error().ToString().find("pw") == std::string::npos);
+  }
+}
+
+TEST_CASE("etcd: the registry opens etcd:// URLs; an unreachable member is an error",
+          "[etcd]") {
+  BackendOptions options;
+  options.backend = "etcd";
+  options.url = "etcd://127.0.0.1:" + std::to_string(tickd::testing::RedisServer::FreePort());
+  options.op_timeout = 300ms;
+  tickd::RealClock clock;
+  const auto start = steady_clock::now();
+  auto backend = OpenBackend(options, clock);
+  REQUIRE_FALSE(backend);
+  CHECK(steady_clock::now() - start < 2s);
+  CHECK(backend.error().ToString().find("etcd") != std::string::npos);
+}
+
+TEST_CASE("etcd: a member that cannot be reached passes the request to the next", "[etcd]") {
+  if (Skip()) return;
+  EtcdServer server;
+  REQUIRE(server.running());
+  const int dead = tickd::testing::RedisServer::FreePort();
+  auto b = Open("etcd://127.0.0.1:" + std::to_string(dead) + ",127.0.0.1:" +
+                std::to_string(server.port()) + "?prefix=/failover/");
+  const std::int64_t tick = NowUnix();
+  const ClaimOutcome won = MustClaim(*b, Req("j", tick, "a", "tok-a"));
+  CHECK(won.status == ClaimStatus::kWon);
+  CHECK(won.fence > 0);
+}
+
+TEST_CASE("etcd: a paused member makes every call fail within op_timeout (fail closed)",
+          "[etcd]") {
+  if (Skip()) return;
+  EtcdServer server;
+  REQUIRE(server.running());
+  auto b = Open(server.url(), 500ms);
+  const std::int64_t tick = NowUnix();
+  auto req = Req("paused", tick, "a", "tok-a");
+  const ClaimOutcome won = MustClaim(*b, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+
+  server.Pause();
+  const auto start = steady_clock::now();
+  auto claim = b->Claim(Req("paused", tick + 1, "a", "tok-a1"));
+  auto renew = b->Renew(HeldOf(req, won));
+  const auto took = steady_clock::now() - start;
+  server.Resume();
+  CHECK_FALSE(claim);
+  CHECK_FALSE(renew);
+  CHECK(took < 1500ms);  // two calls, 500 ms each, plus slack
+
+  // Once it answers again, the holder still holds its tick.
+  CHECK(*b->Renew(HeldOf(req, won)) == RenewStatus::kRenewed);
+}
+
+TEST_CASE("etcd: across a restart the holder keeps its lease, a dead holder is taken over "
+          "within one lease after it, and fences keep growing",
+          "[etcd]") {
+  if (Skip()) return;
+  EtcdServer server;
+  REQUIRE(server.running());
+  const std::int64_t tick = NowUnix();
+  auto live = Open(server.url());
+  auto dead = Open(server.url());
+  auto survivor = Open(server.url());
+
+  auto live_req = Req("kept", tick, "live", "tok-live");
+  live_req.lease = 3s;
+  const ClaimOutcome live_won = MustClaim(*live, live_req);
+  REQUIRE(live_won.status == ClaimStatus::kWon);
+  auto dead_req = Req("orphan", tick, "dead", "tok-dead");
+  dead_req.lease = 3s;
+  dead_req.recover = true;
+  const ClaimOutcome dead_won = MustClaim(*dead, dead_req);
+  REQUIRE(dead_won.status == ClaimStatus::kWon);
+  dead.reset();  // the holder dies: nobody renews its lease any more
+
+  server.Kill();
+  REQUIRE(server.Start());
+  const auto restarted = steady_clock::now();
+
+  // The live holder renews through the restart (its client reconnects by itself).
+  CHECK(*live->Renew(HeldOf(live_req, live_won)) == RenewStatus::kRenewed);
+
+  // The dead holder's tick: lost while etcd still counts its (restarted) lease, then
+  // re-claimed with a higher fence, no later than one lease after the restart.
+  auto take = Req("orphan", tick, "survivor", "tok-s");
+  take.lease = 3s;
+  take.recover = true;
+  ClaimOutcome taken;
+  do {
+    taken = MustClaim(*survivor, take);
+    if (taken.status == ClaimStatus::kWon) break;
+    CHECK(taken.status == ClaimStatus::kLost);
+    std::this_thread::sleep_for(100ms);
+  } while (steady_clock::now() - restarted < 6s);
+  REQUIRE(taken.status == ClaimStatus::kWon);
+  // etcd's lessor checks expiry every 500 ms; the restart extends leases by their TTL.
+  CHECK(steady_clock::now() - restarted < 3s + 1500ms);
+  CHECK(taken.fence > dead_won.fence);
+  CHECK(taken.fence > live_won.fence);
+
+  auto next = Req("kept", tick + 1, "survivor", "tok-next");
+  next.forbid_overlap = false;
+  const ClaimOutcome after = MustClaim(*survivor, next);
+  REQUIRE(after.status == ClaimStatus::kWon);
+  CHECK(after.fence > taken.fence);
+  // The live holder still owns its tick and completes it.
+  CHECK(*live->Complete(HeldOf(live_req, live_won), Completion{"done", 0, 1ms}) ==
+        CompleteStatus::kCompleted);
+}
+
+TEST_CASE("etcd: a lease shorter than a second still expires (TTLs are whole seconds)",
+          "[etcd]") {
+  if (Skip()) return;
+  EtcdServer server;
+  REQUIRE(server.running());
+  auto a = Open(server.url());
+  auto b = Open(server.url());
+  const std::int64_t tick = NowUnix();
+  auto first = Req("short", tick, "a", "tok-a");
+  first.lease = 300ms;  // rounded up to etcd's 1 s
+  first.recover = true;
+  const ClaimOutcome won = MustClaim(*a, first);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  auto second = Req("short", tick, "b", "tok-b");
+  second.lease = 300ms;
+  second.recover = true;
+  CHECK(MustClaim(*b, second).status == ClaimStatus::kLost);  // the lease is still alive
+  std::this_thread::sleep_for(2s);
+  CHECK(MustClaim(*b, second).status == ClaimStatus::kWon);
+}
