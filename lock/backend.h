@@ -39,6 +39,11 @@ struct ClaimRequest {
   bool recover = false;                    // a running tick whose lease expired may be re-claimed
   std::string config_hash;                 // hash of the job's effective definition
   WallTime node_wall;                      // this replica's wall clock when it tried (ledger, skew)
+  // Also record this replica's Observation of the outcome (won lost busy missed, with
+  // node, node_wall, config_hash, fence) in the same call, when the backend can:
+  // ClaimOutcome::observed says it did, and the caller then does not Record it. Saves
+  // the ledger its own round trip per claim. Backends that cannot ignore it.
+  bool observe = false;
 };
 
 enum class ClaimStatus {
@@ -60,6 +65,9 @@ struct ClaimOutcome {
   // died and its lease has not expired yet); false once it is `done`. A recover: true
   // loser keeps re-claiming the tick only while this is true.
   bool holder_running = false;
+  // The backend recorded this replica's Observation of this outcome with the claim
+  // (ClaimRequest::observe): no Record call is needed for it.
+  bool observed = false;
 };
 
 // A claim this replica won and still holds.
@@ -86,6 +94,12 @@ struct Completion {
 enum class CompleteStatus {
   kCompleted,  // the record is `done` with the completion; the lease is gone
   kNotOwner,   // the stored owner token is not ours: nothing was changed
+};
+
+// One claim to complete in a CompleteBatch.
+struct CompleteRequest {
+  HeldClaim held;
+  Completion completion;
 };
 
 // What one replica saw of one tick (DESIGN §1 rule 8).
@@ -148,6 +162,16 @@ class Backend {
   // Owner-checked: marks the tick done with `completion` and drops the lease (and the
   // job's run marker). Never touches a claim whose token differs.
   virtual Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) = 0;
+
+  // Completes several claims, each as Complete does; results are in the order of
+  // `reqs`. Backends that can batch (one round trip) override it.
+  virtual std::vector<Result<CompleteStatus>> CompleteBatch(
+      std::span<const CompleteRequest> reqs) {
+    std::vector<Result<CompleteStatus>> out;
+    out.reserve(reqs.size());
+    for (const CompleteRequest& r : reqs) out.push_back(Complete(r.held, r.completion));
+    return out;
+  }
 
   // Ledger: records what this replica saw of a tick. Best effort for the caller:
   // a failure is logged, never changes what runs.

@@ -24,6 +24,9 @@
 //   3. forbid and the run key names another tick → busy (its node and tick);
 //   4. won: INCR fence, write the record (owner, node, fence, lease_until), the lease
 //      key and, for forbid, the run key; index T in the ledger.
+// A lost answer says whether the record is still running. When the request asks
+// (ClaimRequest::observe), every outcome also writes the replica's observation into
+// P{job}:o:<T> in the same script, as Record would: no ledger round trip per claim.
 // renew: only when the lease key still holds our token: PEXPIRE lease (and the run
 // key if it is ours), store the new lease_until. complete: only when the record's
 // owner is our token: mark it done with the completion, delete the lease and run
@@ -32,7 +35,7 @@
 // Scripts are loaded once per connection (SCRIPT LOAD) and called with EVALSHA; a
 // NOSCRIPT answer (SCRIPT FLUSH, a restarted server) is retried with EVAL, which
 // also caches the script again. ClaimBatch sends every claim of an instant in one
-// pipeline: N claims cost one round trip.
+// pipeline, CompleteBatch every complete it is given: N calls cost one round trip.
 //
 // Failures: every call runs against a deadline of op_timeout (connect included; the
 // socket timeouts are set to what is left). Any I/O error or timeout drops the
@@ -67,29 +70,48 @@ using Command = std::vector<std::string>;
 constexpr milliseconds kMaxBackoff{2'000};
 constexpr milliseconds kFirstBackoff{100};
 
-// KEYS: record, lease, run, fence, ticks. ARGV: T, node, token, lease_ms,
-// deadline_ms (-1: none), forbid, recover, config_hash, retention_ms.
-// The common loser (a record exists, recover off) costs one HMGET: it is 2/3 of the
-// claims of a 3-replica fleet, so it is kept cheapest.
+// KEYS: record, lease, run, fence, ticks, observations. ARGV: T, node, token,
+// lease_ms, deadline_ms (-1: none), forbid, recover, config_hash, retention_ms,
+// node_wall_ms ('' : no observation). Answers {status, fence, holder node, holder
+// T, holder hash, holder running (1/0)}.
+// With a node_wall, the replica's observation of the outcome is written as Record
+// writes it (same field, same encoding), so the claim needs no second round trip.
+// The common loser (a record exists, recover off) costs one HMGET (+ the
+// observation): it is 2/3 of the claims of a 3-replica fleet, so it is kept cheapest.
 constexpr std::string_view kClaimLua = R"lua(
 local tick = tonumber(ARGV[1])
+local function observe(outcome, fence, index)
+  if ARGV[10] == '' then return end
+  redis.call('HSET', KEYS[6], ARGV[2],
+             outcome .. '\31' .. ARGV[10] .. '\31' .. ARGV[8] .. '\31' .. fence)
+  redis.call('PEXPIRE', KEYS[6], ARGV[9])
+  if index then
+    redis.call('ZADD', KEYS[5], tick, ARGV[1])
+    redis.call('PEXPIRE', KEYS[5], ARGV[9])
+  end
+end
 local rec = redis.call('HMGET', KEYS[1], 'state', 'node', 'hash', 'lease_until')
 if rec[1] and (rec[1] ~= 'running' or ARGV[7] ~= '1' or
                redis.call('EXISTS', KEYS[2]) == 1) then
-  return {'lost', 0, rec[2], tick, rec[3]}
+  observe('lost', 0, false)
+  return {'lost', 0, rec[2], tick, rec[3], rec[1] == 'running' and 1 or 0}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[4])
 local deadline = tonumber(ARGV[5])
 if deadline >= 0 and now > (rec[1] and tonumber(rec[4]) or tick * 1000) + deadline then
-  return {'missed', 0, '', 0, ''}
+  observe('missed', 0, true)
+  return {'missed', 0, '', 0, '', 0}
 end
 if ARGV[6] == '1' then
   local run = redis.call('GET', KEYS[3])
   if run then
     local _, run_tick, node, hash = string.match(run, '^(.-)\n(.-)\n(.-)\n(.*)$')
-    if tonumber(run_tick) ~= tick then return {'busy', 0, node, tonumber(run_tick), hash} end
+    if tonumber(run_tick) ~= tick then
+      observe('busy', 0, true)
+      return {'busy', 0, node, tonumber(run_tick), hash, 1}
+    end
   end
 end
 local fence = redis.call('INCR', KEYS[4])
@@ -104,7 +126,8 @@ if ARGV[6] == '1' then
 end
 redis.call('ZADD', KEYS[5], tick, ARGV[1])
 redis.call('PEXPIRE', KEYS[5], ARGV[9])
-return {'won', fence, '', 0, ''}
+observe('won', fence, false)
+return {'won', fence, '', 0, '', 1}
 )lua";
 
 // The run key is "token\nT\nnode\nhash"; it is ours when it starts with "token\n".
@@ -225,9 +248,8 @@ Result<Endpoint> ParseUrl(const std::string& url) {
     if (colon != std::string_view::npos) port = rest.substr(colon + 1);
   }
   auto parse_int = [](std::string_view text, int& out) {
-    return !text.empty() &&
-           std::from_chars(text.data(), text.data() + text.size(), out).ptr ==
-               text.data() + text.size();
+    return !text.empty() && std::from_chars(text.data(), text.data() + text.size(), out).ptr ==
+                                text.data() + text.size();
   };
   if (!port.empty() && (!parse_int(port, ep.port) || ep.port <= 0 || ep.port > 65535)) {
     return MakeError("", "bad port '" + std::string(port) + "'");
@@ -294,8 +316,8 @@ class RedisBackend final : public Backend {
   RedisBackend(const RedisOptions& options, Endpoint endpoint)
       : options_(options),
         endpoint_(std::move(endpoint)),
-        context_("redis " + RedactUrl(options.url.empty() ? "redis://127.0.0.1:6379/0"
-                                                          : options.url)),
+        context_("redis " +
+                 RedactUrl(options.url.empty() ? "redis://127.0.0.1:6379/0" : options.url)),
         conn_(nullptr, &redisFree) {
     if (endpoint_.password.empty()) endpoint_.password = options.password;
   }
@@ -316,14 +338,13 @@ class RedisBackend final : public Backend {
     std::vector<std::string> values;
     for (const ReplyPtr& r : *replies) {
       if (r->type == REDIS_REPLY_ERROR) {
-        return {context_ + ": could not check durability (CONFIG GET refused: " +
-                std::string(Str(r.get())) +
+        return {context_ +
+                ": could not check durability (CONFIG GET refused: " + std::string(Str(r.get())) +
                 "); without appendonly yes + appendfsync always a restart of the server "
                 "can repeat fences"};
       }
-      values.emplace_back(r->type == REDIS_REPLY_ARRAY && r->elements == 2
-                              ? Str(r->element[1])
-                              : std::string_view());
+      values.emplace_back(r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? Str(r->element[1])
+                                                                           : std::string_view());
     }
     std::vector<std::string> warnings;
     if (values[0] != "yes") {
@@ -353,11 +374,13 @@ class RedisBackend final : public Backend {
       const std::string tick = std::to_string(req.tick_unix);
       calls.push_back(ScriptCall(
           Script::kClaim,
-          {base + "t:" + tick, base + "l:" + tick, base + "run", base + "fence", base + "ticks"},
+          {base + "t:" + tick, base + "l:" + tick, base + "run", base + "fence", base + "ticks",
+           base + "o:" + tick},
           {tick, req.node, req.owner_token, std::to_string(req.lease.count()),
            req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
            req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
-           std::to_string(options_.retention.count())}));
+           std::to_string(options_.retention.count()),
+           req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : ""}));
       jobs.insert(req.job);
     }
     auto replies = RunScripts(calls, jobs);
@@ -369,30 +392,56 @@ class RedisBackend final : public Backend {
       for (std::size_t i = 0; i < reqs.size(); ++i) out.emplace_back(tl::unexpect, e);
       return out;
     }
-    for (std::size_t i = 0; i < reqs.size(); ++i) out.push_back(ParseClaim((*replies)[i].get()));
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      out.push_back(ParseClaim((*replies)[i].get()));
+      if (out.back()) out.back()->observed = reqs[i].observe;
+    }
     return out;
   }
 
   Result<RenewStatus> Renew(const HeldClaim& held) override {
     const std::string base = Base(held.job);
     const std::string tick = std::to_string(held.tick_unix);
-    auto reply = RunScript(ScriptCall(Script::kRenew,
-                                      {base + "l:" + tick, base + "run", base + "t:" + tick},
-                                      {held.owner_token, std::to_string(held.lease.count())}));
+    auto reply =
+        RunScript(ScriptCall(Script::kRenew, {base + "l:" + tick, base + "run", base + "t:" + tick},
+                             {held.owner_token, std::to_string(held.lease.count())}));
     if (!reply) return tl::unexpected(reply.error());
     return Int(reply->get()) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;
   }
 
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
-    const std::string base = Base(held.job);
-    const std::string tick = std::to_string(held.tick_unix);
-    auto reply = RunScript(
-        ScriptCall(Script::kComplete, {base + "l:" + tick, base + "run", base + "t:" + tick},
-                   {held.owner_token, completion.outcome,
-                    completion.exit_code ? std::to_string(*completion.exit_code) : "",
-                    std::to_string(completion.duration.count())}));
-    if (!reply) return tl::unexpected(reply.error());
-    return Int(reply->get()) == 1 ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+    const CompleteRequest req{held, completion};
+    auto out = CompleteBatch(std::span<const CompleteRequest>(&req, 1));
+    return std::move(out.front());
+  }
+
+  // Every complete in one pipeline: N runs that ended together cost one round trip.
+  std::vector<Result<CompleteStatus>> CompleteBatch(
+      std::span<const CompleteRequest> reqs) override {
+    std::vector<ScriptCall> calls;
+    calls.reserve(reqs.size());
+    for (const auto& [held, completion] : reqs) {
+      const std::string base = Base(held.job);
+      const std::string tick = std::to_string(held.tick_unix);
+      calls.push_back(ScriptCall(Script::kComplete,
+                                 {base + "l:" + tick, base + "run", base + "t:" + tick},
+                                 {held.owner_token, completion.outcome,
+                                  completion.exit_code ? std::to_string(*completion.exit_code) : "",
+                                  std::to_string(completion.duration.count())}));
+    }
+    auto replies = RunScripts(calls, {});
+    std::vector<Result<CompleteStatus>> out;
+    out.reserve(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      if (!replies) {
+        out.emplace_back(tl::unexpect, replies.error());
+      } else if (const redisReply* r = (*replies)[i].get(); r->type == REDIS_REPLY_ERROR) {
+        out.push_back(MakeError(context_ + ": complete", std::string(Str(r))));
+      } else {
+        out.push_back(Int(r) == 1 ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner);
+      }
+    }
+    return out;
   }
 
   Result<void> Record(const Observation& obs) override {
@@ -467,7 +516,8 @@ class RedisBackend final : public Backend {
         h.fence = std::stoull("0" + Get(rec, "fence"));
         h.config_hash = Get(rec, "hash");
       }
-      for (const auto& [node, value] : obs) h.observations.push_back(DecodeObservation(h, node, value));
+      for (const auto& [node, value] : obs)
+        h.observations.push_back(DecodeObservation(h, node, value));
       out.push_back(std::move(h));
     }
     return out;
@@ -538,7 +588,7 @@ class RedisBackend final : public Backend {
 
   Result<ClaimOutcome> ParseClaim(const redisReply* r) const {
     if (r->type == REDIS_REPLY_ERROR) return MakeError(context_ + ": claim", std::string(Str(r)));
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6) {
       return MakeError(context_ + ": claim", "unexpected reply from the claim script");
     }
     const std::string_view status = Str(r->element[0]);
@@ -556,6 +606,7 @@ class RedisBackend final : public Backend {
     out.holder_node = Str(r->element[2]);
     out.holder_tick_unix = Int(r->element[3]);
     out.holder_config_hash = Str(r->element[4]);
+    out.holder_running = Int(r->element[5]) == 1;
     return out;
   }
 
@@ -608,7 +659,8 @@ class RedisBackend final : public Backend {
     if (retry.empty()) return replies;
     auto again = SendLocked(retry, deadline);
     if (!again) return again;
-    for (std::size_t k = 0; k < missing.size(); ++k) (*replies)[missing[k]] = std::move((*again)[k]);
+    for (std::size_t k = 0; k < missing.size(); ++k)
+      (*replies)[missing[k]] = std::move((*again)[k]);
     return replies;
   }
 
@@ -660,7 +712,8 @@ class RedisBackend final : public Backend {
     conn_.reset();
     const milliseconds pause =
         failures_ == 0 ? milliseconds(0)
-                       : std::min(kMaxBackoff, milliseconds(kFirstBackoff.count() << std::min(failures_ - 1, 5)));
+                       : std::min(kMaxBackoff, milliseconds(kFirstBackoff.count()
+                                                            << std::min(failures_ - 1, 5)));
     ++failures_;
     retry_at_ = steady_clock::now() + pause;
     last_error_ = detail;
@@ -683,8 +736,9 @@ class RedisBackend final : public Backend {
     conn_.reset();
     indexed_jobs_.clear();
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-    ContextPtr conn(redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, ToTimeval(left)),
-                    &redisFree);
+    ContextPtr conn(
+        redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, ToTimeval(left)),
+        &redisFree);
     if (!conn) return Fail("cannot allocate a connection");
     if (conn->err) return Fail(std::string("cannot connect: ") + conn->errstr);
     conn_ = std::move(conn);
@@ -694,7 +748,8 @@ class RedisBackend final : public Backend {
                                              : Command{"AUTH", endpoint_.user, endpoint_.password});
     }
     if (endpoint_.db != 0) setup.push_back({"SELECT", std::to_string(endpoint_.db)});
-    for (std::string_view script : kScripts) setup.push_back({"SCRIPT", "LOAD", std::string(script)});
+    for (std::string_view script : kScripts)
+      setup.push_back({"SCRIPT", "LOAD", std::string(script)});
     auto replies = SendLocked(setup, deadline);
     if (!replies) return tl::unexpected(replies.error());
     for (const ReplyPtr& r : *replies) {
@@ -722,7 +777,7 @@ class RedisBackend final : public Backend {
   ContextPtr conn_;
   std::string shas_[std::size(kScripts)];
   std::set<std::string> indexed_jobs_;  // jobs already in Pjobs (since this connection)
-  int failures_ = 0;                     // consecutive failed calls/attempts
+  int failures_ = 0;                    // consecutive failed calls/attempts
   steady_clock::time_point retry_at_{};
   std::string last_error_;
 };

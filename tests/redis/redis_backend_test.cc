@@ -1,18 +1,19 @@
 // Redis-specific behaviour beyond the shared conformance suite: durability of fences
 // across a server crash, failing closed within op_timeout, the NOSCRIPT fallback,
-// passwords kept out of errors, the durability warnings, batched claims and the URL.
+// passwords kept out of errors, the durability warnings, batched claims and completes,
+// holder_running, observations written by the claim script, and the URL.
+#include "lock/redis/redis_backend.h"
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
-#include "lock/redis/redis_backend.h"
 #include "lock/registry.h"
 #include "tests/redis/redis_server.h"
 
@@ -115,8 +116,7 @@ TEST_CASE("redis: fences strictly increase across a server crash and restart (AO
   CHECK(again->holder_node == "node-a");
 }
 
-TEST_CASE("redis: an unreachable server gives an Error within op_timeout, never a won",
-          "[redis]") {
+TEST_CASE("redis: an unreachable server gives an Error within op_timeout, never a won", "[redis]") {
   RedisOptions options;
   options.url = "redis://127.0.0.1:" + std::to_string(RedisServer::FreePort()) + "/0";
   options.op_timeout = 300ms;
@@ -222,8 +222,8 @@ TEST_CASE("redis: a wrong password is an Error that does not contain the passwor
   CHECK(from_url.error().ToString().find("default:***@") != std::string::npos);
 
   // The right password in the URL (ACL user "default") works.
-  options.url = "redis://default:" + server.password() + "@127.0.0.1:" +
-                std::to_string(server.port()) + "/0";
+  options.url =
+      "redis://default:" + server.password() + "@127.0.0.1:" + std::to_string(server.port()) + "/0";
   CHECK(NewRedisBackend(options));
   // No password at all: NOAUTH on the first command.
   options.url = server.url();
@@ -264,8 +264,7 @@ TEST_CASE("redis: StartupWarnings says when fences could repeat after a restart"
   }
 }
 
-TEST_CASE("redis: ClaimBatch of 1,000 claims: one winner each, in order, one pipeline",
-          "[redis]") {
+TEST_CASE("redis: ClaimBatch of 1,000 claims: one winner each, in order, one pipeline", "[redis]") {
   if (!Available()) return;
   RedisServer server;
   auto a = Open(OptionsFor(server));
@@ -349,5 +348,140 @@ TEST_CASE("redis: the URL chooses the db and the key prefix; bad URLs are errors
     o.url = bad;
     auto backend = NewRedisBackend(o);
     CHECK_FALSE(backend);
+  }
+}
+
+TEST_CASE("redis: a lost claim says whether the tick's record is still running", "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto a = Open(OptionsFor(server));
+  auto b = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  ClaimRequest from_a = Req("job", tick, "node-a", "token-a");
+  from_a.lease = 300ms;
+  auto won = a->Claim(from_a);
+  REQUIRE(won);
+  REQUIRE(won->status == ClaimStatus::kWon);
+
+  auto lost = b->Claim(Req("job", tick, "node-b", "token-b"));
+  REQUIRE(lost);
+  CHECK(lost->status == ClaimStatus::kLost);
+  CHECK(lost->holder_node == "node-a");
+  CHECK(lost->holder_running);
+
+  SECTION("the lease expired, recover off: the record is still running") {
+    std::this_thread::sleep_for(500ms);
+    auto later = b->Claim(Req("job", tick, "node-b", "token-b2"));
+    REQUIRE(later);
+    CHECK(later->status == ClaimStatus::kLost);
+    CHECK(later->holder_running);
+  }
+  SECTION("completed: done, not running") {
+    HeldClaim held{"job", tick, "token-a", won->fence, from_a.lease};
+    REQUIRE(a->Complete(held, Completion{"done", 0, 5ms}) == CompleteStatus::kCompleted);
+    auto after = b->Claim(Req("job", tick, "node-b", "token-b3"));
+    REQUIRE(after);
+    CHECK(after->status == ClaimStatus::kLost);
+    CHECK(after->holder_node == "node-a");
+    CHECK_FALSE(after->holder_running);
+  }
+}
+
+TEST_CASE("redis: a claim with observe records the replica's observation in the same script",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto backend = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  auto observed = [&](std::string node, std::int64_t t, bool forbid, std::int64_t wall_ms) {
+    ClaimRequest req = Req("job", t, node, "token-" + node);
+    req.forbid_overlap = forbid;
+    req.observe = true;
+    req.node_wall = tickd::WallTime(std::chrono::milliseconds(wall_ms));
+    req.config_hash = "hash-" + node;
+    auto out = backend->Claim(req);
+    if (!out) FAIL(out.error().ToString());
+    CHECK(out->observed);
+    return *out;
+  };
+  CHECK(observed("a", tick, true, 1'000).status == ClaimStatus::kWon);
+  CHECK(observed("b", tick, true, 2'000).status == ClaimStatus::kLost);
+  CHECK(observed("c", tick + 60, true, 3'000).status == ClaimStatus::kBusy);
+  CHECK(observed("d", tick - 3'600, true, 4'000).status == ClaimStatus::kMissed);
+  // Without observe nothing is written for the replica.
+  auto plain = backend->Claim(Req("job", tick, "e", "token-e"));
+  REQUIRE(plain);
+  CHECK_FALSE(plain->observed);
+
+  auto history = backend->History("job", -1);
+  REQUIRE(history);
+  std::map<std::pair<std::int64_t, std::string>, Observation> seen;  // (T, node)
+  for (const TickHistory& h : *history) {
+    for (const Observation& o : h.observations) seen[{h.tick_unix, o.node}] = o;
+  }
+  REQUIRE(seen.size() == 4);
+  const Observation& a = seen[{tick, "a"}];
+  CHECK(a.outcome == "won");
+  CHECK(a.fence == 1);
+  CHECK(a.config_hash == "hash-a");
+  CHECK(a.node_wall == tickd::WallTime(std::chrono::milliseconds(1'000)));
+  CHECK(seen[{tick, "b"}].outcome == "lost");
+  CHECK(seen[{tick, "b"}].node_wall == tickd::WallTime(std::chrono::milliseconds(2'000)));
+  CHECK(seen[{tick + 60, "c"}].outcome == "busy");
+  CHECK(seen[{tick - 3'600, "d"}].outcome == "missed");
+  CHECK(seen[{tick - 3'600, "d"}].config_hash == "hash-d");
+
+  // A later Record of the same replica replaces it (a won claim released as skipped).
+  Observation skipped = a;
+  skipped.outcome = "skipped";
+  REQUIRE(backend->Record(skipped));
+  history = backend->History("job", -1);
+  REQUIRE(history);
+  for (const TickHistory& h : *history) {
+    if (h.tick_unix != tick) continue;
+    CHECK(h.observations.size() == 2);
+    for (const Observation& o : h.observations) {
+      if (o.node == "a") CHECK(o.outcome == "skipped");
+    }
+  }
+}
+
+TEST_CASE("redis: CompleteBatch completes each owned claim, in order; a foreign token is kept",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto backend = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  constexpr int kJobs = 200;
+  std::vector<CompleteRequest> reqs;
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    const std::string token = "token-" + std::to_string(i);
+    auto won = backend->Claim(Req(job, tick, "node-a", token));
+    REQUIRE(won);
+    REQUIRE(won->status == ClaimStatus::kWon);
+    reqs.push_back(CompleteRequest{HeldClaim{job, tick, token, won->fence, 15s},
+                                   Completion{"failed", i, std::chrono::milliseconds(i)}});
+  }
+  reqs[3].held.owner_token = "not-ours";
+  auto out = backend->CompleteBatch(reqs);
+  REQUIRE(out.size() == kJobs);
+  for (int i = 0; i < kJobs; ++i) {
+    REQUIRE(out[i]);
+    CHECK(*out[i] == (i == 3 ? CompleteStatus::kNotOwner : CompleteStatus::kCompleted));
+  }
+  auto history = backend->History("", -1);
+  REQUIRE(history);
+  REQUIRE(history->size() == kJobs);
+  for (const TickHistory& h : *history) {
+    const int i = std::stoi(h.job.substr(4));
+    if (i == 3) {
+      CHECK(h.state == "running");
+      continue;
+    }
+    CHECK(h.state == "done");
+    CHECK(h.run_outcome == "failed");
+    CHECK(h.exit_code == i);
+    CHECK(h.duration == std::chrono::milliseconds(i));
   }
 }
