@@ -36,4 +36,12 @@ struct RunArgs {
 };
 int CmdRun(const RunArgs& args);                       // app/cmd_run.cc
 
+// Hidden: `tickd plugin-host PATH`, one plugin run in a child of the daemon (the run's
+// parameters in the environment; see jobs/plugin_execution.h). Does not return: it
+// _exit()s with the plugin's status.
+struct PluginHostArgs {
+  std::string plugin_path;
+};
+int CmdPluginHost(const PluginHostArgs& args);         // app/cmd_plugin_host.cc
+
 }  // namespace tickd::app

@@ -46,6 +46,11 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "first", "both"}));
   next->add_option("EXPR", next_args.expression, "Cron expression")->required();
 
+  // Hidden (empty group): the child of a plugin run with isolation: process (DESIGN §8).
+  tickd::app::PluginHostArgs plugin_host_args;
+  CLI::App* plugin_host = cli.add_subcommand("plugin-host", "")->group("");
+  plugin_host->add_option("PATH", plugin_host_args.plugin_path, "Plugin library")->required();
+
   try {
     cli.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -62,6 +67,7 @@ int Main(int argc, char** argv) {
   if (*run) return tickd::app::CmdRun(run_args);
   if (*validate) return tickd::app::CmdValidate(validate_args);
   if (*next) return tickd::app::CmdNext(next_args);
+  if (*plugin_host) return tickd::app::CmdPluginHost(plugin_host_args);
   return kExitBadInput;
 }
 

@@ -1,22 +1,44 @@
 #include "app/runner.h"
 
+#include <utility>
+
+#include "jobs/plugin_execution.h"
+#include "jobs/plugin_loader.h"
+
 namespace tickd::app {
 namespace {
 
 class ProcessRunner final : public Runner {
  public:
+  explicit ProcessRunner(std::string plugin_host) : plugin_host_(std::move(plugin_host)) {}
+
   Result<std::unique_ptr<jobs::Execution>> Start(const config::Job& job,
                                                  const jobs::ProcessSpec& spec,
                                                  jobs::OutputSink sink) override {
-    if (job.plugin) {
-      return MakeError("plugin " + job.plugin->path, "plugin jobs are not supported yet");
+    if (!job.plugin) return jobs::StartProcess(spec, std::move(sink));
+    const jobs::PluginJob plugin{job.plugin->path, job.plugin->config_json};
+    if (job.plugin->isolation == config::Isolation::kNone) {
+      return jobs::StartPluginInProcess(registry_, plugin, spec, std::move(sink));
     }
-    return jobs::StartProcess(spec, std::move(sink));
+    if (plugin_host_.empty()) {
+      return MakeError("plugin " + plugin.path, "no plugin host: /proc/self/exe is unreadable");
+    }
+    return jobs::StartPluginProcess(plugin_host_, plugin, spec, std::move(sink));
   }
+
+ private:
+  const std::string plugin_host_;
+  jobs::PluginRegistry registry_;  // isolation: none — each library opened once
 };
 
 }  // namespace
 
-std::unique_ptr<Runner> NewProcessRunner() { return std::make_unique<ProcessRunner>(); }
+std::unique_ptr<Runner> NewProcessRunner() {
+  return NewProcessRunner(jobs::CurrentExecutable().value_or(std::string()));
+}
+
+std::unique_ptr<Runner> NewProcessRunner(std::string plugin_host) {
+  return std::make_unique<ProcessRunner>(std::move(plugin_host));
+}
 
 }  // namespace tickd::app

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "base/error.h"
 #include "config/config.h"
@@ -23,8 +24,12 @@ class Runner {
                                                          jobs::OutputSink sink) = 0;
 };
 
-// shell: and run: jobs as child processes (jobs::StartProcess). plugin: jobs are
-// not supported yet: their start is an Error, logged, and the run fails.
+// shell: and run: jobs as child processes (jobs::StartProcess); plugin: jobs in a
+// child `tickd plugin-host` (isolation: process, the host being this executable,
+// /proc/self/exe resolved now) or on a worker thread (isolation: none; see
+// jobs/plugin_execution.h).
 std::unique_ptr<Runner> NewProcessRunner();
+// The same with an explicit plugin host binary (tests running outside tickd).
+std::unique_ptr<Runner> NewProcessRunner(std::string plugin_host);
 
 }  // namespace tickd::app

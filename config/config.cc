@@ -32,6 +32,7 @@
 #include "base/duration.h"
 #include "config/expand.h"
 #include "config/suggest.h"
+#include "jobs/plugin_loader.h"
 
 namespace tickd::config {
 
@@ -786,6 +787,10 @@ void Loader::ApplyPlugin(const Entry& e, Job& job) {
       Fail(path_mark, e.path + ": " + spec.path + ": " + std::strerror(errno));
     } else if (!S_ISREG(st.st_mode)) {
       Fail(path_mark, e.path + ": " + spec.path + " is not a regular file");
+    } else if (auto checked = jobs::CheckPluginFile(spec.path, options_.check_permissions);
+               !checked) {
+      // dlopen + symbol + ABI, in this process (see jobs/plugin_loader.h).
+      Fail(path_mark, e.path + ": " + checked.error().ToString());
     }
   }
   job.plugin = std::move(spec);

@@ -106,8 +106,10 @@ struct Config {
 
 struct LoadOptions {
   bool check_permissions = true;     // refuse group/other-writable files and foreign owners
-  bool check_plugins = true;         // check that plugin files exist and are regular files
-                                     // (dlopen and the symbol/ABI check come with the plugin loader)
+  bool check_plugins = true;         // check that plugin files exist, are regular files, are
+                                     // not group/other-writable (with check_permissions) and
+                                     // load: dlopen, tickd_plugin_v1, abi_version (in this
+                                     // process: a crashing constructor ends the validator)
   // The instant used to derive each job's period (starting_deadline default) and the
   // "last firing is past" warnings; nullopt = the real clock. For tests.
   std::optional<cron::Instant> now;

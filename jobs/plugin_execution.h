@@ -1,0 +1,70 @@
+// Runs of plugin jobs (DESIGN §8), as Executions like any other run.
+//
+// isolation: process (default). Each run is a child `tickd plugin-host PATH`,
+// started through StartProcess: its own process group, the job environment
+// (TICKD_JOB, TICKD_TICK_UNIX, TICKD_NODE, TICKD_FENCE, TICKD_ATTEMPT) plus
+// TICKD_PLUGIN_CONFIG (the config JSON; the environment, unlike argv, is readable by
+// the owner alone). The host dlopens the plugin, calls init + run + shutdown and exits
+// with run's return value. SIGTERM makes cancelled() return non-zero. Its stdout is a
+// record channel — one "LEVEL message" line per log() call, "result message" for the
+// err text of a failed run — and the plugin's own stdout is redirected to stderr, so
+// nothing the plugin prints can forge a record. A crash, a hang or a leak ends with
+// the child: timeouts and lease loss kill its group as for any process.
+//
+// isolation: none. The library is opened once (PluginRegistry) and each run is a
+// call on a worker thread of the daemon: no spawn cost, but a crash takes the
+// replica down. Cancellation is cooperative: Terminate sets the flag cancelled()
+// reads. A plugin that has not returned kill_grace after that is reported with the
+// terminating outcome, and its thread is left running: a thread cannot be killed.
+//
+// Log lines reach the OutputSink with stream "plugin.debug", "plugin.info",
+// "plugin.warn" or "plugin.error"; other output of the host as "stdout"/"stderr".
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/error.h"
+#include "jobs/execution.h"
+#include "jobs/plugin_loader.h"
+
+namespace tickd::jobs {
+
+struct PluginJob {
+  std::string path;                // the library, absolute
+  std::string config_json = "{}";  // plugin.config
+};
+
+// The environment variable that carries the config JSON to the plugin host.
+inline constexpr const char* kPluginConfigEnv = "TICKD_PLUGIN_CONFIG";
+
+// The running executable (/proc/self/exe resolved), the plugin host of the daemon.
+// Resolve it at start: after the binary is replaced on disk the link names a
+// deleted file. Error when it cannot be read.
+Result<std::string> CurrentExecutable();
+
+// Starts `host_binary plugin-host PATH` with spec's environment, workdir, timeout,
+// kill grace and output bounds (spec.argv is ignored). Outcomes as StartProcess; a
+// failed run's err text becomes RunResult::error.
+Result<std::unique_ptr<Execution>> StartPluginProcess(const std::string& host_binary,
+                                                      const PluginJob& plugin,
+                                                      const ProcessSpec& spec, OutputSink sink);
+
+// Runs the plugin on a new thread of this process (spec.env gives the run's
+// parameters; spec.timeout and spec.kill_grace apply as above; spec.argv and
+// spec.workdir are ignored — a thread shares the daemon's working directory). A
+// plugin that cannot be opened is a finished kFailed run with the error. An Error
+// only when no thread can be started.
+Result<std::unique_ptr<Execution>> StartPluginInProcess(PluginRegistry& registry,
+                                                        const PluginJob& plugin,
+                                                        const ProcessSpec& spec,
+                                                        OutputSink sink);
+
+// The child side: `tickd plugin-host PATH`. Reads the run's parameters from the
+// environment, loads and runs the plugin, writes the record channel on stdout.
+// Returns the exit status: run's return value (PluginExitStatus), 126 when the
+// plugin cannot be loaded. The caller should _exit() with it: threads the plugin
+// left behind must not run static destructors.
+int RunPluginHost(const std::string& path);
+
+}  // namespace tickd::jobs

@@ -1,0 +1,193 @@
+// isolation: process — both sides of it: the daemon starting `tickd plugin-host`
+// and decoding its record channel, and the host itself (see plugin_execution.h).
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "jobs/plugin_call.h"
+#include "jobs/plugin_execution.h"
+
+extern char** environ;
+
+namespace tickd::jobs {
+namespace {
+
+constexpr std::string_view kResultRecord = "result";
+constexpr int kExitCannotLoad = 126;
+
+// --- the daemon's side -----------------------------------------------------------
+
+// What the decoder learned from the record channel; shared by the sink (on the
+// execution's thread) and WaitFor (on the supervisor's).
+struct Records {
+  std::mutex mu;
+  std::string error;  // the last "result" record
+};
+
+bool IsLevelName(std::string_view word) {
+  return word == "debug" || word == "info" || word == "warn" || word == "error";
+}
+
+OutputSink DecodingSink(OutputSink sink, std::shared_ptr<Records> records) {
+  return [sink = std::move(sink), records](std::string_view stream, std::string_view line) {
+    if (stream != "stdout") {
+      if (sink) sink(stream, line);
+      return;
+    }
+    const std::size_t space = line.find(' ');
+    const std::string_view word = line.substr(0, space);
+    const std::string_view message =
+        space == std::string_view::npos ? std::string_view() : line.substr(space + 1);
+    if (word == kResultRecord) {
+      std::lock_guard lock(records->mu);
+      records->error.assign(message);
+      return;
+    }
+    if (!sink) return;
+    if (IsLevelName(word)) {
+      sink("plugin." + std::string(word), message);
+    } else {
+      sink(stream, line);
+    }
+  };
+}
+
+class PluginProcessExecution final : public Execution {
+ public:
+  PluginProcessExecution(std::unique_ptr<Execution> inner, std::shared_ptr<Records> records)
+      : inner_(std::move(inner)), records_(std::move(records)) {}
+
+  void Terminate(RunOutcome reason) override { inner_->Terminate(reason); }
+
+  std::optional<RunResult> WaitFor(milliseconds d) override {
+    std::optional<RunResult> r = inner_->WaitFor(d);
+    if (r && r->error.empty()) {
+      std::lock_guard lock(records_->mu);
+      r->error = records_->error;
+    }
+    return r;
+  }
+
+ private:
+  std::unique_ptr<Execution> inner_;
+  std::shared_ptr<Records> records_;
+};
+
+// --- the host's side -------------------------------------------------------------
+
+volatile std::sig_atomic_t g_cancelled = 0;
+
+void OnTerminate(int /*sig*/) { g_cancelled = 1; }
+
+// Writes records to the saved stdout; a plugin may log from several threads.
+class RecordWriter {
+ public:
+  explicit RecordWriter(int fd) : fd_(fd) {}
+
+  // One line per line of `message`, so a record never spans two lines.
+  void Write(std::string_view kind, std::string_view message) {
+    std::lock_guard lock(mu_);
+    do {
+      const std::size_t nl = message.find('\n');
+      std::string line(kind);
+      line += ' ';
+      line += message.substr(0, nl);
+      line += '\n';
+      WriteAll(line);
+      message = nl == std::string_view::npos ? std::string_view() : message.substr(nl + 1);
+    } while (!message.empty());
+  }
+
+ private:
+  void WriteAll(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // the daemon is gone: nothing to tell
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+
+  std::mutex mu_;
+  int fd_;
+};
+
+std::map<std::string, std::string> Environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    const std::size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  return env;
+}
+
+}  // namespace
+
+Result<std::string> CurrentExecutable() {
+  char buffer[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0) return MakeError("/proc/self/exe", std::strerror(errno));
+  return std::string(buffer, static_cast<std::size_t>(n));
+}
+
+Result<std::unique_ptr<Execution>> StartPluginProcess(const std::string& host_binary,
+                                                      const PluginJob& plugin,
+                                                      const ProcessSpec& spec, OutputSink sink) {
+  ProcessSpec host = spec;
+  host.argv = {host_binary, "plugin-host", plugin.path};
+  host.env[kPluginConfigEnv] = plugin.config_json;
+  auto records = std::make_shared<Records>();
+  auto started = StartProcess(host, DecodingSink(std::move(sink), records));
+  if (!started) return started;
+  return std::unique_ptr<Execution>(
+      std::make_unique<PluginProcessExecution>(std::move(*started), std::move(records)));
+}
+
+int RunPluginHost(const std::string& path) {
+  // stdout becomes the record channel; whatever the plugin prints goes to stderr.
+  const int records_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (records_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return kExitCannotLoad;
+  RecordWriter records(records_fd);
+
+  struct sigaction sa {};
+  sa.sa_handler = &OnTerminate;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  std::map<std::string, std::string> env = Environment();
+  auto config = env.find(kPluginConfigEnv);
+  PluginRunParams params =
+      RunParamsFromEnv(env, config != env.end() ? config->second : std::string("{}"));
+
+  auto loaded = OpenPlugin(path);
+  if (!loaded) {
+    records.Write(kResultRecord, loaded.error().ToString());
+    return kExitCannotLoad;
+  }
+  // Never dlclose'd: the process ends with _exit, and threads the plugin started may
+  // still be inside it.
+  static std::shared_ptr<LoadedPlugin> keep;
+  keep = *loaded;
+  PluginCallResult result = CallPlugin(
+      (*loaded)->plugin(), params,
+      [&records](int level, std::string_view message) {
+        records.Write(PluginLogLevelName(level), message);
+      },
+      [] { return g_cancelled != 0; });
+  if (result.status != 0 && !result.error.empty()) records.Write(kResultRecord, result.error);
+  return PluginExitStatus(result.status);
+}
+
+}  // namespace tickd::jobs

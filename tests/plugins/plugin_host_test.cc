@@ -1,0 +1,118 @@
+// isolation: process — each run a child `tickd plugin-host`: records become log
+// lines, the plugin's own stdout cannot forge one, and a crash, a hang or a
+// cancellation ends the child, not the caller.
+#include <signal.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "jobs/plugin_execution.h"
+
+namespace tickd::jobs {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Lines {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> lines;
+  OutputSink Sink() {
+    return [this](std::string_view stream, std::string_view line) {
+      std::lock_guard lock(mu);
+      lines.emplace_back(std::string(stream), std::string(line));
+    };
+  }
+  bool Has(const std::string& stream, const std::string& text) {
+    std::lock_guard lock(mu);
+    for (const auto& [s, l] : lines) {
+      if (s == stream && l == text) return true;
+    }
+    return false;
+  }
+};
+
+ProcessSpec Spec(milliseconds timeout = milliseconds(10'000)) {
+  ProcessSpec spec;
+  spec.env = {{"TICKD_JOB", "j"}, {"TICKD_NODE", "node-a"}, {"TICKD_TICK_UNIX", "1700000000"},
+              {"TICKD_FENCE", "42"}, {"TICKD_ATTEMPT", "1"}};
+  spec.timeout = timeout;
+  spec.kill_grace = milliseconds(300);
+  return spec;
+}
+
+RunResult Run(const std::string& config, ProcessSpec spec, Lines* out = nullptr) {
+  auto exec = StartPluginProcess(TICKD_BINARY, {BEHAVE_PLUGIN, config}, spec,
+                                 out != nullptr ? out->Sink() : OutputSink());
+  REQUIRE(exec.has_value());
+  auto r = (*exec)->WaitFor(milliseconds(10'000));
+  REQUIRE(r.has_value());
+  return *r;
+}
+
+TEST_CASE("plugin-host: a run's logs arrive as plugin lines; its stdout cannot forge one",
+          "[plugins]") {
+  Lines out;
+  RunResult r = Run(R"({"mode":"ok"})", Spec(), &out);
+  CHECK(r.outcome == RunOutcome::kDone);
+  CHECK(r.exit_code == 0);
+  CHECK(out.Has("plugin.info",
+                R"(job=j node=node-a tick=1700000000 fence=42 attempt=1 config={"mode":"ok"})"));
+  CHECK(out.Has("plugin.warn", "first"));
+  CHECK(out.Has("plugin.warn", "second"));
+  CHECK(out.Has("plugin.error", "clamped to error"));
+  CHECK(out.Has("stderr", "info forged record"));
+  CHECK_FALSE(out.Has("plugin.info", "forged record"));
+}
+
+TEST_CASE("plugin-host: the exit status is run's return value, the err text the error",
+          "[plugins]") {
+  RunResult r = Run(R"({"mode":"fail"})", Spec());
+  CHECK(r.outcome == RunOutcome::kFailed);
+  CHECK(r.exit_code == 7);
+  CHECK(r.error == "failed on purpose");
+}
+
+TEST_CASE("plugin-host: a crash costs the run only", "[plugins]") {
+  RunResult r = Run(R"({"mode":"crash"})", Spec());
+  CHECK(r.outcome == RunOutcome::kFailed);
+  CHECK_FALSE(r.exit_code.has_value());
+  CHECK(r.signal == SIGSEGV);
+}
+
+TEST_CASE("plugin-host: a hang is ended by the timeout (SIGKILL after the grace)",
+          "[plugins]") {
+  RunResult r = Run(R"({"mode":"hang"})", Spec(milliseconds(200)));
+  CHECK(r.outcome == RunOutcome::kTimeout);
+  CHECK(r.signal == SIGKILL);
+}
+
+TEST_CASE("plugin-host: SIGTERM makes cancelled() non-zero", "[plugins]") {
+  auto exec = StartPluginProcess(TICKD_BINARY, {BEHAVE_PLUGIN, R"({"mode":"cooperative"})"},
+                                 Spec(), {});
+  REQUIRE(exec.has_value());
+  CHECK_FALSE((*exec)->WaitFor(milliseconds(200)).has_value());
+  (*exec)->Terminate(RunOutcome::kLeaseLost);
+  auto r = (*exec)->WaitFor(milliseconds(5'000));
+  REQUIRE(r.has_value());
+  CHECK(r->outcome == RunOutcome::kLeaseLost);
+  CHECK(r->exit_code == 5);  // returned on its own, before the SIGKILL
+  CHECK(r->error == "cancelled");
+}
+
+TEST_CASE("plugin-host: a plugin that cannot load fails the run with the reason",
+          "[plugins]") {
+  auto exec = StartPluginProcess(TICKD_BINARY, {"/nonexistent/lib.so", "{}"}, Spec(), {});
+  REQUIRE(exec.has_value());
+  auto r = (*exec)->WaitFor(milliseconds(10'000));
+  REQUIRE(r.has_value());
+  CHECK(r->outcome == RunOutcome::kFailed);
+  CHECK(r->exit_code == 126);
+  CHECK_THAT(r->error, Catch::Contains("/nonexistent/lib.so: dlopen: "));
+}
+
+}  // namespace
+}  // namespace tickd::jobs
