@@ -177,7 +177,8 @@ std::string PrefixEnd(std::string prefix) {
 }
 
 Json Compare(const std::string& key, const char* target, const char* field, Json value) {
-  return Json{{"key", B64(key)}, {"result", "EQUAL"}, {"target", target}, {field, std::move(value)}};
+  return Json{
+      {"key", B64(key)}, {"result", "EQUAL"}, {"target", target}, {field, std::move(value)}};
 }
 Json CreatedAt(const std::string& key, std::int64_t rev) {  // 0: the key does not exist
   return Compare(key, "CREATE", "create_revision", std::to_string(rev));
@@ -221,8 +222,8 @@ struct TickRecord {
 };
 
 std::string Encode(const TickRecord& r) {
-  Json j{{"state", r.state}, {"node", r.node}, {"owner", r.owner}, {"hash", r.hash},
-         {"fence", r.fence}, {"lease", std::to_string(r.lease_id)}};
+  Json j{{"state", r.state}, {"node", r.node},   {"owner", r.owner},
+         {"hash", r.hash},   {"fence", r.fence}, {"lease", std::to_string(r.lease_id)}};
   if (r.state == "done") {
     j["outcome"] = r.outcome;
     j["exit"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
@@ -269,11 +270,11 @@ RunMarker DecodeRun(const std::string& value) {
 }
 
 std::string Encode(const Observation& o) {
-  return Json{{"outcome", o.outcome},
-              {"wall_ms", std::chrono::duration_cast<milliseconds>(o.node_wall.time_since_epoch())
-                              .count()},
-              {"hash", o.config_hash},
-              {"fence", o.fence}}
+  return Json{
+      {"outcome", o.outcome},
+      {"wall_ms", std::chrono::duration_cast<milliseconds>(o.node_wall.time_since_epoch()).count()},
+      {"hash", o.config_hash},
+      {"fence", o.fence}}
       .dump();
 }
 
@@ -331,7 +332,8 @@ Result<Endpoints> ParseUrl(const std::string& url) {
         out.prefix = std::string(param.substr(7));
         if (out.prefix.empty()) return MakeError("", "the prefix must not be empty");
       } else if (!param.empty()) {
-        return MakeError("", "unknown URL parameter '" + std::string(param.substr(0, param.find('='))) +
+        return MakeError("", "unknown URL parameter '" +
+                                 std::string(param.substr(0, param.find('='))) +
                                  "' (known: prefix)");
       }
     }
@@ -350,7 +352,8 @@ Result<Endpoints> ParseUrl(const std::string& url) {
     if (host.empty()) return MakeError("", "empty host in the endpoint list");
     int port = kDefaultPort;
     const auto colon = host.rfind(':');
-    const bool has_port = colon != std::string_view::npos && host.find(']', colon) == std::string_view::npos;
+    const bool has_port =
+        colon != std::string_view::npos && host.find(']', colon) == std::string_view::npos;
     if (has_port) {
       const std::string_view p = host.substr(colon + 1);
       if (std::from_chars(p.data(), p.data() + p.size(), port).ptr != p.data() + p.size() ||
@@ -496,9 +499,9 @@ class EtcdBackend final : public Backend {
               lease_id));
     }
     Json failure = {Range(k.record), Range(k.run)};
-    auto txn = Post("/v3/kv/txn",
-                    Json{{"compare", compare}, {"success", success}, {"failure", failure}},
-                    deadline);
+    auto txn =
+        Post("/v3/kv/txn", Json{{"compare", compare}, {"success", success}, {"failure", failure}},
+             deadline);
     if (!txn) return Ambiguous(req, k, txn.error());
     if (txn->body.value("succeeded", false)) {
       RememberLease(req.job, req.tick_unix, req.owner_token, lease_id);
@@ -604,8 +607,10 @@ class EtcdBackend final : public Backend {
     std::vector<std::pair<std::int64_t, std::string>> ticks;
     for (const std::string& j : jobs) {
       const std::string idx = JobPrefix(j) + "idx/";
-      Json range{{"key", B64(idx)},          {"range_end", B64(PrefixEnd(idx))},
-                 {"sort_order", "DESCEND"},  {"sort_target", "KEY"},
+      Json range{{"key", B64(idx)},
+                 {"range_end", B64(PrefixEnd(idx))},
+                 {"sort_order", "DESCEND"},
+                 {"sort_target", "KEY"},
                  {"keys_only", true}};
       if (limit >= 0) range["limit"] = std::to_string(std::max(limit, 1));
       auto reply = Post("/v3/kv/range", range, deadline);
@@ -667,10 +672,10 @@ class EtcdBackend final : public Backend {
     int removed = 0;
     for (const std::string& job : *jobs) {
       const std::string idx = JobPrefix(job) + "idx/";
-      auto reply = Post("/v3/kv/range",
-                        Json{{"key", B64(idx)}, {"range_end", B64(idx + Pad(cutoff))},
-                             {"keys_only", true}},
-                        deadline);
+      auto reply =
+          Post("/v3/kv/range",
+               Json{{"key", B64(idx)}, {"range_end", B64(idx + Pad(cutoff))}, {"keys_only", true}},
+               deadline);
       if (!reply) return tl::unexpected(reply.error());
       // One txn per tick: it removes the tick only while its lease key is absent, so a
       // running tick with a live lease stays.
@@ -702,7 +707,7 @@ class EtcdBackend final : public Backend {
   // What the read transaction of a tick found.
   struct TickState {
     std::optional<TickRecord> record;
-    bool lease = false;          // the lease key exists (the holder's lease is alive)
+    bool lease = false;  // the lease key exists (the holder's lease is alive)
     std::int64_t lease_until = 0;
     std::optional<RunMarker> run;
     std::int64_t run_mod_revision = 0;
@@ -763,10 +768,10 @@ class EtcdBackend final : public Backend {
 
   Result<std::vector<std::string>> Jobs(Deadline deadline) {
     const std::string prefix = endpoints_.prefix + "jobs/";
-    auto reply = Post("/v3/kv/range",
-                      Json{{"key", B64(prefix)}, {"range_end", B64(PrefixEnd(prefix))},
-                           {"keys_only", true}},
-                      deadline);
+    auto reply =
+        Post("/v3/kv/range",
+             Json{{"key", B64(prefix)}, {"range_end", B64(PrefixEnd(prefix))}, {"keys_only", true}},
+             deadline);
     if (!reply) return tl::unexpected(reply.error());
     std::vector<std::string> names;
     for (const Kv& kv : KvsOf(reply->body)) names.push_back(kv.key.substr(prefix.size()));
@@ -884,9 +889,9 @@ class EtcdBackend final : public Backend {
       curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
       reply.body = Json::parse(response, nullptr, false);
       if (reply.body.is_discarded()) {
-        return MakeError(context_ + ": " + std::string(path),
-                         host + ": HTTP " + std::to_string(status) + ", not JSON: " +
-                             response.substr(0, 200));
+        return MakeError(
+            context_ + ": " + std::string(path),
+            host + ": HTTP " + std::to_string(status) + ", not JSON: " + response.substr(0, 200));
       }
       if (status == 200 && !reply.body.contains("error")) return reply;
       const Json& err = reply.body.contains("error") && reply.body["error"].is_object()

@@ -7,9 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <thread>
-
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "lock/etcd/etcd_backend.h"
 #include "tests/conformance/harness.h"
@@ -20,8 +19,8 @@ namespace tickd::conformance {
 class EtcdHarness final : public Harness {
  public:
   EtcdHarness()
-      : prefix_("/conformance-" + std::to_string(::getpid()) + "-" +
-                std::to_string(++cases_) + "/") {}
+      : prefix_("/conformance-" + std::to_string(::getpid()) + "-" + std::to_string(++cases_) +
+                "/") {}
 
   std::string unavailable() const override {
     if (!testing::EtcdServer::Available()) {

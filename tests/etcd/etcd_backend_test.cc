@@ -2,12 +2,12 @@
 // the next member, failing closed within op_timeout when no member answers, a
 // restart of etcd (the holder keeps its lease, a dead holder is taken over within
 // one lease after the restart, fences keep growing), and the TTL rounding.
+#include "lock/etcd/etcd_backend.h"
+
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
-#include "lock/etcd/etcd_backend.h"
 #include "lock/registry.h"
 #include "tests/etcd/etcd_server.h"
 
@@ -73,8 +73,7 @@ TEST_CASE("etcd: bad URLs are refused and name the URL", "[etcd]") {
   }
 }
 
-TEST_CASE("etcd: the registry opens etcd:// URLs; an unreachable member is an error",
-          "[etcd]") {
+TEST_CASE("etcd: the registry opens etcd:// URLs; an unreachable member is an error", "[etcd]") {
   BackendOptions options;
   options.backend = "etcd";
   options.url = "etcd://127.0.0.1:" + std::to_string(tickd::testing::RedisServer::FreePort());
@@ -92,16 +91,15 @@ TEST_CASE("etcd: a member that cannot be reached passes the request to the next"
   EtcdServer server;
   REQUIRE(server.running());
   const int dead = tickd::testing::RedisServer::FreePort();
-  auto b = Open("etcd://127.0.0.1:" + std::to_string(dead) + ",127.0.0.1:" +
-                std::to_string(server.port()) + "?prefix=/failover/");
+  auto b = Open("etcd://127.0.0.1:" + std::to_string(dead) +
+                ",127.0.0.1:" + std::to_string(server.port()) + "?prefix=/failover/");
   const std::int64_t tick = NowUnix();
   const ClaimOutcome won = MustClaim(*b, Req("j", tick, "a", "tok-a"));
   CHECK(won.status == ClaimStatus::kWon);
   CHECK(won.fence > 0);
 }
 
-TEST_CASE("etcd: a paused member makes every call fail within op_timeout (fail closed)",
-          "[etcd]") {
+TEST_CASE("etcd: a paused member makes every call fail within op_timeout (fail closed)", "[etcd]") {
   if (Skip()) return;
   EtcdServer server;
   REQUIRE(server.running());
@@ -125,9 +123,10 @@ TEST_CASE("etcd: a paused member makes every call fail within op_timeout (fail c
   CHECK(*b->Renew(HeldOf(req, won)) == RenewStatus::kRenewed);
 }
 
-TEST_CASE("etcd: across a restart the holder keeps its lease, a dead holder is taken over "
-          "within one lease after it, and fences keep growing",
-          "[etcd]") {
+TEST_CASE(
+    "etcd: across a restart the holder keeps its lease, a dead holder is taken over "
+    "within one lease after it, and fences keep growing",
+    "[etcd]") {
   if (Skip()) return;
   EtcdServer server;
   REQUIRE(server.running());
@@ -182,8 +181,7 @@ TEST_CASE("etcd: across a restart the holder keeps its lease, a dead holder is t
         CompleteStatus::kCompleted);
 }
 
-TEST_CASE("etcd: a lease shorter than a second still expires (TTLs are whole seconds)",
-          "[etcd]") {
+TEST_CASE("etcd: a lease shorter than a second still expires (TTLs are whole seconds)", "[etcd]") {
   if (Skip()) return;
   EtcdServer server;
   REQUIRE(server.running());

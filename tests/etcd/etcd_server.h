@@ -94,8 +94,12 @@ class EtcdServer {
   // SIGTERM: a clean shutdown.
   void Stop() { StopWith(SIGTERM); }
   // SIGSTOP / SIGCONT: a member that stops answering without closing connections.
-  void Pause() const { if (pid_ > 0) ::kill(pid_, SIGSTOP); }
-  void Resume() const { if (pid_ > 0) ::kill(pid_, SIGCONT); }
+  void Pause() const {
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  }
+  void Resume() const {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+  }
 
  private:
   void StopWith(int sig) {
