@@ -47,7 +47,9 @@
 //
 // Round trips: every call is one pipeline (libpq pipeline mode). ClaimBatch sends all
 // claims of an instant with a Sync after each — one round trip, one transaction per
-// claim, so one claim's error or lock wait does not fail or hold the others.
+// claim, so one claim's error or lock wait does not fail or hold the others; so does
+// CompleteBatch. With ClaimRequest::observe the claim statement also writes this
+// replica's ledger row (a data-modifying CTE around tickd_claim): no Record call.
 //
 // Failures: every call runs against a deadline of op_timeout, connect included
 // (non-blocking libpq + poll); the session also carries statement_timeout and
@@ -212,10 +214,22 @@ BEGIN
 END
 $migrate$)sql";
 
+// The tail of every ledger write: a replica's later word on a tick replaces its earlier.
+#define TICKD_OBSERVATION_UPSERT                                                    \
+  " ON CONFLICT (job, tick, node) DO UPDATE SET outcome = EXCLUDED.outcome, "       \
+  "node_wall_ms = EXCLUDED.node_wall_ms, config_hash = EXCLUDED.config_hash, "      \
+  "fence = EXCLUDED.fence"
+
+// The claim, and (when $11, ClaimRequest::observe) this replica's observation of its
+// outcome in the same statement: the function runs once (a volatile CTE is
+// materialized) and the ledger costs no extra round trip.
 constexpr const char* kClaimSql =
-    "SELECT status, fence, holder_node, holder_tick, holder_hash, holder_running "
-    "FROM tickd_claim($1, $2::bigint, $3, $4, $5::bigint, $6::bigint, $7::boolean, "
-    "$8::boolean, $9)";
+    "WITH c AS (SELECT * FROM tickd_claim($1, $2::bigint, $3, $4, $5::bigint, $6::bigint, "
+    "$7::boolean, $8::boolean, $9)), "
+    "o AS (INSERT INTO tickd_observations(job, tick, node, outcome, node_wall_ms, config_hash, "
+    "fence) SELECT $1, $2::bigint, $3, c.status, $10::bigint, $9, c.fence FROM c "
+    "WHERE $11::boolean" TICKD_OBSERVATION_UPSERT ") "
+    "SELECT status, fence, holder_node, holder_tick, holder_hash, holder_running FROM c";
 
 constexpr const char* kRenewSql =
     "UPDATE tickd_ticks SET lease_until = now() + $4::bigint * interval '1 millisecond' "
@@ -233,10 +247,8 @@ constexpr const char* kCompleteSql =
 
 constexpr const char* kRecordSql =
     "INSERT INTO tickd_observations(job, tick, node, outcome, node_wall_ms, config_hash, fence) "
-    "VALUES ($1, $2::bigint, $3, $4, $5::bigint, $6, $7::bigint) "
-    "ON CONFLICT (job, tick, node) DO UPDATE SET outcome = EXCLUDED.outcome, "
-    "node_wall_ms = EXCLUDED.node_wall_ms, config_hash = EXCLUDED.config_hash, "
-    "fence = EXCLUDED.fence";
+    "VALUES ($1, $2::bigint, $3, $4, $5::bigint, $6, $7::bigint)" TICKD_OBSERVATION_UPSERT;
+#undef TICKD_OBSERVATION_UPSERT
 
 // The newest ticks known to the records or the ledger, then one row per observation.
 constexpr const char* kHistorySql =
@@ -281,6 +293,20 @@ bool ToBool(const PGresult* r, int row, int col) { return ToText(r, row, col) ==
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+// One answer per request of a batch: the batch's error for every request when the
+// pipeline failed as a whole, else parse(result of request i, i).
+template <typename T, typename Parse>
+std::vector<Result<T>> PerRequest(Result<std::vector<ResultPtr>> results, std::size_t n,
+                                  Parse parse) {
+  std::vector<Result<T>> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(results ? parse((*results)[i].get(), i)
+                          : Result<T>(tl::unexpected(results.error())));
+  }
+  return out;
 }
 
 class PostgresBackend final : public Backend {
@@ -338,19 +364,15 @@ class PostgresBackend final : public Backend {
                          {req.job, std::to_string(req.tick_unix), req.node, req.owner_token,
                           std::to_string(req.lease.count()), std::move(deadline),
                           req.forbid_overlap ? "true" : "false", req.recover ? "true" : "false",
-                          req.config_hash}});
+                          req.config_hash, std::to_string(req.node_wall.time_since_epoch().count()),
+                          req.observe ? "true" : "false"}});
     }
-    std::vector<Result<ClaimOutcome>> out;
-    out.reserve(reqs.size());
-    auto results = Run(queries, /*sync_each=*/true);
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-      if (!results) {
-        out.push_back(tl::unexpected(results.error()));
-        continue;
-      }
-      out.push_back(ParseClaim((*results)[i].get(), reqs[i]));
-    }
-    return out;
+    return PerRequest<ClaimOutcome>(Run(queries, /*sync_each=*/true), reqs.size(),
+                                    [&](const PGresult* r, std::size_t i) {
+                                      auto out = ParseClaim(r, reqs[i]);
+                                      if (out) out->observed = reqs[i].observe;
+                                      return out;
+                                    });
   }
 
   Result<RenewStatus> Renew(const HeldClaim& held) override {
@@ -365,16 +387,34 @@ class PostgresBackend final : public Backend {
   }
 
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
-    const std::string where = "complete " + held.job + "@" + std::to_string(held.tick_unix);
-    std::optional<std::string> exit_code;
-    if (completion.exit_code) exit_code = std::to_string(*completion.exit_code);
-    auto r = RunOne({kCompleteSql,
-                     {held.job, std::to_string(held.tick_unix), held.owner_token,
-                      completion.outcome, std::move(exit_code),
-                      std::to_string(completion.duration.count())}},
-                    PGRES_TUPLES_OK, where);
-    if (!r) return tl::unexpected(r.error());
-    return ToBool(r->get(), 0, 0) ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+    const CompleteRequest req{held, completion};
+    auto out = CompleteBatch(std::span<const CompleteRequest>(&req, 1));
+    return std::move(out.front());
+  }
+
+  // One round trip, one transaction per completion (a Sync after each).
+  std::vector<Result<CompleteStatus>> CompleteBatch(
+      std::span<const CompleteRequest> reqs) override {
+    std::vector<Query> queries;
+    queries.reserve(reqs.size());
+    for (const CompleteRequest& req : reqs) {
+      std::optional<std::string> exit_code;
+      if (req.completion.exit_code) exit_code = std::to_string(*req.completion.exit_code);
+      queries.push_back({kCompleteSql,
+                         {req.held.job, std::to_string(req.held.tick_unix), req.held.owner_token,
+                          req.completion.outcome, std::move(exit_code),
+                          std::to_string(req.completion.duration.count())}});
+    }
+    return PerRequest<CompleteStatus>(
+        Run(queries, /*sync_each=*/true), reqs.size(),
+        [&](const PGresult* r, std::size_t i) -> Result<CompleteStatus> {
+          if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+            return MakeError(context_ + ": complete " + reqs[i].held.job + "@" +
+                                 std::to_string(reqs[i].held.tick_unix),
+                             Trim(PQresultErrorMessage(r)));
+          }
+          return ToBool(r, 0, 0) ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+        });
   }
 
   Result<void> Record(const Observation& obs) override {

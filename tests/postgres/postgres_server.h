@@ -200,32 +200,53 @@ class PostgresServer {
     return initialized_;
   }
 
+  // The postmaster's children (backends, checkpointer, …): each calls setsid(), so
+  // they are not in the postmaster's process group; /proc names them by parent.
+  std::vector<pid_t> Children() const {
+    std::vector<pid_t> out;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream stat(entry.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      const auto close = line.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(line.substr(close + 2));
+      char state = 0;
+      pid_t ppid = 0;
+      if (rest >> state >> ppid && ppid == pid_ && state != 'Z') out.push_back(std::stoi(name));
+    }
+    return out;
+  }
+
+  // sig: SIGKILL, SIGSTOP or SIGCONT, to the postmaster and its children. SIGSTOP
+  // first holds the postmaster, so it forks no child while they are signalled.
   void SignalAll(int sig) const {
-    if (pid_ > 0) ::kill(-pid_, sig);
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGSTOP);
+    for (pid_t child : Children()) ::kill(child, sig);
+    ::kill(pid_, sig);
+    if (sig == SIGCONT) ::kill(pid_, SIGCONT);
   }
 
   void StopWith(int sig) {
     if (pid_ <= 0) return;
     if (sig == SIGKILL) {
-      ::kill(-pid_, SIGKILL);
+      SignalAll(SIGKILL);
     } else {
-      ::kill(-pid_, SIGCONT);
+      SignalAll(SIGCONT);
       ::kill(pid_, sig);
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
     int status = 0;
     while (::waitpid(pid_, &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > until) {
-        ::kill(-pid_, SIGKILL);
+        SignalAll(SIGKILL);
         ::waitpid(pid_, &status, 0);
         break;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    // The backends of a killed postmaster are its children, not ours: wait until the
-    // group is empty, so a restart finds the data folder free.
-    for (int i = 0; i < 500 && ::kill(-pid_, 0) == 0; ++i) {
-      ::kill(-pid_, SIGKILL);
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     pid_ = -1;
