@@ -20,11 +20,17 @@
 #include <thread>
 
 #include "app/commands.h"
+#include "app/http.h"
+#include "app/metrics.h"
+#include "app/notify.h"
 #include "app/log.h"
 #include "app/reload.h"
 #include "app/runner.h"
 #include "app/scheduled_job.h"
 #include "app/scheduler.h"
+#include "app/status.h"
+#include "app/status_cli.h"
+#include "app/status_skew.h"
 #include "base/duration.h"
 #include "config/config.h"
 #include "lock/registry.h"
@@ -32,16 +38,10 @@
 namespace tickd::app {
 namespace {
 
+using std::chrono::milliseconds;
+
 constexpr std::timespec kFilePollInterval{1, 0};
 constexpr int kOpenAttempts = 10;  // ~6 s of backoff in all
-
-std::string DefaultNodeId() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
-    std::snprintf(host, sizeof host, "%s", "tickd");
-  }
-  return std::string(host) + "-" + std::to_string(::getpid());
-}
 
 std::string SignalName(int sig) {
   switch (sig) {
@@ -108,9 +108,7 @@ int CmdRun(const RunArgs& args) {
   Logger log(clock, LogFormatFromName(args.log_format).value_or(LogFormat::kLogfmt),
              LogLevelFromName(args.log_level).value_or(LogLevel::kInfo),
              Logger::FdWriter(STDOUT_FILENO));
-  const std::string node = !args.node_id.empty()  ? args.node_id
-                           : !cfg.node_id.empty() ? cfg.node_id
-                                                  : DefaultNodeId();
+  const std::string node = NodeIdFor(args.node_id, cfg);
   for (const config::ConfigError& w : cfg.warnings) {
     log.Log(LogLevel::kWarn, "config", {{"file", args.config_path}, {"warning", w.ToString()}});
   }
@@ -154,7 +152,53 @@ int CmdRun(const RunArgs& args) {
   options.lease = cfg.lock.lease;
   options.max_concurrent_runs = cfg.max_concurrent_runs;
   options.retention = cfg.lock.retention;
+  // Metrics, /healthz's heartbeat and the systemd watchdog: the loop turns at least
+  // every max_sleep, so a heartbeat older than a few of those means it is stuck.
+  const std::optional<milliseconds> watchdog = WatchdogInterval();
+  PrometheusMetrics metrics(clock, [watchdog] {
+    if (watchdog) NotifyWatchdog(*watchdog / 4);
+  });
+  options.metrics = &metrics;
+  options.max_sleep = watchdog ? std::min(milliseconds(5'000), *watchdog / 3) : milliseconds(5'000);
   Scheduler scheduler(clock, **backend, *runner, log, options);
+  lock::Backend& store = **backend;
+  std::unique_ptr<HttpServer> http;
+  if (!cfg.http.listen.empty()) {
+    HttpHandlers handlers;
+    handlers.metrics = [&metrics] { return metrics.Render(); };
+    const milliseconds stale = 3 * options.max_sleep + 2 * cfg.lock.op_timeout;
+    handlers.healthy = [&metrics, &store, stale](std::string* why) {
+      if (metrics.SinceLoopTurn() > stale) {
+        *why = "scheduler loop stalled for " + FormatSeconds(metrics.SinceLoopTurn());
+        return false;
+      }
+      if (auto r = store.History("", 1); !r) {
+        *why = "backend: " + r.error().ToString();
+        return false;
+      }
+      return true;
+    };
+    handlers.status_json = [&clock, &store, &cfg, path = args.config_path](
+                               const std::string& job, int last) -> Result<std::string> {
+      // The file as it is now (a reload may have changed it), else as it was at start.
+      auto now_cfg = config::LoadConfig(path);
+      const std::vector<config::Job>& jobs_now = now_cfg ? now_cfg->jobs : cfg.jobs;
+      Result<StatusReport> report = CollectStatus(jobs_now, store, clock.Wall(), job, last);
+      if (!report) return tl::unexpected(report.error());
+      return FormatStatusJson(*report);
+    };
+    auto started = HttpServer::Start(cfg.http.listen, std::move(handlers));
+    if (!started) {
+      log.Log(LogLevel::kError, "start", {{"node", node}, {"error", started.error().ToString()}});
+      std::cerr << "tickd: " << started.error().ToString() << "\n";
+      return kExitFailure;
+    }
+    http = std::move(*started);
+    log.Log(LogLevel::kInfo, "http", {{"node", node}, {"listen", cfg.http.listen}});
+  }
+  SkewOptions skew_options;
+  skew_options.node = node;
+  SkewWatch skew(clock, store, log, metrics, skew_options);
   log.Log(LogLevel::kInfo, "start",
           {{"node", node},
            {"file", args.config_path},
@@ -164,8 +208,11 @@ int CmdRun(const RunArgs& args) {
            {"jobs", jobs->size()},
            {"pid", ::getpid()}});
   scheduler.Start(std::move(*jobs));
+  skew.Start();
+  NotifyReady("scheduling " + std::to_string(scheduler.job_names().size()) + " jobs as " + node);
 
   const int sig = ServeSignals(signals, args.config_path, scheduler, log, node);
+  NotifyStopping();
   log.Log(LogLevel::kInfo, "shutdown",
           {{"node", node},
            {"signal", SignalName(sig)},

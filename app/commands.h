@@ -44,4 +44,28 @@ struct PluginHostArgs {
 };
 int CmdPluginHost(const PluginHostArgs& args);         // app/cmd_plugin_host.cc
 
+struct StatusArgs {
+  std::string config_path;
+  std::string job;                   // "" = every job
+  int last = 10;                     // ticks per job
+  bool json = false;
+};
+int CmdStatus(const StatusArgs& args);                 // app/cmd_status.cc
+
+struct TriggerArgs {
+  std::string config_path;
+  std::string job;
+  std::string node_id;               // as for run
+  std::string log_format = "logfmt";
+};
+int CmdTrigger(const TriggerArgs& args);               // app/cmd_trigger.cc
+
+struct LocksArgs {
+  std::string config_path;
+  std::string release_job;           // --release JOB: free its running claim whose holder is gone
+  bool yes = false;                  // required with --release
+  bool json = false;
+};
+int CmdLocks(const LocksArgs& args);                   // app/cmd_locks.cc
+
 }  // namespace tickd::app

@@ -51,6 +51,29 @@ int Main(int argc, char** argv) {
   CLI::App* plugin_host = cli.add_subcommand("plugin-host", "")->group("");
   plugin_host->add_option("PATH", plugin_host_args.plugin_path, "Plugin library")->required();
 
+  tickd::app::StatusArgs status_args;
+  CLI::App* status = cli.add_subcommand("status", "Show the cluster-wide ledger of recent ticks");
+  status->add_option("-c,--config", status_args.config_path, "Job file")->required();
+  status->add_option("--job", status_args.job, "Only this job");
+  status->add_option("--last", status_args.last, "Ticks per job (default 10)")
+      ->check(CLI::Range(1, 100000));
+  status->add_flag("--json", status_args.json, "JSON for scripts");
+
+  tickd::app::TriggerArgs trigger_args;
+  CLI::App* trigger = cli.add_subcommand("trigger", "Run one tick of a job now (claimed as usual)");
+  trigger->add_option("-c,--config", trigger_args.config_path, "Job file")->required();
+  trigger->add_option("--node-id", trigger_args.node_id, "This replica's node id");
+  trigger->add_option("--log-format", trigger_args.log_format, "logfmt or json")
+      ->check(CLI::IsMember({"logfmt", "json"}));
+  trigger->add_option("JOB", trigger_args.job, "Job name")->required();
+
+  tickd::app::LocksArgs locks_args;
+  CLI::App* locks = cli.add_subcommand("locks", "List running claims; free one whose holder is gone");
+  locks->add_option("-c,--config", locks_args.config_path, "Job file")->required();
+  locks->add_option("--release", locks_args.release_job, "Release JOB's claim (holder gone)");
+  locks->add_flag("--yes", locks_args.yes, "Confirm --release");
+  locks->add_flag("--json", locks_args.json, "JSON for scripts");
+
   try {
     cli.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -68,6 +91,9 @@ int Main(int argc, char** argv) {
   if (*validate) return tickd::app::CmdValidate(validate_args);
   if (*next) return tickd::app::CmdNext(next_args);
   if (*plugin_host) return tickd::app::CmdPluginHost(plugin_host_args);
+  if (*status) return tickd::app::CmdStatus(status_args);
+  if (*trigger) return tickd::app::CmdTrigger(trigger_args);
+  if (*locks) return tickd::app::CmdLocks(locks_args);
   return kExitBadInput;
 }
 

@@ -251,6 +251,7 @@ void RunSupervisor::Upkeep() {
     LoseLease("the backend says the claim is no longer ours");
     return;
   } else {
+    if (tick_.metrics) tick_.metrics->BackendError(backend_.name());
     LogBackendError(log_, LogLevel::kWarn, "renew", tick_.job->job.name, tick_text_, tick_.node,
                     renewed.error());
     next_renew_ = sent + RenewRetryDelay(tick_.held.lease);
@@ -308,9 +309,15 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
     if (out.attempts > 1) fields.emplace_back("attempts", out.attempts);
     if (!out.error.empty()) fields.emplace_back("error", out.error);
     if (out.dropped_lines > 0) fields.emplace_back("dropped_lines", out.dropped_lines);
+    if (tick_.manual) fields.emplace_back("manual", "true");
     const LogLevel level =
         out.outcome == jobs::RunOutcome::kDone ? LogLevel::kInfo : LogLevel::kWarn;
     log_.Log(level, "run", fields);
+    final_outcome_ = out.outcome;
+    if (tick_.metrics) {
+      tick_.metrics->RunOutcome(tick_.job->job.name, jobs::RunOutcomeName(out.outcome), duration);
+      if (lease_lost_) tick_.metrics->LeaseLost(tick_.job->job.name);
+    }
   } catch (...) {
     // Nothing may escape a scope guard; the claim's lease expires on its own.
   }

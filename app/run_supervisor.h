@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "app/log.h"
+#include "app/metrics.h"
 #include "app/runner.h"
 #include "app/scheduled_job.h"
 #include "base/clock.h"
@@ -39,6 +40,8 @@ struct WonTick {
   lock::HeldClaim held;
   SteadyTime claim_sent;  // Steady() when the claim was sent: the lease counts from here
   std::string node;
+  bool manual = false;         // `tickd trigger`: the run line says manual=true
+  Metrics* metrics = nullptr;  // run outcomes, lease losses, renewal errors; null: none
 };
 
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
@@ -72,6 +75,8 @@ class RunSupervisor {
   void Terminate(jobs::RunOutcome reason);
   // True once the claim has been completed and the run line logged.
   bool done() const { return done_.load(); }
+  // How the run ended. REQUIRES: done().
+  jobs::RunOutcome outcome() const { return final_outcome_; }
   void Join();
 
  private:
@@ -101,6 +106,7 @@ class RunSupervisor {
   std::function<void()> on_done_;
   std::thread thread_;
   std::atomic<bool> done_{false};
+  jobs::RunOutcome final_outcome_ = jobs::RunOutcome::kFailed;  // set before done_
 
   // Watchdog state: the supervisor thread only.
   bool lease_held_ = true;

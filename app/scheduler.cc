@@ -212,9 +212,11 @@ void Scheduler::Loop() {
     ReapFinished();
     ProcessDue(WallMs(clock_));
     PruneWhenDue(WallMs(clock_));
+    metrics().LoopTurn();
 
     const std::int64_t now_ms = WallMs(clock_);
-    milliseconds delay = std::min(kIdleSleep, milliseconds(next_prune_ms_ - now_ms));
+    milliseconds delay = std::min({kIdleSleep, options_.max_sleep,
+                                   milliseconds(next_prune_ms_ - now_ms)});
     if (!queue_.empty()) {
       delay = std::min(delay, milliseconds(queue_.top().due_ms - now_ms));
       if (delay <= milliseconds(0)) continue;  // became due while claiming
@@ -370,10 +372,18 @@ void Scheduler::ClaimGroup(const std::vector<Entry>& group) {
     req.recover = job->job.recover;
     req.config_hash = job->config_hash;
     req.node_wall = clock_.Wall();
+    // The backend may write this replica's ledger observation with the claim (one
+    // round trip, not two); a recheck records only a win, below.
+    req.observe = e.kind != EntryKind::kRecheck;
     reqs.push_back(std::move(req));
     jobs.push_back(job);
   }
   const SteadyTime claim_sent = clock_.Steady();
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (group[i].kind != EntryKind::kTick) continue;  // catch-ups and rechecks are late by design
+    metrics().FireLateness(reqs[i].job,
+                           reqs[i].node_wall - WallTime(std::chrono::seconds(reqs[i].tick_unix)));
+  }
   std::vector<Result<lock::ClaimOutcome>> results;
   try {
     results = backend_.ClaimBatch(reqs);
@@ -384,6 +394,7 @@ void Scheduler::ClaimGroup(const std::vector<Entry>& group) {
   if (results.size() != reqs.size()) {
     results.resize(reqs.size(), MakeError("claim", "the backend gave no answer for this tick"));
   }
+  metrics().ClaimDuration(backend_.name(), clock_.Steady() - claim_sent);
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     HandleOutcome(jobs[i], group[i].kind, reqs[i], results[i], claim_sent);
   }
@@ -413,6 +424,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
     return;
   }
   if (!result) {
+    metrics().BackendError(backend_.name());
     LogTick(req, "error", {{"error", result.error().ToString()}}, LogLevel::kWarn);
     Observe(req, "error", 0);
     return;
@@ -445,26 +457,27 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
         Observe(req, "skipped", o.fence);
         return;
       }
-      Observe(req, "won", o.fence);
+      if (!o.observed) Observe(req, "won", o.fence);
       StartRun(job, std::move(held), claim_sent);
       return;
     }
     case lock::ClaimStatus::kLost:
       LogTick(req, "lost", {{"winner", o.holder_node}});
-      Observe(req, "lost", 0);
+      if (!o.observed) Observe(req, "lost", 0);
       if (job->job.recover && o.holder_running) ScheduleRecheck(*job, req.tick_unix);
       break;
     case lock::ClaimStatus::kBusy:
       LogTick(req, "busy",
               {{"holder", o.holder_node}, {"holder_tick", FormatTick(o.holder_tick_unix)}});
-      Observe(req, "busy", 0);
+      if (!o.observed) Observe(req, "busy", 0);
       break;
     case lock::ClaimStatus::kMissed:
       LogTick(req, "missed", {});
-      Observe(req, "missed", 0);
+      if (!o.observed) Observe(req, "missed", 0);
       return;
   }
   if (!o.holder_config_hash.empty() && o.holder_config_hash != req.config_hash) {
+    metrics().ConfigMismatch(req.job);
     log_.Log(LogLevel::kWarn, "config-mismatch",
              {{"job", req.job},
               {"tick", FormatTick(req.tick_unix)},
@@ -489,7 +502,8 @@ void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {
 void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
                          SteadyTime claim_sent) {
   auto run = std::make_unique<RunSupervisor>(
-      clock_, backend_, runner_, log_, WonTick{job, std::move(held), claim_sent, options_.node},
+      clock_, backend_, runner_, log_,
+      WonTick{job, std::move(held), claim_sent, options_.node, false, options_.metrics},
       options_.max_real_wait, [this] {
         std::lock_guard lock(mu_);
         cv_.notify_all();
@@ -536,6 +550,7 @@ void Scheduler::LogTick(const lock::ClaimRequest& req, std::string_view outcome,
                                {"outcome", outcome}};
   for (Field& f : extra) fields.push_back(std::move(f));
   log_.Log(level, "tick", fields);
+  metrics().TickOutcome(req.job, outcome);
 }
 
 void Scheduler::Observe(const lock::ClaimRequest& req, std::string_view outcome,

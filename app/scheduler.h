@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "app/log.h"
+#include "app/metrics.h"
 #include "app/run_supervisor.h"
 #include "app/runner.h"
 #include "app/scheduled_job.h"
@@ -35,6 +36,12 @@ struct SchedulerOptions {
   // The longest real-time wait of a supervisor or of Shutdown before it reads the
   // Clock again. Only matters for a FakeClock (tests set 1 ms).
   std::chrono::milliseconds max_real_wait{1'000};
+  // Counters for /metrics and the loop heartbeat (/healthz, systemd watchdog); null:
+  // none. REQUIRES: outlives the scheduler.
+  Metrics* metrics = nullptr;
+  // The longest the loop sleeps without a turn (the heartbeat must keep coming while
+  // nothing is due; the daemon sets it below the watchdog interval).
+  std::chrono::milliseconds max_sleep{3'600'000};
 };
 
 // A fresh claim owner token: 128 random bits from the system's random device, hex.
@@ -104,6 +111,7 @@ class Scheduler {
   void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
                 SteadyTime claim_sent);
+  Metrics& metrics() const { return options_.metrics ? *options_.metrics : NullMetrics(); }
   void LogTick(const lock::ClaimRequest& req, std::string_view outcome, std::vector<Field> extra,
                LogLevel level = LogLevel::kInfo);
   void Observe(const lock::ClaimRequest& req, std::string_view outcome, std::uint64_t fence);

@@ -127,6 +127,23 @@ struct TickHistory {
   std::vector<Observation> observations;  // one per replica that tried
 };
 
+// A claim that is still running, as `tickd locks` lists it.
+struct RunningClaim {
+  std::string job;
+  std::int64_t tick_unix = 0;
+  std::string node;                  // the holder
+  std::uint64_t fence = 0;
+  std::string config_hash;
+  std::optional<milliseconds> lease_left;  // nullopt: the backend cannot tell
+  bool holder_alive = true;          // false: the lease expired or the holder is known dead
+};
+
+enum class ForceReleaseStatus {
+  kReleased,     // the running record is now `done` with outcome "released"
+  kNotRunning,   // no running record for (job, T): nothing changed
+  kHolderAlive,  // the holder still holds a live lease: nothing changed
+};
+
 // A Backend decides, for each tick of each job, which replica runs it.
 // Thread-safe. No call waits for another replica; each returns within the
 // backend's operation timeout. Errors are returned, never thrown: an error from
@@ -184,6 +201,20 @@ class Backend {
   // Never removes a record that is still running with a live lease.
   // Returns how many tick records were removed.
   virtual Result<int> Prune(WallTime older_than) = 0;
+
+  // Operations (`tickd locks`). Backends that cannot answer keep these defaults,
+  // which return an Error saying so.
+  // Every tick record still in state running, oldest first.
+  virtual Result<std::vector<RunningClaim>> ListRunning() {
+    return MakeError(std::string(name()), "listing running claims is not supported");
+  }
+  // Marks a running tick whose holder is gone (lease expired or holder dead) as done
+  // with outcome "released"; never touches a live holder's claim.
+  virtual Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) {
+    (void)job;
+    (void)tick_unix;
+    return MakeError(std::string(name()), "releasing claims is not supported");
+  }
 };
 
 }  // namespace tickd::lock

@@ -1,0 +1,98 @@
+// `tickd trigger -c FILE JOB` (DESIGN §9): one tick of JOB now. The tick is the
+// current second and goes through the same claim as a scheduled one (so it is won
+// by at most one replica, gets a fence, respects concurrency: forbid, and lands in
+// the ledger); the run is supervised like any other (lease watchdog, completion in
+// a scope guard). Its tick and run lines say manual=true.
+//
+// Exit status: 0 when the run ended `done`; 1 when it ended otherwise or the tick
+// was not won (lost / busy / missed / backend error); 2 for bad input.
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include "app/backend_call.h"
+#include "app/commands.h"
+#include "app/run_supervisor.h"
+#include "app/runner.h"
+#include "app/scheduled_job.h"
+#include "app/scheduler.h"
+#include "app/status_cli.h"
+
+namespace tickd::app {
+
+int CmdTrigger(const TriggerArgs& args) {
+  RealClock clock;
+  auto opened = OpenOpsContext(args.config_path, clock);
+  if (const int* status = std::get_if<int>(&opened)) return *status;
+  OpsContext& ctx = std::get<OpsContext>(opened);
+  const config::Job* job = nullptr;
+  for (const config::Job& j : ctx.config.jobs) {
+    if (j.name == args.job) job = &j;
+  }
+  if (job == nullptr) {
+    std::cerr << args.config_path << ": no job named " << args.job << "\n";
+    return kExitBadInput;
+  }
+  auto scheduled = MakeScheduledJob(*job);
+  if (!scheduled) {
+    std::cerr << args.config_path << ": " << scheduled.error().ToString() << "\n";
+    return kExitBadInput;
+  }
+  Logger log(clock, LogFormatFromName(args.log_format).value_or(LogFormat::kLogfmt),
+             LogLevel::kInfo, Logger::FdWriter(STDOUT_FILENO));
+  const std::string node = NodeIdFor(args.node_id, ctx.config);
+
+  lock::ClaimRequest req;
+  req.job = job->name;
+  req.node_wall = clock.Wall();
+  req.tick_unix = req.node_wall.time_since_epoch().count() / 1000;
+  req.node = node;
+  req.owner_token = NewOwnerToken();
+  req.lease = ctx.config.lock.lease;
+  req.starting_deadline = (*scheduled)->StartingDeadline(req.tick_unix);
+  req.forbid_overlap = job->concurrency == config::Concurrency::kForbid;
+  req.config_hash = (*scheduled)->config_hash;
+  const SteadyTime claim_sent = clock.Steady();
+  Result<lock::ClaimOutcome> claimed =
+      CallBackend("claim", [&] { return ctx.backend->Claim(req); });
+
+  std::vector<Field> fields = {
+      {"job", req.job},
+      {"tick", FormatTick(req.tick_unix)},
+      {"node", node},
+      {"outcome", claimed ? lock::ClaimStatusName(claimed->status) : std::string_view("error")}};
+  if (!claimed) {
+    fields.emplace_back("error", claimed.error().ToString());
+  } else if (claimed->status == lock::ClaimStatus::kWon) {
+    fields.emplace_back("fence", claimed->fence);
+  } else if (!claimed->holder_node.empty()) {
+    fields.emplace_back(claimed->status == lock::ClaimStatus::kBusy ? "holder" : "winner",
+                        claimed->holder_node);
+  }
+  fields.emplace_back("manual", "true");
+  const bool won = claimed && claimed->status == lock::ClaimStatus::kWon;
+  log.Log(won ? LogLevel::kInfo : LogLevel::kWarn, "tick", fields);
+
+  lock::Observation obs{
+      req.job,         req.tick_unix,           node, std::string(fields[3].value), req.node_wall,
+      req.config_hash, won ? claimed->fence : 0};
+  if (Result<void> r = CallBackend("ledger", [&] { return ctx.backend->Record(obs); }); !r) {
+    LogBackendError(log, LogLevel::kWarn, "ledger", req.job, FormatTick(req.tick_unix), node,
+                    r.error());
+  }
+  if (!won) return kExitFailure;
+
+  std::unique_ptr<Runner> runner = NewProcessRunner();
+  WonTick tick{*scheduled,
+               lock::HeldClaim{req.job, req.tick_unix, req.owner_token, claimed->fence, req.lease},
+               claim_sent, node};
+  tick.manual = true;
+  RunSupervisor run(clock, *ctx.backend, *runner, log, std::move(tick),
+                    std::chrono::milliseconds(1'000), {});
+  run.Start();
+  run.Join();
+  return run.outcome() == jobs::RunOutcome::kDone ? kExitOk : kExitFailure;
+}
+
+}  // namespace tickd::app

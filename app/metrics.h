@@ -1,0 +1,94 @@
+// What the daemon counts (DESIGN §9): the scheduler and the run supervisors report
+// events through the small Metrics interface; PrometheusMetrics keeps them and
+// renders the Prometheus text exposition format for /metrics.
+//
+// Metric names are a contract (DESIGN §9):
+//   tickd_ticks_total{job,outcome}            every tick line (won lost busy missed error)
+//   tickd_runs_total{job,outcome}             every run line (done failed timeout …)
+//   tickd_run_duration_seconds{job}           histogram of run durations
+//   tickd_claim_duration_seconds{backend}     histogram of claim round trips
+//   tickd_fire_lateness_seconds{job}          histogram of (start of claim − T)
+//   tickd_lease_lost_total{job}
+//   tickd_backend_errors_total{backend}
+//   tickd_config_mismatch_total{job}
+//   tickd_clock_skew_seconds{peer}            gauge: peer's wall clock − ours, at the
+//                                             last tick both tried
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+
+namespace tickd::app {
+
+using Seconds = std::chrono::duration<double>;
+
+// Thread-safe; every method is cheap and never fails. The defaults do nothing, so a
+// caller with nothing to count passes NullMetrics().
+class Metrics {
+ public:
+  virtual ~Metrics() = default;
+  virtual void TickOutcome(std::string_view /*job*/, std::string_view /*outcome*/) {}
+  virtual void RunOutcome(std::string_view /*job*/, std::string_view /*outcome*/,
+                          Seconds /*duration*/) {}
+  virtual void ClaimDuration(std::string_view /*backend*/, Seconds /*took*/) {}
+  virtual void FireLateness(std::string_view /*job*/, Seconds /*lateness*/) {}
+  virtual void LeaseLost(std::string_view /*job*/) {}
+  virtual void BackendError(std::string_view /*backend*/) {}
+  virtual void ConfigMismatch(std::string_view /*job*/) {}
+  virtual void ClockSkew(std::string_view /*peer*/, Seconds /*skew*/) {}
+  // The scheduler loop finished a turn (heartbeat for /healthz and the watchdog).
+  virtual void LoopTurn() {}
+};
+
+Metrics& NullMetrics();
+
+class PrometheusMetrics final : public Metrics {
+ public:
+  // `clock` times the loop heartbeat; `on_loop_turn` (optional) runs on every turn
+  // (the systemd watchdog ping).
+  explicit PrometheusMetrics(Clock& clock, std::function<void()> on_loop_turn = {});
+
+  void TickOutcome(std::string_view job, std::string_view outcome) override;
+  void RunOutcome(std::string_view job, std::string_view outcome, Seconds duration) override;
+  void ClaimDuration(std::string_view backend, Seconds took) override;
+  void FireLateness(std::string_view job, Seconds lateness) override;
+  void LeaseLost(std::string_view job) override;
+  void BackendError(std::string_view backend) override;
+  void ConfigMismatch(std::string_view job) override;
+  void ClockSkew(std::string_view peer, Seconds skew) override;
+  void LoopTurn() override;
+
+  // Time since the last LoopTurn (or since construction).
+  std::chrono::milliseconds SinceLoopTurn() const;
+  // The Prometheus text format (version 0.0.4).
+  std::string Render() const;
+
+ private:
+  // label values (in the order of the family's label names) → value
+  using Labels = std::vector<std::string>;
+  struct Histogram {
+    std::vector<std::uint64_t> buckets;  // cumulative counts are computed when rendering
+    std::uint64_t count = 0;
+    double sum = 0;
+  };
+  void Count(const std::string& family, Labels labels, double by = 1);
+  void Observe(const std::string& family, Labels labels, double value);
+
+  Clock& clock_;
+  std::function<void()> on_loop_turn_;
+  std::atomic<std::int64_t> last_turn_ms_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::map<Labels, double>> counters_;  // also gauges
+  std::map<std::string, std::map<Labels, Histogram>> histograms_;
+};
+
+}  // namespace tickd::app

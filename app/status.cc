@@ -1,0 +1,235 @@
+#include "app/status.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "app/log.h"
+#include "app/scheduled_job.h"
+
+namespace tickd::app {
+
+using std::chrono::milliseconds;
+
+namespace {
+
+std::int64_t WallMs(WallTime t) { return t.time_since_epoch().count(); }
+
+// Milliseconds as "+0.003s" / "-1.250s": a replica's try relative to T.
+std::string SignedSeconds(milliseconds d) {
+  return (d.count() < 0 ? "-" : "+") + FormatSeconds(milliseconds(std::abs(d.count())));
+}
+
+std::string ShortHash(const std::string& hash) { return hash.substr(0, 8); }
+
+// The outcome column: the run's outcome once done, else the record's state, else
+// what the replicas saw (missed, error …) when nobody won.
+std::string TickOutcome(const lock::TickHistory& t) {
+  if (!t.run_outcome.empty()) return t.run_outcome;
+  if (!t.state.empty()) return t.state;
+  std::string seen;
+  for (const lock::Observation& o : t.observations) {
+    if (seen.find(o.outcome) == std::string::npos) seen += (seen.empty() ? "" : "/") + o.outcome;
+  }
+  return seen.empty() ? "-" : seen;
+}
+
+const char* OutcomeColor(std::string_view outcome) {
+  if (outcome == "done") return "\033[32m";
+  if (outcome == "running") return "\033[33m";
+  if (outcome == "released" || outcome == "missed" || outcome == "skipped") return "\033[90m";
+  return "\033[31m";  // failed timeout lease-lost killed error
+}
+
+struct Table {
+  std::vector<std::vector<std::string>> rows;    // plain text, for the widths
+  std::vector<std::vector<std::string>> colors;  // per cell: "" or an ANSI start sequence
+
+  std::string Render(const std::string& indent, bool color) const {
+    std::vector<std::size_t> width;
+    for (const auto& row : rows) {
+      width.resize(std::max(width.size(), row.size()), 0);
+      for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    }
+    std::string out;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      std::string line = indent;
+      for (std::size_t i = 0; i < rows[r].size(); ++i) {
+        const std::string& cell = rows[r][i];
+        const std::string& start = colors[r][i];
+        const bool last = i + 1 == rows[r].size();
+        if (color && !start.empty()) {
+          line += start + cell + "\033[0m";
+        } else {
+          line += cell;
+        }
+        if (!last) line += std::string(width[i] - cell.size() + 2, ' ');
+      }
+      out += line + "\n";
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::optional<milliseconds> TickSkew(const lock::TickHistory& tick) {
+  if (tick.observations.size() < 2) return std::nullopt;
+  auto [lo, hi] = std::minmax_element(tick.observations.begin(), tick.observations.end(),
+                                      [](const lock::Observation& a, const lock::Observation& b) {
+                                        return a.node_wall < b.node_wall;
+                                      });
+  return hi->node_wall - lo->node_wall;
+}
+
+std::vector<std::string> Losers(const lock::TickHistory& tick) {
+  std::vector<std::string> out;
+  for (const lock::Observation& o : tick.observations) {
+    if (o.node != tick.winner && (o.outcome == "lost" || o.outcome == "busy")) {
+      out.push_back(o.node);
+    }
+  }
+  return out;
+}
+
+bool ConfigMismatch(const lock::TickHistory& tick) {
+  for (const lock::Observation& o : tick.observations) {
+    if (o.config_hash.empty()) continue;
+    if (!tick.config_hash.empty() && o.config_hash != tick.config_hash) return true;
+    if (o.config_hash != tick.observations.front().config_hash) return true;
+  }
+  return false;
+}
+
+Result<StatusReport> CollectStatus(const std::vector<config::Job>& jobs, lock::Backend& backend,
+                                   WallTime now, std::string_view only_job, int last) {
+  StatusReport report;
+  report.generated = now;
+  report.backend = std::string(backend.name());
+  const std::int64_t now_s = WallMs(now) / 1000;
+  for (const config::Job& job : jobs) {
+    if (!only_job.empty() && job.name != only_job) continue;
+    JobStatus js;
+    js.name = job.name;
+    js.schedule = job.schedule_text;
+    js.timezone = job.schedule_options.timezone;
+    js.enabled = job.enabled;
+    if (job.enabled) {
+      if (auto scheduled = MakeScheduledJob(job); scheduled && (*scheduled)->next) {
+        js.next_tick = (*scheduled)->next(now_s);
+      }
+    }
+    Result<std::vector<lock::TickHistory>> history = backend.History(job.name, last);
+    if (!history) return tl::unexpected(history.error());
+    js.ticks = std::move(*history);
+    report.jobs.push_back(std::move(js));
+  }
+  if (!only_job.empty() && report.jobs.empty()) {
+    return MakeError("job", "no job named " + std::string(only_job) + " in the job file");
+  }
+  return report;
+}
+
+std::string FormatStatusText(const StatusReport& report, bool color) {
+  const std::int64_t now_ms = WallMs(report.generated);
+  std::string out;
+  for (const JobStatus& js : report.jobs) {
+    std::string head = color ? "\033[1m" + js.name + "\033[0m" : js.name;
+    head += "  schedule=\"" + js.schedule + "\"  zone=" + js.timezone + "  next=";
+    if (!js.enabled) {
+      head += "disabled";
+    } else if (js.next_tick) {
+      head += FormatTick(*js.next_tick) + " (in " +
+              FormatSeconds(milliseconds(*js.next_tick * 1000 - now_ms)) + ")";
+    } else {
+      head += "none";
+    }
+    out += head + "\n";
+    if (js.ticks.empty()) {
+      out += "  no ticks recorded\n\n";
+      continue;
+    }
+    Table table;
+    table.rows.push_back({"TICK", "WINNER", "OUTCOME", "EXIT", "DURATION", "FENCE", "LOST", "SKEW",
+                          "CONFIG", "TRIED (node offset-from-T outcome)"});
+    table.colors.emplace_back(table.rows.back().size(), color ? "\033[1m" : "");
+    for (const lock::TickHistory& t : js.ticks) {
+      const std::string outcome = TickOutcome(t);
+      std::vector<std::string> losers = Losers(t);
+      std::string lost;
+      for (const std::string& l : losers) lost += (lost.empty() ? "" : ",") + l;
+      const std::optional<milliseconds> skew = TickSkew(t);
+      const bool mismatch = ConfigMismatch(t);
+      std::string tried;
+      for (const lock::Observation& o : t.observations) {
+        tried += (tried.empty() ? "" : " ") + o.node + " " +
+                 SignedSeconds(o.node_wall - WallTime(std::chrono::seconds(t.tick_unix))) + " " +
+                 o.outcome;
+      }
+      table.rows.push_back(
+          {FormatTick(t.tick_unix), t.winner.empty() ? "-" : t.winner, outcome,
+           t.exit_code ? std::to_string(*t.exit_code) : "-",
+           t.state == "done" ? FormatSeconds(t.duration) : "-",
+           t.fence ? std::to_string(t.fence) : "-", lost.empty() ? "-" : lost,
+           skew ? FormatSeconds(*skew) : "-",
+           (t.config_hash.empty() ? "-" : ShortHash(t.config_hash)) + (mismatch ? " MISMATCH" : ""),
+           tried.empty() ? "-" : tried});
+      std::vector<std::string> colors(table.rows.back().size());
+      colors[2] = OutcomeColor(outcome);
+      if (skew && *skew >= milliseconds(1000)) colors[7] = "\033[31m";
+      if (mismatch) colors[8] = "\033[31m";
+      table.colors.push_back(std::move(colors));
+    }
+    out += table.Render("  ", color) + "\n";
+  }
+  return out;
+}
+
+std::string FormatStatusJson(const StatusReport& report) {
+  using nlohmann::json;
+  json jobs = json::array();
+  for (const JobStatus& js : report.jobs) {
+    json ticks = json::array();
+    for (const lock::TickHistory& t : js.ticks) {
+      json observations = json::array();
+      for (const lock::Observation& o : t.observations) {
+        observations.push_back(
+            {{"node", o.node},
+             {"outcome", o.outcome},
+             {"wall", FormatTimestamp(o.node_wall)},
+             {"offset_seconds",
+              static_cast<double>(WallMs(o.node_wall) - t.tick_unix * 1000) / 1000.0},
+             {"config_hash", o.config_hash},
+             {"fence", o.fence}});
+      }
+      const std::optional<milliseconds> skew = TickSkew(t);
+      ticks.push_back({{"tick", FormatTick(t.tick_unix)},
+                       {"tick_unix", t.tick_unix},
+                       {"winner", t.winner},
+                       {"state", t.state},
+                       {"outcome", TickOutcome(t)},
+                       {"exit_code", t.exit_code ? json(*t.exit_code) : json(nullptr)},
+                       {"duration_seconds", static_cast<double>(t.duration.count()) / 1000.0},
+                       {"fence", t.fence},
+                       {"config_hash", t.config_hash},
+                       {"config_mismatch", ConfigMismatch(t)},
+                       {"losers", Losers(t)},
+                       {"skew_seconds",
+                        skew ? json(static_cast<double>(skew->count()) / 1000.0) : json(nullptr)},
+                       {"observations", std::move(observations)}});
+    }
+    jobs.push_back({{"name", js.name},
+                    {"schedule", js.schedule},
+                    {"timezone", js.timezone},
+                    {"enabled", js.enabled},
+                    {"next_tick", js.next_tick ? json(FormatTick(*js.next_tick)) : json(nullptr)},
+                    {"next_tick_unix", js.next_tick ? json(*js.next_tick) : json(nullptr)},
+                    {"ticks", std::move(ticks)}});
+  }
+  json root = {{"generated", FormatTimestamp(report.generated)},
+               {"backend", report.backend},
+               {"jobs", std::move(jobs)}};
+  return root.dump(2) + "\n";
+}
+
+}  // namespace tickd::app

@@ -1,0 +1,56 @@
+// The cluster-wide view of the ledger (DESIGN §1 rule 8, §9) shared by `tickd
+// status`, /api/status and the status page: per job its schedule, zone and next
+// tick, and its last ticks with winner, run outcome, exit status, duration, fence,
+// losers, what each replica saw (its own wall clock when it tried) and the measured
+// skew between the replicas.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "config/config.h"
+#include "lock/backend.h"
+
+namespace tickd::app {
+
+struct JobStatus {
+  std::string name;
+  std::string schedule;  // as written
+  std::string timezone;
+  bool enabled = true;
+  std::optional<std::int64_t> next_tick;  // unix s; nullopt: disabled or no further firing
+  std::vector<lock::TickHistory> ticks;   // newest first
+};
+
+struct StatusReport {
+  WallTime generated;
+  std::string backend;          // the backend's name
+  std::vector<JobStatus> jobs;  // in job-file order
+};
+
+// Reads the last `last` ticks of every job of `jobs` (only `only_job` when not empty)
+// from the ledger. An Error when the backend fails, or when `only_job` is not a job
+// of the file (context "job").
+Result<StatusReport> CollectStatus(const std::vector<config::Job>& jobs, lock::Backend& backend,
+                                   WallTime now, std::string_view only_job, int last);
+
+// The measured skew of a tick: max − min of the replicas' wall clocks when they
+// tried it; nullopt with fewer than two observations.
+std::optional<std::chrono::milliseconds> TickSkew(const lock::TickHistory& tick);
+// Nodes that tried the tick and did not win it (lost, busy), in observation order.
+std::vector<std::string> Losers(const lock::TickHistory& tick);
+// True when the replicas that tried the tick sent different config hashes.
+bool ConfigMismatch(const lock::TickHistory& tick);
+
+// Aligned columns for a terminal; ANSI colours only when `color`.
+std::string FormatStatusText(const StatusReport& report, bool color);
+// JSON for scripts and /api/status (the same data).
+std::string FormatStatusJson(const StatusReport& report);
+
+}  // namespace tickd::app

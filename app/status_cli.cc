@@ -1,0 +1,52 @@
+#include "app/status_cli.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "app/commands.h"
+#include "lock/registry.h"
+
+namespace tickd::app {
+
+std::string NodeIdFor(const std::string& flag, const config::Config& cfg) {
+  if (!flag.empty()) return flag;
+  if (!cfg.node_id.empty()) return cfg.node_id;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof host, "%s", "tickd");
+  }
+  return std::string(host) + "-" + std::to_string(::getpid());
+}
+
+Result<std::unique_ptr<lock::Backend>> OpenConfiguredBackend(const config::Config& cfg,
+                                                             Clock& clock) {
+  lock::BackendOptions options;
+  options.backend = cfg.lock.backend;
+  options.url = cfg.lock.url;
+  if (!cfg.lock.password_env.empty()) {
+    if (const char* pw = std::getenv(cfg.lock.password_env.c_str())) options.password = pw;
+  }
+  options.op_timeout = cfg.lock.op_timeout;
+  // Readers never prune: retention is the daemons' business.
+  options.retention = std::chrono::milliseconds(0);
+  return lock::OpenBackend(options, clock);
+}
+
+std::variant<OpsContext, int> OpenOpsContext(const std::string& config_path, Clock& clock) {
+  auto loaded = config::LoadConfig(config_path);
+  if (!loaded) {
+    for (const config::ConfigError& e : loaded.error()) std::cerr << e.ToString() << "\n";
+    return kExitBadInput;
+  }
+  auto backend = OpenConfiguredBackend(*loaded, clock);
+  if (!backend) {
+    std::cerr << "tickd: " << backend.error().ToString() << "\n";
+    return kExitFailure;
+  }
+  return OpsContext{std::move(*loaded), std::move(*backend)};
+}
+
+}  // namespace tickd::app

@@ -1,0 +1,33 @@
+// What the operator subcommands (`tickd status`, `trigger`, `locks`) share: load the
+// job file exactly as the daemon does and open its lock backend.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "base/clock.h"
+#include "config/config.h"
+#include "lock/backend.h"
+
+namespace tickd::app {
+
+struct OpsContext {
+  config::Config config;
+  std::unique_ptr<lock::Backend> backend;
+};
+
+// The loaded file and its opened backend, or the exit status to return after the
+// errors were printed on stderr (kExitBadInput for a bad file, kExitFailure when the
+// backend cannot be opened).
+std::variant<OpsContext, int> OpenOpsContext(const std::string& config_path, Clock& clock);
+
+// This replica's node id: `flag` (--node-id), else the job file's node.id, else
+// <hostname>-<pid>.
+std::string NodeIdFor(const std::string& flag, const config::Config& cfg);
+
+// Opens the backend of `cfg` (the password from lock.password_env).
+Result<std::unique_ptr<lock::Backend>> OpenConfiguredBackend(const config::Config& cfg,
+                                                             Clock& clock);
+
+}  // namespace tickd::app

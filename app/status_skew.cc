@@ -1,0 +1,88 @@
+#include "app/status_skew.h"
+
+#include <cmath>
+
+#include "app/backend_call.h"
+
+namespace tickd::app {
+
+using std::chrono::milliseconds;
+
+SkewWatch::SkewWatch(Clock& clock, lock::Backend& backend, Logger& log, Metrics& metrics,
+                     SkewOptions options)
+    : clock_(clock),
+      backend_(backend),
+      log_(log),
+      metrics_(metrics),
+      options_(std::move(options)) {}
+
+SkewWatch::~SkewWatch() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SkewWatch::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      PollOnce();
+      lock.lock();
+      cv_.wait_for(lock, options_.poll, [this] { return stop_; });
+    }
+  });
+}
+
+void SkewWatch::PollOnce() {
+  const WallTime before = clock_.Wall();
+  Result<std::vector<lock::TickHistory>> history =
+      CallBackend("ledger", [&] { return backend_.History("", options_.lookback); });
+  if (!history) return;  // the scheduler reports backend errors; a gap only widens (P1, P2]
+  const WallTime now = clock_.Wall();
+  if (seen_.size() > static_cast<std::size_t>(options_.lookback) * 64) {
+    seen_.clear();  // keeps the set bounded; this poll only learns again
+    primed_ = false;
+  }
+  // Newest observation per peer in this poll.
+  std::map<std::string, std::pair<milliseconds, milliseconds>> measured;  // peer → [lo, hi)
+  std::map<std::string, std::int64_t> measured_tick;
+  for (const lock::TickHistory& t : *history) {
+    for (const lock::Observation& o : t.observations) {
+      if (o.node == options_.node) continue;
+      if (!seen_.insert(ObsKey{o.job, o.tick_unix, o.node}).second || !primed_) continue;
+      const milliseconds lo = o.node_wall - now;
+      const milliseconds hi = o.node_wall - last_poll_;
+      auto it = measured_tick.find(o.node);
+      if (it == measured_tick.end() || o.tick_unix > it->second) {
+        measured[o.node] = {lo, hi};
+        measured_tick[o.node] = o.tick_unix;
+      }
+    }
+  }
+  for (const auto& [peer, range] : measured) {
+    const milliseconds mid = (range.first + range.second) / 2;
+    metrics_.ClockSkew(peer, mid);
+    const bool beyond = range.first >= options_.threshold || range.second <= -options_.threshold;
+    bool& warned = warned_[peer];
+    if (beyond && !warned) {
+      warned = true;
+      log_.Log(LogLevel::kWarn, "clock-skew",
+               {{"node", options_.node},
+                {"peer", peer},
+                {"skew",
+                 (mid.count() < 0 ? "-" : "") + FormatSeconds(milliseconds(std::abs(mid.count())))},
+                {"threshold", FormatSeconds(options_.threshold)},
+                {"tick", FormatTick(measured_tick[peer])}});
+    } else if (!beyond && std::abs(mid.count()) < options_.threshold.count() / 2) {
+      warned = false;
+    }
+  }
+  primed_ = true;
+  last_poll_ = before;
+}
+
+}  // namespace tickd::app

@@ -1,0 +1,72 @@
+// Clock skew between replicas, measured through the ledger (DESIGN §1 rule 8, §9).
+//
+// Every replica tries a tick at ITS OWN wall-clock T, so the node_wall values of one
+// tick agree however skewed the clocks are (max − min of them only shows jitter and
+// late claims). What does show skew is WHEN a peer's observation appears: a peer
+// whose clock runs 3 s ahead writes its observation of T 3 s before our clock
+// reaches T. So this watcher polls the ledger every `poll` and, for each peer
+// observation that appeared between two polls taken at our wall times P1 < P2,
+// knows the peer wrote it at a real instant inside (P1, P2]:
+//     skew(peer) = peer_wall − our_wall ∈ [node_wall − P2, node_wall − P1)
+// The gauge tickd_clock_skew_seconds{peer} gets the midpoint; a `clock-skew` warning
+// is logged when the whole interval is beyond ±threshold (no false alarm from the
+// poll's own uncertainty), once until that peer is back under the threshold.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "app/log.h"
+#include "app/metrics.h"
+#include "base/clock.h"
+#include "lock/backend.h"
+
+namespace tickd::app {
+
+struct SkewOptions {
+  std::string node;                            // this replica (its observations are skipped)
+  std::chrono::milliseconds threshold{1'000};  // warn beyond this
+  std::chrono::milliseconds poll{500};         // the measurement's uncertainty
+  int lookback = 200;                          // newest ticks read per poll (all jobs)
+};
+
+// Thread-safe. Start() once; the destructor stops the thread.
+class SkewWatch {
+ public:
+  SkewWatch(Clock& clock, lock::Backend& backend, Logger& log, Metrics& metrics,
+            SkewOptions options);
+  ~SkewWatch();
+  SkewWatch(const SkewWatch&) = delete;
+  SkewWatch& operator=(const SkewWatch&) = delete;
+
+  void Start();
+  // One poll (the thread calls it; tests may call it directly instead of Start).
+  void PollOnce();
+
+ private:
+  using ObsKey = std::tuple<std::string, std::int64_t, std::string>;  // job, tick, node
+
+  Clock& clock_;
+  lock::Backend& backend_;
+  Logger& log_;
+  Metrics& metrics_;
+  const SkewOptions options_;
+
+  bool primed_ = false;  // the first poll only learns what exists
+  WallTime last_poll_;
+  std::set<ObsKey> seen_;
+  std::map<std::string, bool> warned_;  // peer → warning logged and not cleared
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tickd::app

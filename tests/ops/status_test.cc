@@ -1,0 +1,222 @@
+// The ledger view of `tickd status` / /api/status over the memory and SQLite
+// backends, with ledger data written through the Backend API as two replicas would.
+#include "app/status.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "app/metrics.h"
+#include "app/status_skew.h"
+#include "lock/memory/memory_backend.h"
+#include "lock/sqlite/sqlite_backend.h"
+
+namespace tickd::app {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::int64_t kT = 1'795'000'000;  // a tick, unix seconds
+// The first `@every 60s` tick (whole minutes since the epoch) after kT + 90 s.
+constexpr std::int64_t kNext = ((kT + 90) / 60 + 1) * 60;
+
+config::Job MakeJob(const std::string& name) {
+  config::Job job;
+  job.name = name;
+  job.schedule_text = "@every 60s";
+  job.shell = "true";
+  return job;
+}
+
+lock::ClaimRequest Request(const std::string& job, std::int64_t tick, const std::string& node,
+                           WallTime wall, const std::string& hash = "h1") {
+  lock::ClaimRequest req;
+  req.job = job;
+  req.tick_unix = tick;
+  req.node = node;
+  req.owner_token = node + std::to_string(tick) + "0123456789abcdef0123456789abcdef";
+  req.config_hash = hash;
+  req.node_wall = wall;
+  req.starting_deadline = std::nullopt;  // the clock is already past these ticks
+  return req;
+}
+
+// Two replicas race for tick T: `a` (tries 5 ms after T) wins and finishes with exit 3
+// after 1.5 s; `b` tries 40 ms after T and loses.
+void RaceOneTick(lock::Backend& a, lock::Backend& b, std::int64_t tick,
+                 const std::string& b_hash = "h1") {
+  const WallTime t{seconds(tick)};
+  auto ra = Request("cleanup", tick, "node-a", t + milliseconds(5));
+  auto won = a.Claim(ra);
+  REQUIRE(won);
+  REQUIRE(won->status == lock::ClaimStatus::kWon);
+  REQUIRE(a.Record({"cleanup", tick, "node-a", "won", ra.node_wall, "h1", won->fence}));
+  auto rb = Request("cleanup", tick, "node-b", t + milliseconds(40), b_hash);
+  auto lost = b.Claim(rb);
+  REQUIRE(lost);
+  REQUIRE(lost->status == lock::ClaimStatus::kLost);
+  REQUIRE(b.Record({"cleanup", tick, "node-b", "lost", rb.node_wall, b_hash, 0}));
+  lock::HeldClaim held{"cleanup", tick, ra.owner_token, won->fence, ra.lease};
+  REQUIRE(a.Complete(held, {"failed", 3, milliseconds(1'500)}));
+}
+
+void CheckReport(lock::Backend& a, lock::Backend& b, const FakeClock& clock) {
+  RaceOneTick(a, b, kT);
+  RaceOneTick(a, b, kT + 60, "h2");
+  auto report = CollectStatus({MakeJob("cleanup"), MakeJob("other")}, a, clock.Wall(), "", 10);
+  REQUIRE(report);
+  REQUIRE(report->jobs.size() == 2);
+  const JobStatus& js = report->jobs[0];
+  CHECK(js.name == "cleanup");
+  CHECK(js.schedule == "@every 60s");
+  REQUIRE(js.next_tick);
+  CHECK(*js.next_tick == kNext);  // the clock is at T+90s
+  REQUIRE(js.ticks.size() == 2);
+  const lock::TickHistory& newest = js.ticks[0];
+  CHECK(newest.tick_unix == kT + 60);
+  CHECK(newest.winner == "node-a");
+  CHECK(newest.run_outcome == "failed");
+  CHECK(newest.exit_code == 3);
+  CHECK(newest.duration == milliseconds(1'500));
+  CHECK(Losers(newest) == std::vector<std::string>{"node-b"});
+  REQUIRE(TickSkew(newest));
+  CHECK(*TickSkew(newest) == milliseconds(35));
+  CHECK(ConfigMismatch(newest));
+  CHECK_FALSE(ConfigMismatch(js.ticks[1]));
+  CHECK(report->jobs[1].ticks.empty());
+
+  const std::string text = FormatStatusText(*report, false);
+  CHECK(text.find("\033[") == std::string::npos);
+  CHECK(text.find("cleanup  schedule=\"@every 60s\"  zone=UTC") != std::string::npos);
+  CHECK(text.find("node-a +0.005s won") != std::string::npos);
+  CHECK(text.find("MISMATCH") != std::string::npos);
+  CHECK(text.find("no ticks recorded") != std::string::npos);
+  // Aligned: the WINNER header starts where each row's winner does.
+  const std::size_t header = text.find("TICK");
+  const std::size_t row = text.find(FormatTick(kT + 60));
+  REQUIRE(header != std::string::npos);
+  REQUIRE(row != std::string::npos);
+  const std::size_t header_col = text.find("WINNER", header) - header;
+  const std::size_t row_col = text.find("node-a", row) - row;
+  CHECK(header_col == row_col);
+  CHECK(FormatStatusText(*report, true).find("\033[31mfailed") != std::string::npos);
+
+  auto json = nlohmann::json::parse(FormatStatusJson(*report));
+  CHECK(json["backend"] == std::string(a.name()));
+  const auto& tick = json["jobs"][0]["ticks"][0];
+  CHECK(tick["winner"] == "node-a");
+  CHECK(tick["exit_code"] == 3);
+  CHECK(tick["outcome"] == "failed");
+  CHECK(tick["losers"] == nlohmann::json::array({"node-b"}));
+  CHECK(tick["skew_seconds"].get<double>() == Approx(0.035));
+  CHECK(tick["config_mismatch"] == true);
+  CHECK(tick["observations"].size() == 2);
+  CHECK(json["jobs"][0]["next_tick"] == FormatTick(kNext));
+
+  auto only = CollectStatus({MakeJob("cleanup")}, a, clock.Wall(), "cleanup", 1);
+  REQUIRE(only);
+  CHECK(only->jobs[0].ticks.size() == 1);
+  auto unknown = CollectStatus({MakeJob("cleanup")}, a, clock.Wall(), "nope", 1);
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().context == "job");
+}
+
+TEST_CASE("status over the memory backend") {
+  FakeClock clock{WallTime(seconds(kT + 90))};
+  std::shared_ptr<lock::Backend> shared = lock::NewMemoryBackend(clock);
+  auto a = lock::NewSharedBackendHandle(shared);
+  auto b = lock::NewSharedBackendHandle(shared);
+  CheckReport(*a, *b, clock);
+}
+
+TEST_CASE("status over the sqlite backend") {
+  FakeClock clock{WallTime(seconds(kT + 90))};
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tickd-status-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  lock::SqliteOptions options;
+  options.path = (dir / "tickd.db").string();
+  options.retention = milliseconds(0);
+  auto a = lock::NewSqliteBackend(options, clock);
+  auto b = lock::NewSqliteBackend(options, clock);
+  REQUIRE(a);
+  REQUIRE(b);
+  CheckReport(**a, **b, clock);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("metrics render the DESIGN §9 names in the Prometheus text format") {
+  FakeClock clock{WallTime(seconds(kT))};
+  int pings = 0;
+  PrometheusMetrics m(clock, [&] { ++pings; });
+  m.TickOutcome("cleanup", "won");
+  m.TickOutcome("cleanup", "won");
+  m.RunOutcome("cleanup", "done", Seconds(0.3));
+  m.ClaimDuration("sqlite", Seconds(0.002));
+  m.FireLateness("cleanup", Seconds(0.004));
+  m.LeaseLost("cleanup");
+  m.BackendError("sqlite");
+  m.ConfigMismatch("cleanup");
+  m.ClockSkew("node-b", Seconds(-2.5));
+  clock.Advance(milliseconds(700));
+  CHECK(m.SinceLoopTurn() == milliseconds(700));
+  m.LoopTurn();
+  CHECK(pings == 1);
+  CHECK(m.SinceLoopTurn() == milliseconds(0));
+  const std::string text = m.Render();
+  for (const char* line :
+       {"tickd_ticks_total{job=\"cleanup\",outcome=\"won\"} 2\n",
+        "tickd_runs_total{job=\"cleanup\",outcome=\"done\"} 1\n",
+        "tickd_run_duration_seconds_bucket{job=\"cleanup\",le=\"0.25\"} 0\n",
+        "tickd_run_duration_seconds_bucket{job=\"cleanup\",le=\"0.5\"} 1\n",
+        "tickd_run_duration_seconds_count{job=\"cleanup\"} 1\n",
+        "tickd_claim_duration_seconds_bucket{backend=\"sqlite\",le=\"+Inf\"} 1\n",
+        "tickd_fire_lateness_seconds_sum{job=\"cleanup\"} 0.004\n",
+        "tickd_lease_lost_total{job=\"cleanup\"} 1\n",
+        "tickd_backend_errors_total{backend=\"sqlite\"} 1\n",
+        "tickd_config_mismatch_total{job=\"cleanup\"} 1\n",
+        "tickd_clock_skew_seconds{peer=\"node-b\"} -2.5\n",
+        "# TYPE tickd_run_duration_seconds histogram\n",
+        "# TYPE tickd_clock_skew_seconds gauge\n"}) {
+    INFO(line);
+    CHECK(text.find(line) != std::string::npos);
+  }
+}
+
+TEST_CASE("the skew watch sees a peer whose clock runs ahead") {
+  FakeClock clock{WallTime(seconds(kT))};
+  auto backend = lock::NewMemoryBackend(clock);
+  std::vector<std::string> lines;
+  Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo,
+             [&](std::string_view line) { lines.emplace_back(line); });
+  PrometheusMetrics metrics(clock);
+  SkewOptions options;
+  options.node = "me";
+  SkewWatch watch(clock, *backend, log, metrics, options);
+  // Something old exists before the first poll: it is only learned, not measured.
+  REQUIRE(backend->Record({"job", kT - 60, "fast", "won", WallTime(seconds(kT - 60)), "h", 1}));
+  watch.PollOnce();
+  CHECK(metrics.Render().find("tickd_clock_skew_seconds{") == std::string::npos);
+  // A peer 3 s ahead writes its observation of T+5 while our clock reads T+2.
+  clock.Advance(milliseconds(2'000));
+  REQUIRE(backend->Record({"job", kT + 5, "fast", "won", WallTime(seconds(kT + 5)), "h", 2}));
+  clock.Advance(milliseconds(500));
+  watch.PollOnce();
+  CHECK(metrics.Render().find("tickd_clock_skew_seconds{peer=\"fast\"} 3.75") != std::string::npos);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("warn clock-skew node=me peer=fast skew=3.750s threshold=1.000s") !=
+        std::string::npos);
+  // A peer in step: no warning.
+  clock.Advance(milliseconds(500));
+  REQUIRE(backend->Record({"job", kT + 3, "steady", "lost", clock.Wall(), "h", 0}));
+  clock.Advance(milliseconds(500));
+  watch.PollOnce();
+  CHECK(lines.size() == 1);
+}
+
+}  // namespace
+}  // namespace tickd::app
