@@ -206,8 +206,8 @@ class Batch {
       const int len = static_cast<int>(op.data.size());
       switch (op.kind) {
         case Op::kCreate:
-          zoo_create_op_init(&s.zops[k], op.path.c_str(), op.data.data(), len,
-                             &ZOO_OPEN_ACL_UNSAFE, op.mode, s.path_bufs[k].data(),
+          zoo_create_op_init(&s.zops[k], op.path.c_str(), op.data.data(), len, &ZOO_OPEN_ACL_UNSAFE,
+                             op.mode, s.path_bufs[k].data(),
                              static_cast<int>(s.path_bufs[k].size()));
           break;
         case Op::kDelete:
@@ -223,8 +223,7 @@ class Batch {
       }
     }
     return Issue([&](Slot* slot) {
-      return zoo_amulti(zh_, static_cast<int>(n), s.zops.data(), s.results.data(), &OnMulti,
-                        slot);
+      return zoo_amulti(zh_, static_cast<int>(n), s.zops.data(), s.results.data(), &OnMulti, slot);
     });
   }
 
@@ -307,7 +306,9 @@ class Batch {
       if (value != nullptr) r.value = value;
     });
   }
-  static void OnVoid(int rc, const void* data) { Complete(data, rc, [](Reply&, State&) {}); }
+  static void OnVoid(int rc, const void* data) {
+    Complete(data, rc, [](Reply&, State&) {});
+  }
   static void OnStrings(int rc, const String_vector* strings, const void* data) {
     Complete(data, rc, [&](Reply& r, State&) {
       for (int k = 0; strings != nullptr && k < strings->count; ++k) {
@@ -446,7 +447,8 @@ class ZookeeperBackend final : public Backend {
     if (auto ok = Await(write, deadline, "renew"); !ok) return tl::unexpected(ok.error());
     if (write[0].rc == ZNONODE || write[0].rc == ZBADVERSION) return RenewStatus::kLost;
     if (write[0].rc != ZOK) return Failure("renew", write[0].rc);
-    const std::int64_t old_until = read[0].stat.mtime + ToInt(Get(Decode(read[0].value), "lease_ms"));
+    const std::int64_t old_until =
+        read[0].stat.mtime + ToInt(Get(Decode(read[0].value), "lease_ms"));
     return write[0].stat.mtime > old_until ? RenewStatus::kLost : RenewStatus::kRenewed;
   }
 
@@ -558,8 +560,8 @@ class ZookeeperBackend final : public Backend {
     std::vector<std::vector<std::pair<std::string, std::size_t>>> obs_index(keys.size());
     for (std::size_t k = 0; k < keys.size(); ++k) {
       for (const std::string& name : details[2 * k + 1].children) {
-        obs_index[k].emplace_back(name, observations.Get(Path(keys[k].second, "o", keys[k].first) +
-                                                         "/" + name));
+        obs_index[k].emplace_back(
+            name, observations.Get(Path(keys[k].second, "o", keys[k].first) + "/" + name));
       }
     }
     if (auto ok = Await(observations, deadline, "history"); !ok) return tl::unexpected(ok.error());
@@ -778,9 +780,9 @@ class ZookeeperBackend final : public Backend {
     Batch write(zh_.get());
     write.Multi(std::move(ops));
     if (!write.Wait(deadline)) {
-      return MakeError(context_ + ": claim",
-                       "no answer within " + std::to_string(options_.op_timeout.count()) +
-                           "ms (the claim may or may not be recorded)");
+      return MakeError(context_ + ": claim", "no answer within " +
+                                                 std::to_string(options_.op_timeout.count()) +
+                                                 "ms (the claim may or may not be recorded)");
     }
     if (write[0].rc == ZOK) {
       last_contact_ = steady_clock::now();
@@ -893,8 +895,7 @@ class ZookeeperBackend final : public Backend {
     if (!session_) return false;
     std::unique_lock lock(session_->mu);
     return session_->cv.wait_until(lock, deadline, [&] {
-      return session_->state == ZOO_CONNECTED_STATE ||
-             session_->state == ZOO_EXPIRED_SESSION_STATE;
+      return session_->state == ZOO_CONNECTED_STATE || session_->state == ZOO_EXPIRED_SESSION_STATE;
     }) && session_->state == ZOO_CONNECTED_STATE;
   }
 
@@ -919,8 +920,8 @@ class ZookeeperBackend final : public Backend {
     if (!zh_) return MakeError(context_, std::string("cannot create a client: ") + strerror(errno));
     if (!WaitConnected(deadline)) {
       CloseLocked();
-      return MakeError(context_, "cannot connect within " +
-                                     std::to_string(options_.op_timeout.count()) + "ms");
+      return MakeError(
+          context_, "cannot connect within " + std::to_string(options_.op_timeout.count()) + "ms");
     }
     last_contact_ = steady_clock::now();
     char id[32];
@@ -938,15 +939,15 @@ class ZookeeperBackend final : public Backend {
 
   const ZookeeperOptions options_;
   const ZookeeperEndpoint endpoint_;
-  const std::string base_;     // <chroot>/tickd
-  const std::string clients_;  // <chroot>/tickd-clients
-  const std::string context_;  // "zookeeper <url>"
-  std::mutex mu_;              // serializes every call; guards everything below
-  std::unique_ptr<Session> session_;  // the watcher context of zh_
-  HandlePtr zh_;                      // closed before session_ goes
-  std::string scratch_;        // <clients>/<session id>
+  const std::string base_;                   // <chroot>/tickd
+  const std::string clients_;                // <chroot>/tickd-clients
+  const std::string context_;                // "zookeeper <url>"
+  std::mutex mu_;                            // serializes every call; guards everything below
+  std::unique_ptr<Session> session_;         // the watcher context of zh_
+  HandlePtr zh_;                             // closed before session_ goes
+  std::string scratch_;                      // <clients>/<session id>
   steady_clock::time_point last_contact_{};  // the last answer from the server
-  std::set<std::string> known_jobs_;        // jobs whose folders exist (this session)
+  std::set<std::string> known_jobs_;         // jobs whose folders exist (this session)
 };
 
 }  // namespace
@@ -954,8 +955,9 @@ class ZookeeperBackend final : public Backend {
 Result<ZookeeperEndpoint> ParseZookeeperUrl(std::string_view url) {
   constexpr std::string_view kScheme = "zookeeper://";
   if (!url.starts_with(kScheme)) {
-    return MakeError("", "the URL must start with zookeeper:// "
-                         "(zookeeper://host:port[,host:port…]/chroot)");
+    return MakeError("",
+                     "the URL must start with zookeeper:// "
+                     "(zookeeper://host:port[,host:port…]/chroot)");
   }
   std::string_view rest = url.substr(kScheme.size());
   ZookeeperEndpoint ep;
@@ -970,14 +972,16 @@ Result<ZookeeperEndpoint> ParseZookeeperUrl(std::string_view url) {
     }
   }
   if (rest.find('@') != std::string_view::npos) {
-    return MakeError("", "credentials in a zookeeper URL are not supported (tickd creates "
-                         "open-ACL nodes; restrict access to the ensemble by network)");
+    return MakeError("",
+                     "credentials in a zookeeper URL are not supported (tickd creates "
+                     "open-ACL nodes; restrict access to the ensemble by network)");
   }
   if (rest.empty()) return MakeError("", "no host in the URL");
-  while (!rest.empty()) {
+  for (bool more = true; more;) {
     const auto comma = rest.find(',');
     std::string_view host = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    more = comma != std::string_view::npos;
+    rest = more ? rest.substr(comma + 1) : std::string_view();
     std::string_view port = "2181";
     const auto colon = host.rfind(':');
     const auto bracket = host.rfind(']');  // [::1]:2181

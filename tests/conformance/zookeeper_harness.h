@@ -11,9 +11,8 @@
 // Session expiry, the other way to lose it, is tested in tests/zookeeper.
 #pragma once
 
-#include <thread>
-
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "lock/zookeeper/zookeeper_backend.h"
 #include "tests/conformance/harness.h"
@@ -38,9 +37,7 @@ class ZookeeperHarness final : public Harness {
   }
   Clock& clock() override { return clock_; }
   void Elapse(std::chrono::milliseconds d) override { std::this_thread::sleep_for(d); }
-  std::chrono::milliseconds short_lease() const override {
-    return std::chrono::milliseconds(400);
-  }
+  std::chrono::milliseconds short_lease() const override { return std::chrono::milliseconds(400); }
   bool durable() const override { return true; }
   bool forkable() const override { return true; }
 

@@ -53,6 +53,9 @@ std::unique_ptr<BackendFixture> MakeSqliteFixture();
 // A redis-server of its own (tests/e2e/redis_fixture.cc); the password reaches the
 // replicas through lock.password_env. CanRestart(): kill -9 and restart, same AOF.
 std::unique_ptr<BackendFixture> MakeRedisFixture();
+// A ZooKeeper shared by the test binary, a chroot per fixture
+// (tests/e2e/zookeeper_fixture.cc). CanRestart(): kill -9 and restart, same dataDir.
+std::unique_ptr<BackendFixture> MakeZookeeperFixture();
 // A one-member etcd of its own (tests/e2e/etcd_fixture.cc). CanRestart(): kill -9 and
 // restart on the same ports and data folder.
 std::unique_ptr<BackendFixture> MakeEtcdFixture();

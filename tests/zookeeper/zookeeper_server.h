@@ -183,7 +183,8 @@ class ZookeeperServer {
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
       char buf[512];
       ssize_t n = 0;
-      while ((n = ::read(fd, buf, sizeof(buf))) > 0) answer.append(buf, static_cast<std::size_t>(n));
+      while ((n = ::read(fd, buf, sizeof(buf))) > 0)
+        answer.append(buf, static_cast<std::size_t>(n));
     }
     ::close(fd);
     return answer.find("Mode:") != std::string::npos;

@@ -1,0 +1,215 @@
+// What the conformance suite cannot say about the ZooKeeper backend: sessions (an
+// expired session loses its leases, and the survivor takes over at once), a server
+// crash and restart (durable fences and records), failing closed within op_timeout
+// (closed port, frozen server), holder_running, and the URL forms. One server for the
+// whole binary (tests/zookeeper/zookeeper_server.h), a chroot per case.
+#include "lock/zookeeper/zookeeper_backend.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "tests/zookeeper/zookeeper_server.h"
+
+using namespace std::chrono_literals;
+using std::chrono::steady_clock;
+using tickd::lock::ClaimOutcome;
+using tickd::lock::ClaimRequest;
+using tickd::lock::ClaimStatus;
+using tickd::lock::CompleteStatus;
+using tickd::lock::Completion;
+using tickd::lock::HeldClaim;
+using tickd::lock::RenewStatus;
+using tickd::testing::ZookeeperServer;
+
+namespace {
+
+bool Available() {
+  if (!ZookeeperServer::Available()) WARN("zookeeper or java not installed: skipped");
+  return ZookeeperServer::Available() && ZookeeperServer::Shared().running();
+}
+
+std::unique_ptr<tickd::lock::Backend> Open(const std::string& chroot,
+                                           std::chrono::milliseconds session_timeout = 30s,
+                                           std::chrono::milliseconds op_timeout = 2s) {
+  tickd::lock::ZookeeperOptions options;
+  options.url = ZookeeperServer::Shared().url(chroot);
+  options.session_timeout = session_timeout;
+  options.op_timeout = op_timeout;
+  auto backend = tickd::lock::NewZookeeperBackend(options);
+  if (!backend) FAIL(backend.error().ToString());
+  return std::move(*backend);
+}
+
+std::int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+ClaimRequest Req(const std::string& job, std::int64_t tick, const std::string& node,
+                 const std::string& token) {
+  ClaimRequest req;
+  req.job = job;
+  req.tick_unix = tick;
+  req.node = node;
+  req.owner_token = token;
+  req.lease = 30s;
+  req.recover = true;
+  req.config_hash = "h";
+  return req;
+}
+
+HeldClaim HeldOf(const ClaimRequest& req, const ClaimOutcome& won) {
+  return HeldClaim{req.job, req.tick_unix, req.owner_token, won.fence, req.lease};
+}
+
+template <typename F>
+bool Eventually(F done, std::chrono::milliseconds timeout) {
+  const auto until = steady_clock::now() + timeout;
+  while (steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return done();
+}
+
+}  // namespace
+
+TEST_CASE("zookeeper: an expired session loses its leases; a recover claimer takes over at once",
+          "[zookeeper]") {
+  if (!Available()) return;
+  const std::string chroot = ZookeeperServer::NextChroot();
+  // A's session: 1.5 s, so it expires while the server is frozen for 3 s.
+  auto a = Open(chroot, 1500ms, 500ms);
+  auto b = Open(chroot);
+  const std::int64_t tick = NowUnix();
+  const auto req_a = Req("expiring", tick, "node-a", "tok-a");
+  const ClaimOutcome won_a = *a->Claim(req_a);
+  REQUIRE(won_a.status == ClaimStatus::kWon);
+  const HeldClaim held_a = HeldOf(req_a, won_a);
+  REQUIRE(*a->Renew(held_a) == RenewStatus::kRenewed);
+
+  ZookeeperServer::Shared().Pause();
+  // Silent server: no answer is not a renewal, but not yet a loss either...
+  auto during = a->Renew(held_a);
+  CHECK_FALSE(during.has_value());
+  // ...until 2/3 of the session timeout passed without an answer: the server may
+  // expire the session from then on, so the lease is lost.
+  std::this_thread::sleep_for(1200ms);
+  auto later = a->Renew(held_a);
+  REQUIRE(later.has_value());
+  CHECK(*later == RenewStatus::kLost);
+  std::this_thread::sleep_for(1800ms);
+  ZookeeperServer::Shared().Resume();
+
+  // The expired session's ephemeral lease node is gone: B re-claims now, long before
+  // the 30 s lease would have run out.
+  auto req_b = Req("expiring", tick, "node-b", "tok-b");
+  ClaimOutcome won_b;
+  CHECK(Eventually(
+      [&] {
+        auto out = b->Claim(req_b);
+        if (out) won_b = *out;
+        return out && out->status == ClaimStatus::kWon;
+      },
+      10s));
+  CHECK(won_b.fence > won_a.fence);
+  CHECK(*a->Renew(held_a) == RenewStatus::kLost);
+  // A opened a new session on its own and works again, but cannot touch B's claim.
+  CHECK(Eventually(
+      [&] {
+        return a->Complete(held_a, Completion{"done", 0, 1ms}).has_value();
+      },
+      5s));
+  CHECK(*a->Complete(held_a, Completion{"done", 0, 1ms}) == CompleteStatus::kNotOwner);
+  const ClaimOutcome seen = *a->Claim(Req("expiring", tick, "node-a", "tok-a2"));
+  CHECK(seen.status == ClaimStatus::kLost);
+  CHECK(seen.holder_node == "node-b");
+  CHECK(seen.holder_running);
+  REQUIRE(*b->Complete(HeldOf(req_b, won_b), Completion{"done", 0, 1ms}) ==
+          CompleteStatus::kCompleted);
+  const ClaimOutcome done = *a->Claim(Req("expiring", tick, "node-a", "tok-a3"));
+  CHECK(done.status == ClaimStatus::kLost);
+  CHECK_FALSE(done.holder_running);
+}
+
+TEST_CASE("zookeeper: a crash and restart of the server keeps records, and fences go on rising",
+          "[zookeeper]") {
+  if (!Available()) return;
+  const std::string chroot = ZookeeperServer::NextChroot();
+  auto a = Open(chroot, 30s, 1s);
+  const std::int64_t t0 = NowUnix();
+  auto first = Req("restarted", t0, "node-a", "tok-1");
+  first.forbid_overlap = false;
+  const ClaimOutcome won1 = *a->Claim(first);
+  REQUIRE(won1.status == ClaimStatus::kWon);
+  REQUIRE(*a->Complete(HeldOf(first, won1), Completion{"done", 0, 1ms}) ==
+          CompleteStatus::kCompleted);
+
+  ZookeeperServer::Shared().Kill();
+  auto second = Req("restarted", t0 + 1, "node-a", "tok-2");
+  second.forbid_overlap = false;
+  const auto sent = steady_clock::now();
+  CHECK_FALSE(a->Claim(second).has_value());  // fail closed
+  CHECK(steady_clock::now() - sent < 2s);
+  REQUIRE(ZookeeperServer::Shared().Start());
+
+  ClaimOutcome won2;
+  CHECK(Eventually(
+      [&] {
+        auto out = a->Claim(second);
+        if (out) won2 = *out;
+        return out.has_value();
+      },
+      10s));
+  CHECK(won2.status == ClaimStatus::kWon);
+  CHECK(won2.fence > won1.fence);
+  auto fresh = Open(chroot);
+  const ClaimOutcome again = *fresh->Claim(Req("restarted", t0, "node-b", "tok-3"));
+  CHECK(again.status == ClaimStatus::kLost);  // the done tick survived the crash
+  CHECK(again.holder_node == "node-a");
+}
+
+TEST_CASE("zookeeper: calls fail closed within op_timeout", "[zookeeper]") {
+  if (!Available()) return;
+  SECTION("nothing listens on the port") {
+    tickd::lock::ZookeeperOptions options;
+    options.url = "zookeeper://127.0.0.1:" + std::to_string(ZookeeperServer::FreePort()) + "/x";
+    options.op_timeout = 500ms;
+    const auto sent = steady_clock::now();
+    auto backend = tickd::lock::NewZookeeperBackend(options);
+    CHECK_FALSE(backend.has_value());
+    CHECK(steady_clock::now() - sent < 1500ms);
+    if (!backend)
+      CHECK(backend.error().ToString().find("zookeeper://127.0.0.1:") != std::string::npos);
+  }
+  SECTION("a frozen server") {
+    auto a = Open(ZookeeperServer::NextChroot(), 30s, 500ms);
+    ZookeeperServer::Shared().Pause();
+    const auto sent = steady_clock::now();
+    auto out = a->Claim(Req("frozen", NowUnix(), "node-a", "tok"));
+    const auto took = steady_clock::now() - sent;
+    ZookeeperServer::Shared().Resume();
+    CHECK_FALSE(out.has_value());
+    CHECK(took < 1500ms);
+  }
+}
+
+TEST_CASE("zookeeper: URL forms", "[zookeeper]") {
+  using tickd::lock::ParseZookeeperUrl;
+  auto one = ParseZookeeperUrl("zookeeper://zk1/app/tickd");
+  REQUIRE(one);
+  CHECK(one->hosts == "zk1:2181");
+  CHECK(one->chroot == "/app/tickd");
+  auto many = ParseZookeeperUrl("zookeeper://10.0.0.1:2182,10.0.0.2:2183,[::1]:2184/");
+  REQUIRE(many);
+  CHECK(many->hosts == "10.0.0.1:2182,10.0.0.2:2183,[::1]:2184");
+  CHECK(many->chroot.empty());
+  CHECK_FALSE(ParseZookeeperUrl("redis://zk1:2181"));
+  CHECK_FALSE(ParseZookeeperUrl("zookeeper://"));
+  CHECK_FALSE(ParseZookeeperUrl("zookeeper://zk1:99999"));
+  CHECK_FALSE(ParseZookeeperUrl("zookeeper://zk1:2181,/x"));
+  CHECK_FALSE(ParseZookeeperUrl("zookeeper://user:pw@zk1:2181"));
+  CHECK_FALSE(ParseZookeeperUrl("zookeeper://zk1//x"));
+}
