@@ -1,0 +1,145 @@
+// The daemon's HTTP endpoints and warnings against real `tickd run` replicas sharing
+// one SQLite store: /healthz, /metrics (DESIGN §9 names), /api/status (the winners
+// the logs report), the status page; a replica with a skewed clock and another job
+// file (config-mismatch, clock-skew, their metrics).
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "tests/e2e/harness.h"
+#include "tests/ops/ops_helpers.h"
+
+namespace tickd::e2e {
+namespace {
+
+TEST_CASE("http endpoints of a running two-replica cluster") {
+  auto backend = MakeSqliteFixture();
+  Cluster cluster(*backend);
+  cluster.WriteJobFile(
+      "http:\n  listen: 127.0.0.1:${HTTP_PORT}\n"
+      "jobs:\n  - name: beat\n    schedule: \"@every 1s\"\n    shell: echo beat\n");
+  const int port_a = ops::FreePort();
+  const int port_b = ops::FreePort();
+  cluster.StartReplica("node-a", {"HTTP_PORT=" + std::to_string(port_a)});
+  cluster.StartReplica("node-b", {"HTTP_PORT=" + std::to_string(port_b)});
+  REQUIRE(Cluster::WaitUntil(
+      [&] {
+        int runs = 0;
+        for (const LogLine& l : cluster.AllLines()) runs += l.event == "run" ? 1 : 0;
+        return runs >= 4;
+      },
+      milliseconds(15'000)));
+
+  httplib::Client a("127.0.0.1", port_a);
+  auto health = a.Get("/healthz");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  CHECK(health->body == "ok\n");
+
+  auto metrics = a.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->status == 200);
+  CHECK(metrics->get_header_value("Content-Type").find("text/plain") == 0);
+  for (const char* name :
+       {"# TYPE tickd_ticks_total counter", "# TYPE tickd_runs_total counter",
+        "# TYPE tickd_run_duration_seconds histogram",
+        "tickd_claim_duration_seconds_count{backend=\"sqlite\"}",
+        "tickd_fire_lateness_seconds_bucket{job=\"beat\",le=",
+        "# TYPE tickd_lease_lost_total counter", "# TYPE tickd_backend_errors_total counter",
+        "# TYPE tickd_config_mismatch_total counter", "# TYPE tickd_clock_skew_seconds gauge"}) {
+    INFO(name);
+    CHECK(metrics->body.find(name) != std::string::npos);
+  }
+  CHECK((
+      metrics->body.find("tickd_ticks_total{job=\"beat\",outcome=\"won\"}") != std::string::npos ||
+      metrics->body.find("tickd_ticks_total{job=\"beat\",outcome=\"lost\"}") != std::string::npos));
+
+  // /api/status: every finished tick's winner is the node whose log has its run line.
+  std::map<std::string, std::string> ran;  // tick → node
+  for (const LogLine& l : cluster.AllLines()) {
+    if (l.event == "run") ran[l.Get("tick")] = l.Get("node");
+  }
+  auto status = a.Get("/api/status?last=50");
+  REQUIRE(status);
+  REQUIRE(status->status == 200);
+  auto json = nlohmann::json::parse(status->body);
+  REQUIRE(json["jobs"].size() == 1);
+  CHECK(json["jobs"][0]["name"] == "beat");
+  CHECK(json["jobs"][0]["next_tick"].is_string());
+  int matched = 0;
+  for (const auto& t : json["jobs"][0]["ticks"]) {
+    auto it = ran.find(t["tick"].get<std::string>());
+    if (it == ran.end()) continue;
+    CHECK(t["winner"] == it->second);
+    CHECK(t["exit_code"] == 0);
+    CHECK(t["outcome"] == "done");
+    ++matched;
+  }
+  CHECK(matched >= 3);
+  auto unknown = a.Get("/api/status?job=nope");
+  REQUIRE(unknown);
+  CHECK(unknown->status == 404);
+
+  auto page = a.Get("/");
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body.find("<title>tickd status</title>") != std::string::npos);
+  CHECK(page->body.find("/*TICKD_INITIAL_STATUS*/") == std::string::npos);  // data inlined
+  CHECK(page->body.find("\"name\": \"beat\"") != std::string::npos);
+  CHECK(page->body.find("http://") == std::string::npos);  // no external assets
+  CHECK(page->body.find("https://") == std::string::npos);
+
+  // The second replica serves its own endpoints.
+  httplib::Client b("127.0.0.1", port_b);
+  auto health_b = b.Get("/healthz");
+  REQUIRE(health_b);
+  CHECK(health_b->status == 200);
+}
+
+TEST_CASE("a replica with a skewed clock and another job file is reported") {
+  auto backend = MakeSqliteFixture();
+  Cluster cluster(*backend);
+  cluster.WriteJobFile(
+      "http:\n  listen: 127.0.0.1:${HTTP_PORT}\n"
+      "jobs:\n  - name: beat\n    schedule: \"@every 1s\"\n    shell: echo ${VARIANT:-one}\n");
+  const int port_a = ops::FreePort();
+  cluster.StartReplica("node-a", {"HTTP_PORT=" + std::to_string(port_a)});
+  std::vector<std::string> env = FakeTimeEnv(3.0);
+  env.push_back("HTTP_PORT=" + std::to_string(ops::FreePort()));
+  env.push_back("VARIANT=two");  // another effective job definition → another config hash
+  cluster.StartReplica("node-b", env);
+  auto has = [&](const std::string& event, const std::string& node) {
+    for (const LogLine& l : cluster.AllLines()) {
+      if (l.event == event && l.Get("node") == node) return true;
+    }
+    return false;
+  };
+  REQUIRE(Cluster::WaitUntil([&] { return has("clock-skew", "node-a"); }, milliseconds(20'000)));
+  REQUIRE(
+      Cluster::WaitUntil([&] { return has("config-mismatch", "node-a"); }, milliseconds(10'000)));
+  for (const LogLine& l : cluster.AllLines()) {
+    if (l.event == "clock-skew" && l.Get("node") == "node-a") {
+      CHECK(l.level == "warn");
+      CHECK(l.Get("peer") == "node-b");
+    }
+  }
+  httplib::Client a("127.0.0.1", port_a);
+  auto metrics = a.Get("/metrics");
+  REQUIRE(metrics);
+  const std::string& body = metrics->body;
+  const std::string skew_key = "tickd_clock_skew_seconds{peer=\"node-b\"} ";
+  const std::size_t at = body.find(skew_key);
+  REQUIRE(at != std::string::npos);
+  const double skew = std::stod(body.substr(at + skew_key.size()));
+  CHECK(skew > 2.0);
+  CHECK(skew < 4.0);
+  CHECK(body.find("tickd_config_mismatch_total{job=\"beat\"} ") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace tickd::e2e
