@@ -4,13 +4,13 @@
 // both modes see exactly what a shell job would.
 #pragma once
 
+#include <tickd/plugin.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 #include <string_view>
-
-#include <tickd/plugin.h>
 
 namespace tickd::jobs {
 

@@ -57,8 +57,7 @@ Result<std::unique_ptr<Execution>> StartPluginProcess(const std::string& host_bi
 // only when no thread can be started.
 Result<std::unique_ptr<Execution>> StartPluginInProcess(PluginRegistry& registry,
                                                         const PluginJob& plugin,
-                                                        const ProcessSpec& spec,
-                                                        OutputSink sink);
+                                                        const ProcessSpec& spec, OutputSink sink);
 
 // The child side: `tickd plugin-host PATH`. Reads the run's parameters from the
 // environment, loads and runs the plugin, writes the record channel on stdout.

@@ -22,7 +22,7 @@ struct RunState {
   std::atomic<bool> cancelled{false};
   std::mutex mu;
   std::condition_variable cv;
-  OutputSink sink;       // guarded by mu; cleared when the Execution goes
+  OutputSink sink;  // guarded by mu; cleared when the Execution goes
   std::size_t max_lines = 0;
   std::size_t max_line_bytes = 0;
   std::size_t lines = 0;
@@ -73,8 +73,7 @@ class InProcessExecution final : public Execution {
   }
 
   void Start(std::shared_ptr<LoadedPlugin> plugin, PluginRunParams params) {
-    thread_ = std::thread([state = state_, plugin = std::move(plugin),
-                           params = std::move(params)] {
+    thread_ = std::thread([state = state_, plugin = std::move(plugin), params = std::move(params)] {
       PluginCallResult r = CallPlugin(
           plugin->plugin(), params,
           [&state](int level, std::string_view message) { state->Log(level, message); },
@@ -112,8 +111,8 @@ class InProcessExecution final : public Execution {
         return result_;
       }
       if (now >= until) return std::nullopt;
-      SteadyClock::time_point wake = std::min(until, reason_ ? terminated_at_ + kill_grace_
-                                                             : start_ + timeout_);
+      SteadyClock::time_point wake =
+          std::min(until, reason_ ? terminated_at_ + kill_grace_ : start_ + timeout_);
       state_->cv.wait_until(lock, wake);
     }
   }
@@ -149,8 +148,9 @@ class InProcessExecution final : public Execution {
     r.outcome = *reason_;
     r.duration = std::chrono::duration_cast<milliseconds>(now - start_);
     r.dropped_lines = state_->dropped;
-    r.error = "the plugin did not return within kill_grace of its cancellation; its thread "
-              "keeps running (isolation: none cannot kill it)";
+    r.error =
+        "the plugin did not return within kill_grace of its cancellation; its thread "
+        "keeps running (isolation: none cannot kill it)";
     return r;
   }
 
@@ -169,8 +169,7 @@ class InProcessExecution final : public Execution {
 
 Result<std::unique_ptr<Execution>> StartPluginInProcess(PluginRegistry& registry,
                                                         const PluginJob& plugin,
-                                                        const ProcessSpec& spec,
-                                                        OutputSink sink) {
+                                                        const ProcessSpec& spec, OutputSink sink) {
   auto loaded = registry.Get(plugin.path);
   if (!loaded) {
     RunResult r;

@@ -43,8 +43,7 @@ Result<std::shared_ptr<LoadedPlugin>> OpenPlugin(const std::string& path) {
     const uint32_t found = plugin->abi_version;
     close();
     return MakeError(path, "tickd_plugin_v1: abi_version " + std::to_string(found) +
-                               ", this tickd supports " +
-                               std::to_string(TICKD_PLUGIN_ABI_VERSION));
+                               ", this tickd supports " + std::to_string(TICKD_PLUGIN_ABI_VERSION));
   }
   if (plugin->run == nullptr) {
     close();

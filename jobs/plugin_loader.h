@@ -4,12 +4,12 @@
 // runner, and by `tickd plugin-host`.
 #pragma once
 
+#include <tickd/plugin.h>
+
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include <tickd/plugin.h>
 
 #include "base/error.h"
 

@@ -180,12 +180,11 @@ int RunPluginHost(const std::string& path) {
   // still be inside it.
   static std::shared_ptr<LoadedPlugin> keep;
   keep = *loaded;
-  PluginCallResult result = CallPlugin(
-      (*loaded)->plugin(), params,
-      [&records](int level, std::string_view message) {
-        records.Write(PluginLogLevelName(level), message);
-      },
-      [] { return g_cancelled != 0; });
+  PluginCallResult result = CallPlugin((*loaded)->plugin(), params,
+                                       [&records](int level, std::string_view message) {
+                                         records.Write(PluginLogLevelName(level), message);
+                                       },
+                                       [] { return g_cancelled != 0; });
   if (result.status != 0 && !result.error.empty()) records.Write(kResultRecord, result.error);
   return PluginExitStatus(result.status);
 }

@@ -99,32 +99,36 @@ static long long StoredFence(sqlite3 *db) {
   return value;
 }
 
-static int RefuseStale(sqlite3 *db, const tickd_run *run, long long stored, char *err,
+/* Begins a write transaction, refusing (rollback, kExitStaleFence) when the shop has
+ * accepted a fence higher than ours. */
+static int BeginFenced(sqlite3 *db, const tickd_run *run, const Config *c, char *err,
                        size_t err_len) {
-  sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-  snprintf(err, err_len, "stale fence %llu: the shop has accepted fence %lld; nothing written",
-           (unsigned long long)run->fence, stored);
-  return kExitStaleFence;
-}
-
-/* Step 1: accept our fence and read the work list (ids of stale unpaid orders). */
-static int Accept(sqlite3 *db, const tickd_run *run, const Config *c, long long **ids,
-                  size_t *count, char *err, size_t err_len) {
   if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
     return Fail(db, err, err_len, "begin");
   }
   long long stored = StoredFence(db);
   if (stored < 0) return Fail(db, err, err_len, "read fence");
   if (c->check_fence && (long long)run->fence < stored) {
-    return RefuseStale(db, run, stored, err, err_len);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    snprintf(err, err_len, "stale fence %llu: the shop has accepted fence %lld; nothing written",
+             (unsigned long long)run->fence, stored);
+    return kExitStaleFence;
   }
+  return 0;
+}
+
+/* Step 1: accept our fence and read the work list (ids of stale unpaid orders). */
+static int Accept(sqlite3 *db, const tickd_run *run, const Config *c, long long **ids,
+                  size_t *count, char *err, size_t err_len) {
+  int rc = BeginFenced(db, run, c, err, err_len);
+  if (rc != 0) return rc;
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db, "UPDATE fence SET value = max(value, ?1) WHERE id = 1", -1, &st,
                          NULL) != SQLITE_OK) {
     return Fail(db, err, err_len, "prepare fence");
   }
   sqlite3_bind_int64(st, 1, (sqlite3_int64)run->fence);
-  int rc = sqlite3_step(st);
+  rc = sqlite3_step(st);
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) return Fail(db, err, err_len, "store fence");
 
@@ -162,14 +166,8 @@ static int Accept(sqlite3 *db, const tickd_run *run, const Config *c, long long 
 /* Step 2: close the listed orders and restore their stock, unless superseded. */
 static int Write(sqlite3 *db, const tickd_run *run, const Config *c, const long long *ids,
                  size_t count, char *err, size_t err_len) {
-  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-    return Fail(db, err, err_len, "begin");
-  }
-  long long stored = StoredFence(db);
-  if (stored < 0) return Fail(db, err, err_len, "read fence");
-  if (c->check_fence && (long long)run->fence < stored) {
-    return RefuseStale(db, run, stored, err, err_len);
-  }
+  int rc = BeginFenced(db, run, c, err, err_len);
+  if (rc != 0) return rc;
   static const char *const kSql[] = {
       "UPDATE orders SET status = 'closed', closed_at = ?2, closed_fence = ?3 WHERE id = ?1",
       "UPDATE products SET stock = stock + (SELECT SUM(qty) FROM order_items "

@@ -3,10 +3,9 @@
 // wrong ABI (the replicas stay up; the wrong ABI is refused at validation).
 #include <signal.h>
 
+#include <catch2/catch.hpp>
 #include <set>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "tests/e2e/orders_scenario.h"
 
@@ -45,7 +44,8 @@ TEST_CASE("orders: three replicas close every stale order exactly once", "[e2e][
   // The plugin's log() calls become daemon lines tagged with job, tick and node.
   bool logged = false;
   for (const LogLine& l : Events(out.lines, "output", "cleanup-unpaid-orders")) {
-    if (l.Get("stream") == "plugin.info" && l.Get("line").find("unpaid orders") != std::string::npos) {
+    if (l.Get("stream") == "plugin.info" &&
+        l.Get("line").find("unpaid orders") != std::string::npos) {
       logged = !l.Get("tick").empty() && !l.Get("node").empty();
     }
   }
@@ -67,22 +67,24 @@ TEST_CASE("orders: without a lock (backend none) stock is restored more than onc
   CHECK(out.counts["restocks"] > out.counts["closed"]);
 }
 
-TEST_CASE("plugins that crash or hang cost one run; every replica stays up",
-          "[e2e][plugins]") {
+TEST_CASE("plugins that crash or hang cost one run; every replica stays up", "[e2e][plugins]") {
   auto backend = MakeSqliteFixture();
   Cluster cluster(*backend);
   cluster.WriteJobFile(std::string(R"(jobs:
   - name: crasher
     schedule: "@every 1s"
-    plugin: {path: )") + BEHAVE_PLUGIN + R"(, config: {mode: crash}}
+    plugin: {path: )") +
+                       BEHAVE_PLUGIN + R"(, config: {mode: crash}}
   - name: hanger
     schedule: "@every 2s"
     timeout: 700ms
     kill_grace: 200ms
-    plugin: {path: )" + BEHAVE_PLUGIN + R"(, config: {mode: hang}}
+    plugin: {path: )" + BEHAVE_PLUGIN +
+                       R"(, config: {mode: hang}}
   - name: healthy
     schedule: "@every 1s"
-    plugin: {path: )" + BEHAVE_PLUGIN + R"(, config: {mode: ok}, isolation: none}
+    plugin: {path: )" + BEHAVE_PLUGIN +
+                       R"(, config: {mode: ok}, isolation: none}
 )");
   for (const char* node : {"node-a", "node-b", "node-c"}) cluster.StartReplica(node);
   const bool enough = Cluster::WaitUntil(
@@ -118,8 +120,7 @@ TEST_CASE("plugins that crash or hang cost one run; every replica stays up",
   }
 }
 
-TEST_CASE("a plugin with the wrong ABI version is a validation error (exit 2)",
-          "[e2e][plugins]") {
+TEST_CASE("a plugin with the wrong ABI version is a validation error (exit 2)", "[e2e][plugins]") {
   auto backend = MakeSqliteFixture();
   Cluster cluster(*backend);
   const fs::path file = cluster.WriteJobFile(std::string(R"(jobs:
@@ -128,7 +129,8 @@ TEST_CASE("a plugin with the wrong ABI version is a validation error (exit 2)",
     plugin:
       path: )") + WRONG_ABI_PLUGIN + "\n");
   // Line 9: "version", "lock:" and its two lines come first.
-  const std::string expected = file.string() + ":9:13: jobs[0].plugin: " WRONG_ABI_PLUGIN
+  const std::string expected = file.string() +
+                               ":9:13: jobs[0].plugin: " WRONG_ABI_PLUGIN
                                ": tickd_plugin_v1: abi_version 2, this tickd supports 1";
   auto [status, output] = RunCommand({TICKD_BINARY, "validate", "-c", file.string()});
   INFO(output);

@@ -3,10 +3,9 @@
 #include <signal.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <sstream>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 namespace tickd::e2e {
 namespace {
@@ -53,8 +52,10 @@ OrdersOutcome RunOrdersCleanup(BackendFixture& backend, bool check_fence) {
     schedule: "@every 1s"
     timeout: 10s
     plugin:
-      path: )") + ORDERS_PLUGIN + R"(
-      config: {db: ")" + db + R"(", older_than: 2, work_ms: 300, check_fence: )" +
+      path: )") + ORDERS_PLUGIN +
+                       R"(
+      config: {db: ")" +
+                       db + R"(", older_than: 2, work_ms: 300, check_fence: )" +
                        (check_fence ? "true" : "false") + "}\n");
   for (const char* node : {"node-a", "node-b", "node-c"}) cluster.StartReplica(node);
 
@@ -75,7 +76,8 @@ OrdersOutcome RunOrdersCleanup(BackendFixture& backend, bool check_fence) {
 
   OrdersOutcome out;
   for (auto& r : cluster.replicas()) r->Signal(SIGTERM);
-  for (auto& r : cluster.replicas()) out.exit_statuses.push_back(r->Wait(std::chrono::seconds(15)).value_or(-1));
+  for (auto& r : cluster.replicas())
+    out.exit_statuses.push_back(r->Wait(std::chrono::seconds(15)).value_or(-1));
   auto [status, output] = RunCommand({kShopctl, "check", db});
   out.check_line = output;
   out.counts = ParseCounts(output);

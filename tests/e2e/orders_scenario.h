@@ -14,8 +14,8 @@ struct OrdersOutcome {
   std::map<std::string, long long> counts;  // `shopctl check`: orders unpaid paid closed
                                             // restocks restored_twice stock_off fence
   std::string check_line;
-  std::vector<LogLine> lines;               // every replica's log
-  std::vector<int> exit_statuses;           // of the replicas after SIGTERM
+  std::vector<LogLine> lines;      // every replica's log
+  std::vector<int> exit_statuses;  // of the replicas after SIGTERM
 };
 
 // Three replicas on `backend` run the cleanup plugin (isolation: process) @every 1s

@@ -3,45 +3,24 @@
 // cancellation ends the child, not the caller.
 #include <signal.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "jobs/plugin_execution.h"
+#include "tests/plugins/plugin_test_util.h"
 
 namespace tickd::jobs {
 namespace {
 
 using std::chrono::milliseconds;
 
-struct Lines {
-  std::mutex mu;
-  std::vector<std::pair<std::string, std::string>> lines;
-  OutputSink Sink() {
-    return [this](std::string_view stream, std::string_view line) {
-      std::lock_guard lock(mu);
-      lines.emplace_back(std::string(stream), std::string(line));
-    };
-  }
-  bool Has(const std::string& stream, const std::string& text) {
-    std::lock_guard lock(mu);
-    for (const auto& [s, l] : lines) {
-      if (s == stream && l == text) return true;
-    }
-    return false;
-  }
-};
+using testing::Lines;
 
 ProcessSpec Spec(milliseconds timeout = milliseconds(10'000)) {
-  ProcessSpec spec;
-  spec.env = {{"TICKD_JOB", "j"}, {"TICKD_NODE", "node-a"}, {"TICKD_TICK_UNIX", "1700000000"},
-              {"TICKD_FENCE", "42"}, {"TICKD_ATTEMPT", "1"}};
-  spec.timeout = timeout;
-  spec.kill_grace = milliseconds(300);
-  return spec;
+  return testing::RunSpec(timeout, milliseconds(300));
 }
 
 RunResult Run(const std::string& config, ProcessSpec spec, Lines* out = nullptr) {
@@ -63,6 +42,7 @@ TEST_CASE("plugin-host: a run's logs arrive as plugin lines; its stdout cannot f
                 R"(job=j node=node-a tick=1700000000 fence=42 attempt=1 config={"mode":"ok"})"));
   CHECK(out.Has("plugin.warn", "first"));
   CHECK(out.Has("plugin.warn", "second"));
+  CHECK_FALSE(out.Has("plugin.warn", "\n"));  // one record per line
   CHECK(out.Has("plugin.error", "clamped to error"));
   CHECK(out.Has("stderr", "info forged record"));
   CHECK_FALSE(out.Has("plugin.info", "forged record"));
@@ -83,16 +63,15 @@ TEST_CASE("plugin-host: a crash costs the run only", "[plugins]") {
   CHECK(r.signal == SIGSEGV);
 }
 
-TEST_CASE("plugin-host: a hang is ended by the timeout (SIGKILL after the grace)",
-          "[plugins]") {
+TEST_CASE("plugin-host: a hang is ended by the timeout (SIGKILL after the grace)", "[plugins]") {
   RunResult r = Run(R"({"mode":"hang"})", Spec(milliseconds(200)));
   CHECK(r.outcome == RunOutcome::kTimeout);
   CHECK(r.signal == SIGKILL);
 }
 
 TEST_CASE("plugin-host: SIGTERM makes cancelled() non-zero", "[plugins]") {
-  auto exec = StartPluginProcess(TICKD_BINARY, {BEHAVE_PLUGIN, R"({"mode":"cooperative"})"},
-                                 Spec(), {});
+  auto exec =
+      StartPluginProcess(TICKD_BINARY, {BEHAVE_PLUGIN, R"({"mode":"cooperative"})"}, Spec(), {});
   REQUIRE(exec.has_value());
   CHECK_FALSE((*exec)->WaitFor(milliseconds(200)).has_value());
   (*exec)->Terminate(RunOutcome::kLeaseLost);
@@ -103,8 +82,7 @@ TEST_CASE("plugin-host: SIGTERM makes cancelled() non-zero", "[plugins]") {
   CHECK(r->error == "cancelled");
 }
 
-TEST_CASE("plugin-host: a plugin that cannot load fails the run with the reason",
-          "[plugins]") {
+TEST_CASE("plugin-host: a plugin that cannot load fails the run with the reason", "[plugins]") {
   auto exec = StartPluginProcess(TICKD_BINARY, {"/nonexistent/lib.so", "{}"}, Spec(), {});
   REQUIRE(exec.has_value());
   auto r = (*exec)->WaitFor(milliseconds(10'000));

@@ -1,46 +1,25 @@
 // isolation: none — runs on a worker thread: parameters, log lines, outcomes,
 // cooperative cancellation and the timeout of a plugin that ignores it.
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "jobs/plugin_execution.h"
+#include "tests/plugins/plugin_test_util.h"
 
 namespace tickd::jobs {
 namespace {
 
 using std::chrono::milliseconds;
 
-struct Lines {
-  std::mutex mu;
-  std::vector<std::pair<std::string, std::string>> lines;
-  OutputSink Sink() {
-    return [this](std::string_view stream, std::string_view line) {
-      std::lock_guard lock(mu);
-      lines.emplace_back(std::string(stream), std::string(line));
-    };
-  }
-  bool Has(const std::string& stream, const std::string& text) {
-    std::lock_guard lock(mu);
-    for (const auto& [s, l] : lines) {
-      if (s == stream && l.find(text) != std::string::npos) return true;
-    }
-    return false;
-  }
-};
+using testing::Lines;
 
 ProcessSpec Spec(milliseconds timeout = milliseconds(10'000),
                  milliseconds grace = milliseconds(300)) {
-  ProcessSpec spec;
-  spec.env = {{"TICKD_JOB", "j"},      {"TICKD_NODE", "node-a"}, {"TICKD_TICK_UNIX", "1700000000"},
-              {"TICKD_FENCE", "42"},   {"TICKD_ATTEMPT", "2"}};
-  spec.timeout = timeout;
-  spec.kill_grace = grace;
-  return spec;
+  return testing::RunSpec(timeout, grace, /*attempt=*/2);
 }
 
 RunResult Wait(Execution& e) {
@@ -53,8 +32,8 @@ TEST_CASE("in-process: the plugin sees the run's parameters and its logs become 
           "[plugins]") {
   PluginRegistry registry;
   Lines out;
-  auto exec = StartPluginInProcess(registry, {BEHAVE_PLUGIN, R"({"mode":"ok"})"}, Spec(),
-                                   out.Sink());
+  auto exec =
+      StartPluginInProcess(registry, {BEHAVE_PLUGIN, R"({"mode":"ok"})"}, Spec(), out.Sink());
   REQUIRE(exec.has_value());
   RunResult r = Wait(**exec);
   CHECK(r.outcome == RunOutcome::kDone);
@@ -74,8 +53,8 @@ TEST_CASE("in-process: a failed run reports its status and err text", "[plugins]
   CHECK(r.exit_code == 7);
   CHECK(r.error == "failed on purpose");
 
-  auto init = StartPluginInProcess(registry, {BEHAVE_PLUGIN, R"({"mode":"init-fails"})"}, Spec(),
-                                   {});
+  auto init =
+      StartPluginInProcess(registry, {BEHAVE_PLUGIN, R"({"mode":"init-fails"})"}, Spec(), {});
   REQUIRE(init.has_value());
   RunResult ri = Wait(**init);
   CHECK(ri.outcome == RunOutcome::kFailed);
@@ -94,8 +73,8 @@ TEST_CASE("in-process: a plugin that cannot load is a failed run", "[plugins]") 
 
 TEST_CASE("in-process: Terminate sets cancelled(); the outcome is the reason", "[plugins]") {
   PluginRegistry registry;
-  auto exec = StartPluginInProcess(registry, {BEHAVE_PLUGIN, R"({"mode":"cooperative"})"},
-                                   Spec(), {});
+  auto exec =
+      StartPluginInProcess(registry, {BEHAVE_PLUGIN, R"({"mode":"cooperative"})"}, Spec(), {});
   REQUIRE(exec.has_value());
   CHECK_FALSE((*exec)->WaitFor(milliseconds(50)).has_value());
   (*exec)->Terminate(RunOutcome::kLeaseLost);
@@ -105,8 +84,7 @@ TEST_CASE("in-process: Terminate sets cancelled(); the outcome is the reason", "
   CHECK(r.error == "cancelled");
 }
 
-TEST_CASE("in-process: the timeout cancels; a plugin that ignores it is abandoned",
-          "[plugins]") {
+TEST_CASE("in-process: the timeout cancels; a plugin that ignores it is abandoned", "[plugins]") {
   PluginRegistry registry;
   auto coop = StartPluginInProcess(registry, {BEHAVE_PLUGIN, R"({"mode":"cooperative"})"},
                                    Spec(milliseconds(100)), {});

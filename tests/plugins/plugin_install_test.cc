@@ -4,12 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 #include "jobs/plugin_execution.h"
 
@@ -41,14 +40,13 @@ int Shell(const std::string& command) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-TEST_CASE("a plugin compiled against the installed header alone loads and runs",
-          "[plugins]") {
+TEST_CASE("a plugin compiled against the installed header alone loads and runs", "[plugins]") {
   std::string templ = (fs::temp_directory_path() / "tickd-install-XXXXXX").string();
   REQUIRE(::mkdtemp(templ.data()) != nullptr);
   const fs::path dir = templ;
   const fs::path prefix = dir / "prefix";
-  REQUIRE(Shell("cmake --install '" TICKD_BUILD_DIR "' --prefix '" + prefix.string() +
-                "' > '" + (dir / "install.log").string() + "' 2>&1") == 0);
+  REQUIRE(Shell("cmake --install '" TICKD_BUILD_DIR "' --prefix '" + prefix.string() + "' > '" +
+                (dir / "install.log").string() + "' 2>&1") == 0);
   const fs::path header = prefix / "include/tickd/plugin.h";
   REQUIRE(fs::exists(header));
 
@@ -65,10 +63,9 @@ TEST_CASE("a plugin compiled against the installed header alone loads and runs",
   std::string logged;
   ProcessSpec spec;
   spec.env = {{"TICKD_FENCE", "9"}};
-  auto exec = StartPluginInProcess(registry, {(dir / "liboutside.so").string(), "{}"}, spec,
-                                   [&](std::string_view, std::string_view line) {
-                                     logged = std::string(line);
-                                   });
+  auto exec = StartPluginInProcess(
+      registry, {(dir / "liboutside.so").string(), "{}"}, spec,
+      [&](std::string_view, std::string_view line) { logged = std::string(line); });
   REQUIRE(exec.has_value());
   auto r = (*exec)->WaitFor(std::chrono::milliseconds(5'000));
   REQUIRE(r.has_value());

@@ -4,9 +4,8 @@
 
 #include <sys/stat.h>
 
-#include <filesystem>
-
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "config/config.h"
 #include "tests/config/temp_dir.h"
@@ -29,8 +28,8 @@ TEST_CASE("each way a plugin fails to load names the path and the reason", "[plu
   auto missing = OpenPlugin("/nonexistent/libx.so");
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().context == "/nonexistent/libx.so");
-  CHECK_THAT(missing.error().detail, Catch::Contains("dlopen: ") &&
-                                         Catch::Contains("No such file or directory"));
+  CHECK_THAT(missing.error().detail,
+             Catch::Contains("dlopen: ") && Catch::Contains("No such file or directory"));
 
   auto no_symbol = OpenPlugin(NO_SYMBOL_PLUGIN);
   REQUIRE_FALSE(no_symbol.has_value());
