@@ -40,9 +40,10 @@ class PostgresServer {
   static constexpr const char* kUser = "tickd";
   static constexpr const char* kDefaultPassword = "pg-S3cret-Pa55word";
 
-  // faketime: a FAKETIME value for the server only ("" = the real clock).
-  explicit PostgresServer(std::string faketime = "", std::string password = kDefaultPassword)
-      : faketime_(std::move(faketime)), password_(std::move(password)) {
+  // faketime: a FAKETIME value for the server only ("" = the real clock). fsync: the
+  // server's default durability (benchmarks); false: fsync=off (tests, see above).
+  explicit PostgresServer(std::string faketime = "", bool fsync = false)
+      : faketime_(std::move(faketime)), fsync_(fsync), password_(kDefaultPassword) {
     if (!Available()) return;
     port_ = RedisServer::FreePort();
     if (InitDb()) Start();
@@ -87,7 +88,8 @@ class PostgresServer {
     args.insert(args.end(),
                 {std::string(kBinDir) + "/postgres", "-D", dir_.path() + "/data", "-k",
                  dir_.path(), "-p", std::to_string(port_), "-c", "listen_addresses=127.0.0.1",
-                 "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200"});
+                 "-c", "max_connections=200"});
+    if (!fsync_) args.insert(args.end(), {"-c", "fsync=off", "-c", "full_page_writes=off"});
     const pid_t pid = Spawn(args, dir_.path() + "/server.log", /*own_group=*/true);
     if (pid < 0) return false;
     pid_ = pid;
@@ -253,6 +255,7 @@ class PostgresServer {
   }
 
   std::string faketime_;
+  bool fsync_;
   std::string password_;
   TempDir dir_;
   int port_ = 0;
