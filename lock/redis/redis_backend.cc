@@ -1,7 +1,8 @@
 // The Redis protocol (shared/backends.md, "Redis"). Every decision is one Lua script,
 // so it is atomic on the server and judged on the server's clock (`TIME` inside the
 // script), never a replica's. All keys of one job carry the hash tag `{job}`, so the
-// scripts touch one slot and run unchanged on Redis Cluster. With prefix P:
+// scripts touch one slot and run unchanged on Redis Cluster (claim and complete are
+// given the job's base key "P{job}:" and derive the others from it). With prefix P:
 //
 //   P{job}:t:<T>   tick record (hash): state running|done, owner token, node, fence,
 //                  config hash, lease_until (server ms), outcome, exit, duration.
@@ -10,9 +11,10 @@
 //   P{job}:run     forbid marker ("token\nT\nnode\nhash"), PX lease, renewed
 //                  with the lease: while it lives, another tick of the job is `busy`.
 //   P{job}:fence   INCR counter, no TTL (durable only with AOF; see StartupWarnings).
-//   P{job}:ticks   ledger index (sorted set of T), PX retention refreshed on each add;
-//                  trimmed by Prune.
-//   P{job}:o:<T>   observations (hash node → outcome/wall/hash/fence), PX retention.
+//   P{job}:ticks   ledger index (sorted set of T), PX retention refreshed on an add
+//                  (by claims at most once a minute); trimmed by Prune.
+//   P{job}:o:<T>   observations (hash node → outcome/wall/hash/fence), PX retention
+//                  (set by the first observation written by a claim, by every Record).
 //   Pjobs          the set of job names (for History of every job); outside the tag.
 //
 // claim decides in this order, because an existing record is a stronger answer than
@@ -70,29 +72,44 @@ using Command = std::vector<std::string>;
 constexpr milliseconds kMaxBackoff{2'000};
 constexpr milliseconds kFirstBackoff{100};
 
-// KEYS: record, lease, run, fence, ticks, observations. ARGV: T, node, token,
-// lease_ms, deadline_ms (-1: none), forbid, recover, config_hash, retention_ms,
-// node_wall_ms ('' : no observation). Answers {status, fence, holder node, holder
-// T, holder hash, holder running (1/0)}.
+// KEYS: the job's key base "P{job}:" (the keys below are derived from it: they carry
+// its hash tag, so they live in its slot). ARGV: T, node, token, lease_ms,
+// deadline_ms (-1: none), forbid, recover, config_hash, retention_ms, node_wall_ms
+// ('' : no observation). Answers {status, fence, holder node, holder T, holder hash,
+// holder running (1/0)}.
+// One short key instead of six: with appendfsync always the server fsyncs once per
+// event-loop turn, and a turn reads at most 16 KB per connection, so the bytes of a
+// claim decide how many claims share one fsync.
 // With a node_wall, the replica's observation of the outcome is written as Record
 // writes it (same field, same encoding), so the claim needs no second round trip.
+// Every write is copied to the AOF, so the claim writes no more than it must: the
+// observations key gets its lifetime from its first observation (the winner's, as a
+// rule: a loser only adds its field), and the ledger index's lifetime is renewed at
+// most once a minute, not on every add (so the index of a job that stopped may
+// expire up to a minute before the last records it lists).
 // The common loser (a record exists, recover off) costs one HMGET (+ the
 // observation): it is 2/3 of the claims of a 3-replica fleet, so it is kept cheapest.
 constexpr std::string_view kClaimLua = R"lua(
 local tick = tonumber(ARGV[1])
-local function observe(outcome, fence, index)
-  if ARGV[10] == '' then return end
-  redis.call('HSET', KEYS[6], ARGV[2],
-             outcome .. '\31' .. ARGV[10] .. '\31' .. ARGV[8] .. '\31' .. fence)
-  redis.call('PEXPIRE', KEYS[6], ARGV[9])
-  if index then
-    redis.call('ZADD', KEYS[5], tick, ARGV[1])
-    redis.call('PEXPIRE', KEYS[5], ARGV[9])
+local record, obs = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'o:' .. ARGV[1]
+local lease_key, run_key = KEYS[1] .. 'l:' .. ARGV[1], KEYS[1] .. 'run'
+local ticks = KEYS[1] .. 'ticks'
+local function index_tick()
+  redis.call('ZADD', ticks, tick, ARGV[1])
+  if redis.call('PTTL', ticks) < tonumber(ARGV[9]) - 60000 then
+    redis.call('PEXPIRE', ticks, ARGV[9])
   end
 end
-local rec = redis.call('HMGET', KEYS[1], 'state', 'node', 'hash', 'lease_until')
+local function observe(outcome, fence, index)
+  if ARGV[10] == '' then return end
+  redis.call('HSET', obs, ARGV[2],
+             outcome .. '\31' .. ARGV[10] .. '\31' .. ARGV[8] .. '\31' .. fence)
+  if redis.call('PTTL', obs) < 0 then redis.call('PEXPIRE', obs, ARGV[9]) end
+  if index then index_tick() end
+end
+local rec = redis.call('HMGET', record, 'state', 'node', 'hash', 'lease_until')
 if rec[1] and (rec[1] ~= 'running' or ARGV[7] ~= '1' or
-               redis.call('EXISTS', KEYS[2]) == 1) then
+               redis.call('EXISTS', lease_key) == 1) then
   observe('lost', 0, false)
   return {'lost', 0, rec[2], tick, rec[3], rec[1] == 'running' and 1 or 0}
 end
@@ -105,7 +122,7 @@ if deadline >= 0 and now > (rec[1] and tonumber(rec[4]) or tick * 1000) + deadli
   return {'missed', 0, '', 0, '', 0}
 end
 if ARGV[6] == '1' then
-  local run = redis.call('GET', KEYS[3])
+  local run = redis.call('GET', run_key)
   if run then
     local _, run_tick, node, hash = string.match(run, '^(.-)\n(.-)\n(.-)\n(.*)$')
     if tonumber(run_tick) ~= tick then
@@ -114,18 +131,17 @@ if ARGV[6] == '1' then
     end
   end
 end
-local fence = redis.call('INCR', KEYS[4])
-if rec[1] then redis.call('DEL', KEYS[1]) end
-redis.call('HSET', KEYS[1], 'state', 'running', 'owner', ARGV[3], 'node', ARGV[2],
+local fence = redis.call('INCR', KEYS[1] .. 'fence')
+if rec[1] then redis.call('DEL', record) end
+redis.call('HSET', record, 'state', 'running', 'owner', ARGV[3], 'node', ARGV[2],
            'fence', fence, 'hash', ARGV[8], 'lease_until', now + lease)
-redis.call('PEXPIRE', KEYS[1], ARGV[9])
-redis.call('SET', KEYS[2], ARGV[3], 'PX', lease)
+redis.call('PEXPIRE', record, ARGV[9])
+redis.call('SET', lease_key, ARGV[3], 'PX', lease)
 if ARGV[6] == '1' then
-  redis.call('SET', KEYS[3], ARGV[3] .. '\n' .. ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[8],
+  redis.call('SET', run_key, ARGV[3] .. '\n' .. ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[8],
              'PX', lease)
 end
-redis.call('ZADD', KEYS[5], tick, ARGV[1])
-redis.call('PEXPIRE', KEYS[5], ARGV[9])
+index_tick()
 observe('won', fence, false)
 return {'won', fence, '', 0, '', 1}
 )lua";
@@ -145,21 +161,22 @@ redis.call('HSET', KEYS[3], 'lease_until', now + tonumber(ARGV[2]))
 return 1
 )lua";
 
-// KEYS: lease, run, record. ARGV: token, outcome, exit ('' none), duration_ms.
+// KEYS: the job's key base "P{job}:" (as for claim). ARGV: T, token, outcome, exit
+// ('' none), duration_ms.
 // 1 completed (or already done by us), 0 not the owner.
 constexpr std::string_view kCompleteLua = R"lua(
-local rec = redis.call('HMGET', KEYS[3], 'owner', 'state')
-if rec[1] ~= ARGV[1] then return 0 end
+local record, lease_key = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'l:' .. ARGV[1]
+local run_key, token = KEYS[1] .. 'run', ARGV[2]
+local rec = redis.call('HMGET', record, 'owner', 'state')
+if rec[1] ~= token then return 0 end
 if rec[2] == 'done' then return 1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[3], 'state', 'done', 'outcome', ARGV[2], 'exit', ARGV[3],
-           'duration', ARGV[4], 'lease_until', now)
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-local run = redis.call('GET', KEYS[2])
-if run and string.sub(run, 1, #ARGV[1] + 1) == ARGV[1] .. '\n' then
-  redis.call('DEL', KEYS[2])
-end
+redis.call('HSET', record, 'state', 'done', 'outcome', ARGV[3], 'exit', ARGV[4],
+           'duration', ARGV[5], 'lease_until', now)
+if redis.call('GET', lease_key) == token then redis.call('DEL', lease_key) end
+local run = redis.call('GET', run_key)
+if run and string.sub(run, 1, #token + 1) == token .. '\n' then redis.call('DEL', run_key) end
 return 1
 )lua";
 
@@ -373,9 +390,7 @@ class RedisBackend final : public Backend {
       const std::string base = Base(req.job);
       const std::string tick = std::to_string(req.tick_unix);
       calls.push_back(ScriptCall(
-          Script::kClaim,
-          {base + "t:" + tick, base + "l:" + tick, base + "run", base + "fence", base + "ticks",
-           base + "o:" + tick},
+          Script::kClaim, {base},
           {tick, req.node, req.owner_token, std::to_string(req.lease.count()),
            req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
            req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
@@ -423,9 +438,8 @@ class RedisBackend final : public Backend {
     for (const auto& [held, completion] : reqs) {
       const std::string base = Base(held.job);
       const std::string tick = std::to_string(held.tick_unix);
-      calls.push_back(ScriptCall(Script::kComplete,
-                                 {base + "l:" + tick, base + "run", base + "t:" + tick},
-                                 {held.owner_token, completion.outcome,
+      calls.push_back(ScriptCall(Script::kComplete, {base},
+                                 {tick, held.owner_token, completion.outcome,
                                   completion.exit_code ? std::to_string(*completion.exit_code) : "",
                                   std::to_string(completion.duration.count())}));
     }
