@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The status page in a real browser: two replicas share a SQLite store; headless
+# Chromium renders http://…/ (--dump-dom); every tick row's winner must be the replica
+# whose log has that tick's run line, and both replicas must appear.
+set -euo pipefail
+tickd=$1
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait || true; rm -rf "$dir"; }
+trap cleanup EXIT
+cat >"$dir/jobs.yaml" <<'YAML'
+version: 1
+lock:
+  backend: sqlite
+http:
+  listen: 127.0.0.1:${HTTP_PORT}
+jobs:
+  - name: beat
+    schedule: "@every 1s"
+    shell: echo beat
+YAML
+chmod 644 "$dir/jobs.yaml"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+HTTP_PORT=$port "$tickd" run -c "$dir/jobs.yaml" --node-id node-a >"$dir/a.log" 2>&1 & pids+=($!)
+HTTP_PORT=0 "$tickd" run -c "$dir/jobs.yaml" --node-id node-b >"$dir/b.log" 2>&1 & pids+=($!)
+sleep 10
+chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --user-data-dir="$dir/profile" --dump-dom "http://127.0.0.1:$port/" 2>/dev/null >"$dir/dom.html"
+grep -q '<section class="job" data-job="beat">' "$dir/dom.html"
+rows=$(grep -o '<tr class="tick" data-winner="[^"]*" data-outcome="done"><td>[^<]*' "$dir/dom.html" |
+  sed 's/.*data-winner="\([^"]*\)".*<td>\(.*\)/\2 \1/' | sort)
+[[ -n "$rows" ]] || { echo "no finished ticks on the page"; exit 1; }
+ran=$(cat "$dir/a.log" "$dir/b.log" | grep ' run job=beat ' |
+  sed 's/.* tick=\([^ ]*\) node=\([^ ]*\) .*/\1 \2/' | sort)
+checked=0
+while read -r tick winner; do
+  grep -qx "$tick $winner" <<<"$ran" || { echo "page says $winner won $tick; logs: $(grep "^$tick " <<<"$ran")"; exit 1; }
+  checked=$((checked + 1))
+done <<<"$rows"
+echo "winners checked: $checked"
+((checked >= 5))
+grep -q 'data-winner="node-a"' "$dir/dom.html" || grep -q 'data-winner="node-b"' "$dir/dom.html"
+echo "browser test: ok"
