@@ -8,14 +8,17 @@
 //      lateness = claim answered − T, p50/p99/max over every claim.
 //   2. saturation: the replicas claim ticks back to back (no pacing) for K ticks:
 //      claims per second, and ticks per second claimed exactly once.
-//   3. reference: redis-benchmark against the same server, same moment: plain SET
-//      (-P 16) and a minimal Lua lock (SET NX PX + INCR, the pattern of backends.md).
+//   3. reference: redis-benchmark against the same server, same run: plain SET
+//      (-P 16) and a minimal Lua lock called by sha (SET NX PX + INCR, the pattern of
+//      backends.md): a script call like a claim.
+// Every claim asks for its ledger observation (ClaimRequest::observe), as the daemon
+// does; completes go through Backend::CompleteBatch (what ended since the last batch).
+// Printed too: the server's time per script call, the load average before and after.
 //
 // Usage: claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K] [--forbid 1]
 //                    [--aof 0]
 // The paced jobs use concurrency allow unless --forbid 1: with forbid, tick T+1 is
-// busy wherever T's complete (one round trip each: the interface has no batched
-// complete) has not landed yet, which on a loaded 2-core machine happens.
+// busy wherever T's complete has not landed yet, which on a loaded machine happens.
 // It starts its own redis-server (AOF always, a password) on a free loopback port.
 #include <algorithm>
 #include <atomic>
@@ -37,6 +40,7 @@ using namespace std::chrono_literals;
 using tickd::lock::Backend;
 using tickd::lock::ClaimRequest;
 using tickd::lock::ClaimStatus;
+using tickd::lock::CompleteRequest;
 using tickd::lock::Completion;
 using tickd::lock::HeldClaim;
 
@@ -86,10 +90,14 @@ std::vector<ClaimRequest> Batch(int replica, int jobs, std::int64_t tick, bool f
     r.job = "job-" + std::to_string(j);
     r.tick_unix = tick;
     r.node = "replica-" + std::to_string(replica);
-    r.owner_token = r.node + "-" + std::to_string(tick) + "-" + std::to_string(j);
+    // As long as the daemon's: 32 hex digits of token, 16 of config hash.
+    char token[33];
+    std::snprintf(token, sizeof token, "%08x%08x%08llx%08x", replica, j,
+                  static_cast<unsigned long long>(tick) & 0xffffffffULL, 0x5eed);
+    r.owner_token = token;
     r.forbid_overlap = forbid;
-    r.config_hash = "h";
-
+    r.config_hash = "9f86d081884c7d65";
+    r.observe = true;  // the replica's ledger observation, written by the claim script
   }
   return reqs;
 }
@@ -114,17 +122,22 @@ class Completer {
     }
     cv_.notify_one();
   }
+
  private:
   void Loop() {
     std::unique_lock lock(mu_);
     while (true) {
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;
-      HeldClaim h = std::move(queue_.front());
-      queue_.pop_front();
+      // Everything that ended meanwhile goes in one CompleteBatch (one round trip).
+      std::vector<CompleteRequest> batch;
+      batch.reserve(queue_.size());
+      for (HeldClaim& h : queue_) batch.push_back(CompleteRequest{std::move(h), {"done", 0, 1ms}});
+      queue_.clear();
       lock.unlock();
-      auto done = backend_.Complete(h, Completion{"done", 0, 1ms});
-      if (!done || *done != tickd::lock::CompleteStatus::kCompleted) ++errors_;
+      for (const auto& done : backend_.CompleteBatch(batch)) {
+        if (!done || *done != tickd::lock::CompleteStatus::kCompleted) ++errors_;
+      }
       lock.lock();
     }
   }
@@ -163,6 +176,46 @@ double RedisBenchmark(const tickd::testing::RedisServer& server, const std::stri
   return rps;
 }
 
+// redis-cli against the server: its output, trailing newline removed.
+std::string Cli(const tickd::testing::RedisServer& server, const std::string& args) {
+  const std::string cmd = "redis-cli -p " + std::to_string(server.port()) + " -a '" +
+                          server.password() + "' --no-auth-warning " + args;
+  std::string out;
+  if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
+    char buf[1024];
+    while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+    ::pclose(pipe);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// "usec_per_call=…, calls=…" of EVALSHA since the last CONFIG RESETSTAT.
+std::string EvalshaStats(const tickd::testing::RedisServer& server) {
+  const std::string all = Cli(server, "INFO commandstats");
+  const auto at = all.find("cmdstat_evalsha:");
+  if (at == std::string::npos) return "(no commandstats)";
+  const std::string line = all.substr(at, all.find('\n', at) - at);
+  const auto field = [&](const std::string& name) {
+    const auto from = line.find(name + "=");
+    if (from == std::string::npos) return std::string("?");
+    const auto start = from + name.size() + 1;
+    return line.substr(start, line.find_first_of(",\r", start) - start);
+  };
+  return field("usec_per_call") + " us x " + field("calls");
+}
+
+std::string LoadAverage() {
+  std::string out;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    char buf[128] = {};
+    if (std::fgets(buf, sizeof buf, f)) out = buf;
+    std::fclose(f);
+  }
+  out = out.substr(0, out.find(' ', out.find(' ', out.find(' ') + 1) + 1));
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,6 +229,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "redis-server did not start\n");
     return 1;
   }
+  const std::string load_before = LoadAverage();
   std::vector<std::unique_ptr<Backend>> backends;
   for (int r = 0; r < args.replicas; ++r) backends.push_back(Open(server));
 
@@ -203,8 +257,9 @@ int main(int argc, char** argv) {
         const auto at = std::chrono::system_clock::time_point(std::chrono::seconds(tick));
         std::this_thread::sleep_until(at);
         auto reqs = Batch(r, args.jobs, tick, args.forbid);
-        for (auto& req : reqs) req.node_wall = tickd::WallTime(
-            std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()));
+        for (auto& req : reqs)
+          req.node_wall = tickd::WallTime(
+              std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()));
         auto outs = backend.ClaimBatch(reqs);
         const double late =
             std::chrono::duration<double, std::milli>(std::chrono::system_clock::now() - at)
@@ -219,8 +274,8 @@ int main(int argc, char** argv) {
           }
           if (outs[j]->status == ClaimStatus::kWon) {
             ++winners[{j, tick}];
-            held.push_back(HeldClaim{reqs[j].job, tick, reqs[j].owner_token, outs[j]->fence,
-                                     reqs[j].lease});
+            held.push_back(
+                HeldClaim{reqs[j].job, tick, reqs[j].owner_token, outs[j]->fence, reqs[j].lease});
           } else if (outs[j]->status != ClaimStatus::kLost) {
             ++missed_or_busy;
           }
@@ -240,6 +295,9 @@ int main(int argc, char** argv) {
   }
   const int expected = args.jobs * args.seconds;
 
+  const std::string paced_stats = EvalshaStats(server);
+  Cli(server, "CONFIG RESETSTAT");
+
   // 2. Saturation: back-to-back ticks, no pacing (allow: no completes needed).
   const std::int64_t sat_first = first_tick + args.seconds + 1'000;
   std::atomic<int> sat_errors{0};
@@ -251,8 +309,10 @@ int main(int argc, char** argv) {
         auto reqs = Batch(r, args.jobs, sat_first + k, /*forbid=*/false);
         for (auto& req : reqs) req.starting_deadline = std::nullopt;  // ticks in the future
         for (auto& out : backends[r]->ClaimBatch(reqs)) {
-          if (!out) ++sat_errors;
-          else if (out->status == ClaimStatus::kWon) ++sat_wins;
+          if (!out)
+            ++sat_errors;
+          else if (out->status == ClaimStatus::kWon)
+            ++sat_wins;
         }
       }
     });
@@ -263,52 +323,64 @@ int main(int argc, char** argv) {
   const double claims_per_s = args.replicas * args.jobs * args.sat_ticks / sat_s;
   const double ticks_per_s = args.jobs * args.sat_ticks / sat_s;
 
-  // Server time per script call (all scripts: claims and completes).
-  std::string evalsha_stats;
-  {
-    const std::string cmd = "redis-cli -p " + std::to_string(server.port()) + " -a '" +
-                            server.password() + "' --no-auth-warning INFO commandstats";
-    if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
-      char buf[1024];
-      while (std::fgets(buf, sizeof buf, pipe)) {
-        if (std::string(buf).rfind("cmdstat_evalsha:", 0) == 0) evalsha_stats = buf;
-      }
-      ::pclose(pipe);
-    }
-  }
+  const std::string sat_stats = EvalshaStats(server);
+  const std::string persistence = Cli(server, "INFO persistence");
+  const auto info_field = [&](const std::string& name) {
+    const auto at = persistence.find(name + ":");
+    if (at == std::string::npos) return std::string("?");
+    const auto start = at + name.size() + 1;
+    return persistence.substr(start, persistence.find_first_of("\r\n", start) - start);
+  };
+  const std::string aof_size = info_field("aof_current_size");
+  const std::string aof_rewrites = info_field("aof_rewrites");
 
-  // 3. The reference, on the same server.
-  const double set_rps = RedisBenchmark(server, "-n 100000 -P 16 -t set");
+  // 3. The reference, on the same server: the raw ceiling (pipelined SET) and the
+  // like-for-like one: a script call that takes a lock and a fence, called by sha
+  // as the claims are (SET NX PX + INCR, the minimal lock of backends.md).
+  const double set_rps = RedisBenchmark(server, "-n 200000 -P 16 -t set");
+  const std::string lock_sha =
+      Cli(server,
+          "SCRIPT LOAD \"if redis.call('SET',KEYS[1],ARGV[1],'NX','PX',15000) then "
+          "return redis.call('INCR',KEYS[2]) end return 0\"");
   const double lua_rps = RedisBenchmark(
-      server,
-      "-n 100000 -P 16 -r 1000000 EVAL \"if redis.call('SET',KEYS[1],ARGV[1],'NX','PX',15000) "
-      "then return redis.call('INCR',KEYS[2]) end return 0\" 2 lock:__rand_int__ fence tok");
+      server, "-n 200000 -P 16 -r 1000000 EVALSHA " + lock_sha + " 2 lock:__rand_int__ fence tok");
+  const std::string load_after = LoadAverage();
 
-  std::printf("claim_bench: %d replicas x %d jobs @every 1s (concurrency %s), redis-server 127.0.0.1:%d "
-              "(%s)\n",
-              args.replicas, args.jobs, args.forbid ? "forbid" : "allow", server.port(),
-              args.aof ? "appendonly yes, appendfsync always" : "no persistence");
-  std::printf("paced %ds: ticks %d, exactly once %d, claim errors %d, missed/busy %d, "
-              "complete errors %d\n",
-              args.seconds, expected, exactly_once, errors, missed_or_busy,
-              complete_errors.load());
+  std::printf(
+      "claim_bench: %d replicas x %d jobs @every 1s (concurrency %s), redis-server 127.0.0.1:%d "
+      "(%s)\n",
+      args.replicas, args.jobs, args.forbid ? "forbid" : "allow", server.port(),
+      args.aof ? "appendonly yes, appendfsync always" : "no persistence");
+  std::printf(
+      "paced %ds: ticks %d, exactly once %d, claim errors %d, missed/busy %d, "
+      "complete errors %d\n",
+      args.seconds, expected, exactly_once, errors, missed_or_busy, complete_errors.load());
   std::printf("lateness (claim answered - T): p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
               Percentile(lateness_ms, 0.50), Percentile(lateness_ms, 0.99),
               Percentile(lateness_ms, 1.0));
-  std::printf("saturation %d ticks: %.0f claims/s (%.0f ticks/s claimed, wins %d of %d, "
-              "errors %d)\n",
-              args.sat_ticks, claims_per_s, ticks_per_s, sat_wins.load(),
-              args.jobs * args.sat_ticks, sat_errors.load());
+  std::printf(
+      "saturation %d ticks: %.0f claims/s (%.0f ticks/s claimed, wins %d of %d, "
+      "errors %d)\n",
+      args.sat_ticks, claims_per_s, ticks_per_s, sat_wins.load(), args.jobs * args.sat_ticks,
+      sat_errors.load());
   std::printf("reference redis-benchmark -P 16: SET %.0f req/s, Lua SET NX PX + INCR %.0f req/s\n",
               set_rps, lua_rps);
-  std::printf("server: %s", evalsha_stats.empty() ? "(no commandstats)\n" : evalsha_stats.c_str());
+  std::printf(
+      "server time per script call: paced (claims + completes) %s; saturation "
+      "(claims) %s\n",
+      paced_stats.c_str(), sat_stats.c_str());
+  if (args.aof) {
+    std::printf("aof: %s bytes written, %s rewrites during the run\n", aof_size.c_str(),
+                aof_rewrites.c_str());
+  }
+  std::printf("load average (1 5 15 min): before %s, after %s\n", load_before.c_str(),
+              load_after.c_str());
   if (set_rps > 0 && lua_rps > 0) {
     std::printf("ratio claims/s: %.0f %% of SET, %.0f %% of the minimal Lua lock\n",
                 100 * claims_per_s / set_rps, 100 * claims_per_s / lua_rps);
   }
   const bool ok = exactly_once == expected && errors == 0 && missed_or_busy == 0 &&
-                  complete_errors == 0 &&
-                  sat_errors == 0 && sat_wins == args.jobs * args.sat_ticks;
+                  complete_errors == 0 && sat_errors == 0 && sat_wins == args.jobs * args.sat_ticks;
   std::printf("%s\n", ok ? "every tick claimed exactly once" : "FAILED: see the counts above");
   return ok ? 0 : 1;
 }
