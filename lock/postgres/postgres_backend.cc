@@ -294,6 +294,23 @@ constexpr const char* kPruneSql =
     "   AND t.state = 'running' AND t.lease_until > now())) "
     "SELECT count(*) FROM gone";
 
+// `tickd locks`: every running record, with what is left of its lease on the
+// database's clock.
+constexpr const char* kListRunningSql =
+    "SELECT job, tick, node, fence, config_hash, "
+    "greatest(0, floor(extract(epoch FROM lease_until - now()) * 1000))::bigint, "
+    "lease_until > now() FROM tickd_ticks WHERE state = 'running' ORDER BY tick, job";
+
+// Releases a running tick only once the database saw its lease expire; the subselects
+// see the row as it was before the UPDATE (one snapshot).
+constexpr const char* kForceReleaseSql =
+    "WITH r AS (UPDATE tickd_ticks SET state = 'done', run_outcome = 'released', "
+    "lease_until = now() WHERE job = $1 AND tick = $2::bigint AND state = 'running' "
+    "AND lease_until <= now() RETURNING 1) "
+    "SELECT CASE WHEN EXISTS (SELECT 1 FROM r) THEN 'released' "
+    "WHEN EXISTS (SELECT 1 FROM tickd_ticks WHERE job = $1 AND tick = $2::bigint "
+    "AND state = 'running') THEN 'alive' ELSE 'not-running' END";
+
 // One statement of a pipeline; parameters in text format, nullopt = NULL.
 struct Query {
   const char* sql;
@@ -499,6 +516,35 @@ class PostgresBackend final : public Backend {
     auto r = RunOne({kPruneSql, {std::to_string(cutoff)}}, PGRES_TUPLES_OK, "prune");
     if (!r) return tl::unexpected(r.error());
     return static_cast<int>(ToInt(r->get(), 0, 0));
+  }
+
+  Result<std::vector<RunningClaim>> ListRunning() override {
+    auto r = RunOne({kListRunningSql, {}}, PGRES_TUPLES_OK, "list running");
+    if (!r) return tl::unexpected(r.error());
+    const PGresult* res = r->get();
+    std::vector<RunningClaim> out;
+    for (int row = 0; row < PQntuples(res); ++row) {
+      RunningClaim c;
+      c.job = ToText(res, row, 0);
+      c.tick_unix = ToInt(res, row, 1);
+      c.node = ToText(res, row, 2);
+      c.fence = static_cast<std::uint64_t>(ToInt(res, row, 3));
+      c.config_hash = ToText(res, row, 4);
+      c.lease_left = milliseconds(ToInt(res, row, 5));
+      c.holder_alive = ToBool(res, row, 6);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) override {
+    const std::string where = "release " + std::string(job) + "@" + std::to_string(tick_unix);
+    auto r = RunOne({kForceReleaseSql, {std::string(job), std::to_string(tick_unix)}},
+                    PGRES_TUPLES_OK, where);
+    if (!r) return tl::unexpected(r.error());
+    const std::string answer = ToText(r->get(), 0, 0);
+    if (answer == "released") return ForceReleaseStatus::kReleased;
+    return answer == "alive" ? ForceReleaseStatus::kHolderAlive : ForceReleaseStatus::kNotRunning;
   }
 
  private:

@@ -301,6 +301,38 @@ TEST_CASE("postgres: an existing tick answers lost before missed; a retried clai
   CHECK_THAT(warnings.front(), Catch::Contains("fsync=off"));
 }
 
+TEST_CASE("postgres: locks lists running claims; a release waits for the lease to expire",
+          "[postgres]") {
+  if (!Available()) return;
+  PostgresServer& server = Shared();
+  REQUIRE(server.running());
+  auto a = Open(OptionsFor(server, FreshDb(server)));
+  const std::int64_t tick = NowUnix();
+  auto req = Req("stuck", tick, "node-a", "tok-a");
+  req.lease = 400ms;
+  REQUIRE(MustClaim(*a, req).status == ClaimStatus::kWon);
+  auto running = a->ListRunning();
+  REQUIRE(running);
+  REQUIRE(running->size() == 1);
+  CHECK(running->front().node == "node-a");
+  CHECK(running->front().holder_alive);
+  CHECK(running->front().lease_left > 0ms);
+  CHECK(*a->ForceRelease("stuck", tick) == ForceReleaseStatus::kHolderAlive);
+  std::this_thread::sleep_for(500ms);
+  running = a->ListRunning();
+  REQUIRE(running);
+  REQUIRE(running->size() == 1);
+  CHECK_FALSE(running->front().holder_alive);
+  CHECK(running->front().lease_left == 0ms);
+  CHECK(*a->ForceRelease("stuck", tick) == ForceReleaseStatus::kReleased);
+  CHECK(*a->ForceRelease("stuck", tick) == ForceReleaseStatus::kNotRunning);
+  auto history = a->History("stuck", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().run_outcome == "released");
+  CHECK(a->ListRunning()->empty());
+}
+
 TEST_CASE("postgres: negative control — a killed session frees an advisory lock, never a lease",
           "[postgres]") {
   if (!Available()) return;
