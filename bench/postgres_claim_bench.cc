@@ -107,8 +107,8 @@ void ClaimTick(Backend& backend, int replica, int jobs, std::int64_t tick, bool 
     if (out->status == ClaimStatus::kMissed) ++tally.missed;
     if (out->status != ClaimStatus::kWon) continue;
     const ClaimRequest& r = reqs[static_cast<std::size_t>(j)];
-    completes.push_back({HeldClaim{r.job, tick, r.owner_token, out->fence, r.lease},
-                         Completion{"done", 0, 1ms}});
+    completes.push_back(
+        {HeldClaim{r.job, tick, r.owner_token, out->fence, r.lease}, Completion{"done", 0, 1ms}});
   }
   for (const auto& done : backend.CompleteBatch(completes)) {
     if (!done || *done != CompleteStatus::kCompleted) ++tally.errors;
@@ -139,8 +139,8 @@ int ExactlyOnceViolations(const Tally& tally, int jobs, std::int64_t first, std:
 }
 
 // Runs every replica on its own thread over ticks [first, first + count).
-void RunReplicas(std::vector<std::unique_ptr<Backend>>& replicas, const Args& a,
-                 std::int64_t first, int count, bool paced, Tally& tally) {
+void RunReplicas(std::vector<std::unique_ptr<Backend>>& replicas, const Args& a, std::int64_t first,
+                 int count, bool paced, Tally& tally) {
   std::vector<std::thread> threads;
   for (int r = 0; r < a.replicas; ++r) {
     threads.emplace_back([&, r] {
@@ -193,9 +193,10 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(steady_clock::now() - start).count();
   const int sat_bad = ExactlyOnceViolations(sat, a.jobs, sat_first, sat_first + a.sat_ticks - 1);
 
-  std::printf("postgres_claim_bench: %d replicas x %d jobs @every 1s, PostgreSQL 15 "
-              "127.0.0.1:%d, fsync %s\n",
-              a.replicas, a.jobs, server.port(), a.fsync ? "on" : "off");
+  std::printf(
+      "postgres_claim_bench: %d replicas x %d jobs @every 1s, PostgreSQL 15 "
+      "127.0.0.1:%d, fsync %s\n",
+      a.replicas, a.jobs, server.port(), a.fsync ? "on" : "off");
   std::printf(
       "paced %ds: %ld claims, exactly-once violations %d, errors %d, missed %d, "
       "claims answered p50 %.0f ms p99 %.0f ms; tick done p50 %.0f ms p99 %.0f ms max %.0f ms\n",

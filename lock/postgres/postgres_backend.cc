@@ -55,8 +55,9 @@
 // trip and one WAL flush for the batch (a flush per claim made the disk the limit:
 // bench/README.md); the sort makes concurrent batches take the per-job locks in one
 // order, so they queue, never deadlock. The price: the batch commits or fails as a
-// whole (one Error for all, fail closed). CompleteBatch does the same. With ClaimRequest::observe the claim statement also writes this
-// replica's ledger row (a data-modifying CTE around tickd_claim): no Record call.
+// whole (one Error for all, fail closed). CompleteBatch does the same. With
+// ClaimRequest::observe the claim statement also writes this replica's ledger row (a
+// data-modifying CTE around tickd_claim): no Record call.
 //
 // Failures: every call runs against a deadline of op_timeout, connect included
 // (non-blocking libpq + poll); the session also carries statement_timeout and
@@ -239,9 +240,9 @@ END
 $migrate$)sql";
 
 // The tail of every ledger write: a replica's later word on a tick replaces its earlier.
-#define TICKD_OBSERVATION_UPSERT                                                    \
-  " ON CONFLICT (job, tick, node) DO UPDATE SET outcome = EXCLUDED.outcome, "       \
-  "node_wall_ms = EXCLUDED.node_wall_ms, config_hash = EXCLUDED.config_hash, "      \
+#define TICKD_OBSERVATION_UPSERT                                               \
+  " ON CONFLICT (job, tick, node) DO UPDATE SET outcome = EXCLUDED.outcome, "  \
+  "node_wall_ms = EXCLUDED.node_wall_ms, config_hash = EXCLUDED.config_hash, " \
   "fence = EXCLUDED.fence"
 
 // The claim, and (when $11, ClaimRequest::observe) this replica's observation of its
@@ -252,7 +253,8 @@ constexpr const char* kClaimSql =
     "$7::boolean, $8::boolean, $9)), "
     "o AS (INSERT INTO tickd_observations(job, tick, node, outcome, node_wall_ms, config_hash, "
     "fence) SELECT $1, $2::bigint, $3, c.status, $10::bigint, $9, c.fence FROM c "
-    "WHERE $11::boolean" TICKD_OBSERVATION_UPSERT ") "
+    "WHERE $11::boolean" TICKD_OBSERVATION_UPSERT
+    ") "
     "SELECT status, fence, holder_node, holder_tick, holder_hash, holder_running FROM c";
 
 constexpr const char* kRenewSql =
@@ -424,7 +426,7 @@ class PostgresBackend final : public Backend {
                     PGRES_COMMAND_OK, where);
     if (!r) return tl::unexpected(r.error());
     return std::string_view(PQcmdTuples(r->get())) == "1" ? RenewStatus::kRenewed
-                                                           : RenewStatus::kLost;
+                                                          : RenewStatus::kLost;
   }
 
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
@@ -473,8 +475,8 @@ class PostgresBackend final : public Backend {
   Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
     std::optional<std::string> max_rows;
     if (limit >= 0) max_rows = std::to_string(limit);
-    auto r = RunOne({kHistorySql, {std::string(job), std::move(max_rows)}}, PGRES_TUPLES_OK,
-                    "history");
+    auto r =
+        RunOne({kHistorySql, {std::string(job), std::move(max_rows)}}, PGRES_TUPLES_OK, "history");
     if (!r) return tl::unexpected(r.error());
     const PGresult* res = r->get();
     std::vector<TickHistory> out;
@@ -719,12 +721,11 @@ class PostgresBackend final : public Backend {
   // Waits until the socket is readable (or writable, when `write`) or the deadline.
   Result<void> WaitSocket(PGconn* c, bool write, steady_clock::time_point deadline) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-    if (left <= milliseconds(0)) {
+    pollfd pfd{PQsocket(c), static_cast<short>(POLLIN | (write ? POLLOUT : 0)), 0};
+    const int n = left > milliseconds(0) ? ::poll(&pfd, 1, static_cast<int>(left.count()) + 1) : 0;
+    if (n == 0) {
       return Fail("no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
     }
-    pollfd pfd{PQsocket(c), static_cast<short>(POLLIN | (write ? POLLOUT : 0)), 0};
-    const int n = ::poll(&pfd, 1, static_cast<int>(left.count()) + 1);
-    if (n == 0) return Fail("no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
     if (n < 0 && errno != EINTR) return Fail("poll failed");
     return {};
   }
@@ -734,9 +735,9 @@ class PostgresBackend final : public Backend {
   tl::unexpected<Error> Fail(const std::string& detail) {
     conn_.reset();
     const milliseconds pause =
-        failures_ == 0
-            ? milliseconds(0)
-            : std::min(kMaxBackoff, milliseconds(kFirstBackoff.count() << std::min(failures_ - 1, 5)));
+        failures_ == 0 ? milliseconds(0)
+                       : std::min(kMaxBackoff, milliseconds(kFirstBackoff.count()
+                                                            << std::min(failures_ - 1, 5)));
     ++failures_;
     retry_at_ = steady_clock::now() + pause;
     last_error_ = Scrub(Trim(detail));
@@ -788,7 +789,8 @@ class PostgresBackend final : public Backend {
       return Fail("cannot connect: " + std::string(PQerrorMessage(conn_.get())));
     }
     // libpq prints NOTICEs to stderr by default; the daemon's stderr is its log.
-    PQsetNoticeProcessor(conn_.get(), [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        conn_.get(), [](void*, const char*) {}, nullptr);
     for (PostgresPollingStatusType st = PGRES_POLLING_WRITING;;) {
       if (st == PGRES_POLLING_OK) break;
       if (st == PGRES_POLLING_FAILED) {
@@ -803,9 +805,9 @@ class PostgresBackend final : public Backend {
     auto migrated = SendLocked({{kMigrate, {}}}, deadline);
     if (!migrated) return tl::unexpected(migrated.error());
     if (PQresultStatus(migrated->front().get()) != PGRES_COMMAND_OK) {
-      const std::string detail =
-          "creating the tables (schema version " + std::to_string(kSchemaVersion) +
-          "): " + Trim(PQresultErrorMessage(migrated->front().get()));
+      const std::string detail = "creating the tables (schema version " +
+                                 std::to_string(kSchemaVersion) +
+                                 "): " + Trim(PQresultErrorMessage(migrated->front().get()));
       conn_.reset();
       ++failures_;
       retry_at_ = steady_clock::now() + kMaxBackoff;

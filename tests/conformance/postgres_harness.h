@@ -5,9 +5,8 @@
 #pragma once
 
 #include <atomic>
-#include <thread>
-
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "lock/postgres/postgres_backend.h"
 #include "tests/conformance/harness.h"
@@ -40,9 +39,7 @@ class PostgresHarness final : public Harness {
   }
   Clock& clock() override { return clock_; }
   void Elapse(std::chrono::milliseconds d) override { std::this_thread::sleep_for(d); }
-  std::chrono::milliseconds short_lease() const override {
-    return std::chrono::milliseconds(400);
-  }
+  std::chrono::milliseconds short_lease() const override { return std::chrono::milliseconds(400); }
   bool durable() const override { return true; }
   bool forkable() const override { return true; }
 

@@ -4,14 +4,14 @@
 // op_timeout, the database's clock ruling (a server running 2x fast under
 // libfaketime), and the negative control that shows why leases live in a table and
 // not in advisory locks. Each test starts its own server or uses the shared one.
+#include "lock/postgres/postgres_backend.h"
+
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <set>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
-#include "lock/postgres/postgres_backend.h"
 #include "lock/registry.h"
 #include "tests/postgres/postgres_server.h"
 
@@ -36,6 +36,8 @@ bool Available() {
 // One server for the tests that do not harm it; each takes a fresh database.
 PostgresServer& Shared() {
   static PostgresServer server;
+  INFO(server.LogTail());
+  REQUIRE(server.running());
   return server;
 }
 
@@ -89,8 +91,9 @@ class Session {
     const std::string port = std::to_string(server.port());
     const char* keys[] = {"host", "port", "dbname", "user", "password", "application_name",
                           nullptr};
-    const char* values[] = {"127.0.0.1", port.c_str(), db.c_str(), PostgresServer::kUser,
-                            server.password().c_str(), app.c_str(), nullptr};
+    const char* values[] = {
+        "127.0.0.1", port.c_str(), db.c_str(), PostgresServer::kUser, server.password().c_str(),
+        app.c_str(), nullptr};
     conn_.reset(PQconnectdbParams(keys, values, 0));
     REQUIRE(PQstatus(conn_.get()) == CONNECTION_OK);
   }
@@ -107,12 +110,12 @@ class Session {
 
 }  // namespace
 
-TEST_CASE("postgres: replicas starting together create the tables once; a newer schema is "
-          "refused",
-          "[postgres]") {
+TEST_CASE(
+    "postgres: replicas starting together create the tables once; a newer schema is "
+    "refused",
+    "[postgres]") {
   if (!Available()) return;
   PostgresServer& server = Shared();
-  REQUIRE(server.running());
   const std::string db = FreshDb(server);
   std::vector<std::thread> threads;
   std::atomic<int> opened{0};
@@ -142,7 +145,6 @@ TEST_CASE("postgres: replicas starting together create the tables once; a newer 
 TEST_CASE("postgres: passwords stay out of errors; the URL's password wins", "[postgres]") {
   if (!Available()) return;
   PostgresServer& server = Shared();
-  REQUIRE(server.running());
   const std::string db = FreshDb(server);
   const std::string wrong = "Wr0ng-pa55-xyz";
 
@@ -153,16 +155,16 @@ TEST_CASE("postgres: passwords stay out of errors; the URL's password wins", "[p
   CHECK_THAT(refused.error().ToString(), Catch::Contains("authentication failed"));
   CHECK_THAT(refused.error().ToString(), !Catch::Contains(wrong));
 
-  options.url = "postgres://tickd:" + wrong + "@127.0.0.1:" + std::to_string(server.port()) +
-                "/" + db;
+  options.url =
+      "postgres://tickd:" + wrong + "@127.0.0.1:" + std::to_string(server.port()) + "/" + db;
   options.password = server.password();  // the URL's password is the one used
   refused = NewPostgresBackend(options);
   REQUIRE_FALSE(refused);
   CHECK_THAT(refused.error().ToString(), !Catch::Contains(wrong));
   CHECK_THAT(refused.error().ToString(), Catch::Contains("tickd:***@"));
 
-  options.url = "postgres://tickd:" + server.password() + "@127.0.0.1:" +
-                std::to_string(server.port()) + "/" + db;
+  options.url = "postgres://tickd:" + server.password() +
+                "@127.0.0.1:" + std::to_string(server.port()) + "/" + db;
   options.password = wrong;
   CHECK(NewPostgresBackend(options));
 
@@ -188,7 +190,6 @@ TEST_CASE("postgres: passwords stay out of errors; the URL's password wins", "[p
 TEST_CASE("postgres: ClaimBatch answers every claim in order in one transaction", "[postgres]") {
   if (!Available()) return;
   PostgresServer& server = Shared();
-  REQUIRE(server.running());
   const std::string db = FreshDb(server);
   auto a = Open(OptionsFor(server, db));
   auto b = Open(OptionsFor(server, db));
@@ -196,7 +197,8 @@ TEST_CASE("postgres: ClaimBatch answers every claim in order in one transaction"
   std::vector<ClaimRequest> reqs;
   for (int j = 0; j < 20; ++j) {
     for (int t = 0; t < 2; ++t) {
-      auto req = Req("job-" + std::to_string(j), t0 + t, "node-a", "a-" + std::to_string(j * 2 + t));
+      auto req =
+          Req("job-" + std::to_string(j), t0 + t, "node-a", "a-" + std::to_string(j * 2 + t));
       req.forbid_overlap = false;
       reqs.push_back(req);
     }
@@ -266,7 +268,6 @@ TEST_CASE("postgres: an existing tick answers lost before missed; a retried clai
           "[postgres]") {
   if (!Available()) return;
   PostgresServer& server = Shared();
-  REQUIRE(server.running());
   const std::string db = FreshDb(server);
   auto a = Open(OptionsFor(server, db));
   auto b = Open(OptionsFor(server, db));
@@ -305,7 +306,6 @@ TEST_CASE("postgres: locks lists running claims; a release waits for the lease t
           "[postgres]") {
   if (!Available()) return;
   PostgresServer& server = Shared();
-  REQUIRE(server.running());
   auto a = Open(OptionsFor(server, FreshDb(server)));
   const std::int64_t tick = NowUnix();
   auto req = Req("stuck", tick, "node-a", "tok-a");
@@ -337,12 +337,12 @@ TEST_CASE("postgres: negative control — a killed session frees an advisory loc
           "[postgres]") {
   if (!Available()) return;
   PostgresServer& server = Shared();
-  REQUIRE(server.running());
   const std::string db = FreshDb(server);
   auto terminate = [&](const std::string& app) {
     return server.Query(
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-        "WHERE application_name = '" + app + "'",
+        "WHERE application_name = '" +
+            app + "'",
         db);
   };
 
@@ -393,9 +393,10 @@ TEST_CASE("postgres: negative control — a killed session frees an advisory loc
   }
 }
 
-TEST_CASE("postgres: fences survive a server crash; calls fail closed within op_timeout while "
-          "it is down or frozen; replicas reconnect by themselves",
-          "[postgres]") {
+TEST_CASE(
+    "postgres: fences survive a server crash; calls fail closed within op_timeout while "
+    "it is down or frozen; replicas reconnect by themselves",
+    "[postgres]") {
   if (!Available()) return;
   PostgresServer server;
   REQUIRE(server.running());
@@ -442,9 +443,10 @@ TEST_CASE("postgres: fences survive a server crash; calls fail closed within op_
   CHECK(resumed.fence > after.fence);
 }
 
-TEST_CASE("postgres: the database's clock rules — a server running 2x fast refuses a renew "
-          "the replica still thinks in time, and judges missed",
-          "[postgres]") {
+TEST_CASE(
+    "postgres: the database's clock rules — a server running 2x fast refuses a renew "
+    "the replica still thinks in time, and judges missed",
+    "[postgres]") {
   if (!Available()) return;
   if (!PostgresServer::FakeTimeAvailable()) {
     WARN("libfaketime not installed: skipped");
@@ -485,9 +487,9 @@ TEST_CASE("postgres: the database's clock rules — a server running 2x fast ref
   for (int i = 0; i < 50 && skew < 2.0; ++i) {
     const auto db_now = server.Query("SELECT extract(epoch FROM clock_timestamp())");
     REQUIRE(db_now);
-    skew = std::stod(*db_now) - std::chrono::duration<double>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count();
+    skew =
+        std::stod(*db_now) -
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     if (skew < 2.0) std::this_thread::sleep_for(100ms);
   }
   REQUIRE(skew >= 2.0);

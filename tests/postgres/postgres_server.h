@@ -85,10 +85,9 @@ class PostgresServer {
       args.insert(args.end(), {"/usr/bin/env", std::string("LD_PRELOAD=") + kFakeTimeLib,
                                "FAKETIME=" + faketime_});
     }
-    args.insert(args.end(),
-                {std::string(kBinDir) + "/postgres", "-D", dir_.path() + "/data", "-k",
-                 dir_.path(), "-p", std::to_string(port_), "-c", "listen_addresses=127.0.0.1",
-                 "-c", "max_connections=200"});
+    args.insert(args.end(), {std::string(kBinDir) + "/postgres", "-D", dir_.path() + "/data", "-k",
+                             dir_.path(), "-p", std::to_string(port_), "-c",
+                             "listen_addresses=127.0.0.1", "-c", "max_connections=200"});
     if (!fsync_) args.insert(args.end(), {"-c", "fsync=off", "-c", "full_page_writes=off"});
     const pid_t pid = Spawn(args, dir_.path() + "/server.log", /*own_group=*/true);
     if (pid < 0) return false;
@@ -121,10 +120,9 @@ class PostgresServer {
   std::optional<std::string> Query(const std::string& sql, const std::string& db = "postgres",
                                    std::string* error = nullptr) const {
     const std::string port = std::to_string(port_);
-    const char* keys[] = {"host", "port", "dbname", "user", "password", "connect_timeout",
-                          nullptr};
-    const char* values[] = {"127.0.0.1", port.c_str(), db.c_str(), kUser,
-                            password_.c_str(), "5", nullptr};
+    const char* keys[] = {"host", "port", "dbname", "user", "password", "connect_timeout", nullptr};
+    const char* values[] = {"127.0.0.1",       port.c_str(), db.c_str(), kUser,
+                            password_.c_str(), "5",          nullptr};
     PGconn* conn = PQconnectdbParams(keys, values, 0);
     std::optional<std::string> out;
     if (PQstatus(conn) != CONNECTION_OK) {
@@ -155,8 +153,13 @@ class PostgresServer {
   // so the pid stays the program's).
   static std::vector<std::string> AsPostgres() {
     if (::geteuid() != 0) return {};
-    return {"/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
-            "--pdeathsig", "INT", "--"};
+    return {"/usr/bin/setpriv",
+            "--reuid=postgres",
+            "--regid=postgres",
+            "--init-groups",
+            "--pdeathsig",
+            "INT",
+            "--"};
   }
 
   // fork + exec with stdout/stderr to `log`; own_group: the child leads a new process
@@ -190,10 +193,9 @@ class PostgresServer {
     }
     ::chmod(dir_.path().c_str(), 0700);
     std::vector<std::string> args = AsPostgres();
-    args.insert(args.end(), {std::string(kBinDir) + "/initdb", "-D", dir_.path() + "/data",
-                             "-U", kUser, "--pwfile=" + pwfile, "-A", "scram-sha-256",
-                             "--no-sync", "--no-instructions", "-E", "UTF8",
-                             "--locale=C.UTF-8"});
+    args.insert(args.end(), {std::string(kBinDir) + "/initdb", "-D", dir_.path() + "/data", "-U",
+                             kUser, "--pwfile=" + pwfile, "-A", "scram-sha-256", "--no-sync",
+                             "--no-instructions", "-E", "UTF8", "--locale=C.UTF-8"});
     const pid_t pid = Spawn(args, dir_.path() + "/initdb.log", false);
     int status = 0;
     initialized_ = pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
