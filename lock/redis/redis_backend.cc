@@ -5,7 +5,10 @@
 // given the job's base key "P{job}:" and derive the others from it). With prefix P:
 //
 //   P{job}:t:<T>   tick record (hash): state running|done, owner token, node, fence,
-//                  config hash, lease_until (server ms), outcome, exit, duration.
+//                  config hash, lease_until (server ms), outcome, exit, duration;
+//                  and the ledger: field o:<node> = that replica's observation
+//                  (outcome/wall/hash/fence). Without a `state` field there is no
+//                  record yet, only observations (missed, busy, error).
 //                  PX retention: a finished tick is remembered, never claimed again.
 //   P{job}:l:<T>   lease (string = owner token), SET NX PX lease; renewed by PEXPIRE.
 //   P{job}:run     forbid marker ("token\nT\nnode\nhash"), PX lease, renewed
@@ -13,8 +16,6 @@
 //   P{job}:fence   INCR counter, no TTL (durable only with AOF; see StartupWarnings).
 //   P{job}:ticks   ledger index (sorted set of T), PX retention refreshed on an add
 //                  (by claims at most once a minute); trimmed by Prune.
-//   P{job}:o:<T>   observations (hash node → outcome/wall/hash/fence), PX retention
-//                  (set by the first observation written by a claim, by every Record).
 //   Pjobs          the set of job names (for History of every job); outside the tag.
 //
 // claim decides in this order, because an existing record is a stronger answer than
@@ -28,7 +29,7 @@
 //      key and, for forbid, the run key; index T in the ledger.
 // A lost answer says whether the record is still running. When the request asks
 // (ClaimRequest::observe), every outcome also writes the replica's observation into
-// P{job}:o:<T> in the same script, as Record would: no ledger round trip per claim.
+// the tick's hash in the same script, as Record would: no ledger round trip per claim.
 // renew: only when the lease key still holds our token: PEXPIRE lease (and the run
 // key if it is ours), store the new lease_until. complete: only when the record's
 // owner is our token: mark it done with the completion, delete the lease and run
@@ -82,35 +83,36 @@ constexpr milliseconds kFirstBackoff{100};
 // claim decide how many claims share one fsync.
 // With a node_wall, the replica's observation of the outcome is written as Record
 // writes it (same field, same encoding), so the claim needs no second round trip.
-// Every write is copied to the AOF, so the claim writes no more than it must: the
-// observations key gets its lifetime from its first observation (the winner's, as a
-// rule: a loser only adds its field), and the ledger index's lifetime is renewed at
-// most once a minute, not on every add (so the index of a job that stopped may
-// expire up to a minute before the last records it lists).
-// The common loser (a record exists, recover off) costs one HMGET (+ the
-// observation): it is 2/3 of the claims of a 3-replica fleet, so it is kept cheapest.
+// Every write is copied to the AOF and every key costs the server a lookup, so the
+// claim writes no more than it must: observations are fields of the tick record
+// (the winner writes its own with the record, a loser adds one field), and the
+// ledger index's lifetime is renewed at most once a minute, not on every add (so
+// the index of a job that stopped may expire up to a minute before its last records).
 constexpr std::string_view kClaimLua = R"lua(
 local tick = tonumber(ARGV[1])
-local record, obs = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'o:' .. ARGV[1]
-local lease_key, run_key = KEYS[1] .. 'l:' .. ARGV[1], KEYS[1] .. 'run'
-local ticks = KEYS[1] .. 'ticks'
+local record, lease_key = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'l:' .. ARGV[1]
+local run_key, ticks = KEYS[1] .. 'run', KEYS[1] .. 'ticks'
+local observe = ARGV[10] ~= ''
+local function observation(outcome, fence)
+  return outcome .. '\31' .. ARGV[10] .. '\31' .. ARGV[8] .. '\31' .. fence
+end
 local function index_tick()
   redis.call('ZADD', ticks, tick, ARGV[1])
   if redis.call('PTTL', ticks) < tonumber(ARGV[9]) - 60000 then
     redis.call('PEXPIRE', ticks, ARGV[9])
   end
 end
-local function observe(outcome, fence, index)
-  if ARGV[10] == '' then return end
-  redis.call('HSET', obs, ARGV[2],
-             outcome .. '\31' .. ARGV[10] .. '\31' .. ARGV[8] .. '\31' .. fence)
-  if redis.call('PTTL', obs) < 0 then redis.call('PEXPIRE', obs, ARGV[9]) end
-  if index then index_tick() end
+-- missed or busy: nobody's record is written, only this replica's observation.
+local function observe_alone(outcome)
+  if not observe then return end
+  redis.call('HSET', record, 'o:' .. ARGV[2], observation(outcome, 0))
+  if redis.call('PTTL', record) < 0 then redis.call('PEXPIRE', record, ARGV[9]) end
+  index_tick()
 end
 local rec = redis.call('HMGET', record, 'state', 'node', 'hash', 'lease_until')
 if rec[1] and (rec[1] ~= 'running' or ARGV[7] ~= '1' or
                redis.call('EXISTS', lease_key) == 1) then
-  observe('lost', 0, false)
+  if observe then redis.call('HSET', record, 'o:' .. ARGV[2], observation('lost', 0)) end
   return {'lost', 0, rec[2], tick, rec[3], rec[1] == 'running' and 1 or 0}
 end
 local t = redis.call('TIME')
@@ -118,7 +120,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[4])
 local deadline = tonumber(ARGV[5])
 if deadline >= 0 and now > (rec[1] and tonumber(rec[4]) or tick * 1000) + deadline then
-  observe('missed', 0, true)
+  observe_alone('missed')
   return {'missed', 0, '', 0, '', 0}
 end
 if ARGV[6] == '1' then
@@ -126,15 +128,21 @@ if ARGV[6] == '1' then
   if run then
     local _, run_tick, node, hash = string.match(run, '^(.-)\n(.-)\n(.-)\n(.*)$')
     if tonumber(run_tick) ~= tick then
-      observe('busy', 0, true)
+      observe_alone('busy')
       return {'busy', 0, node, tonumber(run_tick), hash, 1}
     end
   end
 end
 local fence = redis.call('INCR', KEYS[1] .. 'fence')
-if rec[1] then redis.call('DEL', record) end
-redis.call('HSET', record, 'state', 'running', 'owner', ARGV[3], 'node', ARGV[2],
-           'fence', fence, 'hash', ARGV[8], 'lease_until', now + lease)
+-- Every field of a running record is written (a re-claim overwrites the dead
+-- holder's); the observations of the tick stay.
+local fields = {'state', 'running', 'owner', ARGV[3], 'node', ARGV[2], 'fence', fence,
+                'hash', ARGV[8], 'lease_until', now + lease}
+if observe then
+  fields[13] = 'o:' .. ARGV[2]
+  fields[14] = observation('won', fence)
+end
+redis.call('HSET', record, unpack(fields))
 redis.call('PEXPIRE', record, ARGV[9])
 redis.call('SET', lease_key, ARGV[3], 'PX', lease)
 if ARGV[6] == '1' then
@@ -142,7 +150,6 @@ if ARGV[6] == '1' then
              'PX', lease)
 end
 index_tick()
-observe('won', fence, false)
 return {'won', fence, '', 0, '', 1}
 )lua";
 
@@ -191,7 +198,7 @@ for _, t in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1]))
   local state = redis.call('HGET', rec, 'state')
   if not (state == 'running' and redis.call('EXISTS', ARGV[2] .. 'l:' .. t) == 1) then
     if state then removed = removed + 1 end
-    redis.call('DEL', rec, ARGV[2] .. 'o:' .. t)
+    redis.call('DEL', rec)
     redis.call('ZREM', KEYS[1], t)
   end
 end
@@ -463,8 +470,8 @@ class RedisBackend final : public Backend {
     const std::string tick = std::to_string(obs.tick_unix);
     const std::string retention = std::to_string(options_.retention.count());
     std::vector<Command> cmds = {
-        {"HSET", base + "o:" + tick, obs.node, EncodeObservation(obs)},
-        {"PEXPIRE", base + "o:" + tick, retention},
+        {"HSET", base + "t:" + tick, "o:" + obs.node, EncodeObservation(obs)},
+        {"PEXPIRE", base + "t:" + tick, retention},
         {"ZADD", base + "ticks", tick, tick},
         {"PEXPIRE", base + "ticks", retention},
         {"SADD", endpoint_.prefix + "jobs", obs.job},
@@ -509,7 +516,6 @@ class RedisBackend final : public Backend {
     std::vector<Command> reads;
     for (const auto& [tick, j] : keys) {
       reads.push_back({"HGETALL", Base(j) + "t:" + std::to_string(tick)});
-      reads.push_back({"HGETALL", Base(j) + "o:" + std::to_string(tick)});
     }
     auto details = Pipeline(reads);
     if (!details) return tl::unexpected(details.error());
@@ -518,8 +524,13 @@ class RedisBackend final : public Backend {
       TickHistory h;
       h.tick_unix = keys[k].first;
       h.job = keys[k].second;
-      const auto rec = Fields((*details)[2 * k].get());
-      const auto obs = Fields((*details)[2 * k + 1].get());
+      // The record's own fields, and "o:<node>" → that replica's observation.
+      auto rec = Fields((*details)[k].get());
+      std::map<std::string, std::string> obs;
+      for (auto it = rec.lower_bound("o:"); it != rec.end() && it->first.starts_with("o:");) {
+        obs.emplace(it->first.substr(2), std::move(it->second));
+        it = rec.erase(it);
+      }
       if (rec.empty() && obs.empty()) continue;  // expired since the index was read
       if (!rec.empty()) {
         h.winner = Get(rec, "node");
