@@ -11,9 +11,10 @@
 //      claims per second and job-ticks per second decided.
 //
 // Usage: postgres_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]
-//                             [--fsync 0]
+//                             [--fsync 0] [--op-timeout-ms T]
 // It starts its own PostgreSQL (tests/postgres/postgres_server.h) with fsync on, as a
 // production server runs (--fsync 0: fsync=off, to see what the commit flush costs).
+// op_timeout is 30 s unless --op-timeout-ms says otherwise (the daemon's default: 2000).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -47,6 +48,7 @@ struct Args {
   int seconds = 10;
   int sat_ticks = 5;
   bool fsync = true;
+  int op_timeout_ms = 30'000;  // a batch of thousands under saturation: answer, do not give up
 };
 
 struct Tally {
@@ -59,11 +61,11 @@ struct Tally {
   std::atomic<long> claims{0};
 };
 
-std::unique_ptr<Backend> Open(const tickd::testing::PostgresServer& server) {
+std::unique_ptr<Backend> Open(const tickd::testing::PostgresServer& server, const Args& a) {
   tickd::lock::PostgresOptions options;
   options.url = server.url();
   options.password = server.password();
-  options.op_timeout = 30s;  // a batch of thousands under saturation: answer, do not give up
+  options.op_timeout = std::chrono::milliseconds(a.op_timeout_ms);
   auto backend = tickd::lock::NewPostgresBackend(options);
   if (!backend) {
     std::fprintf(stderr, "%s\n", backend.error().ToString().c_str());
@@ -165,6 +167,7 @@ int main(int argc, char** argv) {
     if (key == "--seconds") a.seconds = value;
     if (key == "--sat-ticks") a.sat_ticks = value;
     if (key == "--fsync") a.fsync = value != 0;
+    if (key == "--op-timeout-ms") a.op_timeout_ms = value;
   }
   if (!tickd::testing::PostgresServer::Available()) {
     std::fprintf(stderr, "postgres 15 not installed\n");
@@ -176,7 +179,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<std::unique_ptr<Backend>> replicas;
-  for (int r = 0; r < a.replicas; ++r) replicas.push_back(Open(server));
+  for (int r = 0; r < a.replicas; ++r) replicas.push_back(Open(server, a));
 
   Tally paced;
   const std::int64_t first =
