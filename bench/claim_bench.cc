@@ -16,7 +16,7 @@
 // Printed too: the server's time per script call, the load average before and after.
 //
 // Usage: claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K] [--forbid 1]
-//                    [--aof 0]
+//                    [--aof 0] [--aof-rewrite 0]
 // The paced jobs use concurrency allow unless --forbid 1: with forbid, tick T+1 is
 // busy wherever T's complete has not landed yet, which on a loaded machine happens.
 // It starts its own redis-server (AOF always, a password) on a free loopback port.
@@ -53,6 +53,7 @@ struct Args {
   int sat_ticks = 5;
   bool forbid = false;  // --forbid 1: concurrency forbid (a late complete makes T+1 busy)
   bool aof = true;      // --aof 0: no persistence (to see what fsync on every write costs)
+  bool rewrite = true;  // --aof-rewrite 0: no automatic AOF rewrite (its fork) during the run
 };
 
 Args Parse(int argc, char** argv) {
@@ -66,6 +67,7 @@ Args Parse(int argc, char** argv) {
     if (key == "--sat-ticks") a.sat_ticks = value;
     if (key == "--forbid") a.forbid = value != 0;
     if (key == "--aof") a.aof = value != 0;
+    if (key == "--aof-rewrite") a.rewrite = value != 0;
   }
   return a;
 }
@@ -229,6 +231,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "redis-server did not start\n");
     return 1;
   }
+  if (!args.rewrite) Cli(server, "CONFIG SET auto-aof-rewrite-percentage 0");
   const std::string load_before = LoadAverage();
   std::vector<std::unique_ptr<Backend>> backends;
   for (int r = 0; r < args.replicas; ++r) backends.push_back(Open(server));
@@ -350,7 +353,9 @@ int main(int argc, char** argv) {
       "claim_bench: %d replicas x %d jobs @every 1s (concurrency %s), redis-server 127.0.0.1:%d "
       "(%s)\n",
       args.replicas, args.jobs, args.forbid ? "forbid" : "allow", server.port(),
-      args.aof ? "appendonly yes, appendfsync always" : "no persistence");
+      !args.aof      ? "no persistence"
+      : args.rewrite ? "appendonly yes, appendfsync always"
+                     : "appendonly yes, appendfsync always, no automatic rewrite");
   std::printf(
       "paced %ds: ticks %d, exactly once %d, claim errors %d, missed/busy %d, "
       "complete errors %d\n",
