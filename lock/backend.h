@@ -53,7 +53,21 @@ enum class ClaimStatus {
   kMissed,  // the backend's clock is past T + starting_deadline: nobody may start it
 };
 
-std::string_view ClaimStatusName(ClaimStatus s);  // "won" "lost" "busy" "missed"
+// "won" "lost" "busy" "missed" (inline: every backend target uses it, and they are
+// linked into tickd_lock, not the other way round).
+inline std::string_view ClaimStatusName(ClaimStatus s) {
+  switch (s) {
+    case ClaimStatus::kWon:
+      return "won";
+    case ClaimStatus::kLost:
+      return "lost";
+    case ClaimStatus::kBusy:
+      return "busy";
+    case ClaimStatus::kMissed:
+      return "missed";
+  }
+  return "unknown";
+}
 
 struct ClaimOutcome {
   ClaimStatus status = ClaimStatus::kLost;
