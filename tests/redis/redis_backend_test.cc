@@ -444,6 +444,22 @@ TEST_CASE("redis: a claim with observe records the replica's observation in the 
       if (o.node == "a") CHECK(o.outcome == "skipped");
     }
   }
+
+  // Observations live in the tick's hash: the busy tick, which has only c's
+  // observation there, is still won once the earlier run is done, and keeps it.
+  REQUIRE(backend->Complete(HeldClaim{"job", tick, "token-a", 1, 15s},
+                            Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
+  const ClaimOutcome retry = observed("c", tick + 60, true, 5'000);
+  CHECK(retry.status == ClaimStatus::kWon);
+  CHECK(retry.fence == 2);
+  history = backend->History("job", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().tick_unix == tick + 60);
+  CHECK(history->front().state == "running");
+  CHECK(history->front().winner == "c");
+  REQUIRE(history->front().observations.size() == 1);
+  CHECK(history->front().observations[0].outcome == "won");  // c's busy, replaced
 }
 
 TEST_CASE("redis: CompleteBatch completes each owned claim, in order; a foreign token is kept",
