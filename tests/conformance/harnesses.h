@@ -17,11 +17,11 @@
 #ifdef TICKD_CONFORMANCE_REDIS
 #include "tests/conformance/redis_harness.h"
 #endif
-#ifdef TICKD_CONFORMANCE_POSTGRES
-#include "tests/conformance/postgres_harness.h"
-#endif
 #ifdef TICKD_CONFORMANCE_ZOOKEEPER
 #include "tests/conformance/zookeeper_harness.h"
+#endif
+#ifdef TICKD_CONFORMANCE_POSTGRES
+#include "tests/conformance/postgres_harness.h"
 #endif
 #ifdef TICKD_CONFORMANCE_ETCD
 #include "tests/conformance/etcd_harness.h"
@@ -83,13 +83,13 @@ using AllHarnesses = std::tuple<MemoryHarness
                                 ,
                                 RedisHarness
 #endif
-#ifdef TICKD_CONFORMANCE_POSTGRES
-                                ,
-                                PostgresHarness
-#endif
 #ifdef TICKD_CONFORMANCE_ZOOKEEPER
                                 ,
                                 ZookeeperHarness
+#endif
+#ifdef TICKD_CONFORMANCE_POSTGRES
+                                ,
+                                PostgresHarness
 #endif
 #ifdef TICKD_CONFORMANCE_ETCD
                                 ,

@@ -56,13 +56,13 @@ std::unique_ptr<BackendFixture> MakeRedisFixture();
 // A ZooKeeper shared by the test binary, a chroot per fixture
 // (tests/e2e/zookeeper_fixture.cc). CanRestart(): kill -9 and restart, same dataDir.
 std::unique_ptr<BackendFixture> MakeZookeeperFixture();
-// A one-member etcd of its own (tests/e2e/etcd_fixture.cc). CanRestart(): kill -9 and
-// restart on the same ports and data folder.
-std::unique_ptr<BackendFixture> MakeEtcdFixture();
 // A PostgreSQL 15 of its own (tests/e2e/postgres_fixture.cc); the password reaches the
 // replicas through lock.password_env. CanRestart(): SIGKILL of every server process,
 // then a restart on the same port and data folder (crash recovery).
 std::unique_ptr<BackendFixture> MakePostgresFixture();
+// A one-member etcd of its own (tests/e2e/etcd_fixture.cc). CanRestart(): kill -9 and
+// restart on the same ports and data folder.
+std::unique_ptr<BackendFixture> MakeEtcdFixture();
 
 // A tickd replica: `tickd run -c FILE --node-id NODE`, stdout+stderr to a log file.
 class Replica {
