@@ -10,7 +10,7 @@ bash scripts/install-deps.sh
 echo "== build (warnings as errors)"
 BUILD_DIR="$here/build" bash scripts/build.sh -DTICKD_WERROR=ON -DTICKD_BUILD_TESTS=ON -DTICKD_BUILD_BENCH=ON
 echo "== tests"
-(cd build && ctest --output-on-failure -j2 --timeout 600)
+(cd build && ctest --output-on-failure -j2 --timeout 600) | tee build/ctest.log
 
 if [[ "${TICKD_SKIP_SANITIZERS:-0}" != 1 ]]; then
   echo "== unit tests under ASan + UBSan"
@@ -24,3 +24,8 @@ if [[ "${TICKD_SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
   echo "== fuzz the cron parser for ${FUZZ_SECONDS:-60} s"
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
 fi
+
+# One closing line for the whole run (ctest's own summary scrolled past above).
+total=$(sed -nE 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2 \1/p' build/ctest.log | tail -1)
+read -r all failed <<<"${total:-0 0}"
+echo "tests: $((all - failed)) passed, $failed failed"

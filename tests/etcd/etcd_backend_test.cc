@@ -76,7 +76,7 @@ TEST_CASE("etcd: bad URLs are refused and name the URL", "[etcd]") {
 TEST_CASE("etcd: the registry opens etcd:// URLs; an unreachable member is an error", "[etcd]") {
   BackendOptions options;
   options.backend = "etcd";
-  options.url = "etcd://127.0.0.1:" + std::to_string(tickd::testing::RedisServer::FreePort());
+  options.url = "etcd://127.0.0.1:" + std::to_string(tickd::testing::FreeLoopbackPort());
   options.op_timeout = 300ms;
   tickd::RealClock clock;
   const auto start = steady_clock::now();
@@ -90,7 +90,7 @@ TEST_CASE("etcd: a member that cannot be reached passes the request to the next"
   if (Skip()) return;
   EtcdServer server;
   REQUIRE(server.running());
-  const int dead = tickd::testing::RedisServer::FreePort();
+  const int dead = tickd::testing::FreeLoopbackPort();
   auto b = Open("etcd://127.0.0.1:" + std::to_string(dead) +
                 ",127.0.0.1:" + std::to_string(server.port()) + "?prefix=/failover/");
   const std::int64_t tick = NowUnix();

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "tests/lock/temp_dir.h"
-#include "tests/redis/redis_server.h"
+#include "tests/support/server_process.h"
 
 namespace tickd::testing {
 
@@ -29,9 +29,9 @@ class EtcdServer {
 
   EtcdServer() {
     if (!Available()) return;
-    client_port_ = RedisServer::FreePort();
-    peer_port_ = RedisServer::FreePort();
-    while (peer_port_ == client_port_) peer_port_ = RedisServer::FreePort();
+    client_port_ = FreeLoopbackPort();
+    peer_port_ = FreeLoopbackPort();
+    while (peer_port_ == client_port_) peer_port_ = FreeLoopbackPort();
     Start();
   }
   ~EtcdServer() { Stop(); }
@@ -63,30 +63,9 @@ class EtcdServer {
                                      "--logger=zap",
                                      "--log-level=error",
                                      "--log-outputs=" + dir_.path() + "/etcd.log"};
-    const pid_t pid = ::fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      const int null_fd = ::open("/dev/null", O_RDWR);
-      ::dup2(null_fd, 1);
-      ::dup2(null_fd, 2);
-      ::execv(kBinary, argv.data());
-      ::_exit(127);
-    }
-    pid_ = pid;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < until) {
-      if (Healthy()) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    pid_ = SpawnServer(std::move(args));
+    return pid_ > 0 &&
+           WaitUntilServing(pid_, [this] { return Healthy(); }, std::chrono::seconds(10));
   }
 
   // SIGKILL: a crash; what etcd fsynced to its WAL survives.
@@ -102,31 +81,19 @@ class EtcdServer {
   }
 
  private:
-  void StopWith(int sig) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGCONT);
-    ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  void StopWith(int sig) { StopServer(pid_, sig); }
 
   // GET /health answers {"health":"true"} once the member has a leader.
   bool Healthy() const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(client_port_));
+    const int fd = ConnectLoopback(client_port_);
+    if (fd < 0) return false;
     timeval tv{1, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     std::string answer;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-      const std::string request = "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-      if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-        char buf[512];
-        for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) answer.append(buf, n);
-      }
+    const std::string request = "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[512];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) answer.append(buf, n);
     }
     ::close(fd);
     return answer.find("\"health\":\"true\"") != std::string::npos;

@@ -12,7 +12,7 @@
 #include <set>
 
 #include "tests/e2e/harness.h"
-#include "tests/ops/ops_helpers.h"
+#include "tests/support/server_process.h"
 
 namespace tickd::e2e {
 namespace {
@@ -23,8 +23,8 @@ TEST_CASE("http endpoints of a running two-replica cluster") {
   cluster.WriteJobFile(
       "http:\n  listen: 127.0.0.1:${HTTP_PORT}\n"
       "jobs:\n  - name: beat\n    schedule: \"@every 1s\"\n    shell: echo beat\n");
-  const int port_a = ops::FreePort();
-  const int port_b = ops::FreePort();
+  const int port_a = tickd::testing::FreeLoopbackPort();
+  const int port_b = tickd::testing::FreeLoopbackPort();
   cluster.StartReplica("node-a", {"HTTP_PORT=" + std::to_string(port_a)});
   cluster.StartReplica("node-b", {"HTTP_PORT=" + std::to_string(port_b)});
   REQUIRE(Cluster::WaitUntil(
@@ -107,10 +107,10 @@ TEST_CASE("a replica with a skewed clock and another job file is reported") {
   cluster.WriteJobFile(
       "http:\n  listen: 127.0.0.1:${HTTP_PORT}\n"
       "jobs:\n  - name: beat\n    schedule: \"@every 1s\"\n    shell: echo ${VARIANT:-one}\n");
-  const int port_a = ops::FreePort();
+  const int port_a = tickd::testing::FreeLoopbackPort();
   cluster.StartReplica("node-a", {"HTTP_PORT=" + std::to_string(port_a)});
   std::vector<std::string> env = FakeTimeEnv(3.0);
-  env.push_back("HTTP_PORT=" + std::to_string(ops::FreePort()));
+  env.push_back("HTTP_PORT=" + std::to_string(tickd::testing::FreeLoopbackPort()));
   env.push_back("VARIANT=two");  // another effective job definition → another config hash
   cluster.StartReplica("node-b", env);
   auto has = [&](const std::string& event, const std::string& node) {

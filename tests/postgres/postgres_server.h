@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "tests/lock/temp_dir.h"
-#include "tests/redis/redis_server.h"  // RedisServer::FreePort
+#include "tests/support/server_process.h"
 
 namespace tickd::testing {
 
@@ -45,7 +45,7 @@ class PostgresServer {
   explicit PostgresServer(std::string faketime = "", bool fsync = false)
       : faketime_(std::move(faketime)), fsync_(fsync), password_(kDefaultPassword) {
     if (!Available()) return;
-    port_ = RedisServer::FreePort();
+    port_ = FreeLoopbackPort();
     if (InitDb()) Start();
   }
   ~PostgresServer() { Stop(); }

@@ -118,7 +118,7 @@ TEST_CASE("redis: fences strictly increase across a server crash and restart (AO
 
 TEST_CASE("redis: an unreachable server gives an Error within op_timeout, never a won", "[redis]") {
   RedisOptions options;
-  options.url = "redis://127.0.0.1:" + std::to_string(RedisServer::FreePort()) + "/0";
+  options.url = "redis://127.0.0.1:" + std::to_string(tickd::testing::FreeLoopbackPort()) + "/0";
   options.op_timeout = 300ms;
   const auto start = std::chrono::steady_clock::now();
   auto backend = NewRedisBackend(options);

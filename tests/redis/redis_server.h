@@ -4,21 +4,17 @@
 // with the same data folder (a crash and a restart). Header-only, no client library.
 #pragma once
 
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/lock/temp_dir.h"
+#include "tests/support/server_process.h"
 
 namespace tickd::testing {
 
@@ -31,7 +27,7 @@ class RedisServer {
   explicit RedisServer(bool aof = true, std::string password = kDefaultPassword)
       : aof_(aof), password_(std::move(password)) {
     if (!Available()) return;
-    port_ = FreePort();
+    port_ = FreeLoopbackPort();
     Start();
   }
   ~RedisServer() { Stop(); }
@@ -61,30 +57,10 @@ class RedisServer {
       args.push_back("--requirepass");
       args.push_back(password_);
     }
-    const pid_t pid = ::fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      const int null_fd = ::open("/dev/null", O_RDWR);
-      ::dup2(null_fd, 1);
-      ::dup2(null_fd, 2);
-      ::execv(kBinary, argv.data());
-      ::_exit(127);
-    }
-    pid_ = pid;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (std::chrono::steady_clock::now() < until) {
-      if (Accepts()) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
+    pid_ = SpawnServer(std::move(args));
+    return pid_ > 0 && WaitUntilServing(
+                           pid_, [this] { return AcceptsOnLoopback(port_); },
+                           std::chrono::seconds(5), std::chrono::milliseconds(10));
   }
 
   // SIGKILL: a crash; what reached the AOF survives.
@@ -92,42 +68,8 @@ class RedisServer {
   // SIGTERM: a clean shutdown.
   void Stop() { StopWith(SIGTERM); }
 
-  // A port that was free a moment ago (bound to port 0, then closed).
-  static int FreePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof(addr);
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = ntohs(addr.sin_port);
-    }
-    ::close(fd);
-    return port;
-  }
-
  private:
-  void StopWith(int sig) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-
-  bool Accepts() const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port_));
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    ::close(fd);
-    return ok;
-  }
+  void StopWith(int sig) { StopServer(pid_, sig); }
 
   bool aof_;
   std::string password_;

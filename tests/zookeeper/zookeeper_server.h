@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tests/lock/temp_dir.h"
+#include "tests/support/server_process.h"
 
 namespace tickd::testing {
 
@@ -40,7 +41,7 @@ class ZookeeperServer {
 
   ZookeeperServer() {
     if (!Available()) return;
-    port_ = FreePort();
+    port_ = FreeLoopbackPort();
     std::filesystem::create_directories(dir_.path() + "/data");
     std::ofstream cfg(dir_.path() + "/zoo.cfg");
     cfg << "tickTime=" << kTick.count() << "\n"
@@ -96,36 +97,9 @@ class ZookeeperServer {
                                      "org.apache.zookeeper.server.ZooKeeperServerMain",
                                      dir_.path() + "/zoo.cfg"};
     const std::string log = dir_.path() + "/zookeeper.log";
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-      // Dies with the test binary, even when it crashes.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      const int null_fd = ::open("/dev/null", O_RDWR);
-      const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(null_fd, 0);
-      ::dup2(log_fd, 1);
-      ::dup2(log_fd, 2);
-      ::execv(kJava, argv.data());
-      ::_exit(127);
-    }
-    pid_ = pid;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < until) {
-      if (Serving()) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    pid_ = SpawnServer(std::move(args), log);
+    return pid_ > 0 && WaitUntilServing(pid_, [this] { return Serving(); },
+                                        std::chrono::seconds(30), std::chrono::milliseconds(50));
   }
 
   // SIGKILL: a crash.
@@ -141,44 +115,16 @@ class ZookeeperServer {
     if (pid_ > 0) ::kill(pid_, SIGCONT);
   }
 
-  // A port that was free a moment ago (bound to port 0, then closed).
-  static int FreePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof(addr);
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = ntohs(addr.sin_port);
-    }
-    ::close(fd);
-    return port;
-  }
-
  private:
-  void StopWith(int sig) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGCONT);
-    ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  void StopWith(int sig) { StopServer(pid_, sig); }
 
   // The "srvr" four-letter word answers "Mode: standalone" once the server serves
   // (before, it says "not currently serving requests").
   bool Serving() const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port_));
+    const int fd = ConnectLoopback(port_);
+    if (fd < 0) return false;
     std::string answer;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        ::write(fd, "srvr", 4) == 4) {
+    if (::write(fd, "srvr", 4) == 4) {
       timeval tv{1, 0};
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
       char buf[512];
