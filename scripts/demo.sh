@@ -4,6 +4,8 @@
 # Their log lines are interleaved as they happen; each names its node, and every
 # replica logs one `tick` line per tick, so the winner of each tick is plain.
 # At the end: a table of ticks and their winners, and a check that no tick ran twice.
+# Then the unpaid-order cleanup as a plugin (scripts/demo-orders.sh): three replicas,
+# orders arriving, stock before and after. DEMO_ORDERS=0 skips that part.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -40,3 +42,9 @@ ticks=$(wc -l < "$run_dir/winners.txt")
 echo
 echo "== $ticks ticks won, $dups ticks won twice (must be 0); logs in $run_dir"
 [[ "$dups" == 0 ]]
+
+if [[ "${DEMO_ORDERS:-1}" != 0 ]]; then
+  echo
+  echo "== the unpaid-order cleanup as a plugin"
+  DEMO_SECONDS="${DEMO_ORDERS_SECONDS:-20}" bash scripts/demo-orders.sh
+fi
