@@ -82,6 +82,7 @@
 #include <utility>
 #include <vector>
 
+#include "lock/reconnect.h"
 #include "lock/registry.h"
 
 namespace tickd::lock {
@@ -91,8 +92,6 @@ using std::chrono::steady_clock;
 using ConnPtr = std::unique_ptr<PGconn, decltype(&PQfinish)>;
 using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
-constexpr milliseconds kMaxBackoff{2'000};
-constexpr milliseconds kFirstBackoff{100};
 constexpr int kSchemaVersion = 2;
 
 // Creates or migrates the tables. One DO block = one statement = one transaction;
@@ -695,7 +694,7 @@ class PostgresBackend final : public Backend {
         return tl::unexpected(rolled_back.error());
       }
     }
-    failures_ = 0;
+    backoff_.Succeeded();
     return out;
   }
 
@@ -734,14 +733,9 @@ class PostgresBackend final : public Backend {
   // messages never contain the password; Scrub() makes sure.
   tl::unexpected<Error> Fail(const std::string& detail) {
     conn_.reset();
-    const milliseconds pause =
-        failures_ == 0 ? milliseconds(0)
-                       : std::min(kMaxBackoff, milliseconds(kFirstBackoff.count()
-                                                            << std::min(failures_ - 1, 5)));
-    ++failures_;
-    retry_at_ = steady_clock::now() + pause;
-    last_error_ = Scrub(Trim(detail));
-    return tl::unexpected(Error(context_, last_error_));
+    std::string text = Scrub(Trim(detail));
+    backoff_.Failed(text);
+    return tl::unexpected(Error(context_, std::move(text)));
   }
 
   std::string Scrub(std::string text) const {
@@ -754,12 +748,7 @@ class PostgresBackend final : public Backend {
 
   Result<void> EnsureConnected(steady_clock::time_point deadline) {
     if (conn_) return {};
-    const auto now = steady_clock::now();
-    if (now < retry_at_) {
-      const auto wait = std::chrono::duration_cast<milliseconds>(retry_at_ - now);
-      return MakeError(context_, "not connected (" + last_error_ + "); reconnecting in " +
-                                     std::to_string(wait.count()) + "ms");
-    }
+    if (auto may = backoff_.MayConnect(context_); !may) return may;
     return Connect(deadline);
   }
 
@@ -809,9 +798,7 @@ class PostgresBackend final : public Backend {
                                  std::to_string(kSchemaVersion) +
                                  "): " + Trim(PQresultErrorMessage(migrated->front().get()));
       conn_.reset();
-      ++failures_;
-      retry_at_ = steady_clock::now() + kMaxBackoff;
-      last_error_ = detail;
+      backoff_.FailedHard(detail);
       return MakeError(context_, detail);
     }
     return {};
@@ -822,9 +809,7 @@ class PostgresBackend final : public Backend {
   const std::string context_;  // "postgres <url with the password masked>"
   std::mutex mu_;
   ConnPtr conn_;
-  int failures_ = 0;  // consecutive failed calls/attempts
-  steady_clock::time_point retry_at_{};
-  std::string last_error_;
+  ReconnectBackoff backoff_;  // when to try connecting again after failures
 };
 
 }  // namespace

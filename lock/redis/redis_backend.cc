@@ -60,6 +60,7 @@
 #include <utility>
 #include <vector>
 
+#include "lock/reconnect.h"
 #include "lock/registry.h"
 
 namespace tickd::lock {
@@ -70,8 +71,6 @@ using ContextPtr = std::unique_ptr<redisContext, decltype(&redisFree)>;
 using ReplyPtr = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
 using Command = std::vector<std::string>;
 
-constexpr milliseconds kMaxBackoff{2'000};
-constexpr milliseconds kFirstBackoff{100};
 
 // KEYS: the job's key base "P{job}:" (the keys below are derived from it: they carry
 // its hash tag, so they live in its slot). ARGV: T, node, token, lease_ms,
@@ -728,31 +727,20 @@ class RedisBackend final : public Backend {
       }
       replies.emplace_back(static_cast<redisReply*>(raw), &freeReplyObject);
     }
-    failures_ = 0;
+    backoff_.Succeeded();
     return replies;
   }
 
   // Drops the connection after an I/O failure and schedules the next attempt.
   tl::unexpected<Error> Fail(const std::string& detail) {
     conn_.reset();
-    const milliseconds pause =
-        failures_ == 0 ? milliseconds(0)
-                       : std::min(kMaxBackoff, milliseconds(kFirstBackoff.count()
-                                                            << std::min(failures_ - 1, 5)));
-    ++failures_;
-    retry_at_ = steady_clock::now() + pause;
-    last_error_ = detail;
+    backoff_.Failed(detail);
     return tl::unexpected(Error(context_, detail));
   }
 
   Result<void> EnsureConnected(steady_clock::time_point deadline) {
     if (conn_) return {};
-    const auto now = steady_clock::now();
-    if (now < retry_at_) {
-      const auto wait = std::chrono::duration_cast<milliseconds>(retry_at_ - now);
-      return MakeError(context_, "not connected (" + last_error_ + "); reconnecting in " +
-                                     std::to_string(wait.count()) + "ms");
-    }
+    if (auto may = backoff_.MayConnect(context_); !may) return may;
     return Connect(deadline);
   }
 
@@ -782,9 +770,7 @@ class RedisBackend final : public Backend {
         // AUTH / SELECT / NOPERM: the server's text never contains the password.
         const std::string detail(Str(r.get()));
         conn_.reset();
-        ++failures_;
-        retry_at_ = steady_clock::now() + kMaxBackoff;
-        last_error_ = detail;
+        backoff_.FailedHard(detail);
         return MakeError(context_, detail);
       }
     }
@@ -802,9 +788,7 @@ class RedisBackend final : public Backend {
   ContextPtr conn_;
   std::string shas_[std::size(kScripts)];
   std::set<std::string> indexed_jobs_;  // jobs already in Pjobs (since this connection)
-  int failures_ = 0;                    // consecutive failed calls/attempts
-  steady_clock::time_point retry_at_{};
-  std::string last_error_;
+  ReconnectBackoff backoff_;  // when to try connecting again after failures
 };
 
 }  // namespace
