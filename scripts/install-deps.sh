@@ -15,7 +15,7 @@ packages=(
   zookeeper libzookeeper-mt-dev default-jre-headless  # ZooKeeper backend + its tests' server
   etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start
   postgresql-15 libpq-dev    # the PostgreSQL backend (libpq) and the server its tests start
-  procps psmisc util-linux   # setpriv: jobs die with their daemon (PR_SET_PDEATHSIG)
+  procps psmisc util-linux   # tests: pgrep/killall; setpriv runs the PostgreSQL test server
   libcpp-httplib-dev         # /metrics, /healthz, /api/status, the status page
   libsystemd-dev             # sd_notify: Type=notify, watchdog
   dpkg-dev                   # cpack -G DEB (dpkg-shlibdeps) and the package test
