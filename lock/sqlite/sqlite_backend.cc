@@ -72,6 +72,8 @@
 #include <thread>
 #include <utility>
 
+#include "lock/complete_batcher.h"
+
 namespace tickd::lock {
 namespace {
 
@@ -322,32 +324,39 @@ class SqliteBackend final : public Backend {
     return sqlite3_changes(db_) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;
   }
 
+  // Runs that end together complete together: see lock/complete_batcher.h.
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
+    return completer_.Complete(held, completion);
+  }
+
+  // Every complete of the batch in ONE BEGIN IMMEDIATE transaction: one fsync, not one
+  // per run (each would hold the write lock, and the next tick's claims, for an fsync).
+  std::vector<Result<CompleteStatus>> CompleteBatch(
+      std::span<const CompleteRequest> reqs) override {
     std::lock_guard lock(mu_);
-    const std::string where = "sqlite: complete " + held.job + "@" + std::to_string(held.tick_unix);
-    Stmt st(db_,
-            "UPDATE tickd_ticks SET state = 'done', run_outcome = ?1, exit_code = ?2, "
-            "duration_ms = ?3, lease_until = ?4 WHERE job = ?5 AND tick = ?6 AND owner = ?7 "
-            "AND state = 'running'");
-    st.Bind(1, completion.outcome).Bind(2, completion.exit_code);
-    st.Bind(3, static_cast<std::int64_t>(completion.duration.count())).Bind(4, BootMs());
-    st.Bind(5, held.job).Bind(6, held.tick_unix).Bind(7, held.owner_token);
-    if (st.Step() != SQLITE_DONE) return MakeError(where, st.ErrorText());
-    CompleteStatus status = CompleteStatus::kCompleted;
-    if (sqlite3_changes(db_) != 1) {
-      // A repeated Complete of our own done record changes nothing and succeeds.
-      Stmt check(db_, "SELECT owner, state FROM tickd_ticks WHERE job = ?1 AND tick = ?2");
-      check.Bind(1, held.job).Bind(2, held.tick_unix);
-      const int rc = check.Step();
-      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return MakeError(where, check.ErrorText());
-      const bool ours_done =
-          rc == SQLITE_ROW && check.Text(0) == held.owner_token && check.Text(1) == "done";
-      status = ours_done ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+    std::vector<Result<CompleteStatus>> out;
+    out.reserve(reqs.size());
+    const std::string where = "sqlite: complete";
+    if (auto r = Exec("BEGIN IMMEDIATE", where); !r) {
+      for (std::size_t i = 0; i < reqs.size(); ++i) out.push_back(tl::unexpected(r.error()));
+      return out;
     }
-    // The lock file carries our fence: no other record refers to it, whatever happened.
-    ::unlink(LockPath(held.job, held.tick_unix, held.fence).c_str());
-    held_.erase(held.owner_token);
-    return status;
+    for (const CompleteRequest& req : reqs) out.push_back(CompleteLocked(req));
+    if (auto r = Exec("COMMIT", where); !r) {
+      Exec("ROLLBACK", where);
+      for (auto& o : out) {
+        if (o) o = tl::unexpected(r.error());  // nothing of the batch was recorded
+      }
+      return out;
+    }
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      if (!out[i]) continue;
+      const HeldClaim& held = reqs[i].held;
+      // The lock file carries our fence: no other record refers to it, whatever happened.
+      ::unlink(LockPath(held.job, held.tick_unix, held.fence).c_str());
+      held_.erase(held.owner_token);
+    }
+    return out;
   }
 
   Result<void> Record(const Observation& obs) override {
@@ -395,6 +404,30 @@ class SqliteBackend final : public Backend {
   std::string LockPath(std::string_view job, std::int64_t tick, std::uint64_t fence) const {
     return locks_dir_ + "/" + FileComponent(job) + "@" + std::to_string(tick) + "." +
            std::to_string(fence) + ".lock";
+  }
+
+  // One complete inside the caller's BEGIN IMMEDIATE transaction.
+  Result<CompleteStatus> CompleteLocked(const CompleteRequest& req) {
+    const HeldClaim& held = req.held;
+    const Completion& completion = req.completion;
+    const std::string where = "sqlite: complete " + held.job + "@" + std::to_string(held.tick_unix);
+    Stmt st(db_,
+            "UPDATE tickd_ticks SET state = 'done', run_outcome = ?1, exit_code = ?2, "
+            "duration_ms = ?3, lease_until = ?4 WHERE job = ?5 AND tick = ?6 AND owner = ?7 "
+            "AND state = 'running'");
+    st.Bind(1, completion.outcome).Bind(2, completion.exit_code);
+    st.Bind(3, static_cast<std::int64_t>(completion.duration.count())).Bind(4, BootMs());
+    st.Bind(5, held.job).Bind(6, held.tick_unix).Bind(7, held.owner_token);
+    if (st.Step() != SQLITE_DONE) return MakeError(where, st.ErrorText());
+    if (sqlite3_changes(db_) == 1) return CompleteStatus::kCompleted;
+    // A repeated Complete of our own done record changes nothing and succeeds.
+    Stmt check(db_, "SELECT owner, state FROM tickd_ticks WHERE job = ?1 AND tick = ?2");
+    check.Bind(1, held.job).Bind(2, held.tick_unix);
+    const int rc = check.Step();
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return MakeError(where, check.ErrorText());
+    const bool ours_done =
+        rc == SQLITE_ROW && check.Text(0) == held.owner_token && check.Text(1) == "done";
+    return ours_done ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
   }
 
   // True when the holder of `rec` still holds its flock. A free flock is left taken in
@@ -674,6 +707,8 @@ class SqliteBackend final : public Backend {
   milliseconds busy_timeout_{2'000};
   std::chrono::steady_clock::time_point busy_since_;  // OnBusy: when the current wait began
   std::vector<std::string> warnings_;
+  CompleteBatcher completer_{
+      [this](std::span<const CompleteRequest> reqs) { return CompleteBatch(reqs); }};
 };
 
 }  // namespace
