@@ -21,11 +21,11 @@
 // No SIGCHLD handler is installed anywhere.
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -35,14 +35,14 @@
 #include <array>
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -367,8 +367,7 @@ class ProcessExecution final : public Execution {
     SteadyClock::time_point kill_at{};
     SteadyClock::time_point drain_until{};
     SteadyClock::time_point end{};
-    constexpr std::array<OutputStream, 2> kStreams = {OutputStream::kStdout,
-                                                      OutputStream::kStderr};
+    constexpr std::array<OutputStream, 2> kStreams = {OutputStream::kStdout, OutputStream::kStderr};
 
     while (true) {
       SteadyClock::time_point now = SteadyClock::now();
@@ -499,8 +498,8 @@ Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputS
           CannotStart("workdir " + spec.workdir + ": " + ErrnoText(errno), std::nullopt));
     }
     if (!S_ISDIR(st.st_mode)) {
-      return FinishedExecution(CannotStart(
-          "workdir " + spec.workdir + ": " + ErrnoText(ENOTDIR), std::nullopt));
+      return FinishedExecution(
+          CannotStart("workdir " + spec.workdir + ": " + ErrnoText(ENOTDIR), std::nullopt));
     }
   }
 
@@ -544,9 +543,9 @@ Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputS
   // Invalid on kernels without it (< 5.3): waitid polling instead. A raw syscall since
   // glibc 2.36's <sys/pidfd.h> lacks extern "C".
   Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-  auto execution = std::make_unique<ProcessExecution>(pid, std::move(*out), std::move(*err),
-                                                      std::move(pidfd), std::move(wake), spec,
-                                                      std::move(sink), start);
+  auto execution =
+      std::make_unique<ProcessExecution>(pid, std::move(*out), std::move(*err), std::move(pidfd),
+                                         std::move(wake), spec, std::move(sink), start);
   if (auto started = execution->Start(); !started) return tl::unexpected(started.error());
   return std::unique_ptr<Execution>(std::move(execution));
 }

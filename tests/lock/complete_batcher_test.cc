@@ -80,10 +80,10 @@ TEST_CASE("a short or throwing batch write gives errors, never a hang", "[lock][
   REQUIRE_FALSE(a);
   CHECK(a.error().ToString().find("no answer") != std::string::npos);
 
-  CompleteBatcher throwing([](std::span<const CompleteRequest>)
-                               -> std::vector<Result<CompleteStatus>> {
-    throw std::runtime_error("store exploded");
-  });
+  CompleteBatcher throwing(
+      [](std::span<const CompleteRequest>) -> std::vector<Result<CompleteStatus>> {
+        throw std::runtime_error("store exploded");
+      });
   auto b = throwing.Complete(Held(2), Completion{"done", 0, std::chrono::milliseconds(1)});
   REQUIRE_FALSE(b);
   CHECK(b.error().ToString().find("store exploded") != std::string::npos);

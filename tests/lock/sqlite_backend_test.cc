@@ -48,7 +48,7 @@ ClaimStatus StatusOf(const Result<ClaimOutcome>& out) {
 
 }  // namespace
 
-TEST_CASE("sqlite: a SIGKILLed holder's flock frees its tick at once, without a lease wait") {
+TEST_CASE("sqlite: a SIGKILLed holder's lock frees its tick at once, without a lease wait") {
   testing::TempDir dir;
   REQUIRE_FALSE(dir.path().empty());
   const std::string db = dir.path() + "/tickd.db";
