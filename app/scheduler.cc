@@ -47,7 +47,11 @@
  */
 #include "app/scheduler.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <random>
@@ -78,12 +82,28 @@ std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
 }  // namespace
 
 std::string NewOwnerToken() {
-  std::random_device rd;
+  // getrandom(2), not std::random_device: libstdc++'s device is RDSEED/RDRAND here,
+  // which a VM may trap or make retry; with a token per claim it was a quarter of the
+  // daemon's CPU when 100 jobs were due at once.
+  std::array<unsigned char, 16> bytes{};
+  std::size_t have = 0;
+  while (have < bytes.size()) {
+    const ssize_t n = getrandom(bytes.data() + have, bytes.size() - have, 0);
+    if (n > 0) {
+      have += static_cast<std::size_t>(n);
+    } else if (errno != EINTR) {
+      // No entropy source at all: fall back to the device rather than fail the claim.
+      std::random_device rd;
+      for (std::size_t i = have; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(rd());
+      break;
+    }
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  for (int i = 0; i < 4; ++i) {
-    char buf[9];
-    std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
-    out += buf;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
   }
   return out;
 }
@@ -209,8 +229,10 @@ void Scheduler::Loop() {
       reload_applied_ = reload_number;
       cv_.notify_all();
     }
-    ReapFinished();
     ProcessDue(WallMs(clock_));
+    // After the claims: joining the runs that ended (a hundred threads and their
+    // stacks, after a busy second) takes milliseconds a due tick must not wait for.
+    ReapFinished();
     PruneWhenDue(WallMs(clock_));
     metrics().LoopTurn();
 

@@ -44,7 +44,7 @@ struct SchedulerOptions {
   std::chrono::milliseconds max_sleep{3'600'000};
 };
 
-// A fresh claim owner token: 128 random bits from the system's random device, hex.
+// A fresh claim owner token: 128 random bits from the kernel (getrandom), hex.
 std::string NewOwnerToken();
 
 // Thread-safe. Start() once; Shutdown() (or the destructor) once.

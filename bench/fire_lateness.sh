@@ -27,7 +27,7 @@ chmod 644 "$dir/jobs.yaml"
 
 pids=()
 for node in node-a node-b node-c; do
-  "$build/app/tickd" run -c "$dir/jobs.yaml" --node-id "$node" --log-level warn > "$dir/$node.log" 2>&1 &
+  ${TICKD_WRAP:-} "$build/app/tickd" run -c "$dir/jobs.yaml" --node-id "$node" --log-level warn > "$dir/$node.log" 2>&1 &
   pids+=($!)
 done
 sleep 3   # let every replica start before the measured window

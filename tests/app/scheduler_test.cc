@@ -338,3 +338,14 @@ TEST_CASE("reload: removed jobs stop, new ones start, unchanged ones keep their 
 
 }  // namespace
 }  // namespace tickd::app::testing
+
+TEST_CASE("owner tokens are 128 random bits in hex, a new one each time", "[scheduler]") {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string token = tickd::app::NewOwnerToken();
+    REQUIRE(token.size() == 32);
+    CHECK(token.find_first_not_of("0123456789abcdef") == std::string::npos);
+    seen.insert(token);
+  }
+  CHECK(seen.size() == 1000);
+}
