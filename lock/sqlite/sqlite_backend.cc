@@ -356,6 +356,17 @@ class SqliteBackend final : public Backend {
     for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
       if (auto r = Exec(pragma, where); !r) return r;
     }
+    // Checkpoints off the claim path: SQLite's automatic one runs inside the COMMIT
+    // call that crosses the threshold (copying the WAL into the database and fsyncing
+    // it), and a claim would wait for it. This hook replaces it and only counts; the
+    // checkpoint runs after completes (CheckpointWhenDue).
+    sqlite3_wal_hook(
+        db_,
+        [](void* self, sqlite3*, const char*, int pages) {
+          static_cast<SqliteBackend*>(self)->wal_pages_ = pages;
+          return SQLITE_OK;
+        },
+        this);
     if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return r;
     if (auto r = Exec(kSchema, where); !r) {
       Exec("ROLLBACK", where);
@@ -412,6 +423,8 @@ class SqliteBackend final : public Backend {
       return out;
     }
     for (const PendingWin& w : wins) held_[w.owner_token] = w.fence;
+    // Only when no complete has checkpointed for a long time (runs that last hours).
+    CheckpointWhenDue(kCheckpointPagesOnClaim);
     return out;
   }
 
@@ -454,6 +467,7 @@ class SqliteBackend final : public Backend {
       }
       return out;
     }
+    CheckpointWhenDue(kCheckpointPages);
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       if (!out[i]) continue;
       // The lock carries our fence: no other record refers to it, whatever happened.
@@ -529,6 +543,22 @@ class SqliteBackend final : public Backend {
     const bool ours_done =
         rc == SQLITE_ROW && check.Text(0) == held.owner_token && check.Text(1) == "done";
     return ours_done ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+  }
+
+  // SQLite's default threshold; ten times that before a claim does it itself.
+  static constexpr int kCheckpointPages = 1000;
+  static constexpr int kCheckpointPagesOnClaim = 10 * kCheckpointPages;
+
+  // A PASSIVE checkpoint (never waits for readers or writers) once the WAL holds
+  // `threshold` pages. Failures only leave the WAL longer; the next one retries.
+  void CheckpointWhenDue(int threshold) {
+    if (wal_pages_ < threshold) return;
+    int wal = 0;
+    int copied = 0;
+    if (sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal, &copied) ==
+        SQLITE_OK) {
+      wal_pages_ = wal - copied;
+    }
   }
 
   // A running record is live while its lease runs (this boot) and its holder keeps
@@ -786,6 +816,7 @@ class SqliteBackend final : public Backend {
   StmtCache stmts_{db_};  // before holder_locks_/held_; finalized before db_ closes
   HolderLocks holder_locks_;
   std::map<std::string, std::uint64_t> held_;  // owner token → fence of a claim we hold
+  int wal_pages_ = 0;  // frames in the WAL after our last commit (the WAL hook)
   milliseconds busy_timeout_{2'000};
   std::chrono::steady_clock::time_point busy_since_;  // OnBusy: when the current wait began
   std::vector<std::string> warnings_;
