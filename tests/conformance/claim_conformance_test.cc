@@ -439,3 +439,101 @@ TEMPLATE_LIST_TEST_CASE("conformance: the ledger keeps what every replica saw of
   CHECK(only_other->front().winner.empty());  // observed, but no tick record
   CHECK(only_other->front().observations.size() == 1);
 }
+
+namespace {
+
+// The running claims of `job` (other jobs of the store are not this case's).
+std::vector<RunningClaim> RunningOf(Backend& b, const std::string& job) {
+  auto all = b.ListRunning();
+  if (!all) FAIL("list running: " << all.error().ToString());
+  std::vector<RunningClaim> out;
+  for (const RunningClaim& c : *all) {
+    if (c.job == job) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("conformance: locks lists a running claim; a release waits until the "
+                        "holder is gone and then shuts the old holder out",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const auto lease = h.short_lease();
+  const std::int64_t tick = NowUnix(h.clock());
+  auto req = Req(h, "stuck", tick, "node-a", "tok-a");
+  req.lease = lease;
+  req.recover = true;
+  const ClaimOutcome won = MustClaim(*a, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  const HeldClaim held = HeldOf(req, won);
+
+  // Listed from another replica, with its holder, tick, fence and config hash.
+  auto running = RunningOf(*b, "stuck");
+  REQUIRE(running.size() == 1);
+  CHECK(running[0].tick_unix == tick);
+  CHECK(running[0].node == "node-a");
+  CHECK(running[0].fence == won.fence);
+  CHECK(running[0].config_hash == "hash-node-a");
+  CHECK(running[0].holder_alive);
+  if (running[0].lease_left) CHECK(*running[0].lease_left <= lease);
+
+  // A live holder's claim is never released.
+  CHECK(*b->ForceRelease("stuck", tick) == ForceReleaseStatus::kHolderAlive);
+  CHECK(*a->Renew(held) == RenewStatus::kRenewed);
+
+  // The holder stops renewing; once its lease expired the claim can be released.
+  h.Elapse(lease * 2);
+  running = RunningOf(*b, "stuck");
+  REQUIRE(running.size() == 1);
+  CHECK_FALSE(running[0].holder_alive);
+  if (running[0].lease_left) CHECK(*running[0].lease_left == 0ms);
+  CHECK(*b->ForceRelease("stuck", tick) == ForceReleaseStatus::kReleased);
+  CHECK(*b->ForceRelease("stuck", tick) == ForceReleaseStatus::kNotRunning);
+  CHECK(RunningOf(*b, "stuck").empty());
+
+  // The old holder is shut out and changes nothing.
+  CHECK(*a->Renew(held) == RenewStatus::kLost);
+  CHECK(*a->Complete(held, Completion{"done", 0, 5ms}) == CompleteStatus::kNotOwner);
+  auto history = b->History("stuck", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().state == "done");
+  CHECK(history->front().run_outcome == "released");
+  CHECK(history->front().winner == "node-a");
+  CHECK(history->front().fence == won.fence);
+
+  // Released is done: even a recover claim never runs the tick again, and under
+  // forbid the job's next tick is no longer busy.
+  auto again = Req(h, "stuck", tick, "node-b", "tok-b");
+  again.recover = true;
+  const ClaimOutcome lost = MustClaim(*b, again);
+  CHECK(lost.status == ClaimStatus::kLost);
+  CHECK(lost.holder_node == "node-a");
+  CHECK_FALSE(lost.holder_running);
+  CHECK(MustClaim(*b, Req(h, "stuck", tick + 1, "node-b", "tok-next")).status ==
+        ClaimStatus::kWon);
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: releasing a tick that is not running changes nothing",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  const std::int64_t tick = NowUnix(h.clock());
+  CHECK(*a->ForceRelease("never", tick) == ForceReleaseStatus::kNotRunning);
+  const auto req = Req(h, "finished", tick, "node-a", "tok-a");
+  const ClaimOutcome won = MustClaim(*a, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  REQUIRE(*a->Complete(HeldOf(req, won), Completion{"done", 0, 3ms}) ==
+          CompleteStatus::kCompleted);
+  CHECK(RunningOf(*a, "finished").empty());
+  CHECK(*a->ForceRelease("finished", tick) == ForceReleaseStatus::kNotRunning);
+  auto history = a->History("finished", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().run_outcome == "done");
+}
