@@ -537,3 +537,47 @@ TEMPLATE_LIST_TEST_CASE("conformance: releasing a tick that is not running chang
   REQUIRE(history->size() == 1);
   CHECK(history->front().run_outcome == "done");
 }
+
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: observations written with the claim keep each replica's "
+    "config hash, as Record does",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  std::vector<std::unique_ptr<Backend>> replicas;
+  for (int i = 0; i < 3; ++i) replicas.push_back(h.OpenReplica());
+  const std::int64_t tick = NowUnix(h.clock());
+  // Tick T: one winner and two losers; tick T+1 under forbid: busy for everyone.
+  for (std::int64_t t : {tick, tick + 1}) {
+    for (int r = 0; r < 3; ++r) {
+      const std::string node = "node-" + std::to_string(r);
+      auto req = Req(h, "hashed", t, node, "tok-" + std::to_string(t) + node);
+      req.observe = true;  // as the scheduler claims
+      const ClaimOutcome out = MustClaim(*replicas[r], req);
+      if (!out.observed) {
+        REQUIRE(replicas[r]->Record(Observation{req.job, t, node,
+                                                std::string(ClaimStatusName(out.status)),
+                                                req.node_wall, req.config_hash, out.fence}));
+      }
+    }
+  }
+  auto history = replicas[0]->History("hashed", 2);
+  REQUIRE(history);
+  REQUIRE(history->size() == 2);
+  const TickHistory& busy = history->at(0);
+  const TickHistory& won = history->at(1);
+  REQUIRE(won.tick_unix == tick);
+  CHECK(won.winner == "node-0");
+  CHECK(won.config_hash == "hash-node-0");
+  REQUIRE(won.observations.size() == 3);
+  for (const Observation& o : won.observations) {
+    CHECK(o.config_hash == "hash-" + o.node);
+    CHECK(o.outcome == (o.node == "node-0" ? "won" : "lost"));
+  }
+  CHECK(busy.winner.empty());
+  REQUIRE(busy.observations.size() == 3);
+  for (const Observation& o : busy.observations) {
+    CHECK(o.config_hash == "hash-" + o.node);
+    CHECK(o.outcome == "busy");
+  }
+}
