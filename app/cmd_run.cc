@@ -198,6 +198,7 @@ int CmdRun(const RunArgs& args) {
   }
   SkewOptions skew_options;
   skew_options.node = node;
+  skew_options.threshold = cfg.clock_skew_warning;
   SkewWatch skew(clock, store, log, metrics, skew_options);
   log.Log(LogLevel::kInfo, "start",
           {{"node", node},

@@ -20,6 +20,29 @@
 #include "app/status_cli.h"
 
 namespace tickd::app {
+namespace {
+
+// Why a manual tick did not run, in the operator's words.
+std::string NotRunReason(const Result<lock::ClaimOutcome>& claimed, const lock::ClaimRequest& req) {
+  if (!claimed) return "the lock backend did not answer: " + claimed.error().ToString();
+  switch (claimed->status) {
+    case lock::ClaimStatus::kLost:
+      // The tick is the current second: a second trigger within it is the same tick.
+      return "tick " + FormatTick(req.tick_unix) + " was already claimed by " +
+             claimed->holder_node + ", which runs it (a trigger is the tick of the current " +
+             "second, and a tick runs once)";
+    case lock::ClaimStatus::kBusy:
+      return "its tick " + FormatTick(claimed->holder_tick_unix) + " still runs on " +
+             claimed->holder_node + " (concurrency: forbid)";
+    case lock::ClaimStatus::kMissed:
+      return "the backend's clock is past the tick's starting deadline";
+    case lock::ClaimStatus::kWon:
+      break;
+  }
+  return "unknown";
+}
+
+}  // namespace
 
 int CmdTrigger(const TriggerArgs& args) {
   RealClock clock;
@@ -31,7 +54,10 @@ int CmdTrigger(const TriggerArgs& args) {
     if (j.name == args.job) job = &j;
   }
   if (job == nullptr) {
-    std::cerr << args.config_path << ": no job named " << args.job << "\n";
+    std::string names;
+    for (const config::Job& j : ctx.config.jobs) names += (names.empty() ? "" : ", ") + j.name;
+    std::cerr << args.config_path << ": no job named " << args.job
+              << " (jobs: " << (names.empty() ? "none" : names) << ")\n";
     return kExitBadInput;
   }
   auto scheduled = MakeScheduledJob(*job);
@@ -81,7 +107,10 @@ int CmdTrigger(const TriggerArgs& args) {
     LogBackendError(log, LogLevel::kWarn, "ledger", req.job, FormatTick(req.tick_unix), node,
                     r.error());
   }
-  if (!won) return kExitFailure;
+  if (!won) {
+    std::cerr << "tickd: " << req.job << " was not run: " << NotRunReason(claimed, req) << "\n";
+    return kExitFailure;
+  }
 
   std::unique_ptr<Runner> runner = NewProcessRunner();
   WonTick tick{*scheduled,

@@ -66,7 +66,9 @@ void SkewWatch::PollOnce() {
   for (const auto& [peer, range] : measured) {
     const milliseconds mid = (range.first + range.second) / 2;
     metrics_.ClockSkew(peer, mid);
-    const bool beyond = range.first >= options_.threshold || range.second <= -options_.threshold;
+    // A zero threshold switches the warning off (the gauge stays).
+    const bool beyond = options_.threshold.count() > 0 &&
+                        (range.first >= options_.threshold || range.second <= -options_.threshold);
     bool& warned = warned_[peer];
     if (beyond && !warned) {
       warned = true;

@@ -31,7 +31,7 @@ namespace tickd::app {
 
 struct SkewOptions {
   std::string node;                            // this replica (its observations are skipped)
-  std::chrono::milliseconds threshold{1'000};  // warn beyond this
+  std::chrono::milliseconds threshold{1'000};  // warn beyond this; 0: never warn
   std::chrono::milliseconds poll{500};         // the measurement's uncertainty
   int lookback = 200;                          // newest ticks read per poll (all jobs)
 };

@@ -44,7 +44,7 @@ using Keys = std::span<const std::string_view>;
 constexpr std::string_view kTopKeys[] = {"version",  "node", "lock",
                                          "defaults", "jobs", "http",
                                          "max_concurrent_runs", "shutdown_grace"};
-constexpr std::string_view kNodeKeys[] = {"id"};
+constexpr std::string_view kNodeKeys[] = {"id", "clock_skew_warning"};
 constexpr std::string_view kLockKeys[] = {"backend",      "url",        "lease",
                                           "password_env", "op_timeout", "retention"};
 constexpr std::string_view kHttpKeys[] = {"listen"};
@@ -404,6 +404,9 @@ void Loader::Load(const YAML::Node& root, Config& config) {
     if (std::find(std::begin(kLockKeys), std::end(kLockKeys), key) != std::end(kLockKeys)) {
       return "did you mean 'lock." + std::string(key) + "'?";
     }
+    if (std::find(std::begin(kNodeKeys), std::end(kNodeKeys), key) != std::end(kNodeKeys)) {
+      return "did you mean 'node." + std::string(key) + "'?";
+    }
     return "";
   };
   std::map<std::string, Entry> top;
@@ -424,6 +427,10 @@ void Loader::Load(const YAML::Node& root, Config& config) {
   }
   if (const Entry* e = find("node"); e && RequireMap(e->value, e->mark, "node")) {
     for (const Entry& n : Entries(e->value, "node", kNodeKeys)) {
+      if (n.key == "clock_skew_warning") {
+        if (auto d = Duration(n, /*allow_zero=*/true)) config.clock_skew_warning = *d;
+        continue;
+      }
       auto id = Text(n, /*allow_empty=*/true);
       if (!id) continue;
       const bool printable = std::all_of(id->begin(), id->end(), [](unsigned char c) {

@@ -94,6 +94,9 @@ struct Config {
   int version = 1;
   std::string path;                  // the job file, absolute
   std::string node_id;               // "" = <hostname>-<pid> (decided by app/)
+  // node.clock_skew_warning: measured skew to a peer beyond this logs `clock-skew`;
+  // 0 = never warn (the tickd_clock_skew_seconds metric is still exported).
+  milliseconds clock_skew_warning{1'000};
   LockSettings lock;
   HttpSettings http;
   int max_concurrent_runs = 64;      // per replica; a tick beyond it is logged and skipped

@@ -216,19 +216,17 @@ class Backend {
   // Returns how many tick records were removed.
   virtual Result<int> Prune(WallTime older_than) = 0;
 
-  // Operations (`tickd locks`). Backends that cannot answer keep these defaults,
-  // which return an Error saying so.
-  // Every tick record still in state running, oldest first.
-  virtual Result<std::vector<RunningClaim>> ListRunning() {
-    return MakeError(std::string(name()), "listing running claims is not supported");
-  }
+  // Operations (`tickd locks`).
+  // Every tick record still in state running, oldest first, with its holder, fence,
+  // config hash, what is left of the lease on the backend's clock (nullopt when the
+  // backend cannot tell) and whether the holder still holds it.
+  virtual Result<std::vector<RunningClaim>> ListRunning() = 0;
   // Marks a running tick whose holder is gone (lease expired or holder dead) as done
-  // with outcome "released"; never touches a live holder's claim.
-  virtual Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) {
-    (void)job;
-    (void)tick_unix;
-    return MakeError(std::string(name()), "releasing claims is not supported");
-  }
+  // with outcome "released", atomically against the holder's Renew and Complete, which
+  // are refused afterwards (kLost / kNotOwner); never touches a live holder's claim
+  // (kHolderAlive). kNotRunning when (job, T) has no running record. An Error when the
+  // backend did not answer (the release may or may not have happened).
+  virtual Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) = 0;
 };
 
 }  // namespace tickd::lock

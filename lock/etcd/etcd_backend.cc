@@ -43,6 +43,10 @@
 // the value read: a re-claim changes mod_revision, so the txn refuses a stale holder
 // even when its lease has expired): puts the record done, deletes the lease key,
 // lease_until and the run key (when it holds our token), then revokes the lease.
+// locks: ListRunning ranges each job's tick keys (records, lease keys, lease_until);
+// ForceRelease is one txn comparing the record's mod_revision and the lease key's
+// absence, putting the record done ("released", no owner: the old holder's Renew and
+// Complete are refused) and deleting lease_until and the holder's run key.
 // Ambiguous failures (no answer to the claim txn): the lease key is re-read; the
 // claim is ours only when it holds our token. Otherwise Error (fail closed); a lease
 // that may have been attached simply expires.
@@ -696,6 +700,92 @@ class EtcdBackend final : public Backend {
       }
     }
     return removed;
+  }
+
+  Result<std::vector<RunningClaim>> ListRunning() override {
+    const Deadline deadline = Due();
+    auto jobs = Jobs(deadline);
+    if (!jobs) return tl::unexpected(jobs.error());
+    std::vector<RunningClaim> out;
+    for (const std::string& job : *jobs) {
+      const std::string ticks = JobPrefix(job) + "tick/";
+      auto reply = Post("/v3/kv/range",
+                        Json{{"key", B64(ticks)}, {"range_end", B64(PrefixEnd(ticks))}}, deadline);
+      if (!reply) return tl::unexpected(reply.error());
+      // Keys come in key order: per tick l, r, u, w/… (T zero-padded).
+      struct Seen {
+        std::optional<TickRecord> record;
+        bool lease = false;
+        std::int64_t lease_until = 0;
+      };
+      std::map<std::int64_t, Seen> seen;
+      for (const Kv& kv : KvsOf(reply->body)) {
+        const std::string_view rel = std::string_view(kv.key).substr(ticks.size());
+        const auto slash = rel.find('/');
+        if (slash == std::string_view::npos) continue;
+        Seen& tick = seen[ParseTick(rel.substr(0, slash))];
+        const std::string_view kind = rel.substr(slash + 1);
+        if (kind == "r") {
+          tick.record = DecodeRecord(kv);
+        } else if (kind == "l") {
+          tick.lease = true;
+        } else if (kind == "u") {
+          tick.lease_until = ParseTick(kv.value);
+        }
+      }
+      for (const auto& [tick, st] : seen) {
+        if (!st.record || st.record->state != "running") continue;
+        RunningClaim c;
+        c.job = job;
+        c.tick_unix = tick;
+        c.node = st.record->node;
+        c.fence = st.record->fence;
+        c.config_hash = st.record->hash;
+        c.holder_alive = st.lease;
+        if (!st.lease) {
+          c.lease_left = milliseconds(0);
+        } else if (reply->server_ms) {  // Date has 1 s resolution: up to 1 s too much
+          c.lease_left =
+              milliseconds(std::max<std::int64_t>(0, st.lease_until - *reply->server_ms));
+        }
+        out.push_back(std::move(c));
+      }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const RunningClaim& a, const RunningClaim& b) {
+      return std::tie(a.tick_unix, a.job) < std::tie(b.tick_unix, b.job);
+    });
+    return out;
+  }
+
+  Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) override {
+    const Deadline deadline = Due();
+    const Keys k = KeysOf(std::string(job), tick_unix);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto state = ReadTick(k, deadline);
+      if (!state) return tl::unexpected(state.error());
+      if (!state->record || state->record->state != "running") {
+        return ForceReleaseStatus::kNotRunning;
+      }
+      if (state->lease) return ForceReleaseStatus::kHolderAlive;
+      TickRecord rec = *state->record;
+      const std::string holder = rec.owner;
+      rec.state = "done";
+      rec.owner.clear();
+      rec.outcome = "released";
+      rec.exit_code.reset();
+      rec.duration_ms = 0;
+      Json compare = {ModifiedAt(k.record, rec.mod_revision), CreatedAt(k.lease, 0)};
+      Json success = {Put(k.record, Encode(rec)), Delete(k.until)};
+      if (state->run && state->run->token == holder) {
+        compare.push_back(ModifiedAt(k.run, state->run_mod_revision));
+        success.push_back(Delete(k.run));
+      }
+      auto txn = Post("/v3/kv/txn", Json{{"compare", compare}, {"success", success}}, deadline);
+      if (!txn) return tl::unexpected(txn.error());
+      if (txn->body.value("succeeded", false)) return ForceReleaseStatus::kReleased;
+      // Something changed between the read and the txn (a re-claim, a complete): re-read.
+    }
+    return MakeError(context_ + ": release", "the record kept changing; try again");
   }
 
  private:

@@ -13,6 +13,8 @@
 //   2. Wall() > T + starting_deadline → missed;
 //   3. forbid and another tick of the job runs with a live lease → busy;
 //   4. won: new record, lease = now + req.lease, fence = ++fences_[job].
+// ForceRelease marks a running record whose lease expired as done ("released") and
+// clears its owner token, so the old holder's Renew and Complete are refused.
 #include "lock/memory/memory_backend.h"
 
 #include <algorithm>
@@ -172,6 +174,43 @@ class MemoryBackend final : public Backend {
     return removed;
   }
 
+  Result<std::vector<RunningClaim>> ListRunning() override {
+    std::lock_guard lock(mu_);
+    const SteadyTime now = clock_.Steady();
+    std::vector<RunningClaim> out;
+    for (const auto& [key, rec] : ticks_) {
+      if (rec.done) continue;
+      RunningClaim c{key.first,
+                     key.second,
+                     rec.node,
+                     rec.fence,
+                     rec.config_hash,
+                     std::max(milliseconds(0),
+                              std::chrono::duration_cast<milliseconds>(rec.lease_until - now)),
+                     rec.lease_until > now};
+      out.push_back(std::move(c));
+    }
+    std::stable_sort(out.begin(), out.end(), [](const RunningClaim& a, const RunningClaim& b) {
+      return a.tick_unix < b.tick_unix;
+    });
+    return out;
+  }
+
+  // Under the one mutex, so no renew or complete can slip between the check and the
+  // change. The owner token is cleared: the old holder's Renew and Complete are refused.
+  Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) override {
+    std::lock_guard lock(mu_);
+    const SteadyTime now = clock_.Steady();
+    auto it = ticks_.find(Key{std::string(job), tick_unix});
+    if (it == ticks_.end() || it->second.done) return ForceReleaseStatus::kNotRunning;
+    TickRecord& rec = it->second;
+    if (rec.lease_until > now) return ForceReleaseStatus::kHolderAlive;
+    rec.done = true;
+    rec.owner.clear();
+    rec.completion = Completion{"released", std::nullopt, milliseconds(0)};
+    return ForceReleaseStatus::kReleased;
+  }
+
  private:
   TickRecord NewRecord(const ClaimRequest& req, SteadyTime now) {
     TickRecord rec;
@@ -239,6 +278,10 @@ class SharedBackendHandle final : public Backend {
     return shared_->History(job, limit);
   }
   Result<int> Prune(WallTime older_than) override { return shared_->Prune(older_than); }
+  Result<std::vector<RunningClaim>> ListRunning() override { return shared_->ListRunning(); }
+  Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) override {
+    return shared_->ForceRelease(job, tick_unix);
+  }
 
  private:
   std::shared_ptr<Backend> shared_;

@@ -38,6 +38,12 @@ class NoneBackend final : public Backend {
   }
   Result<int> Prune(WallTime older_than) override { return ledger_->Prune(older_than); }
 
+  // No claims are ever held, so nothing runs and nothing can be released.
+  Result<std::vector<RunningClaim>> ListRunning() override { return std::vector<RunningClaim>{}; }
+  Result<ForceReleaseStatus> ForceRelease(std::string_view, std::int64_t) override {
+    return ForceReleaseStatus::kNotRunning;
+  }
+
  private:
   std::atomic<std::uint64_t> fence_{0};
   std::unique_ptr<Backend> ledger_;

@@ -303,9 +303,10 @@ constexpr const char* kListRunningSql =
     "lease_until > now() FROM tickd_ticks WHERE state = 'running' ORDER BY tick, job";
 
 // Releases a running tick only once the database saw its lease expire; the subselects
-// see the row as it was before the UPDATE (one snapshot).
+// see the row as it was before the UPDATE (one snapshot). The owner is cleared, so the
+// old holder's Complete is refused (a done record of its own would be accepted).
 constexpr const char* kForceReleaseSql =
-    "WITH r AS (UPDATE tickd_ticks SET state = 'done', run_outcome = 'released', "
+    "WITH r AS (UPDATE tickd_ticks SET state = 'done', run_outcome = 'released', owner = '', "
     "lease_until = now() WHERE job = $1 AND tick = $2::bigint AND state = 'running' "
     "AND lease_until <= now() RETURNING 1) "
     "SELECT CASE WHEN EXISTS (SELECT 1 FROM r) THEN 'released' "

@@ -204,6 +204,39 @@ end
 return removed
 )lua";
 
+// `tickd locks`. KEYS: the job's ticks index. ARGV: the job's key base. Every record
+// of the job still running: {T, node, fence, hash, PTTL of its lease key (-2: gone)}.
+// Operator commands, rarely run: sent with EVAL, not loaded with the claim scripts.
+constexpr std::string_view kListRunningLua = R"lua(
+local out = {}
+for _, t in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local rec = redis.call('HMGET', ARGV[1] .. 't:' .. t, 'state', 'node', 'fence', 'hash')
+  if rec[1] == 'running' then
+    out[#out + 1] = {t, rec[2], rec[3], rec[4], redis.call('PTTL', ARGV[1] .. 'l:' .. t)}
+  end
+end
+return out
+)lua";
+
+// KEYS: the job's key base. ARGV: T. 'released', 'alive' or 'not-running'. One script:
+// no renew or complete runs between the check and the change. A released record has
+// no owner, so the old holder's Renew (no lease key) and Complete are refused.
+constexpr std::string_view kForceReleaseLua = R"lua(
+local record, lease_key = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'l:' .. ARGV[1]
+local rec = redis.call('HMGET', record, 'state', 'owner')
+if rec[1] ~= 'running' then return 'not-running' end
+if redis.call('EXISTS', lease_key) == 1 then return 'alive' end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', record, 'state', 'done', 'owner', '', 'outcome', 'released', 'exit', '',
+           'duration', 0, 'lease_until', now)
+local run = redis.call('GET', KEYS[1] .. 'run')
+if run and string.sub(run, 1, #rec[2] + 1) == rec[2] .. '\n' then
+  redis.call('DEL', KEYS[1] .. 'run')
+end
+return 'released'
+)lua";
+
 enum class Script { kClaim, kRenew, kComplete, kPrune };
 constexpr std::string_view kScripts[] = {kClaimLua, kRenewLua, kCompleteLua, kPruneLua};
 
@@ -547,6 +580,55 @@ class RedisBackend final : public Backend {
     return out;
   }
 
+  Result<std::vector<RunningClaim>> ListRunning() override {
+    auto jobs = JobNames();
+    if (!jobs) return tl::unexpected(jobs.error());
+    std::vector<Command> calls;
+    for (const std::string& job : *jobs) {
+      calls.push_back({"EVAL", std::string(kListRunningLua), "1", Base(job) + "ticks", Base(job)});
+    }
+    auto replies = Pipeline(calls);
+    if (!replies) return tl::unexpected(replies.error());
+    std::vector<RunningClaim> out;
+    for (std::size_t j = 0; j < jobs->size(); ++j) {
+      const redisReply* r = (*replies)[j].get();
+      if (r->type == REDIS_REPLY_ERROR) {
+        return MakeError(context_ + ": list running", std::string(Str(r)));
+      }
+      for (std::size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i) {
+        const redisReply* row = r->element[i];
+        if (row->type != REDIS_REPLY_ARRAY || row->elements != 5) continue;
+        RunningClaim c;
+        c.job = (*jobs)[j];
+        c.tick_unix = Int(row->element[0]);
+        c.node = Str(row->element[1]);
+        c.fence = static_cast<std::uint64_t>(Int(row->element[2]));
+        c.config_hash = Str(row->element[3]);
+        const std::int64_t pttl = Int(row->element[4]);
+        c.lease_left = milliseconds(std::max<std::int64_t>(0, pttl));
+        c.holder_alive = pttl > 0;
+        out.push_back(std::move(c));
+      }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const RunningClaim& a, const RunningClaim& b) {
+      return std::tie(a.tick_unix, a.job) < std::tie(b.tick_unix, b.job);
+    });
+    return out;
+  }
+
+  Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) override {
+    auto replies = Pipeline({{"EVAL", std::string(kForceReleaseLua), "1", Base(std::string(job)),
+                              std::to_string(tick_unix)}});
+    if (!replies) return tl::unexpected(replies.error());
+    const redisReply* r = replies->front().get();
+    if (r->type == REDIS_REPLY_ERROR) {
+      return MakeError(context_ + ": release", std::string(Str(r)));
+    }
+    const std::string_view answer = Str(r);
+    if (answer == "released") return ForceReleaseStatus::kReleased;
+    return answer == "alive" ? ForceReleaseStatus::kHolderAlive : ForceReleaseStatus::kNotRunning;
+  }
+
   Result<int> Prune(WallTime older_than) override {
     const std::int64_t cutoff =
         std::chrono::duration_cast<std::chrono::seconds>(older_than.time_since_epoch()).count();
@@ -570,6 +652,18 @@ class RedisBackend final : public Backend {
 
  private:
   std::string Base(const std::string& job) const { return endpoint_.prefix + "{" + job + "}:"; }
+
+  // Every job name in Pjobs.
+  Result<std::vector<std::string>> JobNames() {
+    auto members = Pipeline({{"SMEMBERS", endpoint_.prefix + "jobs"}});
+    if (!members) return tl::unexpected(members.error());
+    std::vector<std::string> jobs;
+    const redisReply* set = members->front().get();
+    for (std::size_t i = 0; set->type == REDIS_REPLY_ARRAY && i < set->elements; ++i) {
+      jobs.emplace_back(Str(set->element[i]));
+    }
+    return jobs;
+  }
 
   static std::map<std::string, std::string> Fields(const redisReply* r) {
     std::map<std::string, std::string> out;

@@ -54,6 +54,10 @@
 // Renew: one UPDATE guarded by owner, state, boot_id and lease_until > now.
 // Complete: one UPDATE guarded by owner and state; then the holder lock is dropped.
 // Completes of runs that end together share one transaction (CompleteBatch).
+// ListRunning / ForceRelease (`tickd locks`): inside BEGIN IMMEDIATE (they probe holder
+// locks). A running record is released only when it is not Live (lease expired, other
+// boot, or its holder lock free: the holder died); the release sets state done, outcome
+// "released" and clears the owner, so the old holder's Renew and Complete are refused.
 #include "lock/sqlite/sqlite_backend.h"
 
 #include <fcntl.h>
@@ -501,6 +505,48 @@ class SqliteBackend final : public Backend {
     return out;
   }
 
+  Result<std::vector<RunningClaim>> ListRunning() override {
+    std::lock_guard lock(mu_);
+    const std::string where = "sqlite: list running";
+    if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return tl::unexpected(r.error());
+    const std::int64_t now = BootMs();
+    std::vector<RunningClaim> out;
+    std::string error;
+    {
+      Stmt st(db_,
+              "SELECT tick, owner, node, fence, lease_until, boot_id, config_hash, job "
+              "FROM tickd_ticks WHERE state = 'running' ORDER BY tick, job");
+      while (st.Step() == SQLITE_ROW) {
+        const Running rec = ReadRunning(st);
+        RunningClaim c;
+        c.job = st.Text(7);
+        c.tick_unix = rec.tick;
+        c.node = rec.node;
+        c.fence = rec.fence;
+        c.config_hash = rec.config_hash;
+        c.lease_left = rec.boot_id == boot_id_
+                           ? milliseconds(std::max<std::int64_t>(0, rec.lease_until - now))
+                           : milliseconds(0);
+        c.holder_alive = Live(rec, now);
+        out.push_back(std::move(c));
+      }
+      if (st.Failed()) error = st.ErrorText();
+    }
+    Exec("ROLLBACK", where);
+    if (!error.empty()) return MakeError(where, error);
+    return out;
+  }
+
+  Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) override {
+    std::lock_guard lock(mu_);
+    const std::string where =
+        "sqlite: release " + std::string(job) + "@" + std::to_string(tick_unix);
+    if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return tl::unexpected(r.error());
+    auto out = ForceReleaseLocked(job, tick_unix, where);
+    if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK", where);
+    return out;
+  }
+
   Result<int> Prune(WallTime older_than) override {
     std::lock_guard lock(mu_);
     const std::string where = "sqlite: prune";
@@ -757,6 +803,31 @@ class SqliteBackend final : public Backend {
       if (obs.Failed()) return MakeError(where, obs.ErrorText());
     }
     return out;
+  }
+
+  // Inside the caller's BEGIN IMMEDIATE: no claim, renew or complete runs meanwhile.
+  Result<ForceReleaseStatus> ForceReleaseLocked(std::string_view job, std::int64_t tick_unix,
+                                                const std::string& where) {
+    const std::int64_t now = BootMs();
+    std::optional<Running> rec;
+    {
+      Stmt st(db_,
+              "SELECT tick, owner, node, fence, lease_until, boot_id, config_hash "
+              "FROM tickd_ticks WHERE job = ?1 AND tick = ?2 AND state = 'running'");
+      st.Bind(1, job).Bind(2, tick_unix);
+      const int rc = st.Step();
+      if (rc == SQLITE_ROW) rec = ReadRunning(st);
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return MakeError(where, st.ErrorText());
+    }
+    if (!rec) return ForceReleaseStatus::kNotRunning;
+    if (Live(*rec, now)) return ForceReleaseStatus::kHolderAlive;
+    Stmt st(db_,
+            "UPDATE tickd_ticks SET state = 'done', run_outcome = 'released', owner = '', "
+            "lease_until = ?1 WHERE job = ?2 AND tick = ?3 AND owner = ?4 AND state = 'running'");
+    st.Bind(1, now).Bind(2, job).Bind(3, tick_unix).Bind(4, rec->owner);
+    if (st.Step() != SQLITE_DONE) return MakeError(where, st.ErrorText());
+    if (auto r = Exec("COMMIT", where); !r) return tl::unexpected(r.error());
+    return ForceReleaseStatus::kReleased;
   }
 
   Result<int> PruneLocked(WallTime older_than, const std::string& where) {

@@ -53,6 +53,11 @@
 // complete: get the record (owner must be our token), the lease and the run node;
 //   one multi: set the record to done (with its version) and delete the lease and
 //   run nodes that still hold our token (each by version). Retried on a version race.
+// locks: ListRunning reads every record of every job (and its lease node) and judges
+//   the lease on the server's clock. ForceRelease: one multi setting the record (by
+//   version) to done, outcome "released", no owner (the old holder's Complete is
+//   refused) and deleting the expired lease node by version (its Renew is refused);
+//   a renewal in between moves the version and the release re-reads.
 //
 // Every call is async under the hood (zoo_a*), awaited against a deadline of
 // op_timeout: the C client's sync calls can block for 2/3 of the session timeout on
@@ -662,6 +667,98 @@ class ZookeeperBackend final : public Backend {
       for (std::size_t d : record_deletes) removed += deletes[d].rc == ZOK ? 1 : 0;
     }
     return removed;
+  }
+
+  Result<std::vector<RunningClaim>> ListRunning() override {
+    std::lock_guard lock(mu_);
+    // Walks every record of every job: give it the room of Prune.
+    const auto deadline = steady_clock::now() + options_.op_timeout * 5;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    auto jobs = Jobs("", deadline);
+    if (!jobs) return tl::unexpected(jobs.error());
+    Batch lists(zh_.get());
+    for (const std::string& job : *jobs) lists.Children(base_ + "/" + job + "/t");
+    if (auto ok = Await(lists, deadline, "list running"); !ok) return tl::unexpected(ok.error());
+    std::vector<std::pair<std::string, std::int64_t>> keys;  // (job, T)
+    for (std::size_t j = 0; j < jobs->size(); ++j) {
+      if (lists[j].rc != ZOK && lists[j].rc != ZNONODE) return Failure("list running", lists[j].rc);
+      for (const std::string& t : lists[j].children) keys.emplace_back((*jobs)[j], ToInt(t));
+    }
+    Batch reads(zh_.get());
+    for (const auto& [job, tick] : keys) {
+      reads.Get(Path(job, "t", tick));
+      reads.Get(Path(job, "l", tick));
+    }
+    if (auto ok = Await(reads, deadline, "list running"); !ok) return tl::unexpected(ok.error());
+    auto now = ServerNow(deadline);
+    if (!now) return tl::unexpected(now.error());
+    std::vector<RunningClaim> out;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const Reply& rec = reads[2 * i];
+      const Reply& lease = reads[2 * i + 1];
+      if (rec.rc != ZOK) continue;
+      const Fields f = Decode(rec.value);
+      if (Get(f, "state") != "running") continue;
+      RunningClaim c;
+      c.job = keys[i].first;
+      c.tick_unix = keys[i].second;
+      c.node = Get(f, "node");
+      c.fence = static_cast<std::uint64_t>(rec.stat.mzxid);  // written by the claim's multi
+      c.config_hash = Get(f, "hash");
+      const std::int64_t until =
+          lease.rc == ZOK ? lease.stat.mtime + ToInt(Get(Decode(lease.value), "lease_ms")) : 0;
+      c.holder_alive = lease.rc == ZOK && Live(lease, *now);
+      c.lease_left = milliseconds(c.holder_alive ? std::max<std::int64_t>(0, until - *now) : 0);
+      out.push_back(std::move(c));
+    }
+    std::stable_sort(out.begin(), out.end(), [](const RunningClaim& a, const RunningClaim& b) {
+      return std::tie(a.tick_unix, a.job) < std::tie(b.tick_unix, b.job);
+    });
+    return out;
+  }
+
+  Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    const std::string job_name(job);
+    const std::string record_path = Path(job_name, "t", tick_unix);
+    const std::string lease_path = Path(job_name, "l", tick_unix);
+    const std::string run_path = base_ + "/" + job_name + "/run";
+    for (int race = 0; race < kMaxRaces; ++race) {
+      Batch read(zh_.get());
+      read.Get(record_path);
+      read.Get(lease_path);
+      read.Get(run_path);
+      if (auto ok = Await(read, deadline, "release"); !ok) return tl::unexpected(ok.error());
+      for (std::size_t i = 0; i < 3; ++i) {
+        if (read[i].rc != ZOK && read[i].rc != ZNONODE) return Failure("release", read[i].rc);
+      }
+      if (read[0].rc == ZNONODE) return ForceReleaseStatus::kNotRunning;
+      Fields record = Decode(read[0].value);
+      if (Get(record, "state") != "running") return ForceReleaseStatus::kNotRunning;
+      auto now = ServerNow(deadline);
+      if (!now) return tl::unexpected(now.error());
+      if (read[1].rc == ZOK && Live(read[1], *now)) return ForceReleaseStatus::kHolderAlive;
+      const std::string holder = Get(record, "owner");
+      record["state"] = "done";
+      record["owner"] = "";
+      record["outcome"] = "released";
+      record["exit"] = "";
+      record["duration_ms"] = "0";
+      record["fence"] = std::to_string(read[0].stat.mzxid);
+      std::vector<Op> ops = {{Op::kSet, record_path, Encode(record), read[0].stat.version}};
+      if (read[1].rc == ZOK) ops.push_back({Op::kDelete, lease_path, "", read[1].stat.version});
+      if (read[2].rc == ZOK && Get(Decode(read[2].value), "owner") == holder) {
+        ops.push_back({Op::kDelete, run_path, "", read[2].stat.version});
+      }
+      Batch write(zh_.get());
+      write.Multi(std::move(ops));
+      if (auto ok = Await(write, deadline, "release"); !ok) return tl::unexpected(ok.error());
+      if (write[0].rc == ZOK) return ForceReleaseStatus::kReleased;
+      if (!IsRace(write[0].rc)) return Failure("release", write[0].rc);
+    }
+    return MakeError(context_ + ": release", "kept losing version races; try again");
   }
 
  private:

@@ -177,6 +177,10 @@ class TestBackend final : public lock::Backend {
     return inner_->History(job, limit);
   }
   Result<int> Prune(WallTime older_than) override { return inner_->Prune(older_than); }
+  Result<std::vector<lock::RunningClaim>> ListRunning() override { return inner_->ListRunning(); }
+  Result<lock::ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t t) override {
+    return inner_->ForceRelease(job, t);
+  }
 
   std::vector<std::pair<lock::HeldClaim, lock::Completion>> completions() {
     std::lock_guard lock(mu_);

@@ -289,5 +289,20 @@ TEST_CASE("http.listen needs a port", "[config][errors]") {
   CHECK_ERROR(big, "FILE:3:11: http.listen: '127.0.0.1:70000' needs a port");
 }
 
+TEST_CASE("node.clock_skew_warning is checked like every duration", "[config][errors]") {
+  TempDir dir;
+  auto bad = LoadText(dir, std::string(kJobHead) + "    shell: x\n"
+                                                   "node: {clock_skew_warning: 2 secs}\n");
+  CHECK_ERROR(bad, "FILE:6:28: node.clock_skew_warning: ");
+  REQUIRE(bad.errors.size() == 1);
+  auto typo = LoadText(dir, std::string(kJobHead) + "    shell: x\n"
+                                                    "node: {clock_skew_warnign: 2s}\n");
+  CHECK_ERROR(typo, "FILE:6:8: node.clock_skew_warnign: unknown key; did you mean "
+                    "'clock_skew_warning'?");
+  auto top = LoadText(dir, std::string(kJobHead) + "    shell: x\nclock_skew_warning: 2s\n");
+  CHECK_ERROR(top, "FILE:6:1: clock_skew_warning: unknown key; did you mean "
+                   "'node.clock_skew_warning'?");
+}
+
 }  // namespace
 }  // namespace tickd::config

@@ -367,5 +367,17 @@ TEST_CASE("jobs.example.yaml at the repo root is valid", "[config][example]") {
   CHECK(c.warnings.empty());
 }
 
+TEST_CASE("node.clock_skew_warning sets the skew threshold; 1s by default, 0s turns it off",
+          "[config]") {
+  TempDir dir;
+  const std::string head = "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n"
+                           "    shell: \"true\"\n";
+  CHECK(MustLoad(dir.Write("default.yaml", head)).clock_skew_warning == milliseconds(1'000));
+  CHECK(MustLoad(dir.Write("set.yaml", head + "node: {clock_skew_warning: 2500ms}\n"))
+            .clock_skew_warning == milliseconds(2'500));
+  CHECK(MustLoad(dir.Write("off.yaml", head + "node:\n  id: n1\n  clock_skew_warning: 0s\n"))
+            .clock_skew_warning == milliseconds(0));
+}
+
 }  // namespace
 }  // namespace tickd::config

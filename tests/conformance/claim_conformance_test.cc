@@ -439,3 +439,145 @@ TEMPLATE_LIST_TEST_CASE("conformance: the ledger keeps what every replica saw of
   CHECK(only_other->front().winner.empty());  // observed, but no tick record
   CHECK(only_other->front().observations.size() == 1);
 }
+
+namespace {
+
+// The running claims of `job` (other jobs of the store are not this case's).
+std::vector<RunningClaim> RunningOf(Backend& b, const std::string& job) {
+  auto all = b.ListRunning();
+  if (!all) FAIL("list running: " << all.error().ToString());
+  std::vector<RunningClaim> out;
+  for (const RunningClaim& c : *all) {
+    if (c.job == job) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("conformance: locks lists a running claim; a release waits until the "
+                        "holder is gone and then shuts the old holder out",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const auto lease = h.short_lease();
+  const std::int64_t tick = NowUnix(h.clock());
+  auto req = Req(h, "stuck", tick, "node-a", "tok-a");
+  req.lease = lease;
+  req.recover = true;
+  const ClaimOutcome won = MustClaim(*a, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  const HeldClaim held = HeldOf(req, won);
+
+  // Listed from another replica, with its holder, tick, fence and config hash.
+  auto running = RunningOf(*b, "stuck");
+  REQUIRE(running.size() == 1);
+  CHECK(running[0].tick_unix == tick);
+  CHECK(running[0].node == "node-a");
+  CHECK(running[0].fence == won.fence);
+  CHECK(running[0].config_hash == "hash-node-a");
+  CHECK(running[0].holder_alive);
+  if (running[0].lease_left) CHECK(*running[0].lease_left <= lease);
+
+  // A live holder's claim is never released.
+  CHECK(*b->ForceRelease("stuck", tick) == ForceReleaseStatus::kHolderAlive);
+  CHECK(*a->Renew(held) == RenewStatus::kRenewed);
+
+  // The holder stops renewing; once its lease expired the claim can be released.
+  h.Elapse(lease * 2);
+  running = RunningOf(*b, "stuck");
+  REQUIRE(running.size() == 1);
+  CHECK_FALSE(running[0].holder_alive);
+  if (running[0].lease_left) CHECK(*running[0].lease_left == 0ms);
+  CHECK(*b->ForceRelease("stuck", tick) == ForceReleaseStatus::kReleased);
+  CHECK(*b->ForceRelease("stuck", tick) == ForceReleaseStatus::kNotRunning);
+  CHECK(RunningOf(*b, "stuck").empty());
+
+  // The old holder is shut out and changes nothing.
+  CHECK(*a->Renew(held) == RenewStatus::kLost);
+  CHECK(*a->Complete(held, Completion{"done", 0, 5ms}) == CompleteStatus::kNotOwner);
+  auto history = b->History("stuck", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().state == "done");
+  CHECK(history->front().run_outcome == "released");
+  CHECK(history->front().winner == "node-a");
+  CHECK(history->front().fence == won.fence);
+
+  // Released is done: even a recover claim never runs the tick again, and under
+  // forbid the job's next tick is no longer busy.
+  auto again = Req(h, "stuck", tick, "node-b", "tok-b");
+  again.recover = true;
+  const ClaimOutcome lost = MustClaim(*b, again);
+  CHECK(lost.status == ClaimStatus::kLost);
+  CHECK(lost.holder_node == "node-a");
+  CHECK_FALSE(lost.holder_running);
+  CHECK(MustClaim(*b, Req(h, "stuck", tick + 1, "node-b", "tok-next")).status ==
+        ClaimStatus::kWon);
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: releasing a tick that is not running changes nothing",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  const std::int64_t tick = NowUnix(h.clock());
+  CHECK(*a->ForceRelease("never", tick) == ForceReleaseStatus::kNotRunning);
+  const auto req = Req(h, "finished", tick, "node-a", "tok-a");
+  const ClaimOutcome won = MustClaim(*a, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  REQUIRE(*a->Complete(HeldOf(req, won), Completion{"done", 0, 3ms}) ==
+          CompleteStatus::kCompleted);
+  CHECK(RunningOf(*a, "finished").empty());
+  CHECK(*a->ForceRelease("finished", tick) == ForceReleaseStatus::kNotRunning);
+  auto history = a->History("finished", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().run_outcome == "done");
+}
+
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: observations written with the claim keep each replica's "
+    "config hash, as Record does",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  std::vector<std::unique_ptr<Backend>> replicas;
+  for (int i = 0; i < 3; ++i) replicas.push_back(h.OpenReplica());
+  const std::int64_t tick = NowUnix(h.clock());
+  // Tick T: one winner and two losers; tick T+1 under forbid: busy for everyone.
+  for (std::int64_t t : {tick, tick + 1}) {
+    for (int r = 0; r < 3; ++r) {
+      const std::string node = "node-" + std::to_string(r);
+      auto req = Req(h, "hashed", t, node, "tok-" + std::to_string(t) + node);
+      req.observe = true;  // as the scheduler claims
+      const ClaimOutcome out = MustClaim(*replicas[r], req);
+      if (!out.observed) {
+        REQUIRE(replicas[r]->Record(Observation{req.job, t, node,
+                                                std::string(ClaimStatusName(out.status)),
+                                                req.node_wall, req.config_hash, out.fence}));
+      }
+    }
+  }
+  auto history = replicas[0]->History("hashed", 2);
+  REQUIRE(history);
+  REQUIRE(history->size() == 2);
+  const TickHistory& busy = history->at(0);
+  const TickHistory& won = history->at(1);
+  REQUIRE(won.tick_unix == tick);
+  CHECK(won.winner == "node-0");
+  CHECK(won.config_hash == "hash-node-0");
+  REQUIRE(won.observations.size() == 3);
+  for (const Observation& o : won.observations) {
+    CHECK(o.config_hash == "hash-" + o.node);
+    CHECK(o.outcome == (o.node == "node-0" ? "won" : "lost"));
+  }
+  CHECK(busy.winner.empty());
+  REQUIRE(busy.observations.size() == 3);
+  for (const Observation& o : busy.observations) {
+    CHECK(o.config_hash == "hash-" + o.node);
+    CHECK(o.outcome == "busy");
+  }
+}
