@@ -357,9 +357,6 @@ class SqliteBackend final : public Backend {
     }
     busy_timeout_ = options.busy_timeout;
     sqlite3_busy_handler(db_, &SqliteBackend::OnBusy, this);
-    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
-      if (auto r = Exec(pragma, where); !r) return r;
-    }
     // Checkpoints off the claim path: SQLite's automatic one runs inside the COMMIT
     // call that crosses the threshold (copying the WAL into the database and fsyncing
     // it), and a claim would wait for it. This hook replaces it and only counts; the
@@ -371,12 +368,20 @@ class SqliteBackend final : public Backend {
           return SQLITE_OK;
         },
         this);
-    if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return r;
-    if (auto r = Exec(kSchema, where); !r) {
-      Exec("ROLLBACK", where);
-      return r;
+    // Replicas started together on a new file race to switch it to WAL and create the
+    // schema; SQLite answers SQLITE_BUSY without calling the busy handler where
+    // waiting could deadlock (two readers that both want to write), so the loser
+    // starts over until the busy timeout.
+    const auto give_up = std::chrono::steady_clock::now() + busy_timeout_;
+    while (true) {
+      bool busy = false;
+      Result<void> set_up = SetUpSchema(where, &busy);
+      if (set_up || !busy || std::chrono::steady_clock::now() >= give_up) {
+        if (!set_up) return set_up;
+        break;
+      }
+      std::this_thread::sleep_for(milliseconds(2));
     }
-    if (auto r = Exec("COMMIT", where); !r) return r;
     if (::mkdir(locks_dir_.c_str(), 0775) != 0 && errno != EEXIST) {
       return MakeError("sqlite: create " + locks_dir_, std::strerror(errno));
     }
@@ -589,6 +594,23 @@ class SqliteBackend final : public Backend {
     const bool ours_done =
         rc == SQLITE_ROW && check.Text(0) == held.owner_token && check.Text(1) == "done";
     return ours_done ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+  }
+
+  // WAL, synchronous=FULL and the tables (idempotent). `*busy`: it failed because
+  // another connection held a lock.
+  Result<void> SetUpSchema(const std::string& where, bool* busy) {
+    auto failed = [&](Result<void> r) {
+      *busy = (sqlite3_errcode(db_) & 0xff) == SQLITE_BUSY;
+      if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK", where);
+      return r;
+    };
+    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
+      if (auto r = Exec(pragma, where); !r) return failed(r);
+    }
+    for (const char* step : {"BEGIN IMMEDIATE", kSchema, "COMMIT"}) {
+      if (auto r = Exec(step, where); !r) return failed(r);
+    }
+    return {};
   }
 
   // SQLite's default threshold; ten times that before a claim does it itself.

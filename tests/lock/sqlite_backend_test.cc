@@ -1,4 +1,5 @@
-// SQLite-specific behaviour: flock takeover after a SIGKILLed holder, boot id,
+// SQLite-specific behaviour: takeover after a SIGKILLed holder, replicas opening a new
+// file together, boot id,
 // wall-clock steps, URLs, the network-file-system warning. The shared claim rules
 // run in tests/conformance.
 #include "lock/sqlite/sqlite_backend.h"
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <vector>
 
 #include "tests/lock/temp_dir.h"
 
@@ -33,7 +36,7 @@ ClaimRequest Req(std::string job, std::int64_t tick, std::string node, std::stri
   req.tick_unix = tick;
   req.node = std::move(node);
   req.owner_token = std::move(token);
-  req.lease = 60s;  // long: only the flock or the boot id can end it within the test
+  req.lease = 60s;  // long: only the holder lock or the boot id can end it within the test
   return req;
 }
 
@@ -181,5 +184,49 @@ TEST_CASE("sqlite: URLs, open errors and the network file system warning") {
   auto local = Open(dir.path() + "/t.db", clock);
   for (const std::string& w : local->StartupWarnings()) {
     CHECK(w.find("network file system") == std::string::npos);
+  }
+}
+
+TEST_CASE("sqlite: replicas that open a new database file at the same instant all start") {
+  // The first open switches the file to WAL and creates the tables; SQLite may answer
+  // a racing opener SQLITE_BUSY without waiting. 8 processes, released together by
+  // one pipe, 10 rounds on a fresh file each.
+  constexpr int kProcesses = 8;
+  for (int round = 0; round < 10; ++round) {
+    testing::TempDir dir;
+    REQUIRE_FALSE(dir.path().empty());
+    const std::string db = dir.path() + "/tickd.db";
+    int go[2];
+    REQUIRE(::pipe(go) == 0);
+    std::vector<pid_t> children;
+    for (int i = 0; i < kProcesses; ++i) {
+      const pid_t child = ::fork();
+      REQUIRE(child >= 0);
+      if (child == 0) {
+        ::close(go[1]);
+        char c;
+        if (::read(go[0], &c, 1) != 0) ::_exit(3);  // EOF: everyone starts now
+        RealClock clock;
+        SqliteOptions options;
+        options.path = db;
+        auto backend = NewSqliteBackend(options, clock);
+        if (!backend) {
+          std::fprintf(stderr, "%s\n", backend.error().ToString().c_str());
+          ::_exit(1);
+        }
+        ::_exit(0);
+      }
+      children.push_back(child);
+    }
+    ::close(go[0]);
+    ::close(go[1]);
+    int failed = 0;
+    for (pid_t child : children) {
+      int status = 0;
+      REQUIRE(::waitpid(child, &status, 0) == child);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+    }
+    INFO("round " << round);
+    CHECK(failed == 0);
   }
 }
