@@ -74,7 +74,7 @@ class EtcdServer {
   void Stop() { StopWith(SIGTERM); }
   // SIGSTOP / SIGCONT: a member that stops answering without closing connections.
   void Pause() const {
-    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+    FreezeServer(pid_);
   }
   void Resume() const {
     if (pid_ > 0) ::kill(pid_, SIGCONT);

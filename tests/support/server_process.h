@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -108,6 +110,36 @@ inline void StopServer(pid_t& pid, int sig) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   pid = -1;
+}
+
+// SIGSTOP, then waits (up to 2 s) until every thread of `pid` is stopped. kill()
+// returns before a busy multi-threaded server has stopped, and a request sent in that
+// window would still be answered: a test of a frozen server would then see a reply.
+inline void FreezeServer(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGSTOP);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < give_up) {
+    bool all_stopped = true;
+    const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+    if (DIR* dir = ::opendir(tasks.c_str())) {
+      while (dirent* e = ::readdir(dir)) {
+        if (e->d_name[0] == '.') continue;
+        std::ifstream stat(tasks + "/" + e->d_name + "/stat");
+        std::string line;
+        std::getline(stat, line);
+        // "pid (comm) S ...": the state follows the last ')'.
+        const auto close = line.rfind(')');
+        if (close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'T' &&
+            line[close + 2] != 't') {
+          all_stopped = false;
+        }
+      }
+      ::closedir(dir);
+    }
+    if (all_stopped) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 }  // namespace tickd::testing

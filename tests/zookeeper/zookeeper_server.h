@@ -109,7 +109,7 @@ class ZookeeperServer {
   // SIGSTOP / SIGCONT: a frozen server (no answers, no session expiry meanwhile;
   // sessions silent for longer than their timeout expire once it resumes).
   void Pause() const {
-    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+    FreezeServer(pid_);
   }
   void Resume() const {
     if (pid_ > 0) ::kill(pid_, SIGCONT);
