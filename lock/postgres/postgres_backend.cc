@@ -276,15 +276,22 @@ constexpr const char* kRecordSql =
 #undef TICKD_OBSERVATION_UPSERT
 
 // The newest ticks known to the records or the ledger, then one row per observation.
-constexpr const char* kHistorySql =
-    "WITH keys AS ((SELECT job, tick FROM tickd_ticks WHERE $1 = '' OR job = $1 "
-    "  UNION SELECT job, tick FROM tickd_observations WHERE $1 = '' OR job = $1) "
-    "  ORDER BY tick DESC, job LIMIT $2::bigint) "
-    "SELECT k.job, k.tick, t.node, t.state, t.run_outcome, t.exit_code, t.duration_ms, "
-    "t.fence, t.config_hash, o.node, o.outcome, o.node_wall_ms, o.config_hash, o.fence "
-    "FROM keys k LEFT JOIN tickd_ticks t ON t.job = k.job AND t.tick = k.tick "
-    "LEFT JOIN tickd_observations o ON o.job = k.job AND o.tick = k.tick "
-    "ORDER BY k.tick DESC, k.job, o.node";
+// The newest $2 of each table first (an index walk each: the tick index for all jobs,
+// the primary key for one), then of their union: a UNION of the whole tables, sorted
+// on every call, grew with the ledger, and the skew watch asks twice a second.
+#define TICKD_HISTORY_SQL(FILTER)                                                           \
+  "WITH keys AS ((SELECT job, tick FROM tickd_ticks " FILTER                                 \
+  " ORDER BY tick DESC, job LIMIT $2::bigint) UNION (SELECT DISTINCT job, tick FROM "       \
+  "tickd_observations " FILTER " ORDER BY tick DESC, job LIMIT $2::bigint) "                \
+  "ORDER BY tick DESC, job LIMIT $2::bigint) "                                               \
+  "SELECT k.job, k.tick, t.node, t.state, t.run_outcome, t.exit_code, t.duration_ms, "      \
+  "t.fence, t.config_hash, o.node, o.outcome, o.node_wall_ms, o.config_hash, o.fence "       \
+  "FROM keys k LEFT JOIN tickd_ticks t ON t.job = k.job AND t.tick = k.tick "                \
+  "LEFT JOIN tickd_observations o ON o.job = k.job AND o.tick = k.tick "                     \
+  "ORDER BY k.tick DESC, k.job, o.node"
+constexpr const char* kHistoryAllSql = TICKD_HISTORY_SQL("WHERE $1::text = ''");
+constexpr const char* kHistoryJobSql = TICKD_HISTORY_SQL("WHERE job = $1");
+#undef TICKD_HISTORY_SQL
 
 // Both deletes see one snapshot: the ledger of a record that stays stays too.
 constexpr const char* kPruneSql =
@@ -476,7 +483,7 @@ class PostgresBackend final : public Backend {
     std::optional<std::string> max_rows;
     if (limit >= 0) max_rows = std::to_string(limit);
     auto r =
-        RunOne({kHistorySql, {std::string(job), std::move(max_rows)}}, PGRES_TUPLES_OK, "history");
+        RunOne({job.empty() ? kHistoryAllSql : kHistoryJobSql, {std::string(job), std::move(max_rows)}}, PGRES_TUPLES_OK, "history");
     if (!r) return tl::unexpected(r.error());
     const PGresult* res = r->get();
     std::vector<TickHistory> out;

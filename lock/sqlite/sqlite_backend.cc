@@ -115,6 +115,9 @@ CREATE TABLE IF NOT EXISTS tickd_observations(
   config_hash TEXT NOT NULL DEFAULT '',
   fence INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (job, tick, node));
+-- The newest ticks of all jobs (History, the skew watch, tickd status) and pruning.
+CREATE INDEX IF NOT EXISTS tickd_ticks_by_tick ON tickd_ticks(tick, job);
+CREATE INDEX IF NOT EXISTS tickd_observations_by_tick ON tickd_observations(tick, job);
 )sql";
 
 // A file descriptor owned like a unique_ptr.
@@ -779,11 +782,21 @@ class SqliteBackend final : public Backend {
 
   Result<std::vector<TickHistory>> HistoryLocked(std::string_view job, int limit,
                                                  const std::string& where) {
-    Stmt keys(db_,
-              "SELECT job, tick FROM (SELECT job, tick FROM tickd_ticks WHERE ?1 = '' OR job = ?1 "
-              "UNION SELECT job, tick FROM tickd_observations WHERE ?1 = '' OR job = ?1) "
-              "ORDER BY tick DESC, job LIMIT ?2");
-    keys.Bind(1, job).Bind(2, static_cast<std::int64_t>(limit));
+    // The newest `limit` of each table first (an index walk each), then of their
+    // union: a UNION of the whole tables sorted on every call grew with the ledger
+    // (0.36 s at 200,000 ticks) and the skew watch runs it twice a second.
+    const char* const kAllJobs =
+        "SELECT job, tick FROM (SELECT job, tick FROM tickd_ticks ORDER BY tick DESC, job "
+        "LIMIT ?2) UNION SELECT job, tick FROM (SELECT DISTINCT job, tick FROM "
+        "tickd_observations ORDER BY tick DESC, job LIMIT ?2) ORDER BY tick DESC, job LIMIT ?2";
+    const char* const kOneJob =
+        "SELECT job, tick FROM (SELECT job, tick FROM tickd_ticks WHERE job = ?1 ORDER BY "
+        "tick DESC LIMIT ?2) UNION SELECT job, tick FROM (SELECT DISTINCT job, tick FROM "
+        "tickd_observations WHERE job = ?1 ORDER BY tick DESC LIMIT ?2) ORDER BY tick DESC "
+        "LIMIT ?2";
+    Stmt keys(stmts_, db_, job.empty() ? kAllJobs : kOneJob);
+    if (!job.empty()) keys.Bind(1, job);
+    keys.Bind(2, static_cast<std::int64_t>(limit));
     std::vector<TickHistory> out;
     while (keys.Step() == SQLITE_ROW) {
       TickHistory h;
@@ -793,7 +806,7 @@ class SqliteBackend final : public Backend {
     }
     if (keys.Failed()) return MakeError(where, keys.ErrorText());
     for (TickHistory& h : out) {
-      Stmt rec(db_,
+      Stmt rec(stmts_, db_,
                "SELECT node, state, run_outcome, exit_code, duration_ms, fence, config_hash "
                "FROM tickd_ticks WHERE job = ?1 AND tick = ?2");
       rec.Bind(1, h.job).Bind(2, h.tick_unix);
@@ -807,7 +820,7 @@ class SqliteBackend final : public Backend {
         h.config_hash = rec.Text(6);
       }
       if (rec.Failed()) return MakeError(where, rec.ErrorText());
-      Stmt obs(db_,
+      Stmt obs(stmts_, db_,
                "SELECT node, outcome, node_wall_ms, config_hash, fence FROM tickd_observations "
                "WHERE job = ?1 AND tick = ?2 ORDER BY node_wall_ms, node");
       obs.Bind(1, h.job).Bind(2, h.tick_unix);
