@@ -1,6 +1,7 @@
 // Where the daemon's per-job memory goes (bench/README.md, "idle cost"): loads a job
-// file of N rarely firing jobs the way `tickd run` does and prints the live heap
-// (glibc mallinfo2) and the resident set after each stage, per job.
+// file of N rarely firing jobs and prints the live heap (glibc mallinfo2) and the
+// resident set per job: first the parts (the parsed config, the job set), then the
+// way `tickd run` loads it (app::LoadJobFile) and starts the scheduler.
 //
 //   job_memory [N]      (default 10,000)
 #include <malloc.h>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "app/log.h"
+#include "app/reload.h"
 #include "app/runner.h"
 #include "app/scheduled_job.h"
 #include "app/scheduler.h"
@@ -41,20 +43,21 @@ long RssKb() {
   return 0;
 }
 
-struct Stage {
+struct Usage {
   std::size_t heap = HeapBytes();
   long rss = RssKb();
 };
 
-void Report(const char* what, const Stage& from, int n) {
-  const Stage now;
-  std::printf("%-34s heap %+10.0f B/job   rss %+8.2f KB/job\n", what,
+void Report(const char* what, const Usage& from, int n) {
+  const Usage now;
+  std::printf("%-36s heap %+8.0f B/job   rss %+6.2f KB/job\n", what,
               (static_cast<double>(now.heap) - static_cast<double>(from.heap)) / n,
               static_cast<double>(now.rss - from.rss) / n);
 }
 
+// The job file of bench/idle_cost.sh, in a folder with a name as long as its.
 std::string WriteJobs(int n) {
-  char dir[] = "/tmp/tickd-job-memory-XXXXXX";
+  char dir[] = "/tmp/tickd-idle-XXXXXX";
   if (::mkdtemp(dir) == nullptr) std::abort();
   const std::string path = std::string(dir) + "/jobs.yaml";
   std::ofstream out(path);
@@ -74,6 +77,7 @@ int main(int argc, char** argv) {
   using namespace tickd;
   const int n = argc > 1 ? std::atoi(argv[1]) : 10'000;
   if (n <= 0) return 2;
+  app::FixMallocThresholds();  // as tickd run does
   const std::string path = WriteJobs(n);
   std::printf("jobs: %d   sizeof(config::Job) = %zu B   sizeof(ScheduledJob) = %zu B\n", n,
               sizeof(config::Job), sizeof(app::ScheduledJob));
@@ -86,31 +90,34 @@ int main(int argc, char** argv) {
   auto backend = lock::OpenBackend(backend_options, clock);
   if (!backend) return 1;
   std::unique_ptr<app::Runner> runner = app::NewProcessRunner("/bin/false");
-  ::malloc_trim(0);
 
-  const Stage start;
-  auto loaded = config::LoadConfig(path);
-  if (!loaded) return 1;
-  ::malloc_trim(0);
-  Report("LoadConfig (Config kept)", start, n);
-  Stage before = Stage();
-  Result<app::JobSet> jobs = app::MakeJobSet(loaded->jobs);
-  if (!jobs) return 1;
-  Report("MakeJobSet", before, n);
-
-  before = Stage();
+  // The daemon's way (app::LoadJobFile): what stays.
   {
+    const Usage start;
+    auto loaded = app::LoadJobFile(path);
+    if (!loaded) return 1;
+    Report("LoadJobFile (as tickd run)", start, n);
+    Usage before;
     app::Scheduler scheduler(clock, **backend, *runner, log, app::SchedulerOptions{});
-    scheduler.Start(std::move(*jobs));
+    scheduler.Start(std::move(loaded->jobs));
     while (!scheduler.sleeping_until()) ::usleep(1000);
-    Report("Scheduler::Start (queue, names)", before, n);
-    before = Stage();
-    loaded->jobs.clear();
-    loaded->jobs.shrink_to_fit();
-    ::malloc_trim(0);
-    Report("drop Config::jobs", before, n);
-    Report("total live after start", start, n);
+    Report("Scheduler::Start (map, timer queue)", before, n);
+    Report("total after start", start, n);
     scheduler.Shutdown(std::chrono::milliseconds(0));
+  }
+  ::malloc_trim(0);
+
+  // What each part weighs (live heap; the resident set is no longer telling here):
+  // the jobs as parsed (config::Config) and the job set built from them.
+  {
+    Usage before;
+    auto loaded = config::LoadConfig(path);
+    if (!loaded) return 1;
+    Report("LoadConfig: the jobs as parsed", before, n);
+    before = Usage();
+    Result<app::JobSet> jobs = app::MakeJobSet(loaded->jobs);
+    if (!jobs) return 1;
+    Report("MakeJobSet: the job set (copies)", before, n);
   }
   return 0;
 }
