@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -119,5 +120,7 @@ int main(int argc, char** argv) {
     if (!jobs) return 1;
     Report("MakeJobSet: the job set (copies)", before, n);
   }
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ec);
   return 0;
 }
