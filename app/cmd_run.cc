@@ -91,18 +91,17 @@ int CmdRun(const RunArgs& args) {
   sigaddset(&signals, SIGHUP);
   ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);  // `tickd run | head`: a closed stdout is not fatal
+  FixMallocThresholds();
 
-  auto loaded = config::LoadConfig(args.config_path);
+  // The jobs live once, in the job set (the config keeps the settings): with
+  // thousands of jobs they are most of the daemon's memory.
+  auto loaded = LoadJobFile(args.config_path);
   if (!loaded) {
     for (const config::ConfigError& e : loaded.error()) std::cerr << e.ToString() << "\n";
     return kExitBadInput;
   }
-  const config::Config cfg = std::move(*loaded);
-  Result<JobSet> jobs = MakeJobSet(cfg.jobs);
-  if (!jobs) {
-    std::cerr << args.config_path << ": " << jobs.error().ToString() << "\n";
-    return kExitBadInput;
-  }
+  const config::Config cfg = std::move(loaded->config);
+  JobSet jobs = std::move(loaded->jobs);
 
   RealClock clock;
   Logger log(clock, LogFormatFromName(args.log_format).value_or(LogFormat::kLogfmt),
@@ -178,11 +177,16 @@ int CmdRun(const RunArgs& args) {
       }
       return true;
     };
-    handlers.status_json = [&clock, &store, &cfg, path = args.config_path](
+    handlers.status_json = [&clock, &store, &scheduler, path = args.config_path](
                                const std::string& job, int last) -> Result<std::string> {
-      // The file as it is now (a reload may have changed it), else as it was at start.
+      // The file as it is now (a reload may have changed it), else (it does not load)
+      // the jobs the scheduler runs (disabled ones are not among them).
       auto now_cfg = config::LoadConfig(path);
-      const std::vector<config::Job>& jobs_now = now_cfg ? now_cfg->jobs : cfg.jobs;
+      std::vector<config::Job> running;
+      if (!now_cfg) {
+        for (const auto& scheduled : scheduler.jobs()) running.push_back(scheduled->job);
+      }
+      const std::vector<config::Job>& jobs_now = now_cfg ? now_cfg->jobs : running;
       Result<StatusReport> report = CollectStatus(jobs_now, store, clock.Wall(), job, last);
       if (!report) return tl::unexpected(report.error());
       return FormatStatusJson(*report);
@@ -206,9 +210,9 @@ int CmdRun(const RunArgs& args) {
            {"backend", (*backend)->name()},
            {"url", cfg.lock.url.empty() ? "-" : lock::RedactUrl(cfg.lock.url)},
            {"lease", FormatDuration(cfg.lock.lease)},
-           {"jobs", jobs->size()},
+           {"jobs", jobs.size()},
            {"pid", ::getpid()}});
-  scheduler.Start(std::move(*jobs));
+  scheduler.Start(std::move(jobs));
   skew.Start();
   NotifyReady("scheduling " + std::to_string(scheduler.job_names().size()) + " jobs as " + node);
 

@@ -2,11 +2,21 @@
 
 #include <sys/stat.h>
 
+#include <thread>
+
+#include "cron/schedule.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace tickd::app {
 
-bool ReloadJobs(const std::string& path, Scheduler& scheduler, Logger& log,
-                const config::LoadOptions& options) {
-  auto loaded = config::LoadConfig(path, options);
+namespace {
+
+bool LoadAndApply(const std::string& path, Scheduler& scheduler, Logger& log,
+                  const config::LoadOptions& options) {
+  auto loaded = LoadJobFile(path, options);
   if (!loaded) {
     for (const config::ConfigError& e : loaded.error()) {
       log.Log(LogLevel::kError, "config", {{"file", path}, {"error", e.ToString()}});
@@ -18,23 +28,59 @@ bool ReloadJobs(const std::string& path, Scheduler& scheduler, Logger& log,
              {"note", "the previous jobs keep running"}});
     return false;
   }
-  Result<JobSet> jobs = MakeJobSet(loaded->jobs);
-  if (!jobs) {
-    log.Log(LogLevel::kError, "config", {{"file", path}, {"error", jobs.error().ToString()}});
-    log.Log(LogLevel::kWarn, "reload",
-            {{"file", path},
-             {"outcome", "rejected"},
-             {"errors", 1},
-             {"note", "the previous jobs keep running"}});
-    return false;
-  }
-  for (const config::ConfigError& w : loaded->warnings) {
+  for (const config::ConfigError& w : loaded->config.warnings) {
     log.Log(LogLevel::kWarn, "config", {{"file", path}, {"warning", w.ToString()}});
   }
-  const std::size_t count = jobs->size();
-  scheduler.Reload(std::move(*jobs));
+  const std::size_t count = loaded->jobs.size();
+  scheduler.Reload(std::move(loaded->jobs));
   log.Log(LogLevel::kInfo, "reload", {{"file", path}, {"outcome", "applied"}, {"jobs", count}});
   return true;
+}
+
+}  // namespace
+
+tl::expected<LoadedJobFile, std::vector<config::ConfigError>> LoadJobFile(
+    const std::string& path, const config::LoadOptions& options) {
+  // The tz database is read once per process and kept: read it here, not amid the
+  // parse (its ~600 zone names would keep ~1,000 pages of the parse's arena resident).
+  cron::FindZone("UTC");
+  std::optional<tl::expected<config::Config, std::vector<config::ConfigError>>> parsed;
+  std::thread([&] { parsed = config::LoadConfig(path, options); }).join();
+  tl::expected<LoadedJobFile, std::vector<config::ConfigError>> out;
+  if (!*parsed) {
+    out = tl::unexpected(std::move(parsed->error()));
+  } else if (Result<JobSet> jobs = MakeJobSet((*parsed)->jobs); !jobs) {
+    out = tl::unexpected(
+        std::vector<config::ConfigError>{config::ConfigError{path, 0, 0, jobs.error().ToString()}});
+  } else {
+    out->jobs = std::move(*jobs);
+    const std::vector<config::Job> parsed_jobs = std::move((*parsed)->jobs);
+    out->config = **parsed;  // a copy here too: the settings, without the jobs
+  }
+  parsed.reset();
+  ReleaseFreedMemory();
+  return out;
+}
+
+bool ReloadJobs(const std::string& path, Scheduler& scheduler, Logger& log,
+                const config::LoadOptions& options) {
+  const bool applied = LoadAndApply(path, scheduler, log, options);
+  ReleaseFreedMemory();  // the previous jobs (those of running runs go when the runs end)
+  return applied;
+}
+
+void FixMallocThresholds() {
+#if defined(__GLIBC__)
+  constexpr int kThreshold = 128 * 1024;  // glibc's initial values
+  ::mallopt(M_MMAP_THRESHOLD, kThreshold);
+  ::mallopt(M_TRIM_THRESHOLD, kThreshold);
+#endif
+}
+
+void ReleaseFreedMemory() {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
 }
 
 std::optional<FileIdentity> IdentifyFile(const std::string& path) {

@@ -15,11 +15,39 @@
 
 namespace tickd::app {
 
-// Loads `path` and hands its jobs to `scheduler`. Logs each error (`config` lines)
+// A job file as the daemon keeps it: the settings, and the jobs once, as the job set.
+struct LoadedJobFile {
+  config::Config config;  // config.jobs is empty: the jobs are in `jobs`
+  JobSet jobs;            // the enabled jobs
+};
+
+// config::LoadConfig + MakeJobSet, arranged so that the heap keeps only the result
+// (see ReleaseFreedMemory): the file is parsed on a short-lived thread, so that the
+// YAML tree and every string made while parsing sit in that thread's malloc arena
+// (glibc gives a new thread its own), and the job set is copied from it here, packed
+// together. Freeing the parse then leaves that arena only free pages, which are
+// handed back. Parsed here, each job's strings would stay scattered between the
+// tree's freed nodes, keeping nearly every page of it resident (2 KB per job).
+// Errors: LoadConfig's, or one (line 0) for a schedule MakeJobSet cannot compile.
+tl::expected<LoadedJobFile, std::vector<config::ConfigError>> LoadJobFile(
+    const std::string& path, const config::LoadOptions& options = {});
+
+// LoadJobFile, then hands its jobs to `scheduler`. Logs each error (`config` lines)
 // and one `reload` line either way: outcome=applied jobs=N, or outcome=rejected
 // errors=N. Returns whether the new jobs were applied.
 bool ReloadJobs(const std::string& path, Scheduler& scheduler, Logger& log,
                 const config::LoadOptions& options = {});
+
+// Fixes glibc's malloc thresholds at their defaults (128 KiB), once at start-up,
+// before any thread: by default, freeing a large block (the parsed job list of a
+// big file) raises them for good, after which up to twice that block's size of free
+// memory stays resident at the top of every heap. Nothing outside glibc.
+void FixMallocThresholds();
+
+// Hands the heap pages that hold no live allocation back to the system (glibc's
+// malloc_trim; nothing elsewhere). Parsing keeps a whole YAML tree alive for a
+// moment (about 3 KB per job); malloc would keep those pages resident once freed.
+void ReleaseFreedMemory();
 
 // What identifies one version of the job file: a rewrite in place changes the
 // mtime or the size, an editor's rename-over changes the inode.

@@ -23,10 +23,13 @@ milliseconds ScheduledJob::StartingDeadline(std::int64_t tick_unix) const {
 Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(const config::Job& job) {
   auto parsed = cron::Schedule::Parse(job.schedule_text, job.schedule_options);
   if (!parsed) return MakeError("job " + job.name, parsed.error().message);
-  auto schedule = std::make_shared<const cron::Schedule>(std::move(*parsed));
   auto out = std::make_shared<ScheduledJob>();
-  out->job = job;
   out->config_hash = job.ConfigHash();
+  out->job = job;
+  out->schedule = std::move(*parsed);
+  // A plain pointer fits std::function's inline buffer: no allocation per job. It
+  // stays valid because a ScheduledJob is never copied or moved.
+  const cron::Schedule* schedule = &*out->schedule;
   out->next = [schedule](std::int64_t after) -> std::optional<std::int64_t> {
     auto t = schedule->Next(cron::Instant(seconds(after)));
     if (!t) return std::nullopt;
@@ -48,6 +51,7 @@ Result<JobSet> MakeJobSet(const std::vector<config::Job>& jobs) {
     if (!sj) return tl::unexpected(sj.error());
     out.push_back(std::move(*sj));
   }
+  out.shrink_to_fit();
   return out;
 }
 

@@ -14,14 +14,24 @@
 
 #include "base/error.h"
 #include "config/config.h"
+#include "cron/schedule.h"
 
 namespace tickd::app {
 
 struct ScheduledJob {
+  ScheduledJob() = default;
+  // Not copyable or movable: `next` and `prev` of MakeScheduledJob point at `schedule`
+  // of this very object (so that they need no allocation of their own).
+  ScheduledJob(const ScheduledJob&) = delete;
+  ScheduledJob& operator=(const ScheduledJob&) = delete;
+
   config::Job job;
   std::string config_hash;  // job.ConfigHash(): sent with every claim
+  // The compiled `job.schedule_text` (MakeScheduledJob); nullopt for jobs that tests
+  // give their own `next` / `prev`.
+  std::optional<cron::Schedule> schedule;
   // The first tick strictly after `after`, the last strictly before `before` (unix
-  // seconds, UTC); nullopt when there is none. The daemon's come from cron::Schedule,
+  // seconds, UTC); nullopt when there is none. The daemon's come from `schedule`,
   // the same code path as `tickd next`.
   std::function<std::optional<std::int64_t>(std::int64_t after)> next;
   std::function<std::optional<std::int64_t>(std::int64_t before)> prev;
@@ -37,7 +47,7 @@ using JobSet = std::vector<std::shared_ptr<const ScheduledJob>>;
 // config loader has already checked it, so this is a second line of defence).
 Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(const config::Job& job);
 
-// Every enabled job of `jobs`, or the first Error.
+// Every enabled job of `jobs` (copied), or the first Error.
 Result<JobSet> MakeJobSet(const std::vector<config::Job>& jobs);
 
 }  // namespace tickd::app

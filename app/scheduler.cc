@@ -126,10 +126,8 @@ void Scheduler::Start(JobSet jobs) {
     std::lock_guard lock(mu_);
     if (started_) return;
     started_ = true;
-    for (auto& job : jobs) {
-      job_names_.push_back(job->job.name);
-      jobs_[job->job.name] = std::move(job);
-    }
+    for (auto& job : jobs) jobs_[job->job.name] = std::move(job);
+    for (const auto& [name, job] : jobs_) job_set_.push_back(job);
   }
   loop_ = std::thread([this] { Loop(); });
 }
@@ -201,7 +199,14 @@ int Scheduler::active_runs() const {
 
 std::vector<std::string> Scheduler::job_names() const {
   std::lock_guard lock(mu_);
-  return job_names_;
+  std::vector<std::string> names;
+  for (const auto& job : job_set_) names.push_back(job->job.name);
+  return names;
+}
+
+JobSet Scheduler::jobs() const {
+  std::lock_guard lock(mu_);
+  return job_set_;
 }
 
 std::optional<SteadyTime> Scheduler::sleeping_until() const {
@@ -294,13 +299,14 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
   jobs_ = std::move(next_jobs);
   queue_ = std::move(kept_queue);
   const std::int64_t now_s = FloorDiv(now_ms, 1000);
-  std::vector<std::string> names;
+  JobSet job_set;
+  job_set.reserve(jobs_.size());
   for (const auto& [name, job] : jobs_) {
-    names.push_back(name);
+    job_set.push_back(job);
     if (!kept.contains(name)) PushNext(*job, now_s);
   }
   std::lock_guard lock(mu_);
-  job_names_ = std::move(names);
+  job_set_ = std::move(job_set);
 }
 
 void Scheduler::PushNext(const ScheduledJob& job, std::int64_t after) {

@@ -73,6 +73,8 @@ class Scheduler {
   int active_runs() const;
   // Names of the jobs the loop schedules now.
   std::vector<std::string> job_names() const;
+  // The jobs the loop schedules now (shared, not copied), in name order.
+  JobSet jobs() const;
   // For tests: while the loop sleeps with nothing due, the Steady() deadline it sleeps
   // until; nullopt while it works.
   std::optional<SteadyTime> sleeping_until() const;
@@ -144,7 +146,7 @@ class Scheduler {
   std::uint64_t reload_requested_ = 0;
   std::uint64_t reload_applied_ = 0;
   std::optional<SteadyTime> sleeping_until_;
-  std::vector<std::string> job_names_;
+  JobSet job_set_;  // what jobs() and job_names() answer
   std::list<std::unique_ptr<RunSupervisor>> runs_;
 };
 

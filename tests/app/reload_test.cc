@@ -70,6 +70,30 @@ TEST_CASE("reload: a valid file replaces the jobs, a bad one is rejected whole")
   CHECK(sim.Grep({"job=c", "tick=2026-11-21T14:01:00Z", "outcome=won"}).size() == 1);
 }
 
+TEST_CASE("LoadJobFile: the settings, and the enabled jobs once, as the job set") {
+  JobFile file;
+  file.Write(FileWithJobs({"a", "b"}) +
+             "  - name: off\n    schedule: \"0 * * * *\"\n    shell: \"true\"\n"
+             "    enabled: false\n"
+             "shutdown_grace: 7s\n");
+  auto loaded = LoadJobFile(file.path());
+  REQUIRE(loaded);
+  CHECK(loaded->config.lock.backend == "none");
+  CHECK(loaded->config.shutdown_grace == seconds(7));
+  CHECK(loaded->config.jobs.empty());  // the jobs are only in the job set
+  REQUIRE(loaded->jobs.size() == 2);
+  CHECK(loaded->jobs[0]->job.name == "a");
+  CHECK(loaded->jobs[1]->job.name == "b");
+  CHECK(loaded->jobs[1]->next(kT0) == kT0 + 60);
+
+  file.Write(FileWithJobs({"a"}, "x"));
+  auto bad = LoadJobFile(file.path());
+  REQUIRE_FALSE(bad);
+  std::string errors;
+  for (const config::ConfigError& e : bad.error()) errors += e.ToString() + "\n";
+  CHECK(errors.find(file.path() + ":6:5: jobs[0].schedulex") != std::string::npos);
+}
+
 TEST_CASE("a missing job file is rejected too") {
   Sim sim(WallAt(kT0));
   Scheduler& s = sim.AddReplica("n", {EveryJob("keep", 60)});
