@@ -164,6 +164,15 @@ void RunSupervisor::Supervise(Outcome& out) {
                 {"stream", stream},
                 {"line", line}});
     };
+    // A claim can expire before its job starts (the daemon was paused, or the machine
+    // starved this thread): starting then could run beside the replica that took the
+    // tick over, whatever on_lease_lost says for a run already going.
+    Upkeep();
+    if (lease_lost_) {
+      out.outcome = jobs::RunOutcome::kLeaseLost;
+      out.error = "the lease ran out before the job started";
+      break;
+    }
     Result<std::unique_ptr<jobs::Execution>> started = runner_.Start(job, spec, std::move(sink));
     if (!started) {
       out.outcome = jobs::RunOutcome::kFailed;

@@ -80,6 +80,41 @@ TEST_CASE("renewals that fail until the validity runs out lose the lease") {
   CHECK(r.OnlyCompletion().outcome == "lease-lost");
 }
 
+TEST_CASE("a claim whose lease ran out before its job started never starts the job") {
+  // The supervisor's thread got to run only after the lease had passed (a paused daemon,
+  // a starved machine): another replica may already run the tick, so nothing starts,
+  // whatever on_lease_lost says.
+  for (const auto policy : {config::OnLeaseLost::kTerminate, config::OnLeaseLost::kContinue}) {
+    Sim sim(WallAt(kT0, 0));
+    sim.runner.plan = Hold;
+    auto job = EveryJob("j", 60, [policy](config::Job& j) { j.on_lease_lost = policy; });
+    lock::ClaimRequest req;
+    req.job = "j";
+    req.tick_unix = kT0;
+    req.node = "a";
+    req.owner_token = "token-a";
+    req.lease = seconds(3);
+    auto won = sim.backend.Claim(req);
+    REQUIRE(won);
+    REQUIRE(won->status == lock::ClaimStatus::kWon);
+    const SteadyTime claim_sent = sim.clock.Steady();
+    sim.clock.Advance(seconds(4));
+    bool ended = false;
+    RunSupervisor run(sim.clock, sim.backend, sim.runner, sim.log,
+                      WonTick{job, lock::HeldClaim{"j", kT0, "token-a", won->fence, seconds(3)},
+                              claim_sent, "a"},
+                      milliseconds(50), [&] { ended = true; });
+    run.Start();
+    run.Join();
+    CHECK(ended);
+    CHECK(sim.runner.starts() == 0);
+    CHECK(sim.Grep({" warn run job=j", "outcome=lease-lost"}).size() == 1);
+    auto completions = sim.backend.completions();
+    REQUIRE(completions.size() == 1);
+    CHECK(completions[0].second.outcome == "lease-lost");
+  }
+}
+
 TEST_CASE("on_lease_lost: continue keeps the run going with a warning") {
   OneRun r([](config::Job& j) { j.on_lease_lost = config::OnLeaseLost::kContinue; });
   r.sim.backend.renew_lost = true;

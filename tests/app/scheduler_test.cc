@@ -210,6 +210,8 @@ TEST_CASE("recover: another replica re-claims the tick of a holder that died") {
   sim.AddReplica("a", {EveryJob("j", 60, recover)}, lease, &a_view);
   sim.Step(seconds(1), false);
   sim.WaitQuiet(false);
+  // a's run starts on its own thread: simulated time must not pass its lease before.
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
   sim.AddReplica("b", {EveryJob("j", 60, recover)}, lease);  // 14:00:00 lost to a
   sim.WaitQuiet(false);
   REQUIRE(sim.Grep({"node=b", "outcome=lost", "winner=a"}).size() == 1);
@@ -236,6 +238,7 @@ TEST_CASE("recover: a holder that dies after the job's following tick is still t
   sim.AddReplica("a", {EveryJob("long", 120, recover)}, lease, &a_view);
   sim.Step(seconds(1), false);  // 14:00:00 won by a
   sim.WaitQuiet(false);
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
   sim.AddReplica("b", {EveryJob("long", 120, recover)}, lease);
   for (int n = 1; n <= 15; ++n) {  // a runs healthily past 14:02:00 (busy for b)
     sim.Step(seconds(10), false);
