@@ -5,12 +5,14 @@
 // given the job's base key "P{job}:" and derive the others from it). With prefix P:
 //
 //   P{job}:t:<T>   tick record (hash): state running|done, owner token, node, fence,
-//                  config hash, lease_until (server ms), outcome, exit, duration;
-//                  and the ledger: field o:<node> = that replica's observation
+//                  config hash, lease_until, outcome, exit, duration; and the
+//                  ledger: field o:<node> = that replica's observation
 //                  (outcome/wall/hash/fence). Without a `state` field there is no
 //                  record yet, only observations (missed, busy, error).
 //                  PX retention: a finished tick is remembered, never claimed again.
-//   P{job}:l:<T>   lease (string = owner token), SET NX PX lease; renewed by PEXPIRE.
+//                  The lease is lease_until (ms on the server's clock, `TIME`): a
+//                  running record's lease lives while TIME ≤ lease_until. Every
+//                  script that judges a lease reads it there (no key per lease).
 //   P{job}:run     forbid marker ("token\nT\nnode\nhash"), PX lease, renewed
 //                  with the lease: while it lives, another tick of the job is `busy`.
 //   P{job}:fence   INCR counter, no TTL (durable only with AOF; see StartupWarnings).
@@ -20,20 +22,20 @@
 //
 // claim decides in this order, because an existing record is a stronger answer than
 // the deadline (a replica that arrives late must hear who won):
-//   1. the record exists: done, or running with a live lease key, or recover off →
-//      lost (winner, config hash). Running with the lease key gone and recover on →
+//   1. the record exists: done, or running with a live lease, or recover off →
+//      lost (winner, config hash). Running with its lease over and recover on →
 //      missed when now > lease_until + starting_deadline, else re-claim below;
 //   2. no record and now > T + starting_deadline → missed;
 //   3. forbid and the run key names another tick → busy (its node and tick);
-//   4. won: INCR fence, write the record (owner, node, fence, lease_until), the lease
-//      key and, for forbid, the run key; index T in the ledger.
+//   4. won: INCR fence, write the record (owner, node, fence, lease_until = now +
+//      lease) and, for forbid, the run key; index T in the ledger.
 // A lost answer says whether the record is still running. When the request asks
 // (ClaimRequest::observe), every outcome also writes the replica's observation into
 // the tick's hash in the same script, as Record would: no ledger round trip per claim.
-// renew: only when the lease key still holds our token: PEXPIRE lease (and the run
-// key if it is ours), store the new lease_until. complete: only when the record's
-// owner is our token: mark it done with the completion, delete the lease and run
-// keys if they still hold our token (never a bare delete).
+// renew: only when the record is running, its owner is our token and its lease has
+// not passed: store the new lease_until (and PEXPIRE the run key if it is ours).
+// complete: only when the record's owner is our token: mark it done with the
+// completion, delete the run key if it still holds our token (never a bare delete).
 //
 // Scripts are loaded once per connection (SCRIPT LOAD) and called with EVALSHA; a
 // NOSCRIPT answer (SCRIPT FLUSH, a restarted server) is retried with EVAL, which
@@ -82,105 +84,104 @@ using Command = std::vector<std::string>;
 // claim decide how many claims share one fsync.
 // With a node_wall, the replica's observation of the outcome is written as Record
 // writes it (same field, same encoding), so the claim needs no second round trip.
-// Every write is copied to the AOF and every key costs the server a lookup, so the
-// claim writes no more than it must: observations are fields of the tick record
-// (the winner writes its own with the record, a loser adds one field), and the
-// ledger index's lifetime is renewed at most once a minute, not on every add (so
-// the index of a job that stopped may expire up to a minute before its last records).
+// What the server pays for is keys created and commands called, so the claim does
+// as few as it can: a loser reads the record and adds its observation (2 calls, one
+// write); a winner writes one new key per tick, the record (the lease is the record's
+// lease_until on the server's clock, not a key of its own: a key created and deleted
+// per tick cost more than the rest of the claim), plus the fence and the ledger index;
+// the index's lifetime is renewed at most once a minute, not on every add (so the
+// index of a job that stopped may expire up to a minute before its last records).
+// No local functions: a closure is allocated on every call.
 constexpr std::string_view kClaimLua = R"lua(
-local tick = tonumber(ARGV[1])
-local record, lease_key = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'l:' .. ARGV[1]
-local run_key, ticks = KEYS[1] .. 'run', KEYS[1] .. 'ticks'
-local observe = ARGV[10] ~= ''
-local function observation(outcome, fence)
-  return outcome .. '\31' .. ARGV[10] .. '\31' .. ARGV[8] .. '\31' .. fence
-end
-local function index_tick()
-  redis.call('ZADD', ticks, tick, ARGV[1])
-  if redis.call('PTTL', ticks) < tonumber(ARGV[9]) - 60000 then
-    redis.call('PEXPIRE', ticks, ARGV[9])
-  end
-end
--- missed or busy: nobody's record is written, only this replica's observation.
-local function observe_alone(outcome)
-  if not observe then return end
-  redis.call('HSET', record, 'o:' .. ARGV[2], observation(outcome, 0))
-  if redis.call('PTTL', record) < 0 then redis.call('PEXPIRE', record, ARGV[9]) end
-  index_tick()
-end
+local tick, node, obs_wall = ARGV[1], ARGV[2], ARGV[10]
+local record = KEYS[1] .. 't:' .. tick
 local rec = redis.call('HMGET', record, 'state', 'node', 'hash', 'lease_until')
-if rec[1] and (rec[1] ~= 'running' or ARGV[7] ~= '1' or
-               redis.call('EXISTS', lease_key) == 1) then
-  if observe then redis.call('HSET', record, 'o:' .. ARGV[2], observation('lost', 0)) end
-  return {'lost', 0, rec[2], tick, rec[3], rec[1] == 'running' and 1 or 0}
+-- A record answers lost, unless it is running, the job recovers and its lease is over.
+local lost = rec[1] and (rec[1] ~= 'running' or ARGV[7] ~= '1')
+local t = nil
+if rec[1] and not lost then
+  t = redis.call('TIME')
+  lost = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) <= tonumber(rec[4])
 end
-local t = redis.call('TIME')
+if lost then
+  if obs_wall ~= '' then
+    redis.call('HSET', record, 'o:' .. node, 'lost\31' .. obs_wall .. '\31' .. ARGV[8] .. '\31' .. '0')
+  end
+  return {'lost', 0, rec[2], tonumber(tick), rec[3], rec[1] == 'running' and 1 or 0}
+end
+t = t or redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease = tonumber(ARGV[4])
-local deadline = tonumber(ARGV[5])
-if deadline >= 0 and now > (rec[1] and tonumber(rec[4]) or tick * 1000) + deadline then
-  observe_alone('missed')
-  return {'missed', 0, '', 0, '', 0}
-end
-if ARGV[6] == '1' then
+local lease, deadline = tonumber(ARGV[4]), tonumber(ARGV[5])
+local run_key = KEYS[1] .. 'run'
+-- missed or busy: nobody's record is written, only this replica's observation.
+local alone, reply = nil, nil
+if deadline >= 0 and now > (rec[1] and tonumber(rec[4]) or tonumber(tick) * 1000) + deadline then
+  alone, reply = 'missed', {'missed', 0, '', 0, '', 0}
+elseif ARGV[6] == '1' then
   local run = redis.call('GET', run_key)
   if run then
-    local _, run_tick, node, hash = string.match(run, '^(.-)\n(.-)\n(.-)\n(.*)$')
-    if tonumber(run_tick) ~= tick then
-      observe_alone('busy')
-      return {'busy', 0, node, tonumber(run_tick), hash, 1}
+    local _, run_tick, run_node, hash = string.match(run, '^(.-)\n(.-)\n(.-)\n(.*)$')
+    if run_tick ~= tick then
+      alone, reply = 'busy', {'busy', 0, run_node, tonumber(run_tick), hash, 1}
     end
   end
 end
-local fence = redis.call('INCR', KEYS[1] .. 'fence')
--- Every field of a running record is written (a re-claim overwrites the dead
--- holder's); the observations of the tick stay.
-local fields = {'state', 'running', 'owner', ARGV[3], 'node', ARGV[2], 'fence', fence,
-                'hash', ARGV[8], 'lease_until', now + lease}
-if observe then
-  fields[13] = 'o:' .. ARGV[2]
-  fields[14] = observation('won', fence)
+if alone then
+  if obs_wall == '' then return reply end
+  redis.call('HSET', record, 'o:' .. node, alone .. '\31' .. obs_wall .. '\31' .. ARGV[8] .. '\31' .. '0')
+  if redis.call('PTTL', record) < 0 then redis.call('PEXPIRE', record, ARGV[9]) end
+else
+  local fence = redis.call('INCR', KEYS[1] .. 'fence')
+  -- Every field of a running record is written (a re-claim overwrites the dead
+  -- holder's); the observations of the tick stay.
+  local fields = {'state', 'running', 'owner', ARGV[3], 'node', node, 'fence', fence,
+                  'hash', ARGV[8], 'lease_until', now + lease}
+  if obs_wall ~= '' then
+    fields[13] = 'o:' .. node
+    fields[14] = 'won\31' .. obs_wall .. '\31' .. ARGV[8] .. '\31' .. fence
+  end
+  redis.call('HSET', record, unpack(fields))
+  redis.call('PEXPIRE', record, ARGV[9])
+  if ARGV[6] == '1' then
+    redis.call('SET', run_key, ARGV[3] .. '\n' .. tick .. '\n' .. node .. '\n' .. ARGV[8], 'PX', lease)
+  end
+  reply = {'won', fence, '', 0, '', 1}
 end
-redis.call('HSET', record, unpack(fields))
-redis.call('PEXPIRE', record, ARGV[9])
-redis.call('SET', lease_key, ARGV[3], 'PX', lease)
-if ARGV[6] == '1' then
-  redis.call('SET', run_key, ARGV[3] .. '\n' .. ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[8],
-             'PX', lease)
-end
-index_tick()
-return {'won', fence, '', 0, '', 1}
+local ticks = KEYS[1] .. 'ticks'
+redis.call('ZADD', ticks, tick, tick)
+if redis.call('PTTL', ticks) < tonumber(ARGV[9]) - 60000 then redis.call('PEXPIRE', ticks, ARGV[9]) end
+return reply
 )lua";
 
 // The run key is "token\nT\nnode\nhash"; it is ours when it starts with "token\n".
-// KEYS: lease, run, record. ARGV: token, lease_ms. 1 renewed, 0 lost.
+// KEYS: record, run. ARGV: token, lease_ms. 1 renewed, 0 lost: the record is not
+// ours, not running, or its lease_until has passed on the server's clock.
 constexpr std::string_view kRenewLua = R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local rec = redis.call('HMGET', KEYS[1], 'owner', 'state', 'lease_until')
+if rec[1] ~= ARGV[1] or rec[2] ~= 'running' then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if now > tonumber(rec[3]) then return 0 end
+redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
 local run = redis.call('GET', KEYS[2])
 if run and string.sub(run, 1, #ARGV[1] + 1) == ARGV[1] .. '\n' then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
-redis.call('HSET', KEYS[3], 'lease_until', now + tonumber(ARGV[2]))
 return 1
 )lua";
 
 // KEYS: the job's key base "P{job}:" (as for claim). ARGV: T, token, outcome, exit
 // ('' none), duration_ms.
-// 1 completed (or already done by us), 0 not the owner.
+// 1 completed (or already done by us), 0 not the owner. One write for a job without
+// forbid: the record (lease_until is left as it was: it means nothing once done).
 constexpr std::string_view kCompleteLua = R"lua(
-local record, lease_key = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'l:' .. ARGV[1]
-local run_key, token = KEYS[1] .. 'run', ARGV[2]
+local record, token = KEYS[1] .. 't:' .. ARGV[1], ARGV[2]
 local rec = redis.call('HMGET', record, 'owner', 'state')
 if rec[1] ~= token then return 0 end
 if rec[2] == 'done' then return 1 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', record, 'state', 'done', 'outcome', ARGV[3], 'exit', ARGV[4],
-           'duration', ARGV[5], 'lease_until', now)
-if redis.call('GET', lease_key) == token then redis.call('DEL', lease_key) end
+           'duration', ARGV[5])
+local run_key = KEYS[1] .. 'run'
 local run = redis.call('GET', run_key)
 if run and string.sub(run, 1, #token + 1) == token .. '\n' then redis.call('DEL', run_key) end
 return 1
@@ -191,14 +192,16 @@ return 1
 // returns how many records went. (The keys it derives share the job's hash tag.)
 // Claims do not trim the index (that would cost every claim): this does.
 constexpr std::string_view kPruneLua = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local removed = 0
-for _, t in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])) do
-  local rec = ARGV[2] .. 't:' .. t
-  local state = redis.call('HGET', rec, 'state')
-  if not (state == 'running' and redis.call('EXISTS', ARGV[2] .. 'l:' .. t) == 1) then
-    if state then removed = removed + 1 end
+for _, tick in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])) do
+  local rec = ARGV[2] .. 't:' .. tick
+  local r = redis.call('HMGET', rec, 'state', 'lease_until')
+  if not (r[1] == 'running' and now <= tonumber(r[2])) then
+    if r[1] then removed = removed + 1 end
     redis.call('DEL', rec)
-    redis.call('ZREM', KEYS[1], t)
+    redis.call('ZREM', KEYS[1], tick)
   end
 end
 return removed
@@ -424,7 +427,7 @@ class RedisBackend final : public Backend {
     const std::string base = Base(held.job);
     const std::string tick = std::to_string(held.tick_unix);
     auto reply =
-        RunScript(ScriptCall(Script::kRenew, {base + "l:" + tick, base + "run", base + "t:" + tick},
+        RunScript(ScriptCall(Script::kRenew, {base + "t:" + tick, base + "run"},
                              {held.owner_token, std::to_string(held.lease.count())}));
     if (!reply) return tl::unexpected(reply.error());
     return Int(reply->get()) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;

@@ -325,7 +325,7 @@ TEST_CASE("redis: the URL chooses the db and the key prefix; bad URLs are errors
   REQUIRE(won);
   REQUIRE(won->status == ClaimStatus::kWon);
   CHECK(Cli(server, "-n 3 EXISTS 'acme:{billing}:fence'") == "1");
-  CHECK(Cli(server, "-n 3 GET 'acme:{billing}:l:" + std::to_string(tick) + "'") == "tok");
+  CHECK(Cli(server, "-n 3 HGET 'acme:{billing}:t:" + std::to_string(tick) + "' owner") == "tok");
   CHECK(Cli(server, "-n 0 DBSIZE") == "0");
   CHECK(Cli(server, "-n 3 TTL 'acme:{billing}:fence'") == "-1");  // no TTL
 
