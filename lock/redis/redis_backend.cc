@@ -41,6 +41,8 @@
 // NOSCRIPT answer (SCRIPT FLUSH, a restarted server) is retried with EVAL, which
 // also caches the script again. ClaimBatch sends every claim of an instant in one
 // pipeline, CompleteBatch every complete it is given: N calls cost one round trip.
+// Concurrent Complete calls are coalesced the same way (group commit, see Complete).
+// Big pipelines go out in chunks and their replies are read as they come (SendLocked).
 //
 // Failures: every call runs against a deadline of op_timeout (connect included; the
 // socket timeouts are set to what is left). Any I/O error or timeout drops the
@@ -54,11 +56,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
 #include <map>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <string_view>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -394,7 +398,8 @@ class RedisBackend final : public Backend {
   std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
     std::vector<ScriptCall> calls;
     calls.reserve(reqs.size());
-    std::set<std::string> jobs;
+    std::vector<std::string_view> jobs;
+    jobs.reserve(reqs.size());
     for (const ClaimRequest& req : reqs) {
       const std::string base = Base(req.job);
       const std::string tick = std::to_string(req.tick_unix);
@@ -405,7 +410,7 @@ class RedisBackend final : public Backend {
            req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
            std::to_string(options_.retention.count()),
            req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : ""}));
-      jobs.insert(req.job);
+      jobs.push_back(req.job);
     }
     auto replies = RunScripts(calls, jobs);
     std::vector<Result<ClaimOutcome>> out;
@@ -433,10 +438,32 @@ class RedisBackend final : public Backend {
     return Int(reply->get()) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;
   }
 
+  // Group commit: the daemon's runs complete one by one from their own threads, so
+  // concurrent calls are coalesced. A caller queues its request; when no pipeline of
+  // completes is on its way it becomes the leader and sends everything queued in one
+  // CompleteBatch (its own request among them), then hands every waiter its answer.
+  // Callers that queue meanwhile wait for the next leader, one of themselves. Each
+  // answer is the one its own script gave: coalescing changes round trips, not results.
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
-    const CompleteRequest req{held, completion};
-    auto out = CompleteBatch(std::span<const CompleteRequest>(&req, 1));
-    return std::move(out.front());
+    QueuedComplete me{CompleteRequest{held, completion}, std::nullopt};
+    std::unique_lock lock(group_mu_);
+    group_queue_.push_back(&me);
+    group_cv_.wait(lock, [&] { return me.answer.has_value() || !group_leading_; });
+    if (me.answer) return std::move(*me.answer);
+    group_leading_ = true;
+    std::vector<QueuedComplete*> batch;
+    batch.swap(group_queue_);
+    lock.unlock();
+    std::vector<CompleteRequest> reqs;
+    reqs.reserve(batch.size());
+    for (const QueuedComplete* q : batch) reqs.push_back(q->req);
+    auto answers = CompleteBatch(reqs);
+    lock.lock();
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->answer = std::move(answers[i]);
+    group_leading_ = false;
+    lock.unlock();
+    group_cv_.notify_all();
+    return std::move(*me.answer);
   }
 
   // Every complete in one pipeline: N runs that ended together cost one round trip.
@@ -651,7 +678,7 @@ class RedisBackend final : public Backend {
   // connection), then EVAL for the ones the server answered NOSCRIPT. One reply per
   // call, in order; a reply may be an error reply.
   Result<std::vector<ReplyPtr>> RunScripts(std::vector<ScriptCall>& calls,
-                                           const std::set<std::string>& jobs) {
+                                           const std::vector<std::string_view>& jobs) {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = EnsureConnected(deadline); !ok) return tl::unexpected(ok.error());
@@ -662,15 +689,15 @@ class RedisBackend final : public Backend {
       cmds.push_back(std::move(call.cmd));
     }
     Command index = {"SADD", endpoint_.prefix + "jobs"};
-    for (const std::string& job : jobs) {
-      if (!indexed_jobs_.contains(job)) index.push_back(job);
+    for (const std::string_view job : jobs) {
+      if (!indexed_jobs_.contains(job)) index.emplace_back(job);
     }
     const bool add_index = index.size() > 2;
     if (add_index) cmds.push_back(std::move(index));
     auto replies = SendLocked(cmds, deadline);
     if (!replies) return replies;
     if (add_index && replies->back()->type != REDIS_REPLY_ERROR) {
-      indexed_jobs_.insert(jobs.begin(), jobs.end());
+      indexed_jobs_.insert(cmds.back().begin() + 2, cmds.back().end());
     }
     if (add_index) replies->pop_back();
     std::vector<std::size_t> missing;
@@ -698,40 +725,62 @@ class RedisBackend final : public Backend {
     return SendLocked(cmds, deadline);
   }
 
-  // REQUIRES: mu_ held, connected. Sends every command, then reads every reply. An
-  // I/O error or timeout drops the connection (the next call reconnects).
+  // REQUIRES: mu_ held, connected. Sends the commands in chunks of kChunk and reads
+  // the replies while later chunks are on their way: at most two chunks are
+  // unanswered, so the server works on the first claims of a batch while the client
+  // still formats the last ones, and the first answers are read as they come (one
+  // 10,000-claim write would also make hiredis move its whole output buffer on every
+  // partial write). An I/O error or timeout drops the connection (the next call
+  // reconnects).
   Result<std::vector<ReplyPtr>> SendLocked(const std::vector<Command>& cmds,
                                            steady_clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-    if (left <= milliseconds(0)) return Fail("timed out before sending");
-    if (redisSetTimeout(conn_.get(), ToTimeval(left)) != REDIS_OK) return Fail(conn_->errstr);
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const Command& cmd : cmds) {
-      argv.clear();
-      lens.clear();
-      for (const std::string& a : cmd) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
-      }
-      if (redisAppendCommandArgv(conn_.get(), static_cast<int>(argv.size()), argv.data(),
-                                 lens.data()) != REDIS_OK) {
-        return Fail(conn_->errstr);
-      }
-    }
+    constexpr std::size_t kChunk = 256;
     std::vector<ReplyPtr> replies;
     replies.reserve(cmds.size());
-    for (std::size_t i = 0; i < cmds.size(); ++i) {
-      void* raw = nullptr;
-      if (redisGetReply(conn_.get(), &raw) != REDIS_OK || raw == nullptr) {
-        return Fail(conn_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
-                        ? "no answer within " + std::to_string(options_.op_timeout.count()) + "ms"
-                        : std::string(conn_->errstr));
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    std::size_t sent = 0;
+    while (replies.size() < cmds.size()) {
+      if (sent < cmds.size() && sent - replies.size() <= kChunk) {
+        // Each chunk waits at most for what is left of the call's deadline.
+        const auto left =
+            std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+        if (left <= milliseconds(0)) return Fail(NoAnswer());
+        if (redisSetTimeout(conn_.get(), ToTimeval(left)) != REDIS_OK) return Fail(conn_->errstr);
+        for (const std::size_t end = std::min(cmds.size(), sent + kChunk); sent < end; ++sent) {
+          argv.clear();
+          lens.clear();
+          for (const std::string& a : cmds[sent]) {
+            argv.push_back(a.data());
+            lens.push_back(a.size());
+          }
+          if (redisAppendCommandArgv(conn_.get(), static_cast<int>(argv.size()), argv.data(),
+                                     lens.data()) != REDIS_OK) {
+            return Fail(conn_->errstr);
+          }
+        }
+        for (int done = 0; !done;) {
+          if (redisBufferWrite(conn_.get(), &done) != REDIS_OK) return Fail(IoDetail());
+        }
+        continue;
       }
+      void* raw = nullptr;
+      if (redisGetReply(conn_.get(), &raw) != REDIS_OK || raw == nullptr) return Fail(IoDetail());
       replies.emplace_back(static_cast<redisReply*>(raw), &freeReplyObject);
     }
     backoff_.Succeeded();
     return replies;
+  }
+
+  std::string NoAnswer() const {
+    return "no answer within " + std::to_string(options_.op_timeout.count()) + "ms";
+  }
+
+  // What a failed read or write of conn_ means: a socket timeout is "no answer".
+  std::string IoDetail() const {
+    return conn_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
+               ? NoAnswer()
+               : std::string(conn_->errstr);
   }
 
   // Drops the connection after an I/O failure and schedules the next attempt.
@@ -789,8 +838,23 @@ class RedisBackend final : public Backend {
   const std::string context_;  // "redis <url with the password masked>"
   std::mutex mu_;
   ContextPtr conn_;
+  // Complete's group commit (see Complete): requests waiting for a leader, and
+  // whether a leader is sending. Never held while waiting for mu_'s network call.
+  struct QueuedComplete {
+    CompleteRequest req;
+    std::optional<Result<CompleteStatus>> answer;
+  };
+  std::mutex group_mu_;
+  std::condition_variable group_cv_;
+  std::vector<QueuedComplete*> group_queue_;
+  bool group_leading_ = false;
   std::string shas_[std::size(kScripts)];
-  std::set<std::string> indexed_jobs_;  // jobs already in Pjobs (since this connection)
+  // Jobs already in Pjobs (since this connection); looked up by string_view.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_set<std::string, Hash, std::equal_to<>> indexed_jobs_;
   ReconnectBackoff backoff_;  // when to try connecting again after failures
 };
 

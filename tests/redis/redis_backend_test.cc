@@ -501,3 +501,72 @@ TEST_CASE("redis: CompleteBatch completes each owned claim, in order; a foreign 
     CHECK(h.duration == std::chrono::milliseconds(i));
   }
 }
+
+TEST_CASE("redis: Complete from many threads at once: coalesced, each caller gets its own answer",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto backend = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  constexpr int kThreads = 32;
+  constexpr int kPerThread = 25;
+  std::vector<ClaimRequest> claims;
+  for (int i = 0; i < kThreads * kPerThread; ++i) {
+    claims.push_back(Req("job-" + std::to_string(i), tick, "node-a", "token-" + std::to_string(i)));
+    claims.back().forbid_overlap = i % 2 == 0;  // half of them also drop a run key
+  }
+  auto won = backend->ClaimBatch(claims);
+  for (const auto& w : won) {
+    REQUIRE(w);
+    REQUIRE(w->status == ClaimStatus::kWon);
+  }
+  // Every 7th caller completes with a foreign token: kNotOwner for it alone. Every
+  // 5th completes twice: the second answer is kCompleted too, and changes nothing.
+  std::vector<std::vector<tickd::Result<CompleteStatus>>> answers(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kPerThread; ++k) {
+        const int i = t * kPerThread + k;
+        HeldClaim held{claims[i].job, tick, i % 7 == 0 ? "not-ours" : claims[i].owner_token,
+                       won[i]->fence, 15s};
+        const Completion completion{"done", i, std::chrono::milliseconds(i)};
+        answers[t].push_back(backend->Complete(held, completion));
+        if (i % 5 == 0) answers[t].push_back(backend->Complete(held, Completion{"failed", 1, 1ms}));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    std::size_t a = 0;
+    for (int k = 0; k < kPerThread; ++k) {
+      const int i = t * kPerThread + k;
+      const CompleteStatus want = i % 7 == 0 ? CompleteStatus::kNotOwner : CompleteStatus::kCompleted;
+      for (int repeat = 0; repeat < (i % 5 == 0 ? 2 : 1); ++repeat) {
+        REQUIRE(a < answers[t].size());
+        REQUIRE(answers[t][a]);
+        CHECK(*answers[t][a] == want);
+        ++a;
+      }
+    }
+    CHECK(a == answers[t].size());
+  }
+  auto history = backend->History("", -1);
+  REQUIRE(history);
+  REQUIRE(history->size() == kThreads * kPerThread);
+  for (const TickHistory& h : *history) {
+    const int i = std::stoi(h.job.substr(4));
+    if (i % 7 == 0) {
+      CHECK(h.state == "running");
+      continue;
+    }
+    CHECK(h.state == "done");
+    CHECK(h.run_outcome == "done");  // the first complete's, not the repeat's
+    CHECK(h.exit_code == i);
+  }
+  // The run keys of the completed forbid claims are gone; the foreign-token ones stay.
+  for (int i = 0; i < kThreads * kPerThread; i += 2) {
+    const std::string exists = Cli(server, "EXISTS 'tickd:{job-" + std::to_string(i) + "}:run'");
+    CHECK(exists == (i % 7 == 0 ? "1" : "0"));
+  }
+}
