@@ -41,7 +41,7 @@
 // NOSCRIPT answer (SCRIPT FLUSH, a restarted server) is retried with EVAL, which
 // also caches the script again. ClaimBatch sends every claim of an instant in one
 // pipeline, CompleteBatch every complete it is given: N calls cost one round trip.
-// Concurrent Complete calls are coalesced the same way (group commit, see Complete).
+// Concurrent Complete calls are coalesced the same way (lock/complete_batcher.h).
 // Big pipelines go out in chunks and their replies are read as they come (SendLocked).
 //
 // Failures: every call runs against a deadline of op_timeout (connect included; the
@@ -56,16 +56,15 @@
 
 #include <algorithm>
 #include <charconv>
-#include <condition_variable>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string_view>
 #include <tuple>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "lock/complete_batcher.h"
 #include "lock/reconnect.h"
 #include "lock/registry.h"
 
@@ -438,32 +437,11 @@ class RedisBackend final : public Backend {
     return Int(reply->get()) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;
   }
 
-  // Group commit: the daemon's runs complete one by one from their own threads, so
-  // concurrent calls are coalesced. A caller queues its request; when no pipeline of
-  // completes is on its way it becomes the leader and sends everything queued in one
-  // CompleteBatch (its own request among them), then hands every waiter its answer.
-  // Callers that queue meanwhile wait for the next leader, one of themselves. Each
-  // answer is the one its own script gave: coalescing changes round trips, not results.
+  // Runs that end together complete together (group commit): concurrent calls share
+  // one CompleteBatch pipeline, see lock/complete_batcher.h. Each answer is the one its
+  // own script gave: coalescing changes round trips, not results.
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
-    QueuedComplete me{CompleteRequest{held, completion}, std::nullopt};
-    std::unique_lock lock(group_mu_);
-    group_queue_.push_back(&me);
-    group_cv_.wait(lock, [&] { return me.answer.has_value() || !group_leading_; });
-    if (me.answer) return std::move(*me.answer);
-    group_leading_ = true;
-    std::vector<QueuedComplete*> batch;
-    batch.swap(group_queue_);
-    lock.unlock();
-    std::vector<CompleteRequest> reqs;
-    reqs.reserve(batch.size());
-    for (const QueuedComplete* q : batch) reqs.push_back(q->req);
-    auto answers = CompleteBatch(reqs);
-    lock.lock();
-    for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->answer = std::move(answers[i]);
-    group_leading_ = false;
-    lock.unlock();
-    group_cv_.notify_all();
-    return std::move(*me.answer);
+    return completer_.Complete(held, completion);
   }
 
   // Every complete in one pipeline: N runs that ended together cost one round trip.
@@ -838,16 +816,6 @@ class RedisBackend final : public Backend {
   const std::string context_;  // "redis <url with the password masked>"
   std::mutex mu_;
   ContextPtr conn_;
-  // Complete's group commit (see Complete): requests waiting for a leader, and
-  // whether a leader is sending. Never held while waiting for mu_'s network call.
-  struct QueuedComplete {
-    CompleteRequest req;
-    std::optional<Result<CompleteStatus>> answer;
-  };
-  std::mutex group_mu_;
-  std::condition_variable group_cv_;
-  std::vector<QueuedComplete*> group_queue_;
-  bool group_leading_ = false;
   std::string shas_[std::size(kScripts)];
   // Jobs already in Pjobs (since this connection); looked up by string_view.
   struct Hash {
@@ -856,6 +824,8 @@ class RedisBackend final : public Backend {
   };
   std::unordered_set<std::string, Hash, std::equal_to<>> indexed_jobs_;
   ReconnectBackoff backoff_;  // when to try connecting again after failures
+  CompleteBatcher completer_{
+      [this](std::span<const CompleteRequest> reqs) { return CompleteBatch(reqs); }};
 };
 
 }  // namespace
