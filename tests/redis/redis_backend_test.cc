@@ -570,3 +570,29 @@ TEST_CASE("redis: Complete from many threads at once: coalesced, each caller get
     CHECK(exists == (i % 7 == 0 ? "1" : "0"));
   }
 }
+
+TEST_CASE("redis: claims leave the ledger index's lifetime to Prune, which sets it", "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  RedisOptions options = OptionsFor(server);
+  options.retention = 3'600'000ms;
+  auto backend = Open(options);
+  const std::int64_t tick = NowUnix();
+  auto won = backend->Claim(Req("report", tick, "node-a", "tok"));
+  REQUIRE(won);
+  REQUIRE(won->status == ClaimStatus::kWon);
+  const std::string index = "'tickd:{report}:ticks'";
+  CHECK(Cli(server, "ZSCORE " + index + " " + std::to_string(tick)) == std::to_string(tick));
+  CHECK(Cli(server, "PTTL " + index) == "-1");  // no TTL call on the claim path
+  // The record has its retention from the claim.
+  const std::int64_t record_ttl =
+      std::stoll(Cli(server, "PTTL 'tickd:{report}:t:" + std::to_string(tick) + "'"));
+  CHECK(record_ttl > 3'500'000);
+  CHECK(record_ttl <= 3'600'000);
+  auto pruned = backend->Prune(tickd::WallTime(std::chrono::seconds(tick - 60)));
+  REQUIRE(pruned);
+  CHECK(*pruned == 0);
+  const std::int64_t index_ttl = std::stoll(Cli(server, "PTTL " + index));
+  CHECK(index_ttl > 3'500'000);
+  CHECK(index_ttl <= 3'600'000);
+}
