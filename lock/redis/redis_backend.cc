@@ -43,7 +43,7 @@
 // pipeline, CompleteBatch every complete it is given: N calls cost one round trip.
 // Concurrent Complete calls are coalesced the same way (lock/complete_batcher.h).
 // Big pipelines go out in chunks, their replies are read as they come, and the
-// biggest are spread over up to four connections (SendOn, SendSpread).
+// biggest are spread over up to eight connections (SendOn, SendSpread).
 //
 // Failures: every call runs against a deadline of op_timeout (connect included; the
 // socket timeouts are set to what is left). Any I/O error or timeout drops the
@@ -53,10 +53,12 @@
 #include "lock/redis/redis_backend.h"
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <sys/time.h>
 
 #include <algorithm>
 #include <charconv>
+#include <csignal>
 #include <map>
 #include <mutex>
 #include <span>
@@ -325,6 +327,42 @@ std::int64_t Int(const redisReply* r) {
   std::from_chars(s.data(), s.data() + s.size(), v);
   return v;
 }
+
+// Blocks SIGPIPE in this thread while it lives and discards one raised meanwhile:
+// hiredis writes with write(2), so a write to a connection the server closed would
+// otherwise kill a process that does not ignore SIGPIPE; this way it is an EPIPE,
+// returned as an Error like any other I/O failure.
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ~ScopedSigpipeBlock() {
+    if (!blocked_) return;
+    sigset_t pending;
+    sigemptyset(&pending);
+    sigpending(&pending);
+    if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
+      const timespec now{};
+      sigtimedwait(&pipe_, nullptr, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t old_;
+  bool was_pending_ = false;
+  bool blocked_ = false;
+};
 
 // A script call, built once as "EVALSHA <sha> numkeys keys... args..."; the sha (or,
 // after NOSCRIPT, EVAL and the body) is filled in when it is sent.
@@ -724,7 +762,7 @@ class RedisBackend final : public Backend {
   // connection (conn_ and up to kLanes − 1 more), sent and read at the same time.
   // Why: with appendfsync always the server fsyncs once per event-loop turn and reads
   // at most 16 KB per connection in a turn, so a batch on one connection pays one
-  // fsync (~3 ms on the bench's disk) per ~60 claims; four connections put four times
+  // fsync (~3 ms on the bench's disk) per ~60 claims; eight connections put eight times
   // as many claims behind each fsync. Any stripe's failure fails the whole call and
   // drops every connection (fail closed: every claim of the batch is unknown).
   Result<std::vector<ReplyPtr>> SendSpread(const std::vector<Command>& cmds,
@@ -788,6 +826,7 @@ class RedisBackend final : public Backend {
   Result<std::vector<ReplyPtr>> SendOn(redisContext* c, std::span<const Command> cmds,
                                        steady_clock::time_point deadline) const {
     constexpr std::size_t kChunk = 256;
+    const ScopedSigpipeBlock no_sigpipe;
     std::vector<ReplyPtr> replies;
     replies.reserve(cmds.size());
     std::vector<const char*> argv;
@@ -907,7 +946,7 @@ class RedisBackend final : public Backend {
   ContextPtr conn_;
   // SendSpread's extra connections (null until opened), and when to try again after
   // one could not be opened.
-  static constexpr std::size_t kLanes = 4;
+  static constexpr std::size_t kLanes = 8;
   static constexpr std::size_t kLaneMin = 512;
   std::vector<ContextPtr> lanes_;
   steady_clock::time_point lanes_retry_at_;

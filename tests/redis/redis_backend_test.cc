@@ -596,3 +596,101 @@ TEST_CASE("redis: claims leave the ledger index's lifetime to Prune, which sets 
   CHECK(index_ttl > 3'500'000);
   CHECK(index_ttl <= 3'600'000);
 }
+
+TEST_CASE("redis: a ClaimBatch of 6,000 goes over several connections, every answer in its place",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto a = Open(OptionsFor(server));
+  auto b = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  constexpr int kJobs = 6000;
+  std::vector<ClaimRequest> from_a;
+  for (int i = 0; i < kJobs; ++i) {
+    from_a.push_back(Req("job-" + std::to_string(i), tick, "node-a", "a-" + std::to_string(i)));
+    // One claim in 700 is past its deadline, at places spread over every stripe.
+    if (i % 700 == 699) from_a.back().tick_unix = tick - 3600;
+  }
+  auto out_a = a->ClaimBatch(from_a);
+  REQUIRE(out_a.size() == kJobs);
+  for (int i = 0; i < kJobs; ++i) {
+    REQUIRE(out_a[i]);
+    CHECK(out_a[i]->status == (i % 700 == 699 ? ClaimStatus::kMissed : ClaimStatus::kWon));
+  }
+  // More than a's and b's one connection each (and redis-cli's): the batch was spread.
+  const std::string clients = Cli(server, "INFO clients");
+  const auto at = clients.find("connected_clients:");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoi(clients.substr(at + 18)) > 3);
+  // b's claims of the same ticks, in another order of jobs: each lost to a, in place.
+  std::vector<ClaimRequest> from_b;
+  for (int i = kJobs - 1; i >= 0; --i) {
+    if (i % 700 == 699) continue;
+    from_b.push_back(Req("job-" + std::to_string(i), tick, "node-b", "b-" + std::to_string(i)));
+  }
+  auto out_b = b->ClaimBatch(from_b);
+  REQUIRE(out_b.size() == from_b.size());
+  for (std::size_t k = 0; k < from_b.size(); ++k) {
+    REQUIRE(out_b[k]);
+    CHECK(out_b[k]->status == ClaimStatus::kLost);
+    CHECK(out_b[k]->holder_node == "node-a");
+  }
+  // Completes of a's wins, spread the same way, each owner-checked on its own claim.
+  std::vector<CompleteRequest> done;
+  for (int i = 0; i < kJobs; ++i) {
+    if (i % 700 == 699) continue;
+    const std::string token = i % 3 == 0 ? "wrong" : from_a[i].owner_token;
+    done.push_back(CompleteRequest{HeldClaim{from_a[i].job, tick, token, out_a[i]->fence, 15s},
+                                   Completion{"done", i % 100, 1ms}});
+  }
+  auto completed = a->CompleteBatch(done);
+  REQUIRE(completed.size() == done.size());
+  for (std::size_t k = 0; k < done.size(); ++k) {
+    REQUIRE(completed[k]);
+    const bool ours = done[k].held.owner_token != "wrong";
+    CHECK(*completed[k] == (ours ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner));
+  }
+}
+
+TEST_CASE("redis: a spread batch fails closed when the server dies, and reconnects after",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto a = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  const auto batch = [&](std::int64_t t, const std::string& node) {
+    std::vector<ClaimRequest> reqs;
+    for (int i = 0; i < 3000; ++i) {
+      reqs.push_back(Req("job-" + std::to_string(i), t, node, node + std::to_string(i)));
+      reqs.back().starting_deadline = std::nullopt;
+      reqs.back().forbid_overlap = false;  // tick + 2 runs while tick still runs
+    }
+    return reqs;
+  };
+  for (const auto& out : a->ClaimBatch(batch(tick, "a"))) {
+    REQUIRE(out);
+    CHECK(out->status == ClaimStatus::kWon);
+  }
+  server.Kill();
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& out : a->ClaimBatch(batch(tick + 1, "a"))) CHECK_FALSE(out);
+  CHECK(std::chrono::steady_clock::now() - start < 1500ms);  // op_timeout is 1 s
+  REQUIRE(server.Start());
+  std::vector<tickd::Result<ClaimOutcome>> after;
+  for (int attempt = 0; attempt < 40 && (after.empty() || !after.front()); ++attempt) {
+    std::this_thread::sleep_for(100ms);
+    after = a->ClaimBatch(batch(tick + 2, "a"));
+  }
+  REQUIRE(after.size() == 3000);
+  for (const auto& out : after) {
+    REQUIRE(out);
+    CHECK(out->status == ClaimStatus::kWon);
+  }
+  // The ticks won before the crash are remembered (AOF always).
+  auto b = Open(OptionsFor(server));
+  for (const auto& out : b->ClaimBatch(batch(tick, "b"))) {
+    REQUIRE(out);
+    CHECK(out->status == ClaimStatus::kLost);
+    CHECK(out->holder_node == "a");
+  }
+}
