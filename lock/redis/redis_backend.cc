@@ -57,6 +57,7 @@
 #include <sys/time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <csignal>
 #include <map>
@@ -82,81 +83,91 @@ using ContextPtr = std::unique_ptr<redisContext, decltype(&redisFree)>;
 using ReplyPtr = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
 using Command = std::vector<std::string>;
 
-// KEYS: the job's key base "P{job}:" (the keys below are derived from it: they carry
-// its hash tag, so they live in its slot). ARGV: T, node, token, lease_ms,
-// deadline_ms (-1: none), forbid, recover, config_hash, retention_ms, node_wall_ms
-// ('' : no observation). Answers {status, fence, holder node, holder T, holder hash,
-// holder running (1/0)}.
-// One short key instead of six: with appendfsync always the server fsyncs once per
+// One call claims one or more ticks. KEYS[i]: claim i's key base "P{job}:" (the keys
+// below are derived from it: they carry its hash tag, so they live in its slot).
+// ARGV[10(i-1)+1 .. 10i]: claim i's T, node, token, lease_ms, deadline_ms (-1: none),
+// forbid, recover, config_hash, retention_ms, node_wall_ms ('' : no observation).
+// Answers, per claim, {status, fence, holder node, holder T, holder hash, holder
+// running (1/0)}. On Redis Cluster every call carries one claim (a script's keys must
+// share one slot); on a plain server a call carries up to kClaimsPerCall claims, each
+// still touching only its own job's keys: what is shared is the script call's own
+// cost (parsing, setup, the AOF's MULTI/EXEC, the reply), ~2 µs of a ~7 µs claim.
+// The server's clock is read once per call (a call runs well under a millisecond).
+// One short key per claim: with appendfsync always the server fsyncs once per
 // event-loop turn, and a turn reads at most 16 KB per connection, so the bytes of a
 // claim decide how many claims share one fsync.
 // With a node_wall, the replica's observation of the outcome is written as Record
 // writes it (same field, same encoding), so the claim needs no second round trip.
-// What the server pays for is keys created and commands called, so the claim does
-// as few as it can: a loser reads the record and adds its observation (2 calls, one
+// What the server pays for is keys created and commands called, so a claim does as
+// few as it can: a loser reads the record and adds its observation (2 calls, one
 // write); a winner writes one new key per tick, the record (the lease is the record's
 // lease_until on the server's clock, not a key of its own: a key created and deleted
 // per tick cost more than the rest of the claim), plus the fence and the ledger index.
 // The index's lifetime is renewed by Prune (the daemon prunes at start and hourly),
 // not by claims: every redis.call costs the server ~1 µs, a tenth of a won claim.
-// No local functions: a closure is allocated on every call.
 constexpr std::string_view kClaimLua = R"lua(
-local tick, node, obs_wall = ARGV[1], ARGV[2], ARGV[10]
-local record = KEYS[1] .. 't:' .. tick
-local rec = redis.call('HMGET', record, 'state', 'node', 'hash', 'lease_until')
--- A record answers lost, unless it is running, the job recovers and its lease is over.
-local lost = rec[1] and (rec[1] ~= 'running' or ARGV[7] ~= '1')
-local t = nil
-if rec[1] and not lost then
-  t = redis.call('TIME')
-  lost = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) <= tonumber(rec[4])
-end
-if lost then
-  if obs_wall ~= '' then
-    redis.call('HSET', record, 'o:' .. node, 'lost\31' .. obs_wall .. '\31' .. ARGV[8] .. '\31' .. '0')
+local now = nil
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  return {'lost', 0, rec[2], tonumber(tick), rec[3], rec[1] == 'running' and 1 or 0}
+  return now
 end
-t = t or redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease, deadline = tonumber(ARGV[4]), tonumber(ARGV[5])
-local run_key = KEYS[1] .. 'run'
--- missed or busy: nobody's record is written, only this replica's observation.
-local alone, reply = nil, nil
-if deadline >= 0 and now > (rec[1] and tonumber(rec[4]) or tonumber(tick) * 1000) + deadline then
-  alone, reply = 'missed', {'missed', 0, '', 0, '', 0}
-elseif ARGV[6] == '1' then
-  local run = redis.call('GET', run_key)
-  if run then
-    local _, run_tick, run_node, hash = string.match(run, '^(.-)\n(.-)\n(.-)\n(.*)$')
-    if run_tick ~= tick then
-      alone, reply = 'busy', {'busy', 0, run_node, tonumber(run_tick), hash, 1}
+local function claim(base, o)
+  local tick, node, hash, obs_wall = ARGV[o + 1], ARGV[o + 2], ARGV[o + 8], ARGV[o + 10]
+  local record = base .. 't:' .. tick
+  local rec = redis.call('HMGET', record, 'state', 'node', 'hash', 'lease_until')
+  -- A record answers lost, unless it is running, the job recovers and its lease is over.
+  if rec[1] and (rec[1] ~= 'running' or ARGV[o + 7] ~= '1' or clock() <= tonumber(rec[4])) then
+    if obs_wall ~= '' then
+      redis.call('HSET', record, 'o:' .. node, 'lost\31' .. obs_wall .. '\31' .. hash .. '\31' .. '0')
+    end
+    return {'lost', 0, rec[2], tonumber(tick), rec[3], rec[1] == 'running' and 1 or 0}
+  end
+  local lease, deadline = tonumber(ARGV[o + 4]), tonumber(ARGV[o + 5])
+  local run_key = base .. 'run'
+  -- missed or busy: nobody's record is written, only this replica's observation.
+  local alone, reply = nil, nil
+  if deadline >= 0 and clock() > (rec[1] and tonumber(rec[4]) or tonumber(tick) * 1000) + deadline then
+    alone, reply = 'missed', {'missed', 0, '', 0, '', 0}
+  elseif ARGV[o + 6] == '1' then
+    local run = redis.call('GET', run_key)
+    if run then
+      local _, run_tick, run_node, run_hash = string.match(run, '^(.-)\n(.-)\n(.-)\n(.*)$')
+      if run_tick ~= tick then
+        alone, reply = 'busy', {'busy', 0, run_node, tonumber(run_tick), run_hash, 1}
+      end
     end
   end
-end
-if alone then
-  if obs_wall == '' then return reply end
-  redis.call('HSET', record, 'o:' .. node, alone .. '\31' .. obs_wall .. '\31' .. ARGV[8] .. '\31' .. '0')
-  if redis.call('PTTL', record) < 0 then redis.call('PEXPIRE', record, ARGV[9]) end
-else
-  local fence = redis.call('INCR', KEYS[1] .. 'fence')
-  -- Every field of a running record is written (a re-claim overwrites the dead
-  -- holder's); the observations of the tick stay.
-  local fields = {'state', 'running', 'owner', ARGV[3], 'node', node, 'fence', fence,
-                  'hash', ARGV[8], 'lease_until', now + lease}
-  if obs_wall ~= '' then
-    fields[13] = 'o:' .. node
-    fields[14] = 'won\31' .. obs_wall .. '\31' .. ARGV[8] .. '\31' .. fence
+  if alone then
+    if obs_wall == '' then return reply end
+    redis.call('HSET', record, 'o:' .. node, alone .. '\31' .. obs_wall .. '\31' .. hash .. '\31' .. '0')
+    if redis.call('PTTL', record) < 0 then redis.call('PEXPIRE', record, ARGV[o + 9]) end
+  else
+    local fence = redis.call('INCR', base .. 'fence')
+    -- Every field of a running record is written (a re-claim overwrites the dead
+    -- holder's); the observations of the tick stay.
+    local fields = {'state', 'running', 'owner', ARGV[o + 3], 'node', node, 'fence', fence,
+                    'hash', hash, 'lease_until', clock() + lease}
+    if obs_wall ~= '' then
+      fields[13] = 'o:' .. node
+      fields[14] = 'won\31' .. obs_wall .. '\31' .. hash .. '\31' .. fence
+    end
+    redis.call('HSET', record, unpack(fields))
+    redis.call('PEXPIRE', record, ARGV[o + 9])
+    if ARGV[o + 6] == '1' then
+      redis.call('SET', run_key, ARGV[o + 3] .. '\n' .. tick .. '\n' .. node .. '\n' .. hash,
+                 'PX', lease)
+    end
+    reply = {'won', fence, '', 0, '', 1}
   end
-  redis.call('HSET', record, unpack(fields))
-  redis.call('PEXPIRE', record, ARGV[9])
-  if ARGV[6] == '1' then
-    redis.call('SET', run_key, ARGV[3] .. '\n' .. tick .. '\n' .. node .. '\n' .. ARGV[8], 'PX', lease)
-  end
-  reply = {'won', fence, '', 0, '', 1}
+  redis.call('ZADD', base .. 'ticks', tick, tick)
+  return reply
 end
-redis.call('ZADD', KEYS[1] .. 'ticks', tick, tick)
-return reply
+local out = {}
+for i = 1, #KEYS do out[i] = claim(KEYS[i], (i - 1) * 10) end
+return out
 )lua";
 
 // The run key is "token\nT\nnode\nhash"; it is ours when it starts with "token\n".
@@ -437,23 +448,33 @@ class RedisBackend final : public Backend {
   }
 
   std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
+    // Claims per script call: one on a cluster (or before the server said it is
+    // none), up to kClaimsPerCall on a plain server (see kClaimLua).
+    const std::size_t per_call = single_slot_calls_ ? 1 : kClaimsPerCall;
     std::vector<ScriptCall> calls;
-    calls.reserve(reqs.size());
+    calls.reserve(reqs.size() / per_call + 1);
     std::vector<std::string_view> jobs;
     jobs.reserve(reqs.size());
-    for (const ClaimRequest& req : reqs) {
-      const std::string base = Base(req.job);
-      const std::string tick = std::to_string(req.tick_unix);
-      calls.push_back(ScriptCall(
-          Script::kClaim, {base},
-          {tick, req.node, req.owner_token, std::to_string(req.lease.count()),
-           req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
-           req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
-           std::to_string(options_.retention.count()),
-           req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : ""}));
-      jobs.push_back(req.job);
+    const std::string retention = std::to_string(options_.retention.count());
+    for (std::size_t from = 0; from < reqs.size(); from += per_call) {
+      const auto group = reqs.subspan(from, std::min(per_call, reqs.size() - from));
+      ScriptCall call(Script::kClaim, {}, {});
+      call.cmd[2] = std::to_string(group.size());
+      call.cmd.reserve(3 + group.size() * 11);
+      for (const ClaimRequest& req : group) call.cmd.push_back(Base(req.job));
+      for (const ClaimRequest& req : group) {
+        call.cmd.insert(
+            call.cmd.end(),
+            {std::to_string(req.tick_unix), req.node, req.owner_token,
+             std::to_string(req.lease.count()),
+             req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
+             req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash, retention,
+             req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : ""});
+        jobs.push_back(req.job);
+      }
+      calls.push_back(std::move(call));
     }
-    auto replies = RunScripts(calls, jobs);
+    auto replies = RunScripts(calls, jobs, per_call);
     std::vector<Result<ClaimOutcome>> out;
     out.reserve(reqs.size());
     if (!replies) {
@@ -462,9 +483,18 @@ class RedisBackend final : public Backend {
       for (std::size_t i = 0; i < reqs.size(); ++i) out.emplace_back(tl::unexpect, e);
       return out;
     }
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-      out.push_back(ParseClaim((*replies)[i].get()));
-      if (out.back()) out.back()->observed = reqs[i].observe;
+    for (std::size_t k = 0; k < replies->size(); ++k) {
+      const redisReply* r = (*replies)[k].get();
+      const std::size_t from = k * per_call;
+      const std::size_t n = std::min(per_call, reqs.size() - from);
+      for (std::size_t j = 0; j < n; ++j) {
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == n) {
+          out.push_back(ParseClaim(r->element[j]));
+        } else {
+          out.push_back(ParseClaim(r));  // an error reply: every claim of the call has it
+        }
+        if (out.back()) out.back()->observed = reqs[from + j].observe;
+      }
     }
     return out;
   }
@@ -699,8 +729,10 @@ class RedisBackend final : public Backend {
   // EVALSHA for every call in one pipeline (plus SADD of jobs not yet indexed on this
   // connection), then EVAL for the ones the server answered NOSCRIPT. One reply per
   // call, in order; a reply may be an error reply.
+  // `weight`: how many claims or completes one call carries (for SendSpread).
   Result<std::vector<ReplyPtr>> RunScripts(std::vector<ScriptCall>& calls,
-                                           const std::vector<std::string_view>& jobs) {
+                                           const std::vector<std::string_view>& jobs,
+                                           std::size_t weight = 1) {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = EnsureConnected(deadline); !ok) return tl::unexpected(ok.error());
@@ -716,7 +748,7 @@ class RedisBackend final : public Backend {
     }
     const bool add_index = index.size() > 2;
     if (add_index) cmds.push_back(std::move(index));
-    auto replies = SendSpread(cmds, deadline);
+    auto replies = SendSpread(cmds, deadline, weight);
     if (!replies) return replies;
     if (add_index && replies->back()->type != REDIS_REPLY_ERROR) {
       indexed_jobs_.insert(cmds.back().begin() + 2, cmds.back().end());
@@ -758,20 +790,23 @@ class RedisBackend final : public Backend {
   }
 
   // REQUIRES: mu_ held, connected. As SendLocked, but a pipeline of 2 × kLaneMin
-  // commands or more is split into contiguous stripes of at least kLaneMin, one per
-  // connection (conn_ and up to kLanes − 1 more), sent and read at the same time.
+  // claims or more (`weight` per command) is split into contiguous stripes of at least
+  // kLaneMin, one per connection (conn_ and up to kLanes − 1 more), sent and read at
+  // the same time.
   // Why: with appendfsync always the server fsyncs once per event-loop turn and reads
   // at most 16 KB per connection in a turn, so a batch on one connection pays one
   // fsync (~3 ms on the bench's disk) per ~60 claims; eight connections put eight times
   // as many claims behind each fsync. Any stripe's failure fails the whole call and
   // drops every connection (fail closed: every claim of the batch is unknown).
   Result<std::vector<ReplyPtr>> SendSpread(const std::vector<Command>& cmds,
-                                           steady_clock::time_point deadline) {
+                                           steady_clock::time_point deadline,
+                                           std::size_t weight) {
     std::vector<redisContext*> ctxs = {conn_.get()};
-    if (cmds.size() >= 2 * kLaneMin) {
+    const std::size_t total = cmds.size() * weight;
+    if (total >= 2 * kLaneMin) {
       OpenLanes(deadline);
       for (const ContextPtr& lane : lanes_) {
-        if (lane && ctxs.size() < cmds.size() / kLaneMin) ctxs.push_back(lane.get());
+        if (lane && ctxs.size() < total / kLaneMin) ctxs.push_back(lane.get());
       }
     }
     if (ctxs.size() == 1) return SendLocked(cmds, deadline);
@@ -817,40 +852,48 @@ class RedisBackend final : public Backend {
     }
   }
 
-  // Sends the commands on `c` in chunks of kChunk and reads the replies while later
-  // chunks are on their way: at most two chunks are unanswered, so the server works
-  // on the first claims of a batch while the client still formats the last ones, and
-  // the first answers are read as they come (one 10,000-claim write would also make
-  // hiredis move its whole output buffer on every partial write). Touches nothing
-  // but `c`: SendSpread runs it on several connections at once.
+  // Sends the commands on `c` in chunks (kChunkBytes, at most kChunk commands) and
+  // reads the replies while later chunks are on their way: at most two chunks are
+  // unanswered, so the server works on the first claims of a batch while the client
+  // still formats the last ones, and the first answers are read as they come (one
+  // 10,000-claim write would also make hiredis move its whole output buffer on every
+  // partial write). Touches nothing but `c`: SendSpread runs it on several
+  // connections at once.
   Result<std::vector<ReplyPtr>> SendOn(redisContext* c, std::span<const Command> cmds,
                                        steady_clock::time_point deadline) const {
     constexpr std::size_t kChunk = 256;
+    constexpr std::size_t kChunkBytes = 64 * 1024;
     const ScopedSigpipeBlock no_sigpipe;
     std::vector<ReplyPtr> replies;
     replies.reserve(cmds.size());
     std::vector<const char*> argv;
     std::vector<std::size_t> lens;
+    std::vector<std::size_t> chunk_ends;  // index after the last command of each chunk sent
+    std::size_t answered_chunks = 0;
     std::size_t sent = 0;
     while (replies.size() < cmds.size()) {
-      if (sent < cmds.size() && sent - replies.size() <= kChunk) {
+      if (sent < cmds.size() && chunk_ends.size() - answered_chunks < 2) {
         // Each chunk waits at most for what is left of the call's deadline.
         const auto left =
             std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
         if (left <= milliseconds(0)) return MakeError(context_, NoAnswer());
         if (redisSetTimeout(c, ToTimeval(left)) != REDIS_OK) return MakeError(context_, c->errstr);
-        for (const std::size_t end = std::min(cmds.size(), sent + kChunk); sent < end; ++sent) {
+        std::size_t bytes = 0;
+        for (const std::size_t first = sent;
+             sent < cmds.size() && sent - first < kChunk && bytes < kChunkBytes; ++sent) {
           argv.clear();
           lens.clear();
           for (const std::string& a : cmds[sent]) {
             argv.push_back(a.data());
             lens.push_back(a.size());
+            bytes += a.size() + 8;
           }
           if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(),
                                      lens.data()) != REDIS_OK) {
             return MakeError(context_, c->errstr);
           }
         }
+        chunk_ends.push_back(sent);
         for (int done = 0; !done;) {
           if (redisBufferWrite(c, &done) != REDIS_OK) return MakeError(context_, IoDetail(c));
         }
@@ -861,6 +904,7 @@ class RedisBackend final : public Backend {
         return MakeError(context_, IoDetail(c));
       }
       replies.emplace_back(static_cast<redisReply*>(raw), &freeReplyObject);
+      if (replies.size() == chunk_ends[answered_chunks]) ++answered_chunks;
     }
     return replies;
   }
@@ -924,8 +968,13 @@ class RedisBackend final : public Backend {
     if (endpoint_.db != 0) setup.push_back({"SELECT", std::to_string(endpoint_.db)});
     for (std::string_view script : kScripts)
       setup.push_back({"SCRIPT", "LOAD", std::string(script)});
+    // Whether a script call may touch several jobs (several hash slots): only on a
+    // server that says it is no cluster; an error (INFO not allowed) means one job.
+    setup.push_back({"INFO", "cluster"});
     auto replies = SendOn(conn.get(), setup, deadline);
     if (!replies) return tl::unexpected(replies.error());
+    single_slot_calls_ = Str(replies->back().get()).find("cluster_enabled:0") == std::string::npos;
+    replies->pop_back();
     for (const ReplyPtr& r : *replies) {
       if (r->type == REDIS_REPLY_ERROR) {
         if (refused != nullptr) *refused = true;
@@ -948,6 +997,10 @@ class RedisBackend final : public Backend {
   // one could not be opened.
   static constexpr std::size_t kLanes = 8;
   static constexpr std::size_t kLaneMin = 512;
+  // Claims per script call on a plain server (kClaimLua); false until a connection
+  // said so: one claim per call, as a cluster needs. Read without mu_ by ClaimBatch.
+  static constexpr std::size_t kClaimsPerCall = 32;
+  std::atomic<bool> single_slot_calls_{true};
   std::vector<ContextPtr> lanes_;
   steady_clock::time_point lanes_retry_at_;
   std::string shas_[std::size(kScripts)];
