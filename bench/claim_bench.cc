@@ -14,7 +14,7 @@
 // Every claim asks for its ledger observation (ClaimRequest::observe), as the daemon
 // does; completes go through Backend::CompleteBatch (what ended since the last batch),
 // or with --completers N through Complete from N threads per replica (the daemon's way).
-// Printed too: the server's time per script call, its CPU seconds and read events per
+// Printed too: the server's time in scripts per claim/complete, its CPU seconds and read events per
 // paced second, the load average before, after the paced run and at the end.
 //
 // Usage: claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K] [--forbid 1]
@@ -22,6 +22,8 @@
 // The paced jobs use concurrency allow unless --forbid 1: with forbid, tick T+1 is
 // busy wherever T's complete has not landed yet, which on a loaded machine happens.
 // It starts its own redis-server (AOF always, a password) on a free loopback port.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -215,19 +217,21 @@ std::string Cli(const tickd::testing::RedisServer& server, const std::string& ar
   return out;
 }
 
-// "usec_per_call=…, calls=…" of EVALSHA since the last CONFIG RESETSTAT.
-std::string EvalshaStats(const tickd::testing::RedisServer& server) {
+// The server's time in EVALSHA since the last CONFIG RESETSTAT, per claim or complete
+// (`items` of them: a script call may carry several), and the number of calls.
+std::string EvalshaStats(const tickd::testing::RedisServer& server, double items) {
   const std::string all = Cli(server, "INFO commandstats");
   const auto at = all.find("cmdstat_evalsha:");
   if (at == std::string::npos) return "(no commandstats)";
   const std::string line = all.substr(at, all.find('\n', at) - at);
   const auto field = [&](const std::string& name) {
     const auto from = line.find(name + "=");
-    if (from == std::string::npos) return std::string("?");
-    const auto start = from + name.size() + 1;
-    return line.substr(start, line.find_first_of(",\r", start) - start);
+    return from == std::string::npos ? 0.0 : std::atof(line.c_str() + from + name.size() + 1);
   };
-  return field("usec_per_call") + " us x " + field("calls");
+  char out[128];
+  std::snprintf(out, sizeof out, "%.2f us per item (%.0f items in %.0f calls)",
+                field("usec") / std::max(items, 1.0), items, field("calls"));
+  return out;
 }
 
 // A numeric field ("name:value") of an INFO section's text; 0 when absent.
@@ -244,6 +248,14 @@ std::pair<double, double> ServerCpuAndReads(const tickd::testing::RedisServer& s
   const std::string stats = Cli(server, "INFO stats");
   return {InfoNumber(cpu, "used_cpu_user_main_thread") + InfoNumber(cpu, "used_cpu_sys_main_thread"),
           InfoNumber(stats, "total_reads_processed")};
+}
+
+// This process's CPU seconds (every thread: replicas, completers; user + sys).
+double ClientCpu() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 std::string LoadAverage() {
@@ -288,6 +300,7 @@ int main(int argc, char** argv) {
   std::atomic<int> complete_errors{0};
   std::vector<std::thread> threads;
   const auto [cpu_before, reads_before] = ServerCpuAndReads(server);
+  const double client_cpu_before = ClientCpu();
   for (int r = 0; r < args.replicas; ++r) {
     threads.emplace_back([&, r] {
       Backend& backend = *backends[r];
@@ -339,8 +352,10 @@ int main(int argc, char** argv) {
   const int expected = args.jobs * args.seconds;
 
   const auto [cpu_after, reads_after] = ServerCpuAndReads(server);
+  const double client_cpu = ClientCpu() - client_cpu_before;
   const std::string load_paced = LoadAverage();
-  const std::string paced_stats = EvalshaStats(server);
+  const std::string paced_stats =
+      EvalshaStats(server, (args.replicas + 1.0) * expected);  // claims + completes
   Cli(server, "CONFIG RESETSTAT");
 
   // 2. Saturation: back-to-back ticks, no pacing (allow: no completes needed).
@@ -368,7 +383,8 @@ int main(int argc, char** argv) {
   const double claims_per_s = args.replicas * args.jobs * args.sat_ticks / sat_s;
   const double ticks_per_s = args.jobs * args.sat_ticks / sat_s;
 
-  const std::string sat_stats = EvalshaStats(server);
+  const std::string sat_stats =
+      EvalshaStats(server, 1.0 * args.replicas * args.jobs * args.sat_ticks);
   const std::string persistence = Cli(server, "INFO persistence");
   const auto info_field = [&](const std::string& name) {
     const auto at = persistence.find(name + ":");
@@ -413,18 +429,18 @@ int main(int argc, char** argv) {
   std::printf("reference redis-benchmark -P 16: SET %.0f req/s, Lua SET NX PX + INCR %.0f req/s\n",
               set_rps, lua_rps);
   std::printf(
-      "server time per script call: paced (claims + completes) %s; saturation "
-      "(claims) %s\n",
+      "server time in scripts: paced (claims + completes) %s; saturation (claims) %s\n",
       paced_stats.c_str(), sat_stats.c_str());
   if (args.aof) {
     std::printf("aof: %s bytes written, %s rewrites during the run\n", aof_size.c_str(),
                 aof_rewrites.c_str());
   }
   std::printf(
-      "server during the paced run: %.2f CPU s per second, %.0f read events per second "
-      "(%.0f script calls per read event)\n",
+      "paced run, per second: server %.2f CPU s, %.0f read events (%.0f claims and "
+      "completes each); client (replicas + completers) %.2f CPU s\n",
       (cpu_after - cpu_before) / args.seconds, (reads_after - reads_before) / args.seconds,
-      (args.replicas + 1.0) * expected / std::max(1.0, reads_after - reads_before));
+      (args.replicas + 1.0) * expected / std::max(1.0, reads_after - reads_before),
+      client_cpu / args.seconds);
   std::printf("load average (1 5 15 min): before %s, after the paced run %s, at the end %s\n",
               load_before.c_str(), load_paced.c_str(), load_after.c_str());
   if (set_rps > 0 && lua_rps > 0) {

@@ -89,7 +89,7 @@ using Command = std::vector<std::string>;
 // forbid, recover, config_hash, retention_ms, node_wall_ms ('' : no observation).
 // Answers, per claim, {status, fence, holder node, holder T, holder hash, holder
 // running (1/0)}. On Redis Cluster every call carries one claim (a script's keys must
-// share one slot); on a plain server a call carries up to kClaimsPerCall claims, each
+// share one slot); on a plain server a call carries up to kItemsPerCall claims, each
 // still touching only its own job's keys: what is shared is the script call's own
 // cost (parsing, setup, the AOF's MULTI/EXEC, the reply), ~2 µs of a ~7 µs claim.
 // The server's clock is read once per call (a call runs well under a millisecond).
@@ -187,21 +187,27 @@ end
 return 1
 )lua";
 
-// KEYS: the job's key base "P{job}:" (as for claim). ARGV: T, token, outcome, exit
-// ('' none), duration_ms.
-// 1 completed (or already done by us), 0 not the owner. One write for a job without
-// forbid: the record (lease_until is left as it was: it means nothing once done).
+// KEYS[i]: complete i's key base "P{job}:" (as for claim; several per call on a plain
+// server, one on a cluster). ARGV[5(i-1)+1 .. 5i]: its T, token, outcome, exit ('' none),
+// duration_ms. Answers, per complete, 1 completed (or already done by us), 0 not the
+// owner. One write for a job without forbid: the record (lease_until is left as it
+// was: it means nothing once done).
 constexpr std::string_view kCompleteLua = R"lua(
-local record, token = KEYS[1] .. 't:' .. ARGV[1], ARGV[2]
-local rec = redis.call('HMGET', record, 'owner', 'state')
-if rec[1] ~= token then return 0 end
-if rec[2] == 'done' then return 1 end
-redis.call('HSET', record, 'state', 'done', 'outcome', ARGV[3], 'exit', ARGV[4],
-           'duration', ARGV[5])
-local run_key = KEYS[1] .. 'run'
-local run = redis.call('GET', run_key)
-if run and string.sub(run, 1, #token + 1) == token .. '\n' then redis.call('DEL', run_key) end
-return 1
+local function complete(base, o)
+  local record, token = base .. 't:' .. ARGV[o + 1], ARGV[o + 2]
+  local rec = redis.call('HMGET', record, 'owner', 'state')
+  if rec[1] ~= token then return 0 end
+  if rec[2] == 'done' then return 1 end
+  redis.call('HSET', record, 'state', 'done', 'outcome', ARGV[o + 3], 'exit', ARGV[o + 4],
+             'duration', ARGV[o + 5])
+  local run_key = base .. 'run'
+  local run = redis.call('GET', run_key)
+  if run and string.sub(run, 1, #token + 1) == token .. '\n' then redis.call('DEL', run_key) end
+  return 1
+end
+local out = {}
+for i = 1, #KEYS do out[i] = complete(KEYS[i], (i - 1) * 5) end
+return out
 )lua";
 
 // KEYS: ticks. ARGV: cutoff T (exclusive), the job's key base "P{job}:", retention_ms.
@@ -448,32 +454,23 @@ class RedisBackend final : public Backend {
   }
 
   std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
-    // Claims per script call: one on a cluster (or before the server said it is
-    // none), up to kClaimsPerCall on a plain server (see kClaimLua).
-    const std::size_t per_call = single_slot_calls_ ? 1 : kClaimsPerCall;
-    std::vector<ScriptCall> calls;
-    calls.reserve(reqs.size() / per_call + 1);
+    const std::size_t per_call = PerCall();
+    const std::string retention = std::to_string(options_.retention.count());
+    auto calls = GroupedCalls(Script::kClaim, reqs.size(), per_call, [&](std::size_t i) {
+      return Base(reqs[i].job);
+    }, [&](std::size_t i, Command& cmd) {
+      const ClaimRequest& req = reqs[i];
+      cmd.insert(cmd.end(),
+                 {std::to_string(req.tick_unix), req.node, req.owner_token,
+                  std::to_string(req.lease.count()),
+                  req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
+                  req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
+                  retention,
+                  req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : ""});
+    });
     std::vector<std::string_view> jobs;
     jobs.reserve(reqs.size());
-    const std::string retention = std::to_string(options_.retention.count());
-    for (std::size_t from = 0; from < reqs.size(); from += per_call) {
-      const auto group = reqs.subspan(from, std::min(per_call, reqs.size() - from));
-      ScriptCall call(Script::kClaim, {}, {});
-      call.cmd[2] = std::to_string(group.size());
-      call.cmd.reserve(3 + group.size() * 11);
-      for (const ClaimRequest& req : group) call.cmd.push_back(Base(req.job));
-      for (const ClaimRequest& req : group) {
-        call.cmd.insert(
-            call.cmd.end(),
-            {std::to_string(req.tick_unix), req.node, req.owner_token,
-             std::to_string(req.lease.count()),
-             req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
-             req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash, retention,
-             req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : ""});
-        jobs.push_back(req.job);
-      }
-      calls.push_back(std::move(call));
-    }
+    for (const ClaimRequest& req : reqs) jobs.push_back(req.job);
     auto replies = RunScripts(calls, jobs, per_call);
     std::vector<Result<ClaimOutcome>> out;
     out.reserve(reqs.size());
@@ -483,18 +480,9 @@ class RedisBackend final : public Backend {
       for (std::size_t i = 0; i < reqs.size(); ++i) out.emplace_back(tl::unexpect, e);
       return out;
     }
-    for (std::size_t k = 0; k < replies->size(); ++k) {
-      const redisReply* r = (*replies)[k].get();
-      const std::size_t from = k * per_call;
-      const std::size_t n = std::min(per_call, reqs.size() - from);
-      for (std::size_t j = 0; j < n; ++j) {
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == n) {
-          out.push_back(ParseClaim(r->element[j]));
-        } else {
-          out.push_back(ParseClaim(r));  // an error reply: every claim of the call has it
-        }
-        if (out.back()) out.back()->observed = reqs[from + j].observe;
-      }
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      out.push_back(ParseClaim(ItemReply(*replies, i, per_call, reqs.size())));
+      if (out.back()) out.back()->observed = reqs[i].observe;
     }
     return out;
   }
@@ -519,23 +507,25 @@ class RedisBackend final : public Backend {
   // Every complete in one pipeline: N runs that ended together cost one round trip.
   std::vector<Result<CompleteStatus>> CompleteBatch(
       std::span<const CompleteRequest> reqs) override {
-    std::vector<ScriptCall> calls;
-    calls.reserve(reqs.size());
-    for (const auto& [held, completion] : reqs) {
-      const std::string base = Base(held.job);
-      const std::string tick = std::to_string(held.tick_unix);
-      calls.push_back(ScriptCall(Script::kComplete, {base},
-                                 {tick, held.owner_token, completion.outcome,
-                                  completion.exit_code ? std::to_string(*completion.exit_code) : "",
-                                  std::to_string(completion.duration.count())}));
-    }
-    auto replies = RunScripts(calls, {});
+    const std::size_t per_call = PerCall();
+    auto calls = GroupedCalls(Script::kComplete, reqs.size(), per_call, [&](std::size_t i) {
+      return Base(reqs[i].held.job);
+    }, [&](std::size_t i, Command& cmd) {
+      const auto& [held, completion] = reqs[i];
+      cmd.insert(cmd.end(), {std::to_string(held.tick_unix), held.owner_token, completion.outcome,
+                             completion.exit_code ? std::to_string(*completion.exit_code) : "",
+                             std::to_string(completion.duration.count())});
+    });
+    auto replies = RunScripts(calls, {}, per_call);
     std::vector<Result<CompleteStatus>> out;
     out.reserve(reqs.size());
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       if (!replies) {
         out.emplace_back(tl::unexpect, replies.error());
-      } else if (const redisReply* r = (*replies)[i].get(); r->type == REDIS_REPLY_ERROR) {
+        continue;
+      }
+      const redisReply* r = ItemReply(*replies, i, per_call, reqs.size());
+      if (r->type == REDIS_REPLY_ERROR) {
         out.push_back(MakeError(context_ + ": complete", std::string(Str(r))));
       } else {
         out.push_back(Int(r) == 1 ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner);
@@ -652,6 +642,37 @@ class RedisBackend final : public Backend {
 
  private:
   std::string Base(const std::string& job) const { return endpoint_.prefix + "{" + job + "}:"; }
+
+  // Claims or completes per script call: one on a cluster (or before a connection
+  // said the server is none), up to kItemsPerCall on a plain server (see kClaimLua).
+  std::size_t PerCall() const { return single_slot_calls_ ? 1 : kItemsPerCall; }
+
+  // Script calls for items 0..n−1, per_call items each: KEYS = key(i) for the call's
+  // items, then ARGV = what append_args(i, cmd) appends, item after item.
+  template <typename KeyFn, typename ArgsFn>
+  static std::vector<ScriptCall> GroupedCalls(Script script, std::size_t n, std::size_t per_call,
+                                              KeyFn key, ArgsFn append_args) {
+    std::vector<ScriptCall> calls;
+    calls.reserve(n / per_call + 1);
+    for (std::size_t from = 0; from < n; from += per_call) {
+      const std::size_t to = std::min(n, from + per_call);
+      ScriptCall call(script, {}, {});
+      call.cmd[2] = std::to_string(to - from);
+      for (std::size_t i = from; i < to; ++i) call.cmd.push_back(key(i));
+      for (std::size_t i = from; i < to; ++i) append_args(i, call.cmd);
+      calls.push_back(std::move(call));
+    }
+    return calls;
+  }
+
+  // Item i's answer among the replies of GroupedCalls(…, n, per_call, …): its element
+  // of its call's array, or the call's own reply (an error) for every item of it.
+  static const redisReply* ItemReply(const std::vector<ReplyPtr>& replies, std::size_t i,
+                                     std::size_t per_call, std::size_t n) {
+    const redisReply* r = replies[i / per_call].get();
+    const std::size_t items = std::min(per_call, n - i / per_call * per_call);
+    return r->type == REDIS_REPLY_ARRAY && r->elements == items ? r->element[i % per_call] : r;
+  }
 
   static std::map<std::string, std::string> Fields(const redisReply* r) {
     std::map<std::string, std::string> out;
@@ -997,9 +1018,9 @@ class RedisBackend final : public Backend {
   // one could not be opened.
   static constexpr std::size_t kLanes = 8;
   static constexpr std::size_t kLaneMin = 512;
-  // Claims per script call on a plain server (kClaimLua); false until a connection
-  // said so: one claim per call, as a cluster needs. Read without mu_ by ClaimBatch.
-  static constexpr std::size_t kClaimsPerCall = 32;
+  // Claims or completes per script call on a plain server (kClaimLua); false until a
+  // connection said so: one per call, as a cluster needs. Read without mu_ (PerCall).
+  static constexpr std::size_t kItemsPerCall = 32;
   std::atomic<bool> single_slot_calls_{true};
   std::vector<ContextPtr> lanes_;
   steady_clock::time_point lanes_retry_at_;
