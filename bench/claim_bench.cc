@@ -12,14 +12,18 @@
 //      (-P 16) and a minimal Lua lock called by sha (SET NX PX + INCR, the pattern of
 //      backends.md): a script call like a claim.
 // Every claim asks for its ledger observation (ClaimRequest::observe), as the daemon
-// does; completes go through Backend::CompleteBatch (what ended since the last batch).
-// Printed too: the server's time per script call, the load average before and after.
+// does; completes go through Backend::CompleteBatch (what ended since the last batch),
+// or with --completers N through Complete from N threads per replica (the daemon's way).
+// Printed too: the server's time in scripts per claim/complete, its CPU seconds and read events per
+// paced second, the load average before, after the paced run and at the end.
 //
 // Usage: claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K] [--forbid 1]
-//                    [--aof 0] [--aof-rewrite 0]
+//                    [--aof 0] [--aof-rewrite 0] [--completers N]
 // The paced jobs use concurrency allow unless --forbid 1: with forbid, tick T+1 is
 // busy wherever T's complete has not landed yet, which on a loaded machine happens.
 // It starts its own redis-server (AOF always, a password) on a free loopback port.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -54,6 +58,10 @@ struct Args {
   bool forbid = false;  // --forbid 1: concurrency forbid (a late complete makes T+1 busy)
   bool aof = true;      // --aof 0: no persistence (to see what fsync on every write costs)
   bool rewrite = true;  // --aof-rewrite 0: no automatic AOF rewrite (its fork) during the run
+  // --completers N: each replica completes its wins from N threads, one Complete call
+  // each (as the daemon's run supervisors do; the backend coalesces them). 0: one
+  // thread that sends what ended since its last batch in one CompleteBatch.
+  int completers = 0;
 };
 
 Args Parse(int argc, char** argv) {
@@ -68,6 +76,7 @@ Args Parse(int argc, char** argv) {
     if (key == "--forbid") a.forbid = value != 0;
     if (key == "--aof") a.aof = value != 0;
     if (key == "--aof-rewrite") a.rewrite = value != 0;
+    if (key == "--completers") a.completers = value;
   }
   return a;
 }
@@ -104,25 +113,30 @@ std::vector<ClaimRequest> Batch(int replica, int jobs, std::int64_t tick, bool f
   return reqs;
 }
 
-// Completes won claims off the claiming thread, as the daemon's runners do.
+// Completes won claims off the claiming thread, as the daemon's runners do: with
+// `threads` = 0 one thread sends everything that ended since its last batch in one
+// CompleteBatch; with N > 0, N threads call Complete one claim at a time (the
+// daemon's way: each run's supervisor completes its own claim).
 class Completer {
  public:
-  Completer(Backend& backend, std::atomic<int>& errors)
-      : backend_(backend), errors_(errors), thread_([this] { Loop(); }) {}
+  Completer(Backend& backend, std::atomic<int>& errors, int threads)
+      : backend_(backend), errors_(errors), batch_(threads == 0) {
+    for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { Loop(); });
+  }
   ~Completer() {
     {
       std::lock_guard lock(mu_);
       stop_ = true;
     }
-    cv_.notify_one();
-    thread_.join();
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
   }
   void Add(std::vector<HeldClaim> held) {
     {
       std::lock_guard lock(mu_);
       for (auto& h : held) queue_.push_back(std::move(h));
     }
-    cv_.notify_one();
+    cv_.notify_all();
   }
 
  private:
@@ -131,25 +145,36 @@ class Completer {
     while (true) {
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;
-      // Everything that ended meanwhile goes in one CompleteBatch (one round trip).
       std::vector<CompleteRequest> batch;
-      batch.reserve(queue_.size());
-      for (HeldClaim& h : queue_) batch.push_back(CompleteRequest{std::move(h), {"done", 0, 1ms}});
-      queue_.clear();
+      if (batch_) {
+        // Everything that ended meanwhile goes in one CompleteBatch (one round trip).
+        batch.reserve(queue_.size());
+        for (HeldClaim& h : queue_) batch.push_back(CompleteRequest{std::move(h), {"done", 0, 1ms}});
+        queue_.clear();
+      } else {
+        batch.push_back(CompleteRequest{std::move(queue_.front()), {"done", 0, 1ms}});
+        queue_.pop_front();
+      }
       lock.unlock();
-      for (const auto& done : backend_.CompleteBatch(batch)) {
+      if (batch_) {
+        for (const auto& done : backend_.CompleteBatch(batch)) {
+          if (!done || *done != tickd::lock::CompleteStatus::kCompleted) ++errors_;
+        }
+      } else {
+        const auto done = backend_.Complete(batch[0].held, batch[0].completion);
         if (!done || *done != tickd::lock::CompleteStatus::kCompleted) ++errors_;
       }
       lock.lock();
     }
   }
   Backend& backend_;
+  std::atomic<int>& errors_;
+  const bool batch_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<HeldClaim> queue_;
   bool stop_ = false;
-  std::atomic<int>& errors_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 double Percentile(std::vector<double> v, double p) {
@@ -192,19 +217,45 @@ std::string Cli(const tickd::testing::RedisServer& server, const std::string& ar
   return out;
 }
 
-// "usec_per_call=…, calls=…" of EVALSHA since the last CONFIG RESETSTAT.
-std::string EvalshaStats(const tickd::testing::RedisServer& server) {
+// The server's time in EVALSHA since the last CONFIG RESETSTAT, per claim or complete
+// (`items` of them: a script call may carry several), and the number of calls.
+std::string EvalshaStats(const tickd::testing::RedisServer& server, double items) {
   const std::string all = Cli(server, "INFO commandstats");
   const auto at = all.find("cmdstat_evalsha:");
   if (at == std::string::npos) return "(no commandstats)";
   const std::string line = all.substr(at, all.find('\n', at) - at);
   const auto field = [&](const std::string& name) {
     const auto from = line.find(name + "=");
-    if (from == std::string::npos) return std::string("?");
-    const auto start = from + name.size() + 1;
-    return line.substr(start, line.find_first_of(",\r", start) - start);
+    return from == std::string::npos ? 0.0 : std::atof(line.c_str() + from + name.size() + 1);
   };
-  return field("usec_per_call") + " us x " + field("calls");
+  char out[128];
+  std::snprintf(out, sizeof out, "%.2f us per item (%.0f items in %.0f calls)",
+                field("usec") / std::max(items, 1.0), items, field("calls"));
+  return out;
+}
+
+// A numeric field ("name:value") of an INFO section's text; 0 when absent.
+double InfoNumber(const std::string& info, const std::string& name) {
+  const auto at = info.find(name + ":");
+  return at == std::string::npos ? 0 : std::atof(info.c_str() + at + name.size() + 1);
+}
+
+// The server's CPU seconds (main thread, user + sys) and read events so far: per
+// paced second they show what the load costs the server whatever else runs on the
+// machine, and how many claims share one event-loop turn (one fsync).
+std::pair<double, double> ServerCpuAndReads(const tickd::testing::RedisServer& server) {
+  const std::string cpu = Cli(server, "INFO cpu");
+  const std::string stats = Cli(server, "INFO stats");
+  return {InfoNumber(cpu, "used_cpu_user_main_thread") + InfoNumber(cpu, "used_cpu_sys_main_thread"),
+          InfoNumber(stats, "total_reads_processed")};
+}
+
+// This process's CPU seconds (every thread: replicas, completers; user + sys).
+double ClientCpu() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 std::string LoadAverage() {
@@ -248,13 +299,15 @@ int main(int argc, char** argv) {
   int missed_or_busy = 0;
   std::atomic<int> complete_errors{0};
   std::vector<std::thread> threads;
+  const auto [cpu_before, reads_before] = ServerCpuAndReads(server);
+  const double client_cpu_before = ClientCpu();
   for (int r = 0; r < args.replicas; ++r) {
     threads.emplace_back([&, r] {
       Backend& backend = *backends[r];
       // The runners' completes go on a connection of their own, as a daemon's run
       // threads would not wait behind the next tick's claims.
       auto completer_backend = Open(server);
-      Completer completer(*completer_backend, complete_errors);
+      Completer completer(*completer_backend, complete_errors, args.completers);
       for (int s = 0; s < args.seconds; ++s) {
         const std::int64_t tick = first_tick + s;
         const auto at = std::chrono::system_clock::time_point(std::chrono::seconds(tick));
@@ -298,7 +351,11 @@ int main(int argc, char** argv) {
   }
   const int expected = args.jobs * args.seconds;
 
-  const std::string paced_stats = EvalshaStats(server);
+  const auto [cpu_after, reads_after] = ServerCpuAndReads(server);
+  const double client_cpu = ClientCpu() - client_cpu_before;
+  const std::string load_paced = LoadAverage();
+  const std::string paced_stats =
+      EvalshaStats(server, (args.replicas + 1.0) * expected);  // claims + completes
   Cli(server, "CONFIG RESETSTAT");
 
   // 2. Saturation: back-to-back ticks, no pacing (allow: no completes needed).
@@ -326,7 +383,8 @@ int main(int argc, char** argv) {
   const double claims_per_s = args.replicas * args.jobs * args.sat_ticks / sat_s;
   const double ticks_per_s = args.jobs * args.sat_ticks / sat_s;
 
-  const std::string sat_stats = EvalshaStats(server);
+  const std::string sat_stats =
+      EvalshaStats(server, 1.0 * args.replicas * args.jobs * args.sat_ticks);
   const std::string persistence = Cli(server, "INFO persistence");
   const auto info_field = [&](const std::string& name) {
     const auto at = persistence.find(name + ":");
@@ -371,15 +429,20 @@ int main(int argc, char** argv) {
   std::printf("reference redis-benchmark -P 16: SET %.0f req/s, Lua SET NX PX + INCR %.0f req/s\n",
               set_rps, lua_rps);
   std::printf(
-      "server time per script call: paced (claims + completes) %s; saturation "
-      "(claims) %s\n",
+      "server time in scripts: paced (claims + completes) %s; saturation (claims) %s\n",
       paced_stats.c_str(), sat_stats.c_str());
   if (args.aof) {
     std::printf("aof: %s bytes written, %s rewrites during the run\n", aof_size.c_str(),
                 aof_rewrites.c_str());
   }
-  std::printf("load average (1 5 15 min): before %s, after %s\n", load_before.c_str(),
-              load_after.c_str());
+  std::printf(
+      "paced run, per second: server %.2f CPU s, %.0f read events (%.0f claims and "
+      "completes each); client (replicas + completers) %.2f CPU s\n",
+      (cpu_after - cpu_before) / args.seconds, (reads_after - reads_before) / args.seconds,
+      (args.replicas + 1.0) * expected / std::max(1.0, reads_after - reads_before),
+      client_cpu / args.seconds);
+  std::printf("load average (1 5 15 min): before %s, after the paced run %s, at the end %s\n",
+              load_before.c_str(), load_paced.c_str(), load_after.c_str());
   if (set_rps > 0 && lua_rps > 0) {
     std::printf("ratio claims/s: %.0f %% of SET, %.0f %% of the minimal Lua lock\n",
                 100 * claims_per_s / set_rps, 100 * claims_per_s / lua_rps);

@@ -5,40 +5,45 @@
 // given the job's base key "P{job}:" and derive the others from it). With prefix P:
 //
 //   P{job}:t:<T>   tick record (hash): state running|done, owner token, node, fence,
-//                  config hash, lease_until (server ms), outcome, exit, duration;
-//                  and the ledger: field o:<node> = that replica's observation
+//                  config hash, lease_until, outcome, exit, duration; and the
+//                  ledger: field o:<node> = that replica's observation
 //                  (outcome/wall/hash/fence). Without a `state` field there is no
 //                  record yet, only observations (missed, busy, error).
 //                  PX retention: a finished tick is remembered, never claimed again.
-//   P{job}:l:<T>   lease (string = owner token), SET NX PX lease; renewed by PEXPIRE.
+//                  The lease is lease_until (ms on the server's clock, `TIME`): a
+//                  running record's lease lives while TIME ≤ lease_until. Every
+//                  script that judges a lease reads it there (no key per lease).
 //   P{job}:run     forbid marker ("token\nT\nnode\nhash"), PX lease, renewed
 //                  with the lease: while it lives, another tick of the job is `busy`.
 //   P{job}:fence   INCR counter, no TTL (durable only with AOF; see StartupWarnings).
-//   P{job}:ticks   ledger index (sorted set of T), PX retention refreshed on an add
-//                  (by claims at most once a minute); trimmed by Prune.
+//   P{job}:ticks   ledger index (sorted set of T); trimmed by Prune, which also sets
+//                  its PX retention (a new index has none until the next Prune).
 //   Pjobs          the set of job names (for History of every job); outside the tag.
 //
 // claim decides in this order, because an existing record is a stronger answer than
 // the deadline (a replica that arrives late must hear who won):
-//   1. the record exists: done, or running with a live lease key, or recover off →
-//      lost (winner, config hash). Running with the lease key gone and recover on →
+//   1. the record exists: done, or running with a live lease, or recover off →
+//      lost (winner, config hash). Running with its lease over and recover on →
 //      missed when now > lease_until + starting_deadline, else re-claim below;
 //   2. no record and now > T + starting_deadline → missed;
 //   3. forbid and the run key names another tick → busy (its node and tick);
-//   4. won: INCR fence, write the record (owner, node, fence, lease_until), the lease
-//      key and, for forbid, the run key; index T in the ledger.
+//   4. won: INCR fence, write the record (owner, node, fence, lease_until = now +
+//      lease) and, for forbid, the run key; index T in the ledger.
 // A lost answer says whether the record is still running. When the request asks
 // (ClaimRequest::observe), every outcome also writes the replica's observation into
 // the tick's hash in the same script, as Record would: no ledger round trip per claim.
-// renew: only when the lease key still holds our token: PEXPIRE lease (and the run
-// key if it is ours), store the new lease_until. complete: only when the record's
-// owner is our token: mark it done with the completion, delete the lease and run
-// keys if they still hold our token (never a bare delete).
+// renew: only when the record is running, its owner is our token and its lease has
+// not passed: store the new lease_until (and PEXPIRE the run key if it is ours).
+// complete: only when the record's owner is our token: mark it done with the
+// completion, delete the run key if it still holds our token (never a bare delete).
 //
 // Scripts are loaded once per connection (SCRIPT LOAD) and called with EVALSHA; a
 // NOSCRIPT answer (SCRIPT FLUSH, a restarted server) is retried with EVAL, which
 // also caches the script again. ClaimBatch sends every claim of an instant in one
 // pipeline, CompleteBatch every complete it is given: N calls cost one round trip.
+// Concurrent Complete calls are coalesced the same way (lock/complete_batcher.h).
+// Big pipelines go out in chunks, their replies are read as they come, and the
+// biggest are spread over up to eight connections (SendOn, SendSpread).
 //
 // Failures: every call runs against a deadline of op_timeout (connect included; the
 // socket timeouts are set to what is left). Any I/O error or timeout drops the
@@ -48,18 +53,25 @@
 #include "lock/redis/redis_backend.h"
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <sys/time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <csignal>
 #include <map>
 #include <mutex>
-#include <set>
+#include <span>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "lock/complete_batcher.h"
 #include "lock/reconnect.h"
 #include "lock/registry.h"
 
@@ -71,148 +83,169 @@ using ContextPtr = std::unique_ptr<redisContext, decltype(&redisFree)>;
 using ReplyPtr = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
 using Command = std::vector<std::string>;
 
-
-// KEYS: the job's key base "P{job}:" (the keys below are derived from it: they carry
-// its hash tag, so they live in its slot). ARGV: T, node, token, lease_ms,
-// deadline_ms (-1: none), forbid, recover, config_hash, retention_ms, node_wall_ms
-// ('' : no observation). Answers {status, fence, holder node, holder T, holder hash,
-// holder running (1/0)}.
-// One short key instead of six: with appendfsync always the server fsyncs once per
+// One call claims one or more ticks. KEYS[i]: claim i's key base "P{job}:" (the keys
+// below are derived from it: they carry its hash tag, so they live in its slot).
+// ARGV[10(i-1)+1 .. 10i]: claim i's T, node, token, lease_ms, deadline_ms (-1: none),
+// forbid, recover, config_hash, retention_ms, node_wall_ms ('' : no observation).
+// Answers, per claim, {status, fence, holder node, holder T, holder hash, holder
+// running (1/0)}. On Redis Cluster every call carries one claim (a script's keys must
+// share one slot); on a plain server a call carries up to kItemsPerCall claims, each
+// still touching only its own job's keys: what is shared is the script call's own
+// cost (parsing, setup, the AOF's MULTI/EXEC, the reply), ~2 µs of a ~7 µs claim.
+// The server's clock is read once per call (a call runs well under a millisecond).
+// One short key per claim: with appendfsync always the server fsyncs once per
 // event-loop turn, and a turn reads at most 16 KB per connection, so the bytes of a
 // claim decide how many claims share one fsync.
 // With a node_wall, the replica's observation of the outcome is written as Record
 // writes it (same field, same encoding), so the claim needs no second round trip.
-// Every write is copied to the AOF and every key costs the server a lookup, so the
-// claim writes no more than it must: observations are fields of the tick record
-// (the winner writes its own with the record, a loser adds one field), and the
-// ledger index's lifetime is renewed at most once a minute, not on every add (so
-// the index of a job that stopped may expire up to a minute before its last records).
+// What the server pays for is keys created and commands called, so a claim does as
+// few as it can: a loser reads the record and adds its observation (2 calls, one
+// write); a winner writes one new key per tick, the record (the lease is the record's
+// lease_until on the server's clock, not a key of its own: a key created and deleted
+// per tick cost more than the rest of the claim), plus the fence and the ledger index.
+// The index's lifetime is renewed by Prune (the daemon prunes at start and hourly),
+// not by claims: every redis.call costs the server ~1 µs, a tenth of a won claim.
 constexpr std::string_view kClaimLua = R"lua(
-local tick = tonumber(ARGV[1])
-local record, lease_key = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'l:' .. ARGV[1]
-local run_key, ticks = KEYS[1] .. 'run', KEYS[1] .. 'ticks'
-local observe = ARGV[10] ~= ''
-local function observation(outcome, fence)
-  return outcome .. '\31' .. ARGV[10] .. '\31' .. ARGV[8] .. '\31' .. fence
-end
-local function index_tick()
-  redis.call('ZADD', ticks, tick, ARGV[1])
-  if redis.call('PTTL', ticks) < tonumber(ARGV[9]) - 60000 then
-    redis.call('PEXPIRE', ticks, ARGV[9])
+local now = nil
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
+  return now
 end
--- missed or busy: nobody's record is written, only this replica's observation.
-local function observe_alone(outcome)
-  if not observe then return end
-  redis.call('HSET', record, 'o:' .. ARGV[2], observation(outcome, 0))
-  if redis.call('PTTL', record) < 0 then redis.call('PEXPIRE', record, ARGV[9]) end
-  index_tick()
-end
-local rec = redis.call('HMGET', record, 'state', 'node', 'hash', 'lease_until')
-if rec[1] and (rec[1] ~= 'running' or ARGV[7] ~= '1' or
-               redis.call('EXISTS', lease_key) == 1) then
-  if observe then redis.call('HSET', record, 'o:' .. ARGV[2], observation('lost', 0)) end
-  return {'lost', 0, rec[2], tick, rec[3], rec[1] == 'running' and 1 or 0}
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease = tonumber(ARGV[4])
-local deadline = tonumber(ARGV[5])
-if deadline >= 0 and now > (rec[1] and tonumber(rec[4]) or tick * 1000) + deadline then
-  observe_alone('missed')
-  return {'missed', 0, '', 0, '', 0}
-end
-if ARGV[6] == '1' then
-  local run = redis.call('GET', run_key)
-  if run then
-    local _, run_tick, node, hash = string.match(run, '^(.-)\n(.-)\n(.-)\n(.*)$')
-    if tonumber(run_tick) ~= tick then
-      observe_alone('busy')
-      return {'busy', 0, node, tonumber(run_tick), hash, 1}
+local function claim(base, o)
+  local tick, node, hash, obs_wall = ARGV[o + 1], ARGV[o + 2], ARGV[o + 8], ARGV[o + 10]
+  local record = base .. 't:' .. tick
+  local rec = redis.call('HMGET', record, 'state', 'node', 'hash', 'lease_until')
+  -- A record answers lost, unless it is running, the job recovers and its lease is over.
+  if rec[1] and (rec[1] ~= 'running' or ARGV[o + 7] ~= '1' or clock() <= tonumber(rec[4])) then
+    if obs_wall ~= '' then
+      redis.call('HSET', record, 'o:' .. node, 'lost\31' .. obs_wall .. '\31' .. hash .. '\31' .. '0')
+    end
+    return {'lost', 0, rec[2], tonumber(tick), rec[3], rec[1] == 'running' and 1 or 0}
+  end
+  local lease, deadline = tonumber(ARGV[o + 4]), tonumber(ARGV[o + 5])
+  local run_key = base .. 'run'
+  -- missed or busy: nobody's record is written, only this replica's observation.
+  local alone, reply = nil, nil
+  if deadline >= 0 and clock() > (rec[1] and tonumber(rec[4]) or tonumber(tick) * 1000) + deadline then
+    alone, reply = 'missed', {'missed', 0, '', 0, '', 0}
+  elseif ARGV[o + 6] == '1' then
+    local run = redis.call('GET', run_key)
+    if run then
+      local _, run_tick, run_node, run_hash = string.match(run, '^(.-)\n(.-)\n(.-)\n(.*)$')
+      if run_tick ~= tick then
+        alone, reply = 'busy', {'busy', 0, run_node, tonumber(run_tick), run_hash, 1}
+      end
     end
   end
+  if alone then
+    if obs_wall == '' then return reply end
+    redis.call('HSET', record, 'o:' .. node, alone .. '\31' .. obs_wall .. '\31' .. hash .. '\31' .. '0')
+    if redis.call('PTTL', record) < 0 then redis.call('PEXPIRE', record, ARGV[o + 9]) end
+  else
+    local fence = redis.call('INCR', base .. 'fence')
+    -- Every field of a running record is written (a re-claim overwrites the dead
+    -- holder's); the observations of the tick stay.
+    local fields = {'state', 'running', 'owner', ARGV[o + 3], 'node', node, 'fence', fence,
+                    'hash', hash, 'lease_until', clock() + lease}
+    if obs_wall ~= '' then
+      fields[13] = 'o:' .. node
+      fields[14] = 'won\31' .. obs_wall .. '\31' .. hash .. '\31' .. fence
+    end
+    redis.call('HSET', record, unpack(fields))
+    redis.call('PEXPIRE', record, ARGV[o + 9])
+    if ARGV[o + 6] == '1' then
+      redis.call('SET', run_key, ARGV[o + 3] .. '\n' .. tick .. '\n' .. node .. '\n' .. hash,
+                 'PX', lease)
+    end
+    reply = {'won', fence, '', 0, '', 1}
+  end
+  redis.call('ZADD', base .. 'ticks', tick, tick)
+  return reply
 end
-local fence = redis.call('INCR', KEYS[1] .. 'fence')
--- Every field of a running record is written (a re-claim overwrites the dead
--- holder's); the observations of the tick stay.
-local fields = {'state', 'running', 'owner', ARGV[3], 'node', ARGV[2], 'fence', fence,
-                'hash', ARGV[8], 'lease_until', now + lease}
-if observe then
-  fields[13] = 'o:' .. ARGV[2]
-  fields[14] = observation('won', fence)
-end
-redis.call('HSET', record, unpack(fields))
-redis.call('PEXPIRE', record, ARGV[9])
-redis.call('SET', lease_key, ARGV[3], 'PX', lease)
-if ARGV[6] == '1' then
-  redis.call('SET', run_key, ARGV[3] .. '\n' .. ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[8],
-             'PX', lease)
-end
-index_tick()
-return {'won', fence, '', 0, '', 1}
+local out = {}
+for i = 1, #KEYS do out[i] = claim(KEYS[i], (i - 1) * 10) end
+return out
 )lua";
 
 // The run key is "token\nT\nnode\nhash"; it is ours when it starts with "token\n".
-// KEYS: lease, run, record. ARGV: token, lease_ms. 1 renewed, 0 lost.
+// KEYS: record, run. ARGV: token, lease_ms. 1 renewed, 0 lost: the record is not
+// ours, not running, or its lease_until has passed on the server's clock.
 constexpr std::string_view kRenewLua = R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local rec = redis.call('HMGET', KEYS[1], 'owner', 'state', 'lease_until')
+if rec[1] ~= ARGV[1] or rec[2] ~= 'running' then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if now > tonumber(rec[3]) then return 0 end
+redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
 local run = redis.call('GET', KEYS[2])
 if run and string.sub(run, 1, #ARGV[1] + 1) == ARGV[1] .. '\n' then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
-redis.call('HSET', KEYS[3], 'lease_until', now + tonumber(ARGV[2]))
 return 1
 )lua";
 
-// KEYS: the job's key base "P{job}:" (as for claim). ARGV: T, token, outcome, exit
-// ('' none), duration_ms.
-// 1 completed (or already done by us), 0 not the owner.
+// KEYS[i]: complete i's key base "P{job}:" (as for claim; several per call on a plain
+// server, one on a cluster). ARGV[5(i-1)+1 .. 5i]: its T, token, outcome, exit ('' none),
+// duration_ms. Answers, per complete, 1 completed (or already done by us), 0 not the
+// owner. One write for a job without forbid: the record (lease_until is left as it
+// was: it means nothing once done).
 constexpr std::string_view kCompleteLua = R"lua(
-local record, lease_key = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'l:' .. ARGV[1]
-local run_key, token = KEYS[1] .. 'run', ARGV[2]
-local rec = redis.call('HMGET', record, 'owner', 'state')
-if rec[1] ~= token then return 0 end
-if rec[2] == 'done' then return 1 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', record, 'state', 'done', 'outcome', ARGV[3], 'exit', ARGV[4],
-           'duration', ARGV[5], 'lease_until', now)
-if redis.call('GET', lease_key) == token then redis.call('DEL', lease_key) end
-local run = redis.call('GET', run_key)
-if run and string.sub(run, 1, #token + 1) == token .. '\n' then redis.call('DEL', run_key) end
-return 1
+local function complete(base, o)
+  local record, token = base .. 't:' .. ARGV[o + 1], ARGV[o + 2]
+  local rec = redis.call('HMGET', record, 'owner', 'state')
+  if rec[1] ~= token then return 0 end
+  if rec[2] == 'done' then return 1 end
+  redis.call('HSET', record, 'state', 'done', 'outcome', ARGV[o + 3], 'exit', ARGV[o + 4],
+             'duration', ARGV[o + 5])
+  local run_key = base .. 'run'
+  local run = redis.call('GET', run_key)
+  if run and string.sub(run, 1, #token + 1) == token .. '\n' then redis.call('DEL', run_key) end
+  return 1
+end
+local out = {}
+for i = 1, #KEYS do out[i] = complete(KEYS[i], (i - 1) * 5) end
+return out
 )lua";
 
-// KEYS: ticks. ARGV: cutoff T (exclusive), the job's key base "P{job}:".
+// KEYS: ticks. ARGV: cutoff T (exclusive), the job's key base "P{job}:", retention_ms.
 // Removes records and observations of older ticks unless running with a live lease;
 // returns how many records went. (The keys it derives share the job's hash tag.)
-// Claims do not trim the index (that would cost every claim): this does.
+// Claims neither trim the index nor renew its lifetime (that would cost every
+// claim): this does both, so an index lives for retention after the last Prune.
 constexpr std::string_view kPruneLua = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local removed = 0
-for _, t in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])) do
-  local rec = ARGV[2] .. 't:' .. t
-  local state = redis.call('HGET', rec, 'state')
-  if not (state == 'running' and redis.call('EXISTS', ARGV[2] .. 'l:' .. t) == 1) then
-    if state then removed = removed + 1 end
+for _, tick in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])) do
+  local rec = ARGV[2] .. 't:' .. tick
+  local r = redis.call('HMGET', rec, 'state', 'lease_until')
+  if not (r[1] == 'running' and now <= tonumber(r[2])) then
+    if r[1] then removed = removed + 1 end
     redis.call('DEL', rec)
-    redis.call('ZREM', KEYS[1], t)
+    redis.call('ZREM', KEYS[1], tick)
   end
 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return removed
 )lua";
 
 // `tickd locks`. KEYS: the job's ticks index. ARGV: the job's key base. Every record
-// of the job still running: {T, node, fence, hash, PTTL of its lease key (-2: gone)}.
+// of the job still running: {T, node, fence, hash, ms of lease left (-2: gone)}; the
+// lease is the record's lease_until on the server's clock, alive while TIME ≤ it.
 // Operator commands, rarely run: sent with EVAL, not loaded with the claim scripts.
 constexpr std::string_view kListRunningLua = R"lua(
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local out = {}
 for _, t in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  local rec = redis.call('HMGET', ARGV[1] .. 't:' .. t, 'state', 'node', 'fence', 'hash')
+  local rec = redis.call('HMGET', ARGV[1] .. 't:' .. t, 'state', 'node', 'fence', 'hash',
+                         'lease_until')
   if rec[1] == 'running' then
-    out[#out + 1] = {t, rec[2], rec[3], rec[4], redis.call('PTTL', ARGV[1] .. 'l:' .. t)}
+    local left = tonumber(rec[5]) - now
+    out[#out + 1] = {t, rec[2], rec[3], rec[4], left >= 0 and math.max(left, 1) or -2}
   end
 end
 return out
@@ -220,14 +253,14 @@ return out
 
 // KEYS: the job's key base. ARGV: T. 'released', 'alive' or 'not-running'. One script:
 // no renew or complete runs between the check and the change. A released record has
-// no owner, so the old holder's Renew (no lease key) and Complete are refused.
+// no owner, so the old holder's Renew (owner-checked) and Complete are refused.
 constexpr std::string_view kForceReleaseLua = R"lua(
-local record, lease_key = KEYS[1] .. 't:' .. ARGV[1], KEYS[1] .. 'l:' .. ARGV[1]
-local rec = redis.call('HMGET', record, 'state', 'owner')
+local record = KEYS[1] .. 't:' .. ARGV[1]
+local rec = redis.call('HMGET', record, 'state', 'owner', 'lease_until')
 if rec[1] ~= 'running' then return 'not-running' end
-if redis.call('EXISTS', lease_key) == 1 then return 'alive' end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now <= tonumber(rec[3]) then return 'alive' end
 redis.call('HSET', record, 'state', 'done', 'owner', '', 'outcome', 'released', 'exit', '',
            'duration', 0, 'lease_until', now)
 local run = redis.call('GET', KEYS[1] .. 'run')
@@ -350,6 +383,42 @@ std::int64_t Int(const redisReply* r) {
   return v;
 }
 
+// Blocks SIGPIPE in this thread while it lives and discards one raised meanwhile:
+// hiredis writes with write(2), so a write to a connection the server closed would
+// otherwise kill a process that does not ignore SIGPIPE; this way it is an EPIPE,
+// returned as an Error like any other I/O failure.
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ~ScopedSigpipeBlock() {
+    if (!blocked_) return;
+    sigset_t pending;
+    sigemptyset(&pending);
+    sigpending(&pending);
+    if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
+      const timespec now{};
+      sigtimedwait(&pipe_, nullptr, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t old_;
+  bool was_pending_ = false;
+  bool blocked_ = false;
+};
+
 // A script call, built once as "EVALSHA <sha> numkeys keys... args..."; the sha (or,
 // after NOSCRIPT, EVAL and the body) is filled in when it is sent.
 struct ScriptCall {
@@ -375,6 +444,7 @@ class RedisBackend final : public Backend {
         context_("redis " +
                  RedactUrl(options.url.empty() ? "redis://127.0.0.1:6379/0" : options.url)),
         conn_(nullptr, &redisFree) {
+    for (std::size_t i = 1; i < kLanes; ++i) lanes_.emplace_back(nullptr, &redisFree);
     if (endpoint_.password.empty()) endpoint_.password = options.password;
   }
 
@@ -422,22 +492,24 @@ class RedisBackend final : public Backend {
   }
 
   std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
-    std::vector<ScriptCall> calls;
-    calls.reserve(reqs.size());
-    std::set<std::string> jobs;
-    for (const ClaimRequest& req : reqs) {
-      const std::string base = Base(req.job);
-      const std::string tick = std::to_string(req.tick_unix);
-      calls.push_back(ScriptCall(
-          Script::kClaim, {base},
-          {tick, req.node, req.owner_token, std::to_string(req.lease.count()),
-           req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
-           req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
-           std::to_string(options_.retention.count()),
-           req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : ""}));
-      jobs.insert(req.job);
-    }
-    auto replies = RunScripts(calls, jobs);
+    const std::size_t per_call = PerCall();
+    const std::string retention = std::to_string(options_.retention.count());
+    auto calls = GroupedCalls(Script::kClaim, reqs.size(), per_call, [&](std::size_t i) {
+      return Base(reqs[i].job);
+    }, [&](std::size_t i, Command& cmd) {
+      const ClaimRequest& req = reqs[i];
+      cmd.insert(cmd.end(),
+                 {std::to_string(req.tick_unix), req.node, req.owner_token,
+                  std::to_string(req.lease.count()),
+                  req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
+                  req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
+                  retention,
+                  req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : ""});
+    });
+    std::vector<std::string_view> jobs;
+    jobs.reserve(reqs.size());
+    for (const ClaimRequest& req : reqs) jobs.push_back(req.job);
+    auto replies = RunScripts(calls, jobs, per_call);
     std::vector<Result<ClaimOutcome>> out;
     out.reserve(reqs.size());
     if (!replies) {
@@ -447,7 +519,7 @@ class RedisBackend final : public Backend {
       return out;
     }
     for (std::size_t i = 0; i < reqs.size(); ++i) {
-      out.push_back(ParseClaim((*replies)[i].get()));
+      out.push_back(ParseClaim(ItemReply(*replies, i, per_call, reqs.size())));
       if (out.back()) out.back()->observed = reqs[i].observe;
     }
     return out;
@@ -457,38 +529,41 @@ class RedisBackend final : public Backend {
     const std::string base = Base(held.job);
     const std::string tick = std::to_string(held.tick_unix);
     auto reply =
-        RunScript(ScriptCall(Script::kRenew, {base + "l:" + tick, base + "run", base + "t:" + tick},
+        RunScript(ScriptCall(Script::kRenew, {base + "t:" + tick, base + "run"},
                              {held.owner_token, std::to_string(held.lease.count())}));
     if (!reply) return tl::unexpected(reply.error());
     return Int(reply->get()) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;
   }
 
+  // Runs that end together complete together (group commit): concurrent calls share
+  // one CompleteBatch pipeline, see lock/complete_batcher.h. Each answer is the one its
+  // own script gave: coalescing changes round trips, not results.
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
-    const CompleteRequest req{held, completion};
-    auto out = CompleteBatch(std::span<const CompleteRequest>(&req, 1));
-    return std::move(out.front());
+    return completer_.Complete(held, completion);
   }
 
   // Every complete in one pipeline: N runs that ended together cost one round trip.
   std::vector<Result<CompleteStatus>> CompleteBatch(
       std::span<const CompleteRequest> reqs) override {
-    std::vector<ScriptCall> calls;
-    calls.reserve(reqs.size());
-    for (const auto& [held, completion] : reqs) {
-      const std::string base = Base(held.job);
-      const std::string tick = std::to_string(held.tick_unix);
-      calls.push_back(ScriptCall(Script::kComplete, {base},
-                                 {tick, held.owner_token, completion.outcome,
-                                  completion.exit_code ? std::to_string(*completion.exit_code) : "",
-                                  std::to_string(completion.duration.count())}));
-    }
-    auto replies = RunScripts(calls, {});
+    const std::size_t per_call = PerCall();
+    auto calls = GroupedCalls(Script::kComplete, reqs.size(), per_call, [&](std::size_t i) {
+      return Base(reqs[i].held.job);
+    }, [&](std::size_t i, Command& cmd) {
+      const auto& [held, completion] = reqs[i];
+      cmd.insert(cmd.end(), {std::to_string(held.tick_unix), held.owner_token, completion.outcome,
+                             completion.exit_code ? std::to_string(*completion.exit_code) : "",
+                             std::to_string(completion.duration.count())});
+    });
+    auto replies = RunScripts(calls, {}, per_call);
     std::vector<Result<CompleteStatus>> out;
     out.reserve(reqs.size());
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       if (!replies) {
         out.emplace_back(tl::unexpect, replies.error());
-      } else if (const redisReply* r = (*replies)[i].get(); r->type == REDIS_REPLY_ERROR) {
+        continue;
+      }
+      const redisReply* r = ItemReply(*replies, i, per_call, reqs.size());
+      if (r->type == REDIS_REPLY_ERROR) {
         out.push_back(MakeError(context_ + ": complete", std::string(Str(r))));
       } else {
         out.push_back(Int(r) == 1 ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner);
@@ -638,7 +713,9 @@ class RedisBackend final : public Backend {
     const redisReply* set = members->front().get();
     for (std::size_t i = 0; set->type == REDIS_REPLY_ARRAY && i < set->elements; ++i) {
       const std::string base = Base(std::string(Str(set->element[i])));
-      calls.push_back(ScriptCall(Script::kPrune, {base + "ticks"}, {std::to_string(cutoff), base}));
+      calls.push_back(ScriptCall(Script::kPrune, {base + "ticks"},
+                                 {std::to_string(cutoff), base,
+                                  std::to_string(options_.retention.count())}));
     }
     auto replies = RunScripts(calls, {});
     if (!replies) return tl::unexpected(replies.error());
@@ -663,6 +740,37 @@ class RedisBackend final : public Backend {
       jobs.emplace_back(Str(set->element[i]));
     }
     return jobs;
+  }
+
+  // Claims or completes per script call: one on a cluster (or before a connection
+  // said the server is none), up to kItemsPerCall on a plain server (see kClaimLua).
+  std::size_t PerCall() const { return single_slot_calls_ ? 1 : kItemsPerCall; }
+
+  // Script calls for items 0..n−1, per_call items each: KEYS = key(i) for the call's
+  // items, then ARGV = what append_args(i, cmd) appends, item after item.
+  template <typename KeyFn, typename ArgsFn>
+  static std::vector<ScriptCall> GroupedCalls(Script script, std::size_t n, std::size_t per_call,
+                                              KeyFn key, ArgsFn append_args) {
+    std::vector<ScriptCall> calls;
+    calls.reserve(n / per_call + 1);
+    for (std::size_t from = 0; from < n; from += per_call) {
+      const std::size_t to = std::min(n, from + per_call);
+      ScriptCall call(script, {}, {});
+      call.cmd[2] = std::to_string(to - from);
+      for (std::size_t i = from; i < to; ++i) call.cmd.push_back(key(i));
+      for (std::size_t i = from; i < to; ++i) append_args(i, call.cmd);
+      calls.push_back(std::move(call));
+    }
+    return calls;
+  }
+
+  // Item i's answer among the replies of GroupedCalls(…, n, per_call, …): its element
+  // of its call's array, or the call's own reply (an error) for every item of it.
+  static const redisReply* ItemReply(const std::vector<ReplyPtr>& replies, std::size_t i,
+                                     std::size_t per_call, std::size_t n) {
+    const redisReply* r = replies[i / per_call].get();
+    const std::size_t items = std::min(per_call, n - i / per_call * per_call);
+    return r->type == REDIS_REPLY_ARRAY && r->elements == items ? r->element[i % per_call] : r;
   }
 
   static std::map<std::string, std::string> Fields(const redisReply* r) {
@@ -741,8 +849,10 @@ class RedisBackend final : public Backend {
   // EVALSHA for every call in one pipeline (plus SADD of jobs not yet indexed on this
   // connection), then EVAL for the ones the server answered NOSCRIPT. One reply per
   // call, in order; a reply may be an error reply.
+  // `weight`: how many claims or completes one call carries (for SendSpread).
   Result<std::vector<ReplyPtr>> RunScripts(std::vector<ScriptCall>& calls,
-                                           const std::set<std::string>& jobs) {
+                                           const std::vector<std::string_view>& jobs,
+                                           std::size_t weight = 1) {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = EnsureConnected(deadline); !ok) return tl::unexpected(ok.error());
@@ -753,15 +863,15 @@ class RedisBackend final : public Backend {
       cmds.push_back(std::move(call.cmd));
     }
     Command index = {"SADD", endpoint_.prefix + "jobs"};
-    for (const std::string& job : jobs) {
-      if (!indexed_jobs_.contains(job)) index.push_back(job);
+    for (const std::string_view job : jobs) {
+      if (!indexed_jobs_.contains(job)) index.emplace_back(job);
     }
     const bool add_index = index.size() > 2;
     if (add_index) cmds.push_back(std::move(index));
-    auto replies = SendLocked(cmds, deadline);
+    auto replies = SendSpread(cmds, deadline, weight);
     if (!replies) return replies;
     if (add_index && replies->back()->type != REDIS_REPLY_ERROR) {
-      indexed_jobs_.insert(jobs.begin(), jobs.end());
+      indexed_jobs_.insert(cmds.back().begin() + 2, cmds.back().end());
     }
     if (add_index) replies->pop_back();
     std::vector<std::size_t> missing;
@@ -789,45 +899,151 @@ class RedisBackend final : public Backend {
     return SendLocked(cmds, deadline);
   }
 
-  // REQUIRES: mu_ held, connected. Sends every command, then reads every reply. An
-  // I/O error or timeout drops the connection (the next call reconnects).
+  // REQUIRES: mu_ held, connected. Sends the commands on conn_ (SendOn). An I/O error
+  // or timeout drops the connection (the next call reconnects).
   Result<std::vector<ReplyPtr>> SendLocked(const std::vector<Command>& cmds,
                                            steady_clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-    if (left <= milliseconds(0)) return Fail("timed out before sending");
-    if (redisSetTimeout(conn_.get(), ToTimeval(left)) != REDIS_OK) return Fail(conn_->errstr);
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const Command& cmd : cmds) {
-      argv.clear();
-      lens.clear();
-      for (const std::string& a : cmd) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
-      }
-      if (redisAppendCommandArgv(conn_.get(), static_cast<int>(argv.size()), argv.data(),
-                                 lens.data()) != REDIS_OK) {
-        return Fail(conn_->errstr);
+    auto replies = SendOn(conn_.get(), cmds, deadline);
+    if (!replies) return Fail(replies.error().detail);
+    backoff_.Succeeded();
+    return replies;
+  }
+
+  // REQUIRES: mu_ held, connected. As SendLocked, but a pipeline of 2 × kLaneMin
+  // claims or more (`weight` per command) is split into contiguous stripes of at least
+  // kLaneMin, one per connection (conn_ and up to kLanes − 1 more), sent and read at
+  // the same time.
+  // Why: with appendfsync always the server fsyncs once per event-loop turn and reads
+  // at most 16 KB per connection in a turn, so a batch on one connection pays one
+  // fsync (~3 ms on the bench's disk) per ~60 claims; eight connections put eight times
+  // as many claims behind each fsync. Any stripe's failure fails the whole call and
+  // drops every connection (fail closed: every claim of the batch is unknown).
+  Result<std::vector<ReplyPtr>> SendSpread(const std::vector<Command>& cmds,
+                                           steady_clock::time_point deadline,
+                                           std::size_t weight) {
+    std::vector<redisContext*> ctxs = {conn_.get()};
+    const std::size_t total = cmds.size() * weight;
+    if (total >= 2 * kLaneMin) {
+      OpenLanes(deadline);
+      for (const ContextPtr& lane : lanes_) {
+        if (lane && ctxs.size() < total / kLaneMin) ctxs.push_back(lane.get());
       }
     }
+    if (ctxs.size() == 1) return SendLocked(cmds, deadline);
+    const std::size_t per = (cmds.size() + ctxs.size() - 1) / ctxs.size();
+    std::vector<Result<std::vector<ReplyPtr>>> parts(ctxs.size());
+    const auto send_stripe = [&](std::size_t k) {
+      const std::size_t from = std::min(cmds.size(), k * per);
+      parts[k] = SendOn(ctxs[k], std::span(cmds).subspan(from, std::min(per, cmds.size() - from)),
+                        deadline);
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t k = 1; k < ctxs.size(); ++k) {
+      try {
+        threads.emplace_back(send_stripe, k);
+      } catch (const std::system_error&) {
+        send_stripe(k);  // no thread to spare: this stripe goes after the others
+      }
+    }
+    send_stripe(0);
+    for (std::thread& t : threads) t.join();
     std::vector<ReplyPtr> replies;
     replies.reserve(cmds.size());
-    for (std::size_t i = 0; i < cmds.size(); ++i) {
-      void* raw = nullptr;
-      if (redisGetReply(conn_.get(), &raw) != REDIS_OK || raw == nullptr) {
-        return Fail(conn_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
-                        ? "no answer within " + std::to_string(options_.op_timeout.count()) + "ms"
-                        : std::string(conn_->errstr));
-      }
-      replies.emplace_back(static_cast<redisReply*>(raw), &freeReplyObject);
+    for (auto& part : parts) {
+      if (!part) return Fail(part.error().detail);
+      for (ReplyPtr& r : *part) replies.push_back(std::move(r));
     }
     backoff_.Succeeded();
     return replies;
   }
 
-  // Drops the connection after an I/O failure and schedules the next attempt.
+  // REQUIRES: mu_ held. Connects the missing extra connections of SendSpread; after a
+  // failed attempt, not again for 2 s (the batch then goes on fewer connections).
+  void OpenLanes(steady_clock::time_point deadline) {
+    if (steady_clock::now() < lanes_retry_at_) return;
+    for (ContextPtr& lane : lanes_) {
+      if (lane) continue;
+      auto conn = Dial(deadline);
+      if (!conn) {
+        lanes_retry_at_ = steady_clock::now() + std::chrono::seconds(2);
+        return;
+      }
+      lane = std::move(*conn);
+    }
+  }
+
+  // Sends the commands on `c` in chunks (kChunkBytes, at most kChunk commands) and
+  // reads the replies while later chunks are on their way: at most two chunks are
+  // unanswered, so the server works on the first claims of a batch while the client
+  // still formats the last ones, and the first answers are read as they come (one
+  // 10,000-claim write would also make hiredis move its whole output buffer on every
+  // partial write). Touches nothing but `c`: SendSpread runs it on several
+  // connections at once.
+  Result<std::vector<ReplyPtr>> SendOn(redisContext* c, std::span<const Command> cmds,
+                                       steady_clock::time_point deadline) const {
+    constexpr std::size_t kChunk = 256;
+    constexpr std::size_t kChunkBytes = 64 * 1024;
+    const ScopedSigpipeBlock no_sigpipe;
+    std::vector<ReplyPtr> replies;
+    replies.reserve(cmds.size());
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    std::vector<std::size_t> chunk_ends;  // index after the last command of each chunk sent
+    std::size_t answered_chunks = 0;
+    std::size_t sent = 0;
+    while (replies.size() < cmds.size()) {
+      if (sent < cmds.size() && chunk_ends.size() - answered_chunks < 2) {
+        // Each chunk waits at most for what is left of the call's deadline.
+        const auto left =
+            std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+        if (left <= milliseconds(0)) return MakeError(context_, NoAnswer());
+        if (redisSetTimeout(c, ToTimeval(left)) != REDIS_OK) return MakeError(context_, c->errstr);
+        std::size_t bytes = 0;
+        for (const std::size_t first = sent;
+             sent < cmds.size() && sent - first < kChunk && bytes < kChunkBytes; ++sent) {
+          argv.clear();
+          lens.clear();
+          for (const std::string& a : cmds[sent]) {
+            argv.push_back(a.data());
+            lens.push_back(a.size());
+            bytes += a.size() + 8;
+          }
+          if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(),
+                                     lens.data()) != REDIS_OK) {
+            return MakeError(context_, c->errstr);
+          }
+        }
+        chunk_ends.push_back(sent);
+        for (int done = 0; !done;) {
+          if (redisBufferWrite(c, &done) != REDIS_OK) return MakeError(context_, IoDetail(c));
+        }
+        continue;
+      }
+      void* raw = nullptr;
+      if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) {
+        return MakeError(context_, IoDetail(c));
+      }
+      replies.emplace_back(static_cast<redisReply*>(raw), &freeReplyObject);
+      if (replies.size() == chunk_ends[answered_chunks]) ++answered_chunks;
+    }
+    return replies;
+  }
+
+  std::string NoAnswer() const {
+    return "no answer within " + std::to_string(options_.op_timeout.count()) + "ms";
+  }
+
+  // What a failed read or write of `c` means: a socket timeout is "no answer".
+  std::string IoDetail(const redisContext* c) const {
+    return c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
+               ? NoAnswer()
+               : std::string(c->errstr);
+  }
+
+  // Drops the connections after an I/O failure and schedules the next attempt.
   tl::unexpected<Error> Fail(const std::string& detail) {
     conn_.reset();
+    for (ContextPtr& lane : lanes_) lane.reset();
     backoff_.Failed(detail);
     return tl::unexpected(Error(context_, detail));
   }
@@ -838,17 +1054,32 @@ class RedisBackend final : public Backend {
     return Connect(deadline);
   }
 
-  // REQUIRES: mu_ held. Connects, authenticates, selects the db, loads the scripts.
+  // REQUIRES: mu_ held. Opens conn_ (Dial); a refusal by the server (AUTH, SELECT)
+  // waits longer before the next attempt than a network failure.
   Result<void> Connect(steady_clock::time_point deadline) {
     conn_.reset();
     indexed_jobs_.clear();
+    bool refused = false;
+    auto conn = Dial(deadline, &refused);
+    if (!conn && refused) {
+      backoff_.FailedHard(conn.error().detail);
+      return tl::unexpected(conn.error());
+    }
+    if (!conn) return Fail(conn.error().detail);
+    conn_ = std::move(*conn);
+    return {};
+  }
+
+  // A new connection: connected, authenticated, db selected, scripts loaded (shas_:
+  // the same on every connection to the server). *refused: the server answered
+  // with an error (AUTH / SELECT / NOPERM; its text never contains the password).
+  Result<ContextPtr> Dial(steady_clock::time_point deadline, bool* refused = nullptr) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
     ContextPtr conn(
         redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, ToTimeval(left)),
         &redisFree);
-    if (!conn) return Fail("cannot allocate a connection");
-    if (conn->err) return Fail(std::string("cannot connect: ") + conn->errstr);
-    conn_ = std::move(conn);
+    if (!conn) return MakeError(context_, "cannot allocate a connection");
+    if (conn->err) return MakeError(context_, std::string("cannot connect: ") + conn->errstr);
     std::vector<Command> setup;
     if (!endpoint_.password.empty()) {
       setup.push_back(endpoint_.user.empty() ? Command{"AUTH", endpoint_.password}
@@ -857,22 +1088,24 @@ class RedisBackend final : public Backend {
     if (endpoint_.db != 0) setup.push_back({"SELECT", std::to_string(endpoint_.db)});
     for (std::string_view script : kScripts)
       setup.push_back({"SCRIPT", "LOAD", std::string(script)});
-    auto replies = SendLocked(setup, deadline);
+    // Whether a script call may touch several jobs (several hash slots): only on a
+    // server that says it is no cluster; an error (INFO not allowed) means one job.
+    setup.push_back({"INFO", "cluster"});
+    auto replies = SendOn(conn.get(), setup, deadline);
     if (!replies) return tl::unexpected(replies.error());
+    single_slot_calls_ = Str(replies->back().get()).find("cluster_enabled:0") == std::string::npos;
+    replies->pop_back();
     for (const ReplyPtr& r : *replies) {
       if (r->type == REDIS_REPLY_ERROR) {
-        // AUTH / SELECT / NOPERM: the server's text never contains the password.
-        const std::string detail(Str(r.get()));
-        conn_.reset();
-        backoff_.FailedHard(detail);
-        return MakeError(context_, detail);
+        if (refused != nullptr) *refused = true;
+        return MakeError(context_, std::string(Str(r.get())));
       }
     }
     const std::size_t first_sha = replies->size() - std::size(kScripts);
     for (std::size_t i = 0; i < std::size(kScripts); ++i) {
       shas_[i] = std::string(Str((*replies)[first_sha + i].get()));
     }
-    return {};
+    return conn;
   }
 
   const RedisOptions options_;
@@ -880,9 +1113,26 @@ class RedisBackend final : public Backend {
   const std::string context_;  // "redis <url with the password masked>"
   std::mutex mu_;
   ContextPtr conn_;
+  // SendSpread's extra connections (null until opened), and when to try again after
+  // one could not be opened.
+  static constexpr std::size_t kLanes = 8;
+  static constexpr std::size_t kLaneMin = 512;
+  // Claims or completes per script call on a plain server (kClaimLua); false until a
+  // connection said so: one per call, as a cluster needs. Read without mu_ (PerCall).
+  static constexpr std::size_t kItemsPerCall = 32;
+  std::atomic<bool> single_slot_calls_{true};
+  std::vector<ContextPtr> lanes_;
+  steady_clock::time_point lanes_retry_at_;
   std::string shas_[std::size(kScripts)];
-  std::set<std::string> indexed_jobs_;  // jobs already in Pjobs (since this connection)
+  // Jobs already in Pjobs (since this connection); looked up by string_view.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_set<std::string, Hash, std::equal_to<>> indexed_jobs_;
   ReconnectBackoff backoff_;  // when to try connecting again after failures
+  CompleteBatcher completer_{
+      [this](std::span<const CompleteRequest> reqs) { return CompleteBatch(reqs); }};
 };
 
 }  // namespace

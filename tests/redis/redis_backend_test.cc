@@ -325,7 +325,7 @@ TEST_CASE("redis: the URL chooses the db and the key prefix; bad URLs are errors
   REQUIRE(won);
   REQUIRE(won->status == ClaimStatus::kWon);
   CHECK(Cli(server, "-n 3 EXISTS 'acme:{billing}:fence'") == "1");
-  CHECK(Cli(server, "-n 3 GET 'acme:{billing}:l:" + std::to_string(tick) + "'") == "tok");
+  CHECK(Cli(server, "-n 3 HGET 'acme:{billing}:t:" + std::to_string(tick) + "' owner") == "tok");
   CHECK(Cli(server, "-n 0 DBSIZE") == "0");
   CHECK(Cli(server, "-n 3 TTL 'acme:{billing}:fence'") == "-1");  // no TTL
 
@@ -499,5 +499,198 @@ TEST_CASE("redis: CompleteBatch completes each owned claim, in order; a foreign 
     CHECK(h.run_outcome == "failed");
     CHECK(h.exit_code == i);
     CHECK(h.duration == std::chrono::milliseconds(i));
+  }
+}
+
+TEST_CASE("redis: Complete from many threads at once: coalesced, each caller gets its own answer",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto backend = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  constexpr int kThreads = 32;
+  constexpr int kPerThread = 25;
+  std::vector<ClaimRequest> claims;
+  for (int i = 0; i < kThreads * kPerThread; ++i) {
+    claims.push_back(Req("job-" + std::to_string(i), tick, "node-a", "token-" + std::to_string(i)));
+    claims.back().forbid_overlap = i % 2 == 0;  // half of them also drop a run key
+  }
+  auto won = backend->ClaimBatch(claims);
+  for (const auto& w : won) {
+    REQUIRE(w);
+    REQUIRE(w->status == ClaimStatus::kWon);
+  }
+  // Every 7th caller completes with a foreign token: kNotOwner for it alone. Every
+  // 5th completes twice: the second answer is kCompleted too, and changes nothing.
+  std::vector<std::vector<tickd::Result<CompleteStatus>>> answers(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kPerThread; ++k) {
+        const int i = t * kPerThread + k;
+        HeldClaim held{claims[i].job, tick, i % 7 == 0 ? "not-ours" : claims[i].owner_token,
+                       won[i]->fence, 15s};
+        const Completion completion{"done", i, std::chrono::milliseconds(i)};
+        answers[t].push_back(backend->Complete(held, completion));
+        if (i % 5 == 0) answers[t].push_back(backend->Complete(held, Completion{"failed", 1, 1ms}));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    std::size_t a = 0;
+    for (int k = 0; k < kPerThread; ++k) {
+      const int i = t * kPerThread + k;
+      const CompleteStatus want = i % 7 == 0 ? CompleteStatus::kNotOwner : CompleteStatus::kCompleted;
+      for (int repeat = 0; repeat < (i % 5 == 0 ? 2 : 1); ++repeat) {
+        REQUIRE(a < answers[t].size());
+        REQUIRE(answers[t][a]);
+        CHECK(*answers[t][a] == want);
+        ++a;
+      }
+    }
+    CHECK(a == answers[t].size());
+  }
+  auto history = backend->History("", -1);
+  REQUIRE(history);
+  REQUIRE(history->size() == kThreads * kPerThread);
+  for (const TickHistory& h : *history) {
+    const int i = std::stoi(h.job.substr(4));
+    if (i % 7 == 0) {
+      CHECK(h.state == "running");
+      continue;
+    }
+    CHECK(h.state == "done");
+    CHECK(h.run_outcome == "done");  // the first complete's, not the repeat's
+    CHECK(h.exit_code == i);
+  }
+  // The run keys of the completed forbid claims are gone; the foreign-token ones stay.
+  for (int i = 0; i < kThreads * kPerThread; i += 2) {
+    const std::string exists = Cli(server, "EXISTS 'tickd:{job-" + std::to_string(i) + "}:run'");
+    CHECK(exists == (i % 7 == 0 ? "1" : "0"));
+  }
+}
+
+TEST_CASE("redis: claims leave the ledger index's lifetime to Prune, which sets it", "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  RedisOptions options = OptionsFor(server);
+  options.retention = 3'600'000ms;
+  auto backend = Open(options);
+  const std::int64_t tick = NowUnix();
+  auto won = backend->Claim(Req("report", tick, "node-a", "tok"));
+  REQUIRE(won);
+  REQUIRE(won->status == ClaimStatus::kWon);
+  const std::string index = "'tickd:{report}:ticks'";
+  CHECK(Cli(server, "ZSCORE " + index + " " + std::to_string(tick)) == std::to_string(tick));
+  CHECK(Cli(server, "PTTL " + index) == "-1");  // no TTL call on the claim path
+  // The record has its retention from the claim.
+  const std::int64_t record_ttl =
+      std::stoll(Cli(server, "PTTL 'tickd:{report}:t:" + std::to_string(tick) + "'"));
+  CHECK(record_ttl > 3'500'000);
+  CHECK(record_ttl <= 3'600'000);
+  auto pruned = backend->Prune(tickd::WallTime(std::chrono::seconds(tick - 60)));
+  REQUIRE(pruned);
+  CHECK(*pruned == 0);
+  const std::int64_t index_ttl = std::stoll(Cli(server, "PTTL " + index));
+  CHECK(index_ttl > 3'500'000);
+  CHECK(index_ttl <= 3'600'000);
+}
+
+TEST_CASE("redis: a ClaimBatch of 6,000 goes over several connections, every answer in its place",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto a = Open(OptionsFor(server));
+  auto b = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  constexpr int kJobs = 6000;
+  std::vector<ClaimRequest> from_a;
+  for (int i = 0; i < kJobs; ++i) {
+    from_a.push_back(Req("job-" + std::to_string(i), tick, "node-a", "a-" + std::to_string(i)));
+    // One claim in 700 is past its deadline, at places spread over every stripe.
+    if (i % 700 == 699) from_a.back().tick_unix = tick - 3600;
+  }
+  auto out_a = a->ClaimBatch(from_a);
+  REQUIRE(out_a.size() == kJobs);
+  for (int i = 0; i < kJobs; ++i) {
+    REQUIRE(out_a[i]);
+    CHECK(out_a[i]->status == (i % 700 == 699 ? ClaimStatus::kMissed : ClaimStatus::kWon));
+  }
+  // More than a's and b's one connection each (and redis-cli's): the batch was spread.
+  const std::string clients = Cli(server, "INFO clients");
+  const auto at = clients.find("connected_clients:");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoi(clients.substr(at + 18)) > 3);
+  // b's claims of the same ticks, in another order of jobs: each lost to a, in place.
+  std::vector<ClaimRequest> from_b;
+  for (int i = kJobs - 1; i >= 0; --i) {
+    if (i % 700 == 699) continue;
+    from_b.push_back(Req("job-" + std::to_string(i), tick, "node-b", "b-" + std::to_string(i)));
+  }
+  auto out_b = b->ClaimBatch(from_b);
+  REQUIRE(out_b.size() == from_b.size());
+  for (std::size_t k = 0; k < from_b.size(); ++k) {
+    REQUIRE(out_b[k]);
+    CHECK(out_b[k]->status == ClaimStatus::kLost);
+    CHECK(out_b[k]->holder_node == "node-a");
+  }
+  // Completes of a's wins, spread the same way, each owner-checked on its own claim.
+  std::vector<CompleteRequest> done;
+  for (int i = 0; i < kJobs; ++i) {
+    if (i % 700 == 699) continue;
+    const std::string token = i % 3 == 0 ? "wrong" : from_a[i].owner_token;
+    done.push_back(CompleteRequest{HeldClaim{from_a[i].job, tick, token, out_a[i]->fence, 15s},
+                                   Completion{"done", i % 100, 1ms}});
+  }
+  auto completed = a->CompleteBatch(done);
+  REQUIRE(completed.size() == done.size());
+  for (std::size_t k = 0; k < done.size(); ++k) {
+    REQUIRE(completed[k]);
+    const bool ours = done[k].held.owner_token != "wrong";
+    CHECK(*completed[k] == (ours ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner));
+  }
+}
+
+TEST_CASE("redis: a spread batch fails closed when the server dies, and reconnects after",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto a = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  const auto batch = [&](std::int64_t t, const std::string& node) {
+    std::vector<ClaimRequest> reqs;
+    for (int i = 0; i < 3000; ++i) {
+      reqs.push_back(Req("job-" + std::to_string(i), t, node, node + std::to_string(i)));
+      reqs.back().starting_deadline = std::nullopt;
+      reqs.back().forbid_overlap = false;  // tick + 2 runs while tick still runs
+    }
+    return reqs;
+  };
+  for (const auto& out : a->ClaimBatch(batch(tick, "a"))) {
+    REQUIRE(out);
+    CHECK(out->status == ClaimStatus::kWon);
+  }
+  server.Kill();
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& out : a->ClaimBatch(batch(tick + 1, "a"))) CHECK_FALSE(out);
+  CHECK(std::chrono::steady_clock::now() - start < 1500ms);  // op_timeout is 1 s
+  REQUIRE(server.Start());
+  std::vector<tickd::Result<ClaimOutcome>> after;
+  for (int attempt = 0; attempt < 40 && (after.empty() || !after.front()); ++attempt) {
+    std::this_thread::sleep_for(100ms);
+    after = a->ClaimBatch(batch(tick + 2, "a"));
+  }
+  REQUIRE(after.size() == 3000);
+  for (const auto& out : after) {
+    REQUIRE(out);
+    CHECK(out->status == ClaimStatus::kWon);
+  }
+  // The ticks won before the crash are remembered (AOF always).
+  auto b = Open(OptionsFor(server));
+  for (const auto& out : b->ClaimBatch(batch(tick, "b"))) {
+    REQUIRE(out);
+    CHECK(out->status == ClaimStatus::kLost);
+    CHECK(out->holder_node == "a");
   }
 }
