@@ -412,19 +412,36 @@ void Scheduler::ClaimGroup(const std::vector<Entry>& group) {
     metrics().FireLateness(reqs[i].job,
                            reqs[i].node_wall - WallTime(std::chrono::seconds(reqs[i].tick_unix)));
   }
-  std::vector<Result<lock::ClaimOutcome>> results;
+  // A won tick whose observation the claim wrote starts as soon as its answer is in
+  // (a backend may answer a big batch call by call); everything else is handled once
+  // the batch has returned, on this thread, because it may call the backend (Record,
+  // Complete), which the batch may still hold. Answers come one at a time.
+  std::vector<std::optional<Result<lock::ClaimOutcome>>> results(reqs.size());
+  std::vector<char> handled(reqs.size(), 0);
+  const auto on_answer = [&](std::size_t i, Result<lock::ClaimOutcome> r) {
+    if (i >= reqs.size()) return;
+    if (r && r->status == lock::ClaimStatus::kWon && r->observed &&
+        active_runs() < options_.max_concurrent_runs) {
+      HandleOutcome(jobs[i], group[i].kind, reqs[i], r, claim_sent);
+      handled[i] = 1;
+    }
+    results[i] = std::move(r);
+  };
   try {
-    results = backend_.ClaimBatch(reqs);
+    backend_.ClaimBatchAsAnswered(reqs, on_answer);
   } catch (const std::exception& e) {
-    results.clear();
-    results.resize(reqs.size(), MakeError("claim", e.what()));
-  }
-  if (results.size() != reqs.size()) {
-    results.resize(reqs.size(), MakeError("claim", "the backend gave no answer for this tick"));
+    for (auto& r : results) {
+      if (!r) r = MakeError("claim", e.what());
+    }
   }
   metrics().ClaimDuration(backend_.name(), clock_.Steady() - claim_sent);
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    HandleOutcome(jobs[i], group[i].kind, reqs[i], results[i], claim_sent);
+    if (handled[i]) continue;
+    const Result<lock::ClaimOutcome> r =
+        results[i] ? std::move(*results[i])
+                   : Result<lock::ClaimOutcome>(
+                         MakeError("claim", "the backend gave no answer for this tick"));
+    HandleOutcome(jobs[i], group[i].kind, reqs[i], r, claim_sent);
   }
 }
 

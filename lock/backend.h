@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -183,6 +184,22 @@ class Backend {
     out.reserve(reqs.size());
     for (const ClaimRequest& r : reqs) out.push_back(Claim(r));
     return out;
+  }
+
+  // Called once per request of ClaimBatchAsAnswered, with its index in `reqs`.
+  using ClaimAnswer = std::function<void(std::size_t index, Result<ClaimOutcome> outcome)>;
+
+  // As ClaimBatch, but hands each answer over as soon as the backend knows it, so the
+  // first jobs of a big batch can start before the last claims are decided. Calls
+  // `on_answer` exactly once per request, in any order, one call at a time (not
+  // necessarily on the calling thread), and returns after the last. `on_answer` must
+  // not call this backend: the batch may hold its connection until it returns.
+  // Backends that answer a batch at once keep this default.
+  virtual void ClaimBatchAsAnswered(std::span<const ClaimRequest> reqs,
+                                    const ClaimAnswer& on_answer) {
+    std::vector<Result<ClaimOutcome>> out = ClaimBatch(reqs);
+    out.resize(reqs.size(), MakeError(std::string(name()), "no answer for this claim"));
+    for (std::size_t i = 0; i < reqs.size(); ++i) on_answer(i, std::move(out[i]));
   }
 
   // REQUIRES: `held` came from a kWon outcome of this backend.

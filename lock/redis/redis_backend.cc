@@ -60,6 +60,7 @@
 #include <atomic>
 #include <charconv>
 #include <csignal>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <span>
@@ -82,6 +83,8 @@ using std::chrono::steady_clock;
 using ContextPtr = std::unique_ptr<redisContext, decltype(&redisFree)>;
 using ReplyPtr = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
 using Command = std::vector<std::string>;
+// Sees a pipeline's reply as it is read: (index of its command, the reply).
+using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 
 // One call claims one or more ticks. KEYS[i]: claim i's key base "P{job}:" (the keys
 // below are derived from it: they carry its hash tag, so they live in its slot).
@@ -492,6 +495,19 @@ class RedisBackend final : public Backend {
   }
 
   std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
+    std::vector<Result<ClaimOutcome>> out(reqs.size(), ClaimOutcome{});
+    ClaimBatchAsAnswered(reqs, [&](std::size_t i, Result<ClaimOutcome> r) { out[i] = std::move(r); });
+    return out;
+  }
+
+  // The answers of one script call are handed over as soon as its reply is read (on
+  // the thread reading that connection), so with a 10,000-claim batch the first jobs
+  // can start after the first call, not after the last. A call the server did not
+  // know (NOSCRIPT) is answered after its EVAL; what has no answer when a connection
+  // fails is an error (fail closed), while answers already handed over stand: the
+  // server decided them.
+  void ClaimBatchAsAnswered(std::span<const ClaimRequest> reqs,
+                            const ClaimAnswer& on_answer) override {
     const std::size_t per_call = PerCall();
     const std::string retention = std::to_string(options_.retention.count());
     auto calls = GroupedCalls(Script::kClaim, reqs.size(), per_call, [&](std::size_t i) {
@@ -509,20 +525,28 @@ class RedisBackend final : public Backend {
     std::vector<std::string_view> jobs;
     jobs.reserve(reqs.size());
     for (const ClaimRequest& req : reqs) jobs.push_back(req.job);
-    auto replies = RunScripts(calls, jobs, per_call);
-    std::vector<Result<ClaimOutcome>> out;
-    out.reserve(reqs.size());
-    if (!replies) {
-      // Fail closed: every claim of the batch is unknown.
-      const Error& e = replies.error();
-      for (std::size_t i = 0; i < reqs.size(); ++i) out.emplace_back(tl::unexpect, e);
-      return out;
+    const std::size_t n_calls = calls.size();
+    std::mutex answer_mu;  // one on_answer at a time; stripes read in parallel
+    std::vector<char> answered(reqs.size(), 0);
+    const ReplyHook answer_call = [&](std::size_t k, const redisReply* reply) {
+      if (k >= n_calls || Str(reply).starts_with("NOSCRIPT")) return;  // the SADD; an EVAL follows
+      std::lock_guard lock(answer_mu);
+      for (std::size_t i = k * per_call; i < std::min(reqs.size(), (k + 1) * per_call); ++i) {
+        if (answered[i]) continue;
+        answered[i] = 1;
+        Result<ClaimOutcome> r = ParseClaim(ItemOfCall(reply, i, per_call, reqs.size()));
+        if (r) r->observed = reqs[i].observe;
+        on_answer(i, std::move(r));
+      }
+    };
+    auto replies = RunScripts(calls, jobs, per_call, &answer_call);
+    if (replies) {
+      for (std::size_t k = 0; k < replies->size(); ++k) answer_call(k, (*replies)[k].get());
     }
+    const Error unknown = replies ? Error(context_, "no answer for this claim") : replies.error();
     for (std::size_t i = 0; i < reqs.size(); ++i) {
-      out.push_back(ParseClaim(ItemReply(*replies, i, per_call, reqs.size())));
-      if (out.back()) out.back()->observed = reqs[i].observe;
+      if (!answered[i]) on_answer(i, tl::unexpected(unknown));
     }
-    return out;
   }
 
   Result<RenewStatus> Renew(const HeldClaim& held) override {
@@ -768,7 +792,11 @@ class RedisBackend final : public Backend {
   // of its call's array, or the call's own reply (an error) for every item of it.
   static const redisReply* ItemReply(const std::vector<ReplyPtr>& replies, std::size_t i,
                                      std::size_t per_call, std::size_t n) {
-    const redisReply* r = replies[i / per_call].get();
+    return ItemOfCall(replies[i / per_call].get(), i, per_call, n);
+  }
+  // The same, given the reply of item i's call.
+  static const redisReply* ItemOfCall(const redisReply* r, std::size_t i, std::size_t per_call,
+                                      std::size_t n) {
     const std::size_t items = std::min(per_call, n - i / per_call * per_call);
     return r->type == REDIS_REPLY_ARRAY && r->elements == items ? r->element[i % per_call] : r;
   }
@@ -850,9 +878,12 @@ class RedisBackend final : public Backend {
   // connection), then EVAL for the ones the server answered NOSCRIPT. One reply per
   // call, in order; a reply may be an error reply.
   // `weight`: how many claims or completes one call carries (for SendSpread).
+  // `on_reply` (optional) sees each reply as it is read, with its index in `calls`
+  // (an index past them is the SADD's).
   Result<std::vector<ReplyPtr>> RunScripts(std::vector<ScriptCall>& calls,
                                            const std::vector<std::string_view>& jobs,
-                                           std::size_t weight = 1) {
+                                           std::size_t weight = 1,
+                                           const ReplyHook* on_reply = nullptr) {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = EnsureConnected(deadline); !ok) return tl::unexpected(ok.error());
@@ -868,7 +899,7 @@ class RedisBackend final : public Backend {
     }
     const bool add_index = index.size() > 2;
     if (add_index) cmds.push_back(std::move(index));
-    auto replies = SendSpread(cmds, deadline, weight);
+    auto replies = SendSpread(cmds, deadline, weight, on_reply);
     if (!replies) return replies;
     if (add_index && replies->back()->type != REDIS_REPLY_ERROR) {
       indexed_jobs_.insert(cmds.back().begin() + 2, cmds.back().end());
@@ -902,8 +933,9 @@ class RedisBackend final : public Backend {
   // REQUIRES: mu_ held, connected. Sends the commands on conn_ (SendOn). An I/O error
   // or timeout drops the connection (the next call reconnects).
   Result<std::vector<ReplyPtr>> SendLocked(const std::vector<Command>& cmds,
-                                           steady_clock::time_point deadline) {
-    auto replies = SendOn(conn_.get(), cmds, deadline);
+                                           steady_clock::time_point deadline,
+                                           const ReplyHook* on_reply = nullptr) {
+    auto replies = SendOn(conn_.get(), cmds, deadline, 0, on_reply);
     if (!replies) return Fail(replies.error().detail);
     backoff_.Succeeded();
     return replies;
@@ -920,7 +952,7 @@ class RedisBackend final : public Backend {
   // drops every connection (fail closed: every claim of the batch is unknown).
   Result<std::vector<ReplyPtr>> SendSpread(const std::vector<Command>& cmds,
                                            steady_clock::time_point deadline,
-                                           std::size_t weight) {
+                                           std::size_t weight, const ReplyHook* on_reply) {
     std::vector<redisContext*> ctxs = {conn_.get()};
     const std::size_t total = cmds.size() * weight;
     if (total >= 2 * kLaneMin) {
@@ -929,13 +961,13 @@ class RedisBackend final : public Backend {
         if (lane && ctxs.size() < total / kLaneMin) ctxs.push_back(lane.get());
       }
     }
-    if (ctxs.size() == 1) return SendLocked(cmds, deadline);
+    if (ctxs.size() == 1) return SendLocked(cmds, deadline, on_reply);
     const std::size_t per = (cmds.size() + ctxs.size() - 1) / ctxs.size();
     std::vector<Result<std::vector<ReplyPtr>>> parts(ctxs.size());
     const auto send_stripe = [&](std::size_t k) {
       const std::size_t from = std::min(cmds.size(), k * per);
       parts[k] = SendOn(ctxs[k], std::span(cmds).subspan(from, std::min(per, cmds.size() - from)),
-                        deadline);
+                        deadline, from, on_reply);
     };
     std::vector<std::thread> threads;
     for (std::size_t k = 1; k < ctxs.size(); ++k) {
@@ -978,9 +1010,12 @@ class RedisBackend final : public Backend {
   // still formats the last ones, and the first answers are read as they come (one
   // 10,000-claim write would also make hiredis move its whole output buffer on every
   // partial write). Touches nothing but `c`: SendSpread runs it on several
-  // connections at once.
+  // connections at once. `on_reply` sees each reply as it is read, with its index
+  // (`first_index` + its place in `cmds`).
   Result<std::vector<ReplyPtr>> SendOn(redisContext* c, std::span<const Command> cmds,
-                                       steady_clock::time_point deadline) const {
+                                       steady_clock::time_point deadline,
+                                       std::size_t first_index = 0,
+                                       const ReplyHook* on_reply = nullptr) const {
     constexpr std::size_t kChunk = 256;
     constexpr std::size_t kChunkBytes = 64 * 1024;
     const ScopedSigpipeBlock no_sigpipe;
@@ -1024,6 +1059,7 @@ class RedisBackend final : public Backend {
         return MakeError(context_, IoDetail(c));
       }
       replies.emplace_back(static_cast<redisReply*>(raw), &freeReplyObject);
+      if (on_reply != nullptr) (*on_reply)(first_index + replies.size() - 1, replies.back().get());
       if (replies.size() == chunk_ends[answered_chunks]) ++answered_chunks;
     }
     return replies;

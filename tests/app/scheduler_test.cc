@@ -198,6 +198,22 @@ TEST_CASE("misfire skip: nothing is caught up after an outage") {
   CHECK(sim.backend.claims().empty());
 }
 
+TEST_CASE("a won tick starts while the rest of its batch is still being answered") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold
+  bool started_before_the_rest = false;
+  sim.backend.observe_in_claim = true;
+  sim.backend.after_first_answer = [&] {
+    sim.backend.after_first_answer = nullptr;  // the first batch only
+    started_before_the_rest = Eventually([&] { return sim.runner.starts() == 1; });
+  };
+  sim.AddReplica("a", {EveryJob("first", 60), EveryJob("second", 60)});
+  sim.Step(seconds(1), false);  // 14:00:00: both due, one batch
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 2; }));
+  CHECK(started_before_the_rest);
+  CHECK(sim.Grep({"outcome=won"}).size() == 2);
+}
+
 TEST_CASE("recover: another replica re-claims the tick of a holder that died") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold

@@ -157,6 +157,26 @@ class TestBackend final : public lock::Backend {
     }
     return inner_->Claim(req);
   }
+  // Answers one claim after the other, as a streaming backend does; runs
+  // `after_first_answer` (when set) between the first answer and the rest. With
+  // `observe_in_claim`, a claim records its observation itself (as SQLite's and
+  // Redis's do) and says so.
+  std::function<void()> after_first_answer;
+  bool observe_in_claim = false;
+  void ClaimBatchAsAnswered(std::span<const lock::ClaimRequest> reqs,
+                            const ClaimAnswer& on_answer) override {
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      Result<lock::ClaimOutcome> r = Claim(reqs[i]);
+      if (r && observe_in_claim && reqs[i].observe) {
+        r->observed = static_cast<bool>(inner_->Record(
+            lock::Observation{reqs[i].job, reqs[i].tick_unix, reqs[i].node,
+                              std::string(lock::ClaimStatusName(r->status)),
+                              reqs[i].node_wall, reqs[i].config_hash, r->fence}));
+      }
+      on_answer(i, std::move(r));
+      if (i == 0 && after_first_answer) after_first_answer();
+    }
+  }
   Result<lock::RenewStatus> Renew(const lock::HeldClaim& held) override {
     ++renewals;
     if (renew_error || dead) return MakeError("test", "renew timed out");
