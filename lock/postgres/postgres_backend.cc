@@ -482,8 +482,8 @@ class PostgresBackend final : public Backend {
   Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
     std::optional<std::string> max_rows;
     if (limit >= 0) max_rows = std::to_string(limit);
-    auto r =
-        RunOne({job.empty() ? kHistoryAllSql : kHistoryJobSql, {std::string(job), std::move(max_rows)}}, PGRES_TUPLES_OK, "history");
+    const char* sql = job.empty() ? kHistoryAllSql : kHistoryJobSql;
+    auto r = RunOne({sql, {std::string(job), std::move(max_rows)}}, PGRES_TUPLES_OK, "history");
     if (!r) return tl::unexpected(r.error());
     const PGresult* res = r->get();
     std::vector<TickHistory> out;

@@ -496,7 +496,8 @@ class RedisBackend final : public Backend {
 
   std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
     std::vector<Result<ClaimOutcome>> out(reqs.size(), ClaimOutcome{});
-    ClaimBatchAsAnswered(reqs, [&](std::size_t i, Result<ClaimOutcome> r) { out[i] = std::move(r); });
+    ClaimBatchAsAnswered(reqs,
+                         [&](std::size_t i, Result<ClaimOutcome> r) { out[i] = std::move(r); });
     return out;
   }
 
