@@ -42,6 +42,7 @@
 
 #include "lock/redis/redis_backend.h"
 #include "tests/redis/redis_server.h"
+#include "bench/claim_stats.h"
 
 using namespace std::chrono_literals;
 using tickd::lock::Backend;
@@ -51,6 +52,9 @@ using tickd::lock::ClaimStatus;
 using tickd::lock::CompleteRequest;
 using tickd::lock::Completion;
 using tickd::lock::HeldClaim;
+
+using tickd::bench::ExactlyOnceViolations;
+using tickd::bench::Percentile;
 
 namespace {
 
@@ -181,12 +185,6 @@ class Completer {
   std::vector<std::thread> threads_;
 };
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
-}
-
 // Runs redis-benchmark; returns requests per second (0 when it could not run).
 double RedisBenchmark(const tickd::testing::RedisServer& server, const std::string& args) {
   const std::string cmd = "redis-benchmark -p " + std::to_string(server.port()) + " -a '" +
@@ -299,7 +297,7 @@ int main(int argc, char** argv) {
   std::mutex mu;
   std::vector<double> lateness_ms;        // per claim: its answer handed over − T
   std::vector<double> batch_lateness_ms;  // per replica and tick: the whole batch's answer − T
-  std::map<std::pair<int, std::int64_t>, int> winners;  // (job, T) → wins
+  tickd::bench::Winners winners;  // (job, T) → wins
   int errors = 0;
   int missed_or_busy = 0;
   std::atomic<int> complete_errors{0};
@@ -356,14 +354,10 @@ int main(int argc, char** argv) {
   }
   for (auto& t : threads) t.join();
   threads.clear();
-  int exactly_once = 0;
-  for (int j = 0; j < args.jobs; ++j) {
-    for (int s = 0; s < args.seconds; ++s) {
-      auto it = winners.find({j, first_tick + s});
-      if (it != winners.end() && it->second == 1) ++exactly_once;
-    }
-  }
   const int expected = args.jobs * args.seconds;
+  const std::int64_t last_tick = first_tick + args.seconds - 1;
+  const int exactly_once =
+      expected - ExactlyOnceViolations(winners, args.jobs, first_tick, last_tick);
 
   const auto [cpu_after, reads_after] = ServerCpuAndReads(server);
   const double client_cpu = ClientCpu() - client_cpu_before;

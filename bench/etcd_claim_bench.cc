@@ -24,6 +24,7 @@
 
 #include "lock/etcd/etcd_backend.h"
 #include "tests/etcd/etcd_server.h"
+#include "bench/claim_stats.h"
 
 using namespace std::chrono_literals;
 using std::chrono::steady_clock;
@@ -33,6 +34,9 @@ using tickd::lock::ClaimRequest;
 using tickd::lock::ClaimStatus;
 using tickd::lock::Completion;
 using tickd::lock::HeldClaim;
+
+using tickd::bench::ExactlyOnceViolations;
+using tickd::bench::Percentile;
 
 namespace {
 
@@ -46,7 +50,7 @@ struct Args {
 // Winners per (job, T), errors, and how late each replica finished each tick's claims.
 struct Tally {
   std::mutex mu;
-  std::map<std::pair<int, std::int64_t>, int> winners;
+  tickd::bench::Winners winners;
   std::vector<double> lateness_ms;
   std::atomic<int> errors{0};
   std::atomic<long> claims{0};
@@ -90,23 +94,6 @@ void ClaimTick(Backend& backend, int replica, int jobs, std::int64_t tick, Tally
                                  Completion{"done", 0, 1ms});
     if (!done || *done != tickd::lock::CompleteStatus::kCompleted) ++tally.errors;
   }
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
-
-int ExactlyOnceViolations(const Tally& tally, int jobs, std::int64_t first, std::int64_t last) {
-  int bad = 0;
-  for (std::int64_t t = first; t <= last; ++t) {
-    for (int j = 0; j < jobs; ++j) {
-      const auto it = tally.winners.find({j, t});
-      if (it == tally.winners.end() || it->second != 1) ++bad;
-    }
-  }
-  return bad;
 }
 
 }  // namespace
@@ -158,7 +145,7 @@ int main(int argc, char** argv) {
     }
     for (auto& th : threads) th.join();
   }
-  const int paced_bad = ExactlyOnceViolations(paced, a.jobs, first, last);
+  const int paced_bad = ExactlyOnceViolations(paced.winners, a.jobs, first, last);
 
   // 2. saturation: ticks far in the past, back to back.
   Tally sat;
@@ -175,7 +162,8 @@ int main(int argc, char** argv) {
     for (auto& th : threads) th.join();
   }
   const double secs = std::chrono::duration<double>(steady_clock::now() - start).count();
-  const int sat_bad = ExactlyOnceViolations(sat, a.jobs, sat_first, sat_first + a.sat_ticks - 1);
+  const int sat_bad =
+      ExactlyOnceViolations(sat.winners, a.jobs, sat_first, sat_first + a.sat_ticks - 1);
 
   std::printf("etcd_claim_bench: %d replicas x %d jobs @every 1s, etcd 127.0.0.1:%d (one member)\n",
               a.replicas, a.jobs, server.port());

@@ -28,6 +28,7 @@
 
 #include "lock/postgres/postgres_backend.h"
 #include "tests/postgres/postgres_server.h"
+#include "bench/claim_stats.h"
 
 using namespace std::chrono_literals;
 using std::chrono::steady_clock;
@@ -39,6 +40,9 @@ using tickd::lock::CompleteRequest;
 using tickd::lock::CompleteStatus;
 using tickd::lock::Completion;
 using tickd::lock::HeldClaim;
+
+using tickd::bench::ExactlyOnceViolations;
+using tickd::bench::Percentile;
 
 namespace {
 
@@ -53,7 +57,7 @@ struct Args {
 
 struct Tally {
   std::mutex mu;
-  std::map<std::pair<int, std::int64_t>, int> winners;
+  tickd::bench::Winners winners;
   std::vector<double> claimed_ms;  // claims of T answered − T
   std::vector<double> done_ms;     // claims and completes of T answered − T
   std::atomic<int> errors{0};
@@ -123,23 +127,6 @@ void ClaimTick(Backend& backend, int replica, int jobs, std::int64_t tick, bool 
   tally.done_ms.push_back(MsSince(tick));
 }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
-
-int ExactlyOnceViolations(const Tally& tally, int jobs, std::int64_t first, std::int64_t last) {
-  int bad = 0;
-  for (std::int64_t t = first; t <= last; ++t) {
-    for (int j = 0; j < jobs; ++j) {
-      const auto it = tally.winners.find({j, t});
-      if (it == tally.winners.end() || it->second != 1) ++bad;
-    }
-  }
-  return bad;
-}
-
 // Runs every replica on its own thread over ticks [first, first + count).
 void RunReplicas(std::vector<std::unique_ptr<Backend>>& replicas, const Args& a, std::int64_t first,
                  int count, bool paced, Tally& tally) {
@@ -187,14 +174,15 @@ int main(int argc, char** argv) {
           .count() +
       1;
   RunReplicas(replicas, a, first, a.seconds, /*paced=*/true, paced);
-  const int paced_bad = ExactlyOnceViolations(paced, a.jobs, first, first + a.seconds - 1);
+  const int paced_bad = ExactlyOnceViolations(paced.winners, a.jobs, first, first + a.seconds - 1);
 
   Tally sat;
   const std::int64_t sat_first = 1'000'000'000;
   const auto start = steady_clock::now();
   RunReplicas(replicas, a, sat_first, a.sat_ticks, /*paced=*/false, sat);
   const double secs = std::chrono::duration<double>(steady_clock::now() - start).count();
-  const int sat_bad = ExactlyOnceViolations(sat, a.jobs, sat_first, sat_first + a.sat_ticks - 1);
+  const int sat_bad =
+      ExactlyOnceViolations(sat.winners, a.jobs, sat_first, sat_first + a.sat_ticks - 1);
 
   std::printf(
       "postgres_claim_bench: %d replicas x %d jobs @every 1s, PostgreSQL 15 "

@@ -20,6 +20,7 @@
 
 #include "lock/zookeeper/zookeeper_backend.h"
 #include "tests/zookeeper/zookeeper_server.h"
+#include "bench/claim_stats.h"
 
 using namespace std::chrono_literals;
 using std::chrono::steady_clock;
@@ -28,13 +29,10 @@ using tickd::lock::ClaimStatus;
 using tickd::lock::Completion;
 using tickd::lock::HeldClaim;
 
-namespace {
+using tickd::bench::ExactlyOnceViolations;
+using tickd::bench::Percentile;
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
+namespace {
 
 }  // namespace
 
@@ -57,7 +55,7 @@ int main(int argc, char** argv) {
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
   std::mutex mu;
-  std::map<std::pair<int, std::int64_t>, int> winners;
+  tickd::bench::Winners winners;
   std::vector<double> won_ms, lost_ms;
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
@@ -111,8 +109,7 @@ int main(int argc, char** argv) {
   }
   for (auto& t : threads) t.join();
   const double seconds = std::chrono::duration<double>(steady_clock::now() - start).count();
-  int exactly_once = 0;
-  for (const auto& [key, n] : winners) exactly_once += n == 1 ? 1 : 0;
+  const int exactly_once = jobs * ticks - ExactlyOnceViolations(winners, jobs, t0, t0 + ticks - 1);
   const int claims = replicas * jobs * ticks;
   std::printf("replicas %d, jobs %d, ticks %d: %.2f s\n", replicas, jobs, ticks, seconds);
   std::printf("exactly once: %d / %d job-ticks, errors: %d\n", exactly_once, jobs * ticks,
