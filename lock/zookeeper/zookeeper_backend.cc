@@ -238,6 +238,14 @@ class Batch {
     return state_->cv.wait_until(lock, deadline, [&] { return state_->outstanding == 0; });
   }
 
+  // REQUIRES: Wait returned true. True when the server itself answered every call.
+  // The client fails pending calls with a system error (ZCONNECTIONLOSS, ...) when it
+  // drops a silent connection; those replies are no sign the session is alive.
+  bool ServerAnswered() const {
+    return std::all_of(state_->replies.begin(), state_->replies.end(),
+                       [](const Reply& r) { return r.rc == ZOK || r.rc <= ZAPIERROR; });
+  }
+
   // REQUIRES: Wait returned true.
   const Reply& operator[](std::size_t i) const { return state_->replies[i]; }
 
@@ -967,14 +975,15 @@ class ZookeeperBackend final : public Backend {
     return batch[0].children;
   }
 
-  // Waits for a batch; a timeout is an Error. A session-level failure in any reply
-  // (connection loss, expiry) is an Error too; node-level codes are the caller's.
+  // Waits for a batch; a timeout is an Error. The reply codes are the caller's to judge
+  // (a session-level code such as connection loss is an Error there). Only replies the
+  // server sent move last_contact_, which bounds a lease while disconnected (Renew).
   Result<void> Await(Batch& batch, steady_clock::time_point deadline, const std::string& what) {
     if (!batch.Wait(deadline)) {
       return MakeError(context_ + ": " + what,
                        "no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
     }
-    last_contact_ = steady_clock::now();
+    if (batch.ServerAnswered()) last_contact_ = steady_clock::now();
     return {};
   }
 

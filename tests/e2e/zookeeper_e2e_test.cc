@@ -50,9 +50,12 @@ TEST_CASE("zookeeper: server killed and restarted mid-run", "[e2e][zookeeper]") 
 }
 
 // The test server grants sessions of at most 4 s; the lease is 15 s. Freezing the
-// server for 5 s costs the holder its session: its watchdog hears no answer for 2/3 of
+// server for 7 s costs the holder its session: its watchdog hears no answer for 2/3 of
 // the session timeout, the backend says the claim is no longer ours, and the run is
-// terminated — 10 s before the lease itself would have run out.
+// terminated — 8 s before the lease itself would have run out. The freeze outlasts the
+// first renewal (5 s after the claim) by 2 s, so that renewal always meets a client
+// still disconnected; a shorter freeze lets it meet a client that has reconnected to a
+// server that never noticed the silence, and the session rightly lives on.
 TEST_CASE("zookeeper: losing the session during a run terminates the job", "[e2e][zookeeper]") {
   if (!Available()) return;
   auto backend = MakeZookeeperFixture();
@@ -80,7 +83,7 @@ TEST_CASE("zookeeper: losing the session during a run terminates the job", "[e2e
       15s));
   ZookeeperServer::Shared().Pause();
   const auto paused_at = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(5s);
+  std::this_thread::sleep_for(7s);
   ZookeeperServer::Shared().Resume();
   std::optional<std::chrono::steady_clock::duration> lost_after;
   const bool lost = Cluster::WaitUntil(
