@@ -69,16 +69,18 @@ class Execution {
   virtual std::optional<RunResult> WaitFor(milliseconds d) = 0;
 };
 
-// Starts argv in its own process group (posix_spawn) with stdin from /dev/null, an
-// empty signal mask and default signal dispositions; stdout and stderr go to `sink`.
-// Outcomes:
-//  - an Execution that runs: its supervisor thread calls `sink`, enforces spec.timeout
-//    and reaps the process (waitpid on its pid only; no SIGCHLD handler is installed);
+// Starts argv in its own process group (a vfork-style clone, jobs/process.cc) with
+// stdin from /dev/null, an empty signal mask and default signal dispositions; stdout
+// and stderr go to `sink`. Outcomes:
+//  - an Execution that runs. It has no thread of its own: WaitFor (and the destructor)
+//    call `sink`, enforce spec.timeout and the kill grace, and reap the process
+//    (waitpid on its pid only; no SIGCHLD handler is installed), so the caller keeps
+//    calling WaitFor until it returns a result. Terminate sends SIGTERM at once;
 //  - an already finished Execution with a kFailed RunResult (and `error` set) when the
 //    job itself cannot start: a missing program (exit_code 127, as a shell reports it),
 //    one that cannot be executed (exit_code 126), a bad workdir (no exit_code), an
 //    empty argv;
-//  - an Error only when the daemon lacks a resource (pipes, fds, processes, threads).
+//  - an Error only when the daemon lacks a resource (pipes, fds, processes).
 Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink);
 
 // {"/bin/sh", "-c", cmd}: the argv of a `shell:` job.

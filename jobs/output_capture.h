@@ -2,7 +2,7 @@
 // OutputSink: lines are cut at max_line_bytes (and marked), at most max_lines lines
 // reach the sink per run (both streams together), the rest are only counted.
 // Pure (no I/O), so it is tested without processes. Not thread-safe: one per run,
-// used by the run's supervisor thread.
+// used by whichever thread drives the run.
 #pragma once
 
 #include <array>

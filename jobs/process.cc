@@ -5,10 +5,12 @@
 // clone that execs at once) as the leader of a new process group (pgid == pid), with
 // stdin from /dev/null, stdout and stderr on two pipes, an empty signal mask, default
 // dispositions (the daemon blocks and ignores signals; its jobs must not inherit that)
-// and SIGKILL as its parent-death signal. One supervisor thread per run
-// then poll()s on: both pipes (lines go to the OutputSink), a pidfd of the child
-// (readable once it has exited; without pidfd support it polls waitid every 20 ms)
-// and an eventfd that Terminate() writes to. It
+// and SIGKILL as its parent-death signal. The run has no thread of its own: the
+// thread that waits for it (WaitFor, the destructor) drives it, poll()ing on both
+// pipes (lines go to the OutputSink), a pidfd of the child (readable once it has
+// exited; without pidfd support it polls waitid every 20 ms) and an eventfd that
+// Terminate() writes to. (A thread per run, beside the run supervisor's own, was a
+// third of the daemon's cost per run when 100 jobs start in the same second.) It
 //  - sends SIGTERM (+ SIGCONT, so a stopped job sees it) to the group when the
 //    timeout passes or Terminate() asks, and SIGKILL to the group kill_grace later;
 //  - when the child has exited but is not yet reaped, SIGKILLs what is left of a
@@ -17,7 +19,11 @@
 //    other children);
 //  - drains the pipes until EOF, but for at most kDrainAfterExit after the reap: a
 //    grandchild that keeps a pipe open must not hold the run forever;
-//  - publishes the RunResult under the mutex and wakes WaitFor().
+//  - publishes the RunResult under the mutex, for every later WaitFor().
+// Terminate() signals the group itself when nobody is driving the run at that moment,
+// so a caller busy elsewhere (renewing a lease) does not delay the SIGTERM; the
+// SIGKILL after kill_grace and the timeout are the driver's, so whoever starts a
+// process must keep calling WaitFor until it returns a result (RunSupervisor does).
 // No SIGCHLD handler is installed anywhere.
 #include <fcntl.h>
 #include <poll.h>
@@ -35,7 +41,6 @@
 #include <array>
 #include <cerrno>
 #include <climits>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -277,50 +282,57 @@ class ProcessExecution final : public Execution {
 
   ~ProcessExecution() override {
     Terminate(RunOutcome::kKilled);
-    if (thread_.joinable()) thread_.join();
-  }
-
-  // Starts the supervisor thread. On failure the child is killed and reaped here.
-  Result<void> Start() {
-    try {
-      thread_ = std::thread([this] { Supervise(); });
-      return {};
-    } catch (const std::system_error& e) {
-      kill(-pid_, SIGKILL);
-      while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-      }
-      return MakeError("jobs: supervisor thread", e.what());
-    }
+    std::lock_guard<std::timed_mutex> drive(drive_mu_);
+    Drive(SteadyClock::time_point::max());
   }
 
   void Terminate(RunOutcome reason) override {
     if (reason != RunOutcome::kTimeout && reason != RunOutcome::kLeaseLost) {
       reason = RunOutcome::kKilled;
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (reason_) return;
-      reason_ = reason;
-    }
+    if (!SetReason(reason)) return;
     const std::uint64_t one = 1;
-    // EAGAIN (counter full) means the supervisor has wake-ups pending anyway.
+    // EAGAIN (counter full) means the driver has wake-ups pending anyway.
     [[maybe_unused]] ssize_t n = write(wake_.get(), &one, sizeof one);
+    // Nobody driving: signal now rather than at the next WaitFor. Holding drive_mu_
+    // keeps the child unreaped meanwhile, so the group id cannot have been reused.
+    std::unique_lock<std::timed_mutex> drive(drive_mu_, std::try_to_lock);
+    if (drive.owns_lock()) SendTerm(SteadyClock::now());
   }
 
   std::optional<RunResult> WaitFor(milliseconds d) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait_for(lock, std::clamp(d, milliseconds(0), kLongestWait),
-                      [this] { return result_.has_value(); });
+    const SteadyClock::time_point until =
+        SteadyClock::now() + std::clamp(d, milliseconds(0), kLongestWait);
+    std::unique_lock<std::timed_mutex> drive(drive_mu_, until);
+    if (drive.owns_lock()) Drive(until);
+    std::lock_guard<std::mutex> lock(mu_);
     return result_;
   }
 
  private:
+  // Records why the run is ended; false when a reason was recorded before (it wins).
+  bool SetReason(RunOutcome reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reason_) return false;
+    reason_ = reason;
+    return true;
+  }
+
   bool TerminationRequested() {
     std::lock_guard<std::mutex> lock(mu_);
     return reason_.has_value();
   }
 
   void SignalGroup(int sig) const { kill(-pid_, sig); }  // ESRCH: nothing left to signal
+
+  // REQUIRES: drive_mu_ held. SIGTERM (+ SIGCONT) once, if the child is not reaped.
+  void SendTerm(SteadyClock::time_point now) {
+    if (reaped_ || term_sent_) return;
+    SignalGroup(SIGTERM);
+    SignalGroup(SIGCONT);
+    term_sent_ = true;
+    kill_at_ = now + kill_grace_;
+  }
 
   // True once the child has exited; it stays a zombie (WNOWAIT) until Reap().
   bool ChildExited() const {
@@ -358,34 +370,28 @@ class ProcessExecution final : public Execution {
     pipes_[static_cast<int>(s)].Reset();
   }
 
-  void Supervise() {
+  // REQUIRES: drive_mu_ held. Moves the run on until it has ended (the result is
+  // published) or `until` has passed.
+  void Drive(SteadyClock::time_point until) {
     const SteadyClock::time_point deadline = start_ + timeout_;
-    bool term_sent = false;
-    bool kill_sent = false;
-    bool reaped = false;
-    bool terminated_by_us = false;
-    SteadyClock::time_point kill_at{};
-    SteadyClock::time_point drain_until{};
-    SteadyClock::time_point end{};
     constexpr std::array<OutputStream, 2> kStreams = {OutputStream::kStdout, OutputStream::kStderr};
 
-    while (true) {
+    while (!published_) {
       SteadyClock::time_point now = SteadyClock::now();
-      if (!reaped) {
-        if (now >= deadline) Terminate(RunOutcome::kTimeout);
-        if (!term_sent && TerminationRequested()) {
-          SignalGroup(SIGTERM);
-          SignalGroup(SIGCONT);
-          term_sent = true;
-          kill_at = now + kill_grace_;
-        }
-        if (term_sent && !kill_sent && now >= kill_at) {
+      if (!reaped_) {
+        if (now >= deadline) SetReason(RunOutcome::kTimeout);
+        if (TerminationRequested()) SendTerm(now);
+        if (term_sent_ && !kill_sent_ && now >= kill_at_) {
           SignalGroup(SIGKILL);
-          kill_sent = true;
+          kill_sent_ = true;
         }
       }
       const bool pipes_open = pipes_[0].valid() || pipes_[1].valid();
-      if (reaped && (!pipes_open || now >= drain_until)) break;
+      if (reaped_ && (!pipes_open || now >= drain_until_)) {
+        Finish();
+        return;
+      }
+      if (now >= until) return;
 
       std::array<pollfd, 4> fds{};
       int nfds = 0;
@@ -397,7 +403,7 @@ class ProcessExecution final : public Execution {
         fds[nfds++] = {pipes_[i].get(), POLLIN, 0};
       }
       int pidfd_slot = -1;
-      if (!reaped && pidfd_.valid()) {
+      if (!reaped_ && pidfd_.valid()) {
         pidfd_slot = nfds;
         fds[nfds++] = {pidfd_.get(), POLLIN, 0};
       }
@@ -405,13 +411,14 @@ class ProcessExecution final : public Execution {
       fds[nfds++] = {wake_.get(), POLLIN, 0};
 
       SteadyClock::time_point wake_at = SteadyClock::time_point::max();
-      if (reaped) {
-        wake_at = drain_until;
+      if (reaped_) {
+        wake_at = drain_until_;
       } else {
-        if (!term_sent) wake_at = deadline;
-        if (term_sent && !kill_sent) wake_at = kill_at;
+        if (!term_sent_) wake_at = deadline;
+        if (term_sent_ && !kill_sent_) wake_at = kill_at_;
         if (!pidfd_.valid()) wake_at = std::min(wake_at, now + kExitPollInterval);
       }
+      wake_at = std::min(wake_at, until);
       if (poll(fds.data(), static_cast<nfds_t>(nfds), WaitMillis(now, wake_at)) < 0) {
         if (errno != EINTR) std::this_thread::sleep_for(kExitPollInterval);  // ENOMEM
         continue;
@@ -426,22 +433,27 @@ class ProcessExecution final : public Execution {
         [[maybe_unused]] ssize_t n = read(wake_.get(), &count, sizeof count);
       }
       const bool maybe_exited = pidfd_slot < 0 || fds[pidfd_slot].revents != 0;
-      if (!reaped && maybe_exited && ChildExited()) {
+      if (!reaped_ && maybe_exited && ChildExited()) {
         // Stragglers of a group we terminated go too; the zombie leader still holds
         // the group id, so this cannot hit a reused one.
-        if (term_sent) SignalGroup(SIGKILL);
+        if (term_sent_) SignalGroup(SIGKILL);
         Reap();
-        end = SteadyClock::now();
-        reaped = true;
-        terminated_by_us = term_sent;
-        drain_until = end + kDrainAfterExit;
+        end_ = SteadyClock::now();
+        reaped_ = true;
+        drain_until_ = end_ + kDrainAfterExit;
       }
     }
+  }
+
+  // REQUIRES: drive_mu_ held; the child reaped and its output drained.
+  void Finish() {
+    constexpr std::array<OutputStream, 2> kStreams = {OutputStream::kStdout, OutputStream::kStderr};
     for (OutputStream s : kStreams) {
       if (pipes_[static_cast<int>(s)].valid()) ClosePipe(s);
     }
     pidfd_.Reset();
-    Publish(terminated_by_us, std::chrono::duration_cast<milliseconds>(end - start_));
+    Publish(term_sent_, std::chrono::duration_cast<milliseconds>(end_ - start_));
+    published_ = true;
   }
 
   void Publish(bool terminated_by_us, milliseconds duration) {
@@ -460,11 +472,18 @@ class ProcessExecution final : public Execution {
       r.outcome = r.exit_code == 0 ? RunOutcome::kDone : RunOutcome::kFailed;
     }
     result_ = std::move(r);
-    done_cv_.notify_all();
   }
 
   const pid_t pid_;  // also the process group id
-  // Used by the supervisor thread only (and by the destructor after it has ended):
+  // The driver's: used only with drive_mu_ held.
+  std::timed_mutex drive_mu_;
+  bool term_sent_ = false;
+  bool kill_sent_ = false;
+  bool reaped_ = false;
+  bool published_ = false;
+  SteadyClock::time_point kill_at_{};
+  SteadyClock::time_point drain_until_{};
+  SteadyClock::time_point end_{};
   std::array<Fd, 2> pipes_;  // indexed by OutputStream
   Fd pidfd_;                 // invalid: poll waitid instead
   const Fd wake_;            // eventfd written by Terminate()
@@ -477,11 +496,8 @@ class ProcessExecution final : public Execution {
   std::string wait_error_;
 
   std::mutex mu_;
-  std::condition_variable done_cv_;
   std::optional<RunOutcome> reason_;  // guarded by mu_; the first Terminate() wins
   std::optional<RunResult> result_;   // guarded by mu_; set once, at the end
-
-  std::thread thread_;  // last: started after every member above exists
 };
 
 }  // namespace
@@ -543,11 +559,9 @@ Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputS
   // Invalid on kernels without it (< 5.3): waitid polling instead. A raw syscall since
   // glibc 2.36's <sys/pidfd.h> lacks extern "C".
   Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-  auto execution =
+  return std::unique_ptr<Execution>(
       std::make_unique<ProcessExecution>(pid, std::move(*out), std::move(*err), std::move(pidfd),
-                                         std::move(wake), spec, std::move(sink), start);
-  if (auto started = execution->Start(); !started) return tl::unexpected(started.error());
-  return std::unique_ptr<Execution>(std::move(execution));
+                                         std::move(wake), spec, std::move(sink), start));
 }
 
 }  // namespace tickd::jobs

@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <sys/stat.h>
 
@@ -25,14 +24,13 @@ namespace {
 using namespace std::chrono_literals;
 using Line = std::pair<std::string, std::string>;  // stream, text
 
-// Collects the lines a run prints; the sink runs on the run's own thread.
+// Collects the lines a run prints; the sink runs on the thread in WaitFor.
 class Collector {
  public:
   OutputSink Sink() {
     return [this](std::string_view stream, std::string_view line) {
       std::lock_guard<std::mutex> lock(mu_);
       lines_.emplace_back(std::string(stream), std::string(line));
-      cv_.notify_all();
     };
   }
   std::vector<Line> Lines() {
@@ -46,16 +44,22 @@ class Collector {
     }
     return out;
   }
-  // The first line printed, waiting up to `d` for it ("" if none came).
-  std::string FirstLine(std::chrono::milliseconds d = 5s) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, d, [this] { return !lines_.empty(); });
+  // The first line `e` printed, driving it (WaitFor) up to `d` for it ("" if none came).
+  std::string FirstLine(Execution& e, std::chrono::milliseconds d = 5s) {
+    const auto until = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < until) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!lines_.empty()) return lines_.front().second;
+      }
+      if (e.WaitFor(10ms)) break;  // ended: its output is all in
+    }
+    std::lock_guard<std::mutex> lock(mu_);
     return lines_.empty() ? "" : lines_.front().second;
   }
 
  private:
   std::mutex mu_;
-  std::condition_variable cv_;
   std::vector<Line> lines_;
 };
 
@@ -225,7 +229,7 @@ TEST_CASE("a timeout terminates the whole process group", "[jobs]") {
   spec.timeout = 300ms;
   Collector c;
   auto e = Start(spec, c);
-  const std::string grandchild = c.FirstLine();
+  const std::string grandchild = c.FirstLine(*e);
   REQUIRE_FALSE(grandchild.empty());
   RunResult r = Wait(*e);
   CHECK(r.outcome == RunOutcome::kTimeout);
@@ -239,7 +243,7 @@ TEST_CASE("a job that ignores SIGTERM is SIGKILLed after the kill grace", "[jobs
   spec.kill_grace = 200ms;
   Collector c;
   auto e = Start(spec, c);
-  REQUIRE(c.FirstLine() == "ready");
+  REQUIRE(c.FirstLine(*e) == "ready");
   const auto before = std::chrono::steady_clock::now();
   e->Terminate(RunOutcome::kKilled);
   RunResult r = Wait(*e);
@@ -252,7 +256,7 @@ TEST_CASE("a job that ignores SIGTERM is SIGKILLed after the kill grace", "[jobs
 TEST_CASE("Terminate gives its reason as the outcome; the first reason wins", "[jobs]") {
   Collector c;
   auto e = Start(Shell("echo ready; exec sleep 5"), c);
-  REQUIRE(c.FirstLine() == "ready");
+  REQUIRE(c.FirstLine(*e) == "ready");
   e->Terminate(RunOutcome::kLeaseLost);
   e->Terminate(RunOutcome::kKilled);
   RunResult r = Wait(*e);
@@ -308,7 +312,7 @@ TEST_CASE("the daemon's blocked and ignored signals do not leak into jobs", "[jo
   auto e = Start(spec, c);
   if (ignoring) sigaction(SIGTERM, &old_action, nullptr);
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  REQUIRE(c.FirstLine() == "ready");
+  REQUIRE(c.FirstLine(*e) == "ready");
   e->Terminate(RunOutcome::kKilled);
   RunResult r = Wait(*e);
   CHECK(r.signal == SIGTERM);
@@ -327,7 +331,7 @@ TEST_CASE("a grandchild holding the pipe open does not hold the run", "[jobs]") 
 TEST_CASE("destroying a running Execution kills and reaps it", "[jobs]") {
   Collector c;
   auto e = Start(Shell("echo $$; exec sleep 30"), c);
-  const std::string pid = c.FirstLine();
+  const std::string pid = c.FirstLine(*e);
   REQUIRE_FALSE(pid.empty());
   e.reset();
   CHECK(kill(std::stoi(pid), 0) == -1);  // reaped: not even a zombie is left
