@@ -119,7 +119,8 @@ int CmdTrigger(const TriggerArgs& args) {
   tick.manual = true;
   RunSupervisor run(clock, *ctx.backend, *runner, log, std::move(tick),
                     std::chrono::milliseconds(1'000), {});
-  run.Start();
+  ThreadPool threads;
+  run.Start(threads);
   run.Join();
   return run.outcome() == jobs::RunOutcome::kDone ? kExitOk : kExitFailure;
 }

@@ -71,12 +71,29 @@ RunSupervisor::RunSupervisor(Clock& clock, lock::Backend& backend, Runner& runne
 
 RunSupervisor::~RunSupervisor() { Join(); }
 
-void RunSupervisor::Start() {
-  thread_ = std::thread([this] { Main(); });
+void RunSupervisor::Start(ThreadPool& threads) {
+  {
+    std::lock_guard lock(mu_);
+    started_ = true;
+  }
+  Result<void> posted = threads.Post([this] {
+    Main();
+    std::lock_guard lock(mu_);
+    returned_ = true;
+    cv_.notify_all();  // the last use of `this` on the pool's thread
+  });
+  if (!posted) {
+    Outcome out;
+    out.error = "cannot start the run: " + posted.error().ToString();
+    Finish(out, clock_.Steady());
+    std::lock_guard lock(mu_);
+    returned_ = true;
+  }
 }
 
 void RunSupervisor::Join() {
-  if (thread_.joinable()) thread_.join();
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return !started_ || returned_; });
 }
 
 void RunSupervisor::StopRetries() {

@@ -1,5 +1,5 @@
-// One won tick on this replica, from the claim to its completion, on its own
-// thread (the scheduler never waits on a run).
+// One won tick on this replica, from the claim to its completion, on a thread of its
+// own from a pool (the scheduler never waits on a run).
 //
 // The supervisor builds the job's environment (DESIGN §5), starts each attempt
 // through the Runner, keeps the lease alive (the watchdog below), retries failed
@@ -22,13 +22,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "app/log.h"
 #include "app/metrics.h"
 #include "app/runner.h"
 #include "app/scheduled_job.h"
 #include "base/clock.h"
+#include "base/thread_pool.h"
 #include "jobs/execution.h"
 #include "lock/backend.h"
 
@@ -68,7 +68,9 @@ class RunSupervisor {
   RunSupervisor(const RunSupervisor&) = delete;
   RunSupervisor& operator=(const RunSupervisor&) = delete;
 
-  void Start();
+  // Runs the tick on a thread of `threads`. Without a thread to run on, the claim is
+  // completed at once, as failed, and the run line says why.
+  void Start(ThreadPool& threads);
   // Shutdown began: no further attempts; the running one may finish.
   void StopRetries();
   // Ends the running attempt (and any further ones) with `reason` (kKilled).
@@ -104,7 +106,6 @@ class RunSupervisor {
   const std::string tick_text_;
   const std::chrono::milliseconds max_real_wait_;
   std::function<void()> on_done_;
-  std::thread thread_;
   std::atomic<bool> done_{false};
   jobs::RunOutcome final_outcome_ = jobs::RunOutcome::kFailed;  // set before done_
 
@@ -119,6 +120,8 @@ class RunSupervisor {
   jobs::Execution* exec_ = nullptr;  // the running attempt, if any
   bool stop_retries_ = false;
   std::optional<jobs::RunOutcome> terminate_reason_;
+  bool started_ = false;   // Start() was called
+  bool returned_ = false;  // Main() has returned on its thread: Join() may go on
 };
 
 }  // namespace tickd::app

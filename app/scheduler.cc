@@ -558,7 +558,7 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
     std::lock_guard lock(mu_);
     runs_.push_back(std::move(run));
   }
-  started->Start();
+  started->Start(run_threads_);
 }
 
 void Scheduler::PruneWhenDue(std::int64_t now_ms) {

@@ -22,6 +22,7 @@
 #include "app/runner.h"
 #include "app/scheduled_job.h"
 #include "base/clock.h"
+#include "base/thread_pool.h"
 #include "lock/backend.h"
 
 namespace tickd::app {
@@ -147,6 +148,7 @@ class Scheduler {
   std::uint64_t reload_applied_ = 0;
   std::optional<SteadyTime> sleeping_until_;
   JobSet job_set_;  // what jobs() and job_names() answer
+  ThreadPool run_threads_;  // before runs_: each run's thread comes from here
   std::list<std::unique_ptr<RunSupervisor>> runs_;
 };
 

@@ -104,7 +104,8 @@ TEST_CASE("a claim whose lease ran out before its job started never starts the j
                       WonTick{job, lock::HeldClaim{"j", kT0, "token-a", won->fence, seconds(3)},
                               claim_sent, "a"},
                       milliseconds(50), [&] { ended = true; });
-    run.Start();
+    ThreadPool threads;
+    run.Start(threads);
     run.Join();
     CHECK(ended);
     CHECK(sim.runner.starts() == 0);

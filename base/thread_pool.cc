@@ -1,0 +1,67 @@
+#include "base/thread_pool.h"
+
+#include <system_error>
+#include <thread>
+#include <utility>
+
+namespace tickd {
+
+ThreadPool::ThreadPool(std::chrono::milliseconds keep_idle) : keep_idle_(keep_idle) {}
+
+ThreadPool::~ThreadPool() {
+  std::unique_lock lock(mu_);
+  stopping_ = true;
+  handed_over_.notify_all();
+  // Tasks already handed over still run: their threads take them before seeing
+  // stopping_ (Work checks handed_ first).
+  ended_.wait(lock, [this] { return threads_ == 0; });
+}
+
+Result<void> ThreadPool::Post(std::function<void()> task) {
+  std::lock_guard lock(mu_);
+  if (idle_ > static_cast<int>(handed_.size())) {
+    handed_.push_back(std::move(task));
+    handed_over_.notify_one();
+    return {};
+  }
+  try {
+    // Detached: a thread ends on its own once idle long enough; the destructor waits
+    // for threads_ to reach 0 instead of joining.
+    std::thread([this, first = std::move(task)]() mutable { Work(std::move(first)); }).detach();
+  } catch (const std::system_error& e) {
+    return MakeError("thread pool: new thread", e.what());
+  }
+  ++threads_;
+  return {};
+}
+
+int ThreadPool::threads() const {
+  std::lock_guard lock(mu_);
+  return threads_;
+}
+
+int ThreadPool::idle_threads() const {
+  std::lock_guard lock(mu_);
+  return idle_ - static_cast<int>(handed_.size());
+}
+
+void ThreadPool::Work(std::function<void()> task) {
+  while (true) {
+    task();
+    task = nullptr;  // whatever the task holds goes now, not when the next one comes
+    std::unique_lock lock(mu_);
+    ++idle_;
+    handed_over_.wait_for(lock, keep_idle_, [this] { return !handed_.empty() || stopping_; });
+    --idle_;
+    if (handed_.empty()) {
+      --threads_;
+      // The last use of the pool: once the destructor sees threads_ == 0 it may go.
+      ended_.notify_all();
+      return;
+    }
+    task = std::move(handed_.front());
+    handed_.pop_front();
+  }
+}
+
+}  // namespace tickd

@@ -1,0 +1,86 @@
+#include "base/thread_pool.h"
+
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace tickd {
+namespace {
+
+using namespace std::chrono_literals;
+
+template <typename Pred>
+bool WaitUntil(Pred pred, std::chrono::milliseconds limit = 5s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+TEST_CASE("a task posted while every thread is busy gets a thread of its own", "[base]") {
+  ThreadPool pool;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(pool.Post([&, released] {
+      ++started;
+      released.wait();
+    }));
+  }
+  // None waits for another: all three run at once.
+  CHECK(WaitUntil([&] { return started == 3; }));
+  CHECK(pool.threads() == 3);
+  release.set_value();
+}
+
+TEST_CASE("an idle thread takes the next task instead of a new thread", "[base]") {
+  ThreadPool pool;
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  std::atomic<int> done{0};
+  auto task = [&] {
+    std::lock_guard lock(mu);
+    ids.insert(std::this_thread::get_id());
+    ++done;
+  };
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(pool.Post(task));
+    // One at a time: each task ends, and its thread waits for the next, before it.
+    REQUIRE(WaitUntil([&] { return done == i + 1 && pool.idle_threads() == 1; }));
+  }
+  CHECK(ids.size() == 1);
+  CHECK(pool.threads() == 1);
+}
+
+TEST_CASE("threads idle longer than keep_idle end", "[base]") {
+  ThreadPool pool(50ms);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 4; ++i) REQUIRE(pool.Post([&] { ++done; }));
+  REQUIRE(WaitUntil([&] { return done == 4; }));
+  CHECK(WaitUntil([&] { return pool.threads() == 0; }));
+  // And the pool still works afterwards.
+  REQUIRE(pool.Post([&] { ++done; }));
+  CHECK(WaitUntil([&] { return done == 5; }));
+}
+
+TEST_CASE("the pool's destructor waits for the tasks that run", "[base]") {
+  std::atomic<bool> finished{false};
+  {
+    ThreadPool pool;
+    REQUIRE(pool.Post([&] {
+      std::this_thread::sleep_for(100ms);
+      finished = true;
+    }));
+  }
+  CHECK(finished);
+}
+
+}  // namespace
+}  // namespace tickd
