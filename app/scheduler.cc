@@ -13,7 +13,7 @@
  *      other entry is claimed, and the job's following tick is pushed;
  *   3. claims the popped ticks that share one instant together (Backend::ClaimBatch:
  *      one round trip where the backend can), each with a fresh owner token. Won
- *      ticks go to a RunSupervisor thread; lost / busy / missed / error are only
+ *      ticks go to a RunSupervisor, on a thread of the scheduler's pool; lost / busy / missed / error are only
  *      logged (an error fails closed: nothing runs without `won`). Every outcome
  *      is recorded in the ledger, best effort;
  *   4. sleeps until the next T. Ticks are wall instants but the sleep is on the

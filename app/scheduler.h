@@ -1,6 +1,6 @@
 // The daemon's scheduler: one timer queue for every job, claims at each tick, and a
-// supervisor thread per won run (the loop itself is described at the top of
-// scheduler.cc).
+// supervisor per won run on a thread from a pool (the loop itself is described at the
+// top of scheduler.cc).
 #pragma once
 
 #include <chrono>
