@@ -70,6 +70,7 @@ struct Args {
   // each (as the daemon's run supervisors do; the backend coalesces them). 0: one
   // thread that sends what ended since its last batch in one CompleteBatch.
   int completers = 0;
+  bool observe = true;  // --observe 0: claims without the ledger observation
 };
 
 Args Parse(int argc, char** argv) {
@@ -85,6 +86,7 @@ Args Parse(int argc, char** argv) {
     if (key == "--aof") a.aof = value != 0;
     if (key == "--aof-rewrite") a.rewrite = value != 0;
     if (key == "--completers") a.completers = value;
+    if (key == "--observe") a.observe = value != 0;
   }
   return a;
 }
@@ -102,6 +104,8 @@ std::unique_ptr<Backend> Open(const tickd::testing::RedisServer& server) {
   return std::move(*backend);
 }
 
+bool g_observe = true;
+
 std::vector<ClaimRequest> Batch(int replica, int jobs, std::int64_t tick, bool forbid) {
   std::vector<ClaimRequest> reqs(jobs);
   for (int j = 0; j < jobs; ++j) {
@@ -116,7 +120,7 @@ std::vector<ClaimRequest> Batch(int replica, int jobs, std::int64_t tick, bool f
     r.owner_token = token;
     r.forbid_overlap = forbid;
     r.config_hash = "9f86d081884c7d65";
-    r.observe = true;  // the replica's ledger observation, written by the claim script
+    r.observe = g_observe;  // the replica's ledger observation, written by the claim script
   }
   return reqs;
 }
@@ -275,6 +279,7 @@ std::string LoadAverage() {
 
 int main(int argc, char** argv) {
   const Args args = Parse(argc, argv);
+  g_observe = args.observe;
   if (!tickd::testing::RedisServer::Available()) {
     std::fprintf(stderr, "redis-server not installed\n");
     return 1;

@@ -428,6 +428,7 @@ TEST_CASE("redis: a claim with observe records the replica's observation in the 
   CHECK(a.node_wall == tickd::WallTime(std::chrono::milliseconds(1'000)));
   CHECK(seen[{tick, "b"}].outcome == "lost");
   CHECK(seen[{tick, "b"}].node_wall == tickd::WallTime(std::chrono::milliseconds(2'000)));
+  CHECK(seen[{tick, "b"}].config_hash == "hash-b");
   CHECK(seen[{tick + 60, "c"}].outcome == "busy");
   CHECK(seen[{tick - 3'600, "d"}].outcome == "missed");
   CHECK(seen[{tick - 3'600, "d"}].config_hash == "hash-d");
@@ -461,6 +462,48 @@ TEST_CASE("redis: a claim with observe records the replica's observation in the 
   CHECK(history->front().winner == "c");
   REQUIRE(history->front().observations.size() == 1);
   CHECK(history->front().observations[0].outcome == "won");  // c's busy, replaced
+}
+
+TEST_CASE("redis: every lost claim of a batch that spans script calls is observed", "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto backend = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  // 70 jobs: more than two script calls' worth, so the observations span calls too.
+  auto batch = [&](const std::string& node) {
+    std::vector<ClaimRequest> reqs;
+    for (int j = 0; j < 70; ++j) {
+      ClaimRequest req = Req("job-" + std::to_string(j), tick, node, "token-" + node);
+      req.observe = true;
+      req.node_wall = tickd::WallTime(std::chrono::milliseconds(7'000 + j));
+      req.config_hash = "hash-" + node;
+      reqs.push_back(req);
+    }
+    return reqs;
+  };
+  const std::vector<ClaimRequest> first = batch("a");
+  for (const auto& r : backend->ClaimBatch(first)) {
+    REQUIRE(r);
+    CHECK(r->status == ClaimStatus::kWon);
+  }
+  const std::vector<ClaimRequest> second = batch("b");
+  for (const auto& r : backend->ClaimBatch(second)) {
+    REQUIRE(r);
+    CHECK(r->status == ClaimStatus::kLost);
+    CHECK(r->observed);
+  }
+  for (int j = 0; j < 70; ++j) {
+    auto history = backend->History("job-" + std::to_string(j), 1);
+    REQUIRE(history);
+    REQUIRE(history->size() == 1);
+    std::map<std::string, Observation> by_node;
+    for (const Observation& o : history->front().observations) by_node[o.node] = o;
+    REQUIRE(by_node.size() == 2);
+    CHECK(by_node["a"].outcome == "won");
+    CHECK(by_node["b"].outcome == "lost");
+    CHECK(by_node["b"].config_hash == "hash-b");
+    CHECK(by_node["b"].node_wall == tickd::WallTime(std::chrono::milliseconds(7'000 + j)));
+  }
 }
 
 TEST_CASE("redis: CompleteBatch completes each owned claim, in order; a foreign token is kept",
