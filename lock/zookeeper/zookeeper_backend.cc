@@ -48,8 +48,10 @@
 // While the client is CONNECTING, the server may expire the session once
 // session_timeout passes without hearing from us, so Renew answers an Error (the
 // watchdog retries) until 2/3 of the session timeout after the last answer we got,
-// and kLost after that. With session_timeout ≥ 1.5 × lease the watchdog's own
-// validity (t_sent + lease) ends first anyway.
+// and kLost after that; the session is then given up (a new one connects in the
+// background), so that a reconnect cannot revive it, and its lease nodes, on a
+// server that was frozen rather than gone. With session_timeout ≥ 1.5 × lease the
+// watchdog's own validity (t_sent + lease) ends first anyway.
 // complete: get the record (owner must be our token), the lease and the run node;
 //   one multi: set the record to done (with its version) and delete the lease and
 //   run nodes that still hold our token (each by version). Retried on a version race.
@@ -442,9 +444,14 @@ class ZookeeperBackend final : public Backend {
       return RenewStatus::kLost;
     }
     if (state != ZOO_CONNECTED_STATE) {
+      // A session not yet adopted holds no lease: this one was of a session given up.
+      if (!adopted_) return RenewStatus::kLost;
       const auto limit = last_contact_ + milliseconds(zoo_recv_timeout(zh_.get()) * 2 / 3);
-      if (steady_clock::now() >= limit) return RenewStatus::kLost;
-      return MakeError(context_ + ": renew", "not connected (the session may still live)");
+      if (steady_clock::now() < limit) {
+        return MakeError(context_ + ": renew", "not connected (the session may still live)");
+      }
+      AbandonSessionLocked();
+      return RenewStatus::kLost;
     }
     const std::string lease_path = Path(held.job, "l", held.tick_unix);
     Batch read(zh_.get());
@@ -1009,7 +1016,10 @@ class ZookeeperBackend final : public Backend {
   // first call); an Error at once while the client reconnects in the background.
   Result<void> ReadyLocked(steady_clock::time_point deadline) {
     const int state = SessionState();
-    if (zh_ && state == ZOO_CONNECTED_STATE) return {};
+    if (zh_ && state == ZOO_CONNECTED_STATE) {
+      if (!adopted_) AdoptSessionLocked();
+      return {};
+    }
     if (!zh_ || state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
       return ConnectLocked(deadline);
     }
@@ -1018,24 +1028,49 @@ class ZookeeperBackend final : public Backend {
 
   // REQUIRES: mu_ held. Opens a new session and waits for it until `deadline`.
   Result<void> ConnectLocked(steady_clock::time_point deadline) {
-    CloseLocked();
-    session_ = std::make_unique<Session>();
-    zh_.reset(zookeeper_init2(endpoint_.hosts.c_str(), &Watcher,
-                              static_cast<int>(options_.session_timeout.count()), nullptr,
-                              session_.get(), 0, &DropLog));
-    if (!zh_) return MakeError(context_, std::string("cannot create a client: ") + strerror(errno));
+    if (!StartSessionLocked()) {
+      return MakeError(context_, std::string("cannot create a client: ") + strerror(errno));
+    }
     if (!WaitConnected(deadline)) {
       CloseLocked();
       return MakeError(
           context_, "cannot connect within " + std::to_string(options_.op_timeout.count()) + "ms");
     }
+    AdoptSessionLocked();
+    return {};
+  }
+
+  // REQUIRES: mu_ held. A new handle, hence a new session, connecting in the
+  // background. False when the client could not even be created.
+  bool StartSessionLocked() {
+    CloseLocked();
+    session_ = std::make_unique<Session>();
+    zh_.reset(zookeeper_init2(endpoint_.hosts.c_str(), &Watcher,
+                              static_cast<int>(options_.session_timeout.count()), nullptr,
+                              session_.get(), 0, &DropLog));
+    adopted_ = false;
+    return zh_ != nullptr;
+  }
+
+  // REQUIRES: mu_ held; zh_ connected. What our calls need of a new session.
+  void AdoptSessionLocked() {
     last_contact_ = steady_clock::now();
     char id[32];
     std::snprintf(id, sizeof(id), "%016llx",
                   static_cast<unsigned long long>(zoo_client_id(zh_.get())->client_id));
     scratch_ = clients_ + "/" + id;
     known_jobs_.clear();
-    return {};
+    adopted_ = true;
+  }
+
+  // REQUIRES: mu_ held. Gives the session up once its leases count as lost (no answer
+  // for 2/3 of its timeout): it must not come back. A server that was frozen, not
+  // gone, takes the client's reconnect as a sign of life and keeps the session, and
+  // with it the ephemeral lease nodes of runs already ended as lease-lost: a replica
+  // taking over would wait for the whole lease. A new session connects in the
+  // background, so calls until then fail at once rather than wait to connect.
+  void AbandonSessionLocked() {
+    if (!StartSessionLocked()) CloseLocked();
   }
 
   void CloseLocked() {
@@ -1053,6 +1088,7 @@ class ZookeeperBackend final : public Backend {
   HandlePtr zh_;                             // closed before session_ goes
   std::string scratch_;                      // <clients>/<session id>
   steady_clock::time_point last_contact_{};  // the last answer from the server
+  bool adopted_ = false;  // zh_'s session has connected and scratch_ names it
   std::set<std::string> known_jobs_;         // jobs whose folders exist (this session)
 };
 
