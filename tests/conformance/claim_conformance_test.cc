@@ -12,6 +12,7 @@
 
 #include "lock/registry.h"
 #include "tests/conformance/harnesses.h"
+#include "tests/support/claims.h"
 
 using namespace std::chrono_literals;
 using tickd::Clock;
@@ -20,6 +21,8 @@ using tickd::WallTime;
 using namespace tickd::lock;
 using tickd::conformance::AllHarnesses;
 using tickd::conformance::Harness;
+using tickd::testing::HeldOf;
+using tickd::testing::MustClaim;
 
 namespace {
 
@@ -33,27 +36,14 @@ std::int64_t NowUnix(Clock& clock) {
   return std::chrono::duration_cast<std::chrono::seconds>(clock.Wall().time_since_epoch()).count();
 }
 
+// A 30 s lease, a config hash per node, and the harness's wall clock.
 ClaimRequest Req(Harness& h, std::string job, std::int64_t tick, std::string node,
                  std::string token) {
-  ClaimRequest req;
-  req.job = std::move(job);
-  req.tick_unix = tick;
-  req.node = std::move(node);
-  req.owner_token = std::move(token);
+  ClaimRequest req = tickd::testing::Req(std::move(job), tick, std::move(node), std::move(token));
   req.lease = 30s;
   req.config_hash = "hash-" + req.node;
   req.node_wall = h.clock().Wall();
   return req;
-}
-
-ClaimOutcome MustClaim(Backend& b, const ClaimRequest& req) {
-  auto out = b.Claim(req);
-  if (!out) FAIL("claim " << req.job << "@" << req.tick_unix << ": " << out.error().ToString());
-  return *out;
-}
-
-HeldClaim HeldOf(const ClaimRequest& req, const ClaimOutcome& won) {
-  return HeldClaim{req.job, req.tick_unix, req.owner_token, won.fence, req.lease};
 }
 
 const char* Name(ClaimStatus s) { return ClaimStatusName(s).data(); }

@@ -10,10 +10,14 @@
 
 #include "lock/registry.h"
 #include "tests/etcd/etcd_server.h"
+#include "tests/support/claims.h"
 
 using namespace std::chrono_literals;
 using tickd::testing::EtcdServer;
 using namespace tickd::lock;
+using tickd::testing::HeldOf;
+using tickd::testing::MustClaim;
+using tickd::testing::Req;
 using std::chrono::steady_clock;
 
 namespace {
@@ -31,26 +35,6 @@ std::unique_ptr<Backend> Open(const std::string& url, std::chrono::milliseconds 
   auto backend = NewEtcdBackend(options);
   if (!backend) FAIL(backend.error().ToString());
   return std::move(*backend);
-}
-
-ClaimRequest Req(std::string job, std::int64_t tick, std::string node, std::string token) {
-  ClaimRequest req;
-  req.job = std::move(job);
-  req.tick_unix = tick;
-  req.node = std::move(node);
-  req.owner_token = std::move(token);
-  req.config_hash = "hash";
-  return req;
-}
-
-ClaimOutcome MustClaim(Backend& b, const ClaimRequest& req) {
-  auto out = b.Claim(req);
-  if (!out) FAIL("claim " << req.job << "@" << req.tick_unix << ": " << out.error().ToString());
-  return *out;
-}
-
-HeldClaim HeldOf(const ClaimRequest& req, const ClaimOutcome& won) {
-  return HeldClaim{req.job, req.tick_unix, req.owner_token, won.fence, req.lease};
 }
 
 bool Skip() {

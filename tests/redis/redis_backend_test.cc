@@ -17,10 +17,12 @@
 
 #include "lock/registry.h"
 #include "tests/redis/redis_server.h"
+#include "tests/support/claims.h"
 
 using namespace std::chrono_literals;
 using tickd::testing::RedisServer;
 using namespace tickd::lock;
+using tickd::testing::Req;
 
 namespace {
 
@@ -42,16 +44,6 @@ std::unique_ptr<Backend> Open(const RedisOptions& options) {
   auto backend = NewRedisBackend(options);
   if (!backend) FAIL(backend.error().ToString());
   return std::move(*backend);
-}
-
-ClaimRequest Req(std::string job, std::int64_t tick, std::string node, std::string token) {
-  ClaimRequest req;
-  req.job = std::move(job);
-  req.tick_unix = tick;
-  req.node = std::move(node);
-  req.owner_token = std::move(token);
-  req.config_hash = "hash";
-  return req;
 }
 
 // redis-cli against the test server; its raw output (not a tty: no type annotations).

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "tests/support/claims.h"
 #include "tests/zookeeper/zookeeper_server.h"
 
 using namespace std::chrono_literals;
@@ -20,6 +21,7 @@ using tickd::lock::CompleteStatus;
 using tickd::lock::Completion;
 using tickd::lock::HeldClaim;
 using tickd::lock::RenewStatus;
+using tickd::testing::HeldOf;
 using tickd::testing::ZookeeperServer;
 
 namespace {
@@ -47,21 +49,13 @@ std::int64_t NowUnix() {
       .count();
 }
 
+// A claim of a recover: true job with a 30 s lease.
 ClaimRequest Req(const std::string& job, std::int64_t tick, const std::string& node,
                  const std::string& token) {
-  ClaimRequest req;
-  req.job = job;
-  req.tick_unix = tick;
-  req.node = node;
-  req.owner_token = token;
+  ClaimRequest req = tickd::testing::Req(job, tick, node, token);
   req.lease = 30s;
   req.recover = true;
-  req.config_hash = "h";
   return req;
-}
-
-HeldClaim HeldOf(const ClaimRequest& req, const ClaimOutcome& won) {
-  return HeldClaim{req.job, req.tick_unix, req.owner_token, won.fence, req.lease};
 }
 
 template <typename F>

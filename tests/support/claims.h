@@ -1,0 +1,38 @@
+// Claim helpers for the backend tests: a request, a claim that must be answered, and
+// the HeldClaim of a won one. Each test sets what else it needs (lease, recover…).
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "lock/backend.h"
+
+namespace tickd::testing {
+
+// `job`@`tick` for `node` with owner token `token`, config hash "hash", the default
+// lease, no observation.
+inline lock::ClaimRequest Req(std::string job, std::int64_t tick, std::string node,
+                              std::string token) {
+  lock::ClaimRequest req;
+  req.job = std::move(job);
+  req.tick_unix = tick;
+  req.node = std::move(node);
+  req.owner_token = std::move(token);
+  req.config_hash = "hash";
+  return req;
+}
+
+// The backend's answer; the test fails when it is an Error.
+inline lock::ClaimOutcome MustClaim(lock::Backend& b, const lock::ClaimRequest& req) {
+  auto out = b.Claim(req);
+  if (!out) FAIL("claim " << req.job << "@" << req.tick_unix << ": " << out.error().ToString());
+  return *out;
+}
+
+inline lock::HeldClaim HeldOf(const lock::ClaimRequest& req, const lock::ClaimOutcome& won) {
+  return lock::HeldClaim{req.job, req.tick_unix, req.owner_token, won.fence, req.lease};
+}
+
+}  // namespace tickd::testing
