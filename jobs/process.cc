@@ -381,7 +381,9 @@ class ProcessExecution final : public Execution {
     const SteadyClock::time_point deadline = start_ + timeout_;
     constexpr std::array<OutputStream, 2> kStreams = {OutputStream::kStdout, OutputStream::kStderr};
 
-    while (!published_) {
+    // Once through the loop even when `until` has passed: WaitFor(0) looks (a poll
+    // that does not block) before it answers.
+    for (bool first = true; !published_; first = false) {
       SteadyClock::time_point now = SteadyClock::now();
       if (!reaped_) {
         if (now >= deadline) SetReason(RunOutcome::kTimeout);
@@ -396,7 +398,7 @@ class ProcessExecution final : public Execution {
         Finish();
         return;
       }
-      if (now >= until) return;
+      if (now >= until && !first) return;
 
       std::array<pollfd, 4> fds{};
       int nfds = 0;

@@ -328,6 +328,20 @@ TEST_CASE("a grandchild holding the pipe open does not hold the run", "[jobs]") 
   kill(std::stoi(out[0]), SIGKILL);
 }
 
+TEST_CASE("WaitFor(0) moves the run on: polled without waiting, a run still ends", "[jobs]") {
+  Collector c;
+  auto e = Start(Shell("echo done"), c);
+  std::optional<RunResult> r;
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (!r && std::chrono::steady_clock::now() < give_up) {
+    r = e->WaitFor(0ms);
+    if (!r) std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(r.has_value());
+  CHECK(r->outcome == RunOutcome::kDone);
+  CHECK(c.Stream("stdout") == std::vector<std::string>{"done"});
+}
+
 TEST_CASE("destroying a running Execution kills and reaps it", "[jobs]") {
   Collector c;
   auto e = Start(Shell("echo $$; exec sleep 30"), c);
