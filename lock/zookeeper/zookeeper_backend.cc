@@ -480,15 +480,10 @@ class ZookeeperBackend final : public Backend {
     const std::string lease_path = Path(held.job, "l", held.tick_unix);
     const std::string run_path = base_ + "/" + held.job + "/run";
     for (int race = 0; race < kMaxRaces; ++race) {
-      Batch read(zh_.get());
-      read.Get(record_path);
-      read.Get(lease_path);
-      read.Get(run_path);
-      if (auto ok = Await(read, deadline, "complete"); !ok) return tl::unexpected(ok.error());
+      auto nodes = ReadTickNodes(record_path, lease_path, run_path, deadline, "complete");
+      if (!nodes) return tl::unexpected(nodes.error());
+      const Batch& read = *nodes;
       if (read[0].rc == ZNONODE) return CompleteStatus::kNotOwner;
-      for (std::size_t i = 0; i < 3; ++i) {
-        if (read[i].rc != ZOK && read[i].rc != ZNONODE) return Failure("complete", read[i].rc);
-      }
       Fields record = Decode(read[0].value);
       if (Get(record, "owner") != held.owner_token) return CompleteStatus::kNotOwner;
       if (Get(record, "state") == "done") return CompleteStatus::kCompleted;
@@ -504,11 +499,9 @@ class ZookeeperBackend final : public Backend {
       if (read[2].rc == ZOK && Get(Decode(read[2].value), "owner") == held.owner_token) {
         ops.push_back({Op::kDelete, run_path, "", read[2].stat.version});
       }
-      Batch write(zh_.get());
-      write.Multi(std::move(ops));
-      if (auto ok = Await(write, deadline, "complete"); !ok) return tl::unexpected(ok.error());
-      if (write[0].rc == ZOK) return CompleteStatus::kCompleted;
-      if (!IsRace(write[0].rc)) return Failure("complete", write[0].rc);
+      auto applied = EndTick(std::move(ops), deadline, "complete");
+      if (!applied) return tl::unexpected(applied.error());
+      if (*applied) return CompleteStatus::kCompleted;
     }
     return MakeError(context_ + ": complete", "kept losing version races; try again");
   }
@@ -741,14 +734,9 @@ class ZookeeperBackend final : public Backend {
     const std::string lease_path = Path(job_name, "l", tick_unix);
     const std::string run_path = base_ + "/" + job_name + "/run";
     for (int race = 0; race < kMaxRaces; ++race) {
-      Batch read(zh_.get());
-      read.Get(record_path);
-      read.Get(lease_path);
-      read.Get(run_path);
-      if (auto ok = Await(read, deadline, "release"); !ok) return tl::unexpected(ok.error());
-      for (std::size_t i = 0; i < 3; ++i) {
-        if (read[i].rc != ZOK && read[i].rc != ZNONODE) return Failure("release", read[i].rc);
-      }
+      auto nodes = ReadTickNodes(record_path, lease_path, run_path, deadline, "release");
+      if (!nodes) return tl::unexpected(nodes.error());
+      const Batch& read = *nodes;
       if (read[0].rc == ZNONODE) return ForceReleaseStatus::kNotRunning;
       Fields record = Decode(read[0].value);
       if (Get(record, "state") != "running") return ForceReleaseStatus::kNotRunning;
@@ -767,11 +755,9 @@ class ZookeeperBackend final : public Backend {
       if (read[2].rc == ZOK && Get(Decode(read[2].value), "owner") == holder) {
         ops.push_back({Op::kDelete, run_path, "", read[2].stat.version});
       }
-      Batch write(zh_.get());
-      write.Multi(std::move(ops));
-      if (auto ok = Await(write, deadline, "release"); !ok) return tl::unexpected(ok.error());
-      if (write[0].rc == ZOK) return ForceReleaseStatus::kReleased;
-      if (!IsRace(write[0].rc)) return Failure("release", write[0].rc);
+      auto applied = EndTick(std::move(ops), deadline, "release");
+      if (!applied) return tl::unexpected(applied.error());
+      if (*applied) return ForceReleaseStatus::kReleased;
     }
     return MakeError(context_ + ": release", "kept losing version races; try again");
   }
@@ -971,6 +957,34 @@ class ZookeeperBackend final : public Backend {
       }
     }
     return {};
+  }
+
+  // What complete and release both read, pipelined: the tick's record [0], its lease
+  // node [1] and the job's run node [2]. Each one found, or ZNONODE; else an Error.
+  Result<Batch> ReadTickNodes(const std::string& record_path, const std::string& lease_path,
+                              const std::string& run_path, steady_clock::time_point deadline,
+                              const std::string& what) {
+    Batch read(zh_.get());
+    read.Get(record_path);
+    read.Get(lease_path);
+    read.Get(run_path);
+    if (auto ok = Await(read, deadline, what); !ok) return tl::unexpected(ok.error());
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (read[i].rc != ZOK && read[i].rc != ZNONODE) return Failure(what, read[i].rc);
+    }
+    return read;
+  }
+
+  // The multi that ends a tick (complete or release), versions checked: true when it
+  // was applied, false when a version moved meanwhile (read again), else an Error.
+  Result<bool> EndTick(std::vector<Op> ops, steady_clock::time_point deadline,
+                       const std::string& what) {
+    Batch write(zh_.get());
+    write.Multi(std::move(ops));
+    if (auto ok = Await(write, deadline, what); !ok) return tl::unexpected(ok.error());
+    if (write[0].rc == ZOK) return true;
+    if (!IsRace(write[0].rc)) return Failure(what, write[0].rc);
+    return false;
   }
 
   Result<std::vector<std::string>> Jobs(std::string_view job, steady_clock::time_point deadline) {
