@@ -936,16 +936,18 @@ class RedisBackend final : public Backend {
   Result<std::vector<ReplyPtr>> SendLocked(const std::vector<Command>& cmds,
                                            steady_clock::time_point deadline,
                                            const ReplyHook* on_reply = nullptr) {
-    auto replies = SendOn(conn_.get(), cmds, deadline, 0, on_reply);
+    auto replies = SendOn(conn_.get(), cmds, deadline, on_reply);
     if (!replies) return Fail(replies.error().detail);
     backoff_.Succeeded();
     return replies;
   }
 
   // REQUIRES: mu_ held, connected. As SendLocked, but a pipeline of 2 × kLaneMin
-  // claims or more (`weight` per command) is split into contiguous stripes of at least
+  // claims or more (`weight` per command) is dealt out over stripes of at least
   // kLaneMin, one per connection (conn_ and up to kLanes − 1 more), sent and read at
-  // the same time.
+  // the same time. Dealt, not cut: command i goes on stripe i mod S, so the server
+  // meets the commands in about the order given (the claim order of
+  // lock/claim_spread.h: a replica's own slice first), not S places of it at once.
   // Why: with appendfsync always the server fsyncs once per event-loop turn and reads
   // at most 16 KB per connection in a turn, so a batch on one connection pays one
   // fsync (~3 ms on the bench's disk) per ~60 claims; eight connections put eight times
@@ -963,12 +965,10 @@ class RedisBackend final : public Backend {
       }
     }
     if (ctxs.size() == 1) return SendLocked(cmds, deadline, on_reply);
-    const std::size_t per = (cmds.size() + ctxs.size() - 1) / ctxs.size();
-    std::vector<Result<std::vector<ReplyPtr>>> parts(ctxs.size());
+    const std::size_t stripes = ctxs.size();
+    std::vector<Result<std::vector<ReplyPtr>>> parts(stripes);
     const auto send_stripe = [&](std::size_t k) {
-      const std::size_t from = std::min(cmds.size(), k * per);
-      parts[k] = SendOn(ctxs[k], std::span(cmds).subspan(from, std::min(per, cmds.size() - from)),
-                        deadline, from, on_reply);
+      parts[k] = SendOn(ctxs[k], cmds, deadline, on_reply, k, stripes);
     };
     std::vector<std::thread> threads;
     for (std::size_t k = 1; k < ctxs.size(); ++k) {
@@ -982,9 +982,11 @@ class RedisBackend final : public Backend {
     for (std::thread& t : threads) t.join();
     std::vector<ReplyPtr> replies;
     replies.reserve(cmds.size());
-    for (auto& part : parts) {
-      if (!part) return Fail(part.error().detail);
-      for (ReplyPtr& r : *part) replies.push_back(std::move(r));
+    for (std::size_t i = 0; i < cmds.size(); ++i) replies.emplace_back(nullptr, &freeReplyObject);
+    for (std::size_t k = 0; k < stripes; ++k) {
+      if (!parts[k]) return Fail(parts[k].error().detail);
+      for (std::size_t j = 0; j < parts[k]->size(); ++j)
+        replies[k + j * stripes] = std::move((*parts[k])[j]);
     }
     backoff_.Succeeded();
     return replies;
@@ -1011,35 +1013,39 @@ class RedisBackend final : public Backend {
   // still formats the last ones, and the first answers are read as they come (one
   // 10,000-claim write would also make hiredis move its whole output buffer on every
   // partial write). Touches nothing but `c`: SendSpread runs it on several
-  // connections at once. `on_reply` sees each reply as it is read, with its index
-  // (`first_index` + its place in `cmds`).
-  Result<std::vector<ReplyPtr>> SendOn(redisContext* c, std::span<const Command> cmds,
+  // connections at once, each sending every `stride`-th command of `all` from
+  // `first` on (the default: all of them). `on_reply` sees each reply as it is
+  // read, with its command's index in `all`. Returns the replies in sending order.
+  Result<std::vector<ReplyPtr>> SendOn(redisContext* c, std::span<const Command> all,
                                        steady_clock::time_point deadline,
-                                       std::size_t first_index = 0,
-                                       const ReplyHook* on_reply = nullptr) const {
+                                       const ReplyHook* on_reply = nullptr, std::size_t first = 0,
+                                       std::size_t stride = 1) const {
     constexpr std::size_t kChunk = 256;
     constexpr std::size_t kChunkBytes = 64 * 1024;
     const ScopedSigpipeBlock no_sigpipe;
+    // This connection's commands are all[first + k·stride], k = 0 … n−1.
+    const std::size_t n = first < all.size() ? (all.size() - first + stride - 1) / stride : 0;
+    const auto index = [&](std::size_t k) { return first + k * stride; };
     std::vector<ReplyPtr> replies;
-    replies.reserve(cmds.size());
+    replies.reserve(n);
     std::vector<const char*> argv;
     std::vector<std::size_t> lens;
-    std::vector<std::size_t> chunk_ends;  // index after the last command of each chunk sent
+    std::vector<std::size_t> chunk_ends;  // k after the last command of each chunk sent
     std::size_t answered_chunks = 0;
     std::size_t sent = 0;
-    while (replies.size() < cmds.size()) {
-      if (sent < cmds.size() && chunk_ends.size() - answered_chunks < 2) {
+    while (replies.size() < n) {
+      if (sent < n && chunk_ends.size() - answered_chunks < 2) {
         // Each chunk waits at most for what is left of the call's deadline.
         const auto left =
             std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
         if (left <= milliseconds(0)) return MakeError(context_, NoAnswer());
         if (redisSetTimeout(c, ToTimeval(left)) != REDIS_OK) return MakeError(context_, c->errstr);
         std::size_t bytes = 0;
-        for (const std::size_t first = sent;
-             sent < cmds.size() && sent - first < kChunk && bytes < kChunkBytes; ++sent) {
+        for (const std::size_t chunk_start = sent;
+             sent < n && sent - chunk_start < kChunk && bytes < kChunkBytes; ++sent) {
           argv.clear();
           lens.clear();
-          for (const std::string& a : cmds[sent]) {
+          for (const std::string& a : all[index(sent)]) {
             argv.push_back(a.data());
             lens.push_back(a.size());
             bytes += a.size() + 8;
@@ -1060,7 +1066,7 @@ class RedisBackend final : public Backend {
         return MakeError(context_, IoDetail(c));
       }
       replies.emplace_back(static_cast<redisReply*>(raw), &freeReplyObject);
-      if (on_reply != nullptr) (*on_reply)(first_index + replies.size() - 1, replies.back().get());
+      if (on_reply != nullptr) (*on_reply)(index(replies.size() - 1), replies.back().get());
       if (replies.size() == chunk_ends[answered_chunks]) ++answered_chunks;
     }
     return replies;
