@@ -159,6 +159,8 @@ int CmdRun(const RunArgs& args) {
   });
   options.metrics = &metrics;
   options.max_sleep = watchdog ? std::min(milliseconds(5'000), *watchdog / 3) : milliseconds(5'000);
+  Peers peers(node);  // learnt by the skew watch below, read by the scheduler
+  options.peers = &peers;
   Scheduler scheduler(clock, **backend, *runner, log, options);
   lock::Backend& store = **backend;
   std::unique_ptr<HttpServer> http;
@@ -203,6 +205,7 @@ int CmdRun(const RunArgs& args) {
   SkewOptions skew_options;
   skew_options.node = node;
   skew_options.threshold = cfg.clock_skew_warning;
+  skew_options.peers = &peers;
   SkewWatch skew(clock, store, log, metrics, skew_options);
   log.Log(LogLevel::kInfo, "start",
           {{"node", node},

@@ -12,10 +12,11 @@
  *      up in one line, and the job jumps to its first tick still startable. Every
  *      other entry is claimed, and the job's following tick is pushed;
  *   3. claims the popped ticks that share one instant together (Backend::ClaimBatch:
- *      one round trip where the backend can), each with a fresh owner token. Won
- *      ticks go to a RunSupervisor, on a thread of the scheduler's pool; lost / busy / missed / error are only
- *      logged (an error fails closed: nothing runs without `won`). Every outcome
- *      is recorded in the ledger, best effort;
+ *      one round trip where the backend can), each with a fresh owner token, this
+ *      replica's slice of them first (lock/claim_spread.h, app/peers.h). Won
+ *      ticks go to a RunSupervisor, on a thread of the scheduler's pool; lost /
+ *      busy / missed / error are only logged (an error fails closed: nothing runs
+ *      without `won`). Every outcome is recorded in the ledger, best effort;
  *   4. sleeps until the next T. Ticks are wall instants but the sleep is on the
  *      monotonic clock, for (T − wall now); after waking the wall clock is read
  *      again, so an NTP step in either direction only moves when the loop looks
@@ -59,6 +60,7 @@
 #include <utility>
 
 #include "app/backend_call.h"
+#include "lock/claim_spread.h"
 
 namespace tickd::app {
 
@@ -382,7 +384,20 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
   }
 }
 
-void Scheduler::ClaimGroup(const std::vector<Entry>& group) {
+void Scheduler::ClaimGroup(std::vector<Entry> group) {
+  if (options_.peers != nullptr && group.size() > 1) {
+    // This replica's slice first, so the replicas do not all race for the same job
+    // first (lock/claim_spread.h).
+    const Peers::Rank rank = options_.peers->rank();
+    std::vector<std::string_view> names;
+    names.reserve(group.size());
+    for (const Entry& e : group) names.push_back(e.job);
+    std::vector<Entry> spread;
+    spread.reserve(group.size());
+    for (const std::size_t i : lock::SpreadOrder(names, rank.index, rank.count))
+      spread.push_back(std::move(group[i]));
+    group = std::move(spread);
+  }
   std::vector<lock::ClaimRequest> reqs;
   std::vector<std::shared_ptr<const ScheduledJob>> jobs;
   for (const Entry& e : group) {

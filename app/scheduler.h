@@ -18,6 +18,7 @@
 
 #include "app/log.h"
 #include "app/metrics.h"
+#include "app/peers.h"
 #include "app/run_supervisor.h"
 #include "app/runner.h"
 #include "app/scheduled_job.h"
@@ -43,6 +44,10 @@ struct SchedulerOptions {
   // The longest the loop sleeps without a turn (the heartbeat must keep coming while
   // nothing is due; the daemon sets it below the watchdog interval).
   std::chrono::milliseconds max_sleep{3'600'000};
+  // The replicas claiming beside this one: the ticks of one instant are claimed in
+  // the order of this replica's rank among them (lock/claim_spread.h). Null: in the
+  // order they were due. REQUIRES: outlives the scheduler.
+  const Peers* peers = nullptr;
 };
 
 // A fresh claim owner token: 128 random bits from the kernel (getrandom), hex.
@@ -105,7 +110,7 @@ class Scheduler {
   // Pushes the first tick of `job` after `after` that the loop has not seen.
   void PushNext(const ScheduledJob& job, std::int64_t after);
   void SkipMissed(const ScheduledJob& job, std::int64_t first_missed, std::int64_t now_ms);
-  void ClaimGroup(const std::vector<Entry>& group);
+  void ClaimGroup(std::vector<Entry> group);
   void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                      const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result,
                      SteadyTime claim_sent);

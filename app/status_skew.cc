@@ -42,6 +42,13 @@ void SkewWatch::PollOnce() {
   Result<std::vector<lock::TickHistory>> history =
       CallBackend("ledger", [&] { return backend_.History("", options_.lookback); });
   if (!history) return;  // the scheduler reports backend errors; a gap only widens (P1, P2]
+  if (options_.peers != nullptr) {
+    std::set<std::string> nodes;
+    for (const lock::TickHistory& t : *history) {
+      for (const lock::Observation& o : t.observations) nodes.insert(o.node);
+    }
+    options_.peers->Saw(nodes);
+  }
   const WallTime now = clock_.Wall();
   if (seen_.size() > static_cast<std::size_t>(options_.lookback) * 64) {
     seen_.clear();  // keeps the set bounded; this poll only learns again

@@ -11,6 +11,7 @@
 // The gauge tickd_clock_skew_seconds{peer} gets the midpoint; a `clock-skew` warning
 // is logged when the whole interval is beyond ±threshold (no false alarm from the
 // poll's own uncertainty), once until that peer is back under the threshold.
+// The same read tells app/peers.h which replicas are claiming.
 #pragma once
 
 #include <chrono>
@@ -24,6 +25,7 @@
 
 #include "app/log.h"
 #include "app/metrics.h"
+#include "app/peers.h"
 #include "base/clock.h"
 #include "lock/backend.h"
 
@@ -34,6 +36,9 @@ struct SkewOptions {
   std::chrono::milliseconds threshold{1'000};  // warn beyond this; 0: never warn
   std::chrono::milliseconds poll{500};         // the measurement's uncertainty
   int lookback = 200;                          // newest ticks read per poll (all jobs)
+  // When set, every poll also tells it which nodes observed the newest ticks (the
+  // scheduler's claim order). REQUIRES: outlives the watch.
+  Peers* peers = nullptr;
 };
 
 // Thread-safe. Start() once; the destructor stops the thread.

@@ -5,6 +5,7 @@
 #include <regex>
 #include <set>
 
+#include "lock/claim_spread.h"
 #include "tests/app/sim.h"
 
 namespace tickd::app::testing {
@@ -322,6 +323,38 @@ TEST_CASE("ticks due at one instant are claimed in one batch, each with its own 
     tokens.insert(c.owner_token);
   }
   CHECK(tokens.size() == 3);
+}
+
+TEST_CASE("replicas that know each other start their batches on different slices of the jobs") {
+  Sim sim(WallAt(kT0, -1'000));
+  JobSet jobs;
+  for (int i = 0; i < 30; ++i) jobs.push_back(EveryJob("job-" + std::to_string(i), 60));
+  const std::vector<std::string> nodes = {"node-a", "node-b", "node-c"};
+  std::vector<std::unique_ptr<Peers>> peers;
+  std::vector<TestBackend*> views;
+  for (const std::string& node : nodes) {
+    peers.push_back(std::make_unique<Peers>(node));
+    peers.back()->Saw({nodes.begin(), nodes.end()});
+    views.push_back(&sim.NewView());
+    sim.AddReplica(
+        node, jobs, [&](SchedulerOptions& o) { o.peers = peers.back().get(); }, views.back());
+  }
+  sim.Step(seconds(1));
+  sim.WaitQuiet();
+  REQUIRE(sim.Grep({" info tick ", "outcome=won"}).size() == 30);  // still one winner each
+  std::set<std::string> firsts;
+  for (std::size_t rank = 0; rank < nodes.size(); ++rank) {
+    const auto claims = views[rank]->claims();
+    REQUIRE(claims.size() == 30);
+    // Rank r sends its own slice first: the first claim is in it, and once a claim is
+    // outside it, none after is in it.
+    CHECK(lock::SpreadSlice(claims.front().job, 3) == rank);
+    std::size_t k = 0;
+    while (k < claims.size() && lock::SpreadSlice(claims[k].job, 3) == rank) ++k;
+    for (; k < claims.size(); ++k) CHECK(lock::SpreadSlice(claims[k].job, 3) != rank);
+    firsts.insert(claims.front().job);
+  }
+  CHECK(firsts.size() == 3);  // no two replicas race for the same job first
 }
 
 TEST_CASE("max_concurrent_runs: a won tick beyond it is skipped and released, never delayed") {

@@ -1,0 +1,46 @@
+// The replicas that share this job file, as the ledger shows them, and this
+// replica's rank among them: the scheduler sends its claims of one instant in the
+// order of that rank (lock/claim_spread.h), so that replicas start on different
+// jobs. Only an order: a wrong or stale rank costs time, never a claim.
+//
+// The skew watch reads the ledger's newest ticks every 500 ms (app/status_skew.h)
+// and hands over every node it saw observing them. A node stays a peer while one of
+// the last kKeepReads reads showed it, so one read taken in the middle of a burst,
+// before a replica got to its observations, does not drop it; a replica that stops
+// claiming leaves once its observations are no longer among the newest ticks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+namespace tickd::app {
+
+// Thread-safe.
+class Peers {
+ public:
+  static constexpr std::uint64_t kKeepReads = 4;
+
+  explicit Peers(std::string self) : self_(std::move(self)) {}
+
+  // One read of the ledger: the nodes whose observations it showed (ours may be
+  // among them).
+  void Saw(const std::set<std::string>& nodes);
+
+  struct Rank {
+    std::size_t index = 0;  // this replica's place among the peers, in name order
+    std::size_t count = 1;  // the peers, this replica included
+  };
+  Rank rank() const;
+
+ private:
+  const std::string self_;
+  mutable std::mutex mu_;
+  std::uint64_t reads_ = 0;
+  std::map<std::string, std::uint64_t> last_read_;  // node → the read that last showed it
+};
+
+}  // namespace tickd::app
