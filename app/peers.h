@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace tickd::app {
 
@@ -27,16 +28,20 @@ class Peers {
   explicit Peers(std::string self) : self_(std::move(self)) {}
 
   // One read of the ledger: the nodes whose observations it showed (ours may be
-  // among them).
-  void Saw(const std::set<std::string>& nodes);
+  // among them). True when the peers changed (one came or left).
+  bool Saw(const std::set<std::string>& nodes);
 
   struct Rank {
     std::size_t index = 0;  // this replica's place among the peers, in name order
     std::size_t count = 1;  // the peers, this replica included
   };
   Rank rank() const;
+  // The peers, this replica included, in name order.
+  std::vector<std::string> names() const;
 
  private:
+  std::vector<std::string> NamesLocked() const;  // REQUIRES: mu_ held
+
   const std::string self_;
   mutable std::mutex mu_;
   std::uint64_t reads_ = 0;

@@ -47,7 +47,11 @@ void SkewWatch::PollOnce() {
     for (const lock::TickHistory& t : *history) {
       for (const lock::Observation& o : t.observations) nodes.insert(o.node);
     }
-    options_.peers->Saw(nodes);
+    if (options_.peers->Saw(nodes)) {
+      std::string names;
+      for (const std::string& n : options_.peers->names()) names += (names.empty() ? "" : ",") + n;
+      log_.Log(LogLevel::kInfo, "peers", {{"node", options_.node}, {"peers", names}});
+    }
   }
   const WallTime now = clock_.Wall();
   if (seen_.size() > static_cast<std::size_t>(options_.lookback) * 64) {

@@ -10,22 +10,24 @@ TEST_CASE("the rank is this replica's place among the peers seen, in name order"
   Peers peers("node-b");
   CHECK(peers.rank().index == 0);  // nobody seen yet: alone
   CHECK(peers.rank().count == 1);
-  peers.Saw({"node-a", "node-c"});  // our own observations not among them yet
+  CHECK(peers.Saw({"node-a", "node-c"}));  // our own observations not among them yet
   CHECK(peers.rank().index == 1);
   CHECK(peers.rank().count == 3);
-  peers.Saw({"node-a", "node-b", "node-c"});
+  CHECK_FALSE(peers.Saw({"node-a", "node-b", "node-c"}));  // ours now too: no change
   CHECK(peers.rank().index == 1);
   CHECK(peers.rank().count == 3);
+  CHECK(peers.names() == std::vector<std::string>{"node-a", "node-b", "node-c"});
 }
 
 TEST_CASE("a peer stays through a few reads without it, then leaves") {
   Peers peers("node-a");
   peers.Saw({"node-a", "node-b", "node-c"});
   for (std::uint64_t i = 1; i < Peers::kKeepReads; ++i) {
-    peers.Saw({"node-a", "node-b"});  // a read in the middle of a burst: node-c not yet
+    // A read in the middle of a burst: node-c not yet.
+    CHECK_FALSE(peers.Saw({"node-a", "node-b"}));
     CHECK(peers.rank().count == 3);
   }
-  peers.Saw({"node-a", "node-b"});
+  CHECK(peers.Saw({"node-a", "node-b"}));
   CHECK(peers.rank().count == 2);
   CHECK(peers.rank().index == 0);
 }
