@@ -1,12 +1,14 @@
 #include "base/thread_pool.h"
 
+#include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
 
 namespace tickd {
 
-ThreadPool::ThreadPool(std::chrono::milliseconds keep_idle) : keep_idle_(keep_idle) {}
+ThreadPool::ThreadPool(std::chrono::milliseconds keep_idle, int max_threads)
+    : keep_idle_(keep_idle), max_threads_(max_threads) {}
 
 ThreadPool::~ThreadPool() {
   std::unique_lock lock(mu_);
@@ -23,6 +25,10 @@ Result<void> ThreadPool::Post(std::function<void()> task) {
     handed_.push_back(std::move(task));
     handed_over_.notify_one();
     return {};
+  }
+  if (threads_ >= max_threads_) {
+    return MakeError("thread pool: new thread",
+                     "all " + std::to_string(max_threads_) + " threads are busy");
   }
   try {
     // Detached: a thread ends on its own once idle long enough; the destructor waits

@@ -7,13 +7,16 @@
 //
 // Post never queues: a task goes to an idle thread, or to a new thread when none is
 // idle, so a task never waits for another to end (a run must not wait for another
-// run). A thread idle for `keep_idle` ends. Thread-safe.
+// run). A thread idle for `keep_idle` ends. With `max_threads`, no more threads than
+// that exist: a task beyond them is refused, as when the system can create no thread.
+// Thread-safe.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <mutex>
 
 #include "base/error.h"
@@ -22,14 +25,16 @@ namespace tickd {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(std::chrono::milliseconds keep_idle = std::chrono::seconds(60));
+  explicit ThreadPool(std::chrono::milliseconds keep_idle = std::chrono::seconds(60),
+                      int max_threads = std::numeric_limits<int>::max());
   // Waits for the tasks that run to end, then ends every thread.
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   // Runs `task` on an idle thread or a new one. An Error (and `task` not run) only
-  // when no thread is idle and none can be created. A task must not throw.
+  // when no thread is idle and none can be created (the system refuses, or
+  // max_threads exist). A task must not throw.
   Result<void> Post(std::function<void()> task);
 
   // Threads that exist now, busy or idle; and those of them waiting for a task.
@@ -40,6 +45,7 @@ class ThreadPool {
   void Work(std::function<void()> task);
 
   const std::chrono::milliseconds keep_idle_;
+  const int max_threads_;
   mutable std::mutex mu_;
   std::condition_variable handed_over_;  // a task in handed_, or stopping_
   std::condition_variable ended_;        // a thread ended

@@ -116,6 +116,39 @@ TEST_CASE("a claim whose lease ran out before its job started never starts the j
   }
 }
 
+TEST_CASE("a run that gets no thread fails at once and its claim is completed") {
+  Sim sim(WallAt(kT0));
+  auto job = EveryJob("j", 60);
+  lock::ClaimRequest req;
+  req.job = "j";
+  req.tick_unix = kT0;
+  req.node = "a";
+  req.owner_token = "token-a";
+  req.config_hash = job->config_hash;
+  const auto claimed = sim.backend.Claim(req);
+  REQUIRE(claimed);
+  REQUIRE(claimed->status == lock::ClaimStatus::kWon);
+  ThreadPool no_thread_left(seconds(60), 0);
+  bool done = false;
+  RunSupervisor run(sim.clock, sim.backend, sim.runner, sim.log,
+                    WonTick{job, lock::HeldClaim{"j", kT0, "token-a", claimed->fence, req.lease},
+                            sim.clock.Steady(), "a"},
+                    milliseconds(1), [&] { done = true; });
+  run.Start(no_thread_left);
+  // Decided on the caller's thread before Start returns: nothing was started, the
+  // claim is done (not left to its lease), the run line says why.
+  CHECK(done);
+  CHECK(sim.runner.starts() == 0);
+  const auto completions = sim.backend.completions();
+  REQUIRE(completions.size() == 1);
+  CHECK(completions[0].second.outcome == "failed");
+  CHECK(sim.Grep({" run job=j", "outcome=failed", "cannot start the run", "threads are busy"})
+            .size() == 1);
+  const auto held = sim.backend.ListRunning();
+  REQUIRE(held);
+  CHECK(held->empty());
+}
+
 TEST_CASE("on_lease_lost: continue keeps the run going with a warning") {
   OneRun r([](config::Job& j) { j.on_lease_lost = config::OnLeaseLost::kContinue; });
   r.sim.backend.renew_lost = true;

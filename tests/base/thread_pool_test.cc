@@ -40,6 +40,27 @@ TEST_CASE("a task posted while every thread is busy gets a thread of its own", "
   release.set_value();
 }
 
+TEST_CASE("with max_threads busy, a task is refused and not run; an idle one still takes it",
+          "[base]") {
+  ThreadPool pool(60s, 1);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> ran{0};
+  REQUIRE(pool.Post([&, released] {
+    released.wait();
+    ++ran;
+  }));
+  const Result<void> refused = pool.Post([&] { ran += 10; });
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().ToString().find("all 1 threads are busy") != std::string::npos);
+  release.set_value();
+  REQUIRE(WaitUntil([&] { return pool.idle_threads() == 1; }));
+  CHECK(ran == 1);  // the refused task never ran
+  REQUIRE(pool.Post([&] { ran += 100; }));
+  CHECK(WaitUntil([&] { return ran == 101; }));
+  CHECK(pool.threads() == 1);
+}
+
 TEST_CASE("an idle thread takes the next task instead of a new thread", "[base]") {
   ThreadPool pool;
   std::mutex mu;
