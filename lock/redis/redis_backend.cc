@@ -62,6 +62,7 @@
 #include <csignal>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <mutex>
 #include <span>
 #include <string_view>
@@ -966,9 +967,11 @@ class RedisBackend final : public Backend {
     }
     if (ctxs.size() == 1) return SendLocked(cmds, deadline, on_reply);
     const std::size_t stripes = ctxs.size();
+    std::vector<std::vector<std::size_t>> dealt(stripes);
+    for (std::size_t i = 0; i < cmds.size(); ++i) dealt[i % stripes].push_back(i);
     std::vector<Result<std::vector<ReplyPtr>>> parts(stripes);
     const auto send_stripe = [&](std::size_t k) {
-      parts[k] = SendOn(ctxs[k], cmds, deadline, on_reply, k, stripes);
+      parts[k] = SendOn(ctxs[k], cmds, dealt[k], deadline, on_reply);
     };
     std::vector<std::thread> threads;
     for (std::size_t k = 1; k < ctxs.size(); ++k) {
@@ -1012,20 +1015,26 @@ class RedisBackend final : public Backend {
   // unanswered, so the server works on the first claims of a batch while the client
   // still formats the last ones, and the first answers are read as they come (one
   // 10,000-claim write would also make hiredis move its whole output buffer on every
-  // partial write). Touches nothing but `c`: SendSpread runs it on several
-  // connections at once, each sending every `stride`-th command of `all` from
-  // `first` on (the default: all of them). `on_reply` sees each reply as it is
-  // read, with its command's index in `all`. Returns the replies in sending order.
+  // partial write). Touches nothing but `c`: SendSpread and SendRouted run it on
+  // several connections at once, each sending the commands of `all` at the indices
+  // `which`. `on_reply` sees each reply as it is read, with its command's index in
+  // `all`. Returns the replies in the order of `which`.
   Result<std::vector<ReplyPtr>> SendOn(redisContext* c, std::span<const Command> all,
                                        steady_clock::time_point deadline,
-                                       const ReplyHook* on_reply = nullptr, std::size_t first = 0,
-                                       std::size_t stride = 1) const {
+                                       const ReplyHook* on_reply = nullptr) const {
+    std::vector<std::size_t> every(all.size());
+    std::iota(every.begin(), every.end(), std::size_t{0});
+    return SendOn(c, all, every, deadline, on_reply);
+  }
+  Result<std::vector<ReplyPtr>> SendOn(redisContext* c, std::span<const Command> all,
+                                       std::span<const std::size_t> which,
+                                       steady_clock::time_point deadline,
+                                       const ReplyHook* on_reply) const {
     constexpr std::size_t kChunk = 256;
     constexpr std::size_t kChunkBytes = 64 * 1024;
     const ScopedSigpipeBlock no_sigpipe;
-    // This connection's commands are all[first + k·stride], k = 0 … n−1.
-    const std::size_t n = first < all.size() ? (all.size() - first + stride - 1) / stride : 0;
-    const auto index = [&](std::size_t k) { return first + k * stride; };
+    const std::size_t n = which.size();
+    const auto index = [&](std::size_t k) { return which[k]; };
     std::vector<ReplyPtr> replies;
     replies.reserve(n);
     std::vector<const char*> argv;
