@@ -231,18 +231,9 @@ double RedisBenchmark(const tickd::testing::RedisServer& server, const std::stri
   return rps;
 }
 
-// redis-cli against the server: its output, trailing newline removed.
+// redis-cli against the server.
 std::string Cli(const tickd::testing::RedisServer& server, const std::string& args) {
-  const std::string cmd = "redis-cli -p " + std::to_string(server.port()) + " -a '" +
-                          server.password() + "' --no-auth-warning " + args;
-  std::string out;
-  if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
-    char buf[1024];
-    while (std::fgets(buf, sizeof buf, pipe)) out += buf;
-    ::pclose(pipe);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
+  return tickd::testing::RedisCli(server.port(), server.password(), args);
 }
 
 // The server's time in EVALSHA since the last CONFIG RESETSTAT, per claim or complete

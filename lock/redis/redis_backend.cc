@@ -2,7 +2,8 @@
 // so it is atomic on the server and judged on the server's clock (`TIME` inside the
 // script), never a replica's. All keys of one job carry the hash tag `{job}`, so the
 // scripts touch one slot and run unchanged on Redis Cluster (claim and complete are
-// given the job's base key "P{job}:" and derive the others from it). With prefix P:
+// given the job's base key "P{job}:" and derive the others from it); on a cluster
+// each command goes to the node of its slot and follows MOVED (SendRouted). With prefix P:
 //
 //   P{job}:t:<T>   tick record (hash): state running|done, owner token, node, fence,
 //                  config hash, lease_until, outcome, exit, duration; and the
@@ -62,8 +63,9 @@
 #include <csignal>
 #include <functional>
 #include <map>
-#include <numeric>
 #include <mutex>
+#include <numeric>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <system_error>
@@ -422,6 +424,42 @@ class ScopedSigpipeBlock {
   bool was_pending_ = false;
   bool blocked_ = false;
 };
+
+// Redis Cluster's hash slot of a key: CRC16 (XMODEM) of its hash tag (what stands
+// between the first '{' and the next '}', when that is not empty), else of the key.
+int KeySlot(std::string_view key) {
+  if (const auto open = key.find('{'); open != std::string_view::npos) {
+    const auto close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1)
+      key = key.substr(open + 1, close - open - 1);
+  }
+  std::uint16_t crc = 0;
+  for (const unsigned char c : key) {
+    crc = static_cast<std::uint16_t>(crc ^ (c << 8));
+    for (int bit = 0; bit < 8; ++bit)
+      crc = static_cast<std::uint16_t>((crc & 0x8000) != 0 ? (crc << 1) ^ 0x1021 : crc << 1);
+  }
+  return crc & 16383;
+}
+
+// The key a command goes by on a cluster: a script call's first key, a key
+// command's first argument; none for what any node answers (CONFIG, INFO, SCRIPT).
+std::optional<std::string_view> RoutingKey(const Command& cmd) {
+  const std::string& name = cmd.front();
+  if (name == "EVAL" || name == "EVALSHA") {
+    if (cmd.size() > 3 && cmd[2] != "0") return cmd[3];
+    return std::nullopt;
+  }
+  if (name == "CONFIG" || name == "INFO" || name == "SCRIPT" || name == "CLUSTER")
+    return std::nullopt;
+  if (cmd.size() > 1) return cmd[1];
+  return std::nullopt;
+}
+
+// "MOVED <slot> <host>:<port>": the slot is served elsewhere now.
+bool IsMoved(const redisReply* r) {
+  return r != nullptr && r->type == REDIS_REPLY_ERROR && Str(r).starts_with("MOVED ");
+}
 
 // A script call, built once as "EVALSHA <sha> numkeys keys... args..."; the sha (or,
 // after NOSCRIPT, EVAL and the body) is filled in when it is sent.
@@ -937,6 +975,7 @@ class RedisBackend final : public Backend {
   Result<std::vector<ReplyPtr>> SendLocked(const std::vector<Command>& cmds,
                                            steady_clock::time_point deadline,
                                            const ReplyHook* on_reply = nullptr) {
+    if (cluster_) return SendRouted(cmds, deadline, on_reply);
     auto replies = SendOn(conn_.get(), cmds, deadline, on_reply);
     if (!replies) return Fail(replies.error().detail);
     backoff_.Succeeded();
@@ -957,6 +996,7 @@ class RedisBackend final : public Backend {
   Result<std::vector<ReplyPtr>> SendSpread(const std::vector<Command>& cmds,
                                            steady_clock::time_point deadline,
                                            std::size_t weight, const ReplyHook* on_reply) {
+    if (cluster_) return SendRouted(cmds, deadline, on_reply);
     std::vector<redisContext*> ctxs = {conn_.get()};
     const std::size_t total = cmds.size() * weight;
     if (total >= 2 * kLaneMin) {
@@ -969,30 +1009,142 @@ class RedisBackend final : public Backend {
     const std::size_t stripes = ctxs.size();
     std::vector<std::vector<std::size_t>> dealt(stripes);
     for (std::size_t i = 0; i < cmds.size(); ++i) dealt[i % stripes].push_back(i);
-    std::vector<Result<std::vector<ReplyPtr>>> parts(stripes);
-    const auto send_stripe = [&](std::size_t k) {
-      parts[k] = SendOn(ctxs[k], cmds, dealt[k], deadline, on_reply);
-    };
-    std::vector<std::thread> threads;
-    for (std::size_t k = 1; k < ctxs.size(); ++k) {
-      try {
-        threads.emplace_back(send_stripe, k);
-      } catch (const std::system_error&) {
-        send_stripe(k);  // no thread to spare: this stripe goes after the others
-      }
-    }
-    send_stripe(0);
-    for (std::thread& t : threads) t.join();
+    auto parts = SendParallel(ctxs, dealt, cmds, deadline, on_reply);
     std::vector<ReplyPtr> replies;
     replies.reserve(cmds.size());
     for (std::size_t i = 0; i < cmds.size(); ++i) replies.emplace_back(nullptr, &freeReplyObject);
     for (std::size_t k = 0; k < stripes; ++k) {
       if (!parts[k]) return Fail(parts[k].error().detail);
       for (std::size_t j = 0; j < parts[k]->size(); ++j)
-        replies[k + j * stripes] = std::move((*parts[k])[j]);
+        replies[dealt[k][j]] = std::move((*parts[k])[j]);
     }
     backoff_.Succeeded();
     return replies;
+  }
+
+  // Sends the commands at indices groups[k] on ctxs[k], every connection at the same
+  // time (a thread each but the first, which is this one's); one result per group.
+  std::vector<Result<std::vector<ReplyPtr>>> SendParallel(
+      const std::vector<redisContext*>& ctxs, const std::vector<std::vector<std::size_t>>& groups,
+      const std::vector<Command>& cmds, steady_clock::time_point deadline,
+      const ReplyHook* on_reply) const {
+    std::vector<Result<std::vector<ReplyPtr>>> parts(ctxs.size());
+    const auto send = [&](std::size_t k) {
+      parts[k] = SendOn(ctxs[k], cmds, groups[k], deadline, on_reply);
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t k = 1; k < ctxs.size(); ++k) {
+      try {
+        threads.emplace_back(send, k);
+      } catch (const std::system_error&) {
+        send(k);  // no thread to spare: this one goes after the others
+      }
+    }
+    if (!ctxs.empty()) send(0);
+    for (std::thread& t : threads) t.join();
+    return parts;
+  }
+
+  // REQUIRES: mu_ held, connected, cluster_. Redis Cluster: each command goes to the
+  // node that serves its key's hash slot (slots_, from CLUSTER SLOTS), all nodes at
+  // the same time; a job's keys share one slot, so each script call has one node. A
+  // MOVED answer (the slot moved since the map was read) reloads the map and sends
+  // that command again, twice at most; it is not handed to on_reply meanwhile. What
+  // still says MOVED, or ASK (a slot in the middle of a migration), stays an error
+  // reply: the caller fails closed for those jobs.
+  Result<std::vector<ReplyPtr>> SendRouted(const std::vector<Command>& cmds,
+                                           steady_clock::time_point deadline,
+                                           const ReplyHook* on_reply) {
+    std::vector<ReplyPtr> replies;
+    replies.reserve(cmds.size());
+    for (std::size_t i = 0; i < cmds.size(); ++i) replies.emplace_back(nullptr, &freeReplyObject);
+    const ReplyHook hand_over = [&](std::size_t i, const redisReply* r) {
+      if (on_reply != nullptr && !IsMoved(r)) (*on_reply)(i, r);
+    };
+    std::vector<std::size_t> pending(cmds.size());
+    std::iota(pending.begin(), pending.end(), std::size_t{0});
+    for (int round = 0; !pending.empty(); ++round) {
+      std::map<redisContext*, std::vector<std::size_t>> by_node;
+      for (const std::size_t i : pending) {
+        auto node = NodeFor(cmds[i], deadline);
+        if (!node) return Fail(node.error().detail);
+        by_node[*node].push_back(i);
+      }
+      std::vector<redisContext*> ctxs;
+      std::vector<std::vector<std::size_t>> groups;
+      for (auto& [ctx, indices] : by_node) {
+        ctxs.push_back(ctx);
+        groups.push_back(std::move(indices));
+      }
+      auto parts = SendParallel(ctxs, groups, cmds, deadline, &hand_over);
+      std::vector<std::size_t> moved;
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        if (!parts[k]) return Fail(parts[k].error().detail);
+        for (std::size_t j = 0; j < parts[k]->size(); ++j) {
+          const std::size_t i = groups[k][j];
+          replies[i] = std::move((*parts[k])[j]);
+          if (IsMoved(replies[i].get())) moved.push_back(i);
+        }
+      }
+      if (moved.empty() || round == 2) break;
+      if (auto ok = LoadSlots(deadline); !ok) return Fail(ok.error().detail);
+      pending = std::move(moved);
+    }
+    backoff_.Succeeded();
+    return replies;
+  }
+
+  // REQUIRES: mu_ held, connected, cluster_. The connection to the node serving
+  // `cmd`'s key (the seed's for a command without a key), opened when missing.
+  Result<redisContext*> NodeFor(const Command& cmd, steady_clock::time_point deadline) {
+    const std::optional<std::string_view> key = RoutingKey(cmd);
+    if (!key) return conn_.get();
+    const int slot = KeySlot(*key);
+    const auto range = std::upper_bound(slots_.begin(), slots_.end(), slot,
+                                        [](int s, const SlotRange& r) { return s < r.first; });
+    if (range == slots_.begin() || std::prev(range)->last < slot) {
+      return MakeError(context_, "no node serves hash slot " + std::to_string(slot) +
+                                     " (the cluster is not ready)");
+    }
+    const std::string& node = std::prev(range)->node;
+    if (node == SeedAddress()) return conn_.get();
+    ContextPtr& c = nodes_.try_emplace(node, nullptr, &redisFree).first->second;
+    if (!c) {
+      const auto colon = node.rfind(':');
+      auto dialed = Dial(node.substr(0, colon), std::atoi(node.c_str() + colon + 1), deadline);
+      if (!dialed) return tl::unexpected(dialed.error());
+      c = std::move(*dialed);
+    }
+    return c.get();
+  }
+
+  std::string SeedAddress() const { return endpoint_.host + ":" + std::to_string(endpoint_.port); }
+
+  // REQUIRES: mu_ held, conn_ open. Reads which node serves which slots (CLUSTER SLOTS
+  // on the seed: [first, last, [host, port, id], replicas…] per range).
+  Result<void> LoadSlots(steady_clock::time_point deadline) {
+    auto replies = SendOn(conn_.get(), std::vector<Command>{{"CLUSTER", "SLOTS"}}, deadline);
+    if (!replies) return tl::unexpected(replies.error());
+    const redisReply* r = replies->front().get();
+    if (r->type != REDIS_REPLY_ARRAY) {
+      return MakeError(context_, "CLUSTER SLOTS: " + std::string(Str(r)));
+    }
+    std::vector<SlotRange> slots;
+    for (std::size_t i = 0; i < r->elements; ++i) {
+      const redisReply* range = r->element[i];
+      if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
+      const redisReply* primary = range->element[2];
+      if (primary->type != REDIS_REPLY_ARRAY || primary->elements < 2) continue;
+      std::string host(Str(primary->element[0]));
+      if (host.empty()) host = endpoint_.host;  // "": the node we asked
+      slots.push_back(SlotRange{static_cast<int>(range->element[0]->integer),
+                                static_cast<int>(range->element[1]->integer),
+                                host + ":" + std::to_string(primary->element[1]->integer)});
+    }
+    std::sort(slots.begin(), slots.end(),
+              [](const SlotRange& a, const SlotRange& b) { return a.first < b.first; });
+    slots_ = std::move(slots);
+    return {};
   }
 
   // REQUIRES: mu_ held. Connects the missing extra connections of SendSpread; after a
@@ -1001,7 +1153,7 @@ class RedisBackend final : public Backend {
     if (steady_clock::now() < lanes_retry_at_) return;
     for (ContextPtr& lane : lanes_) {
       if (lane) continue;
-      auto conn = Dial(deadline);
+      auto conn = Dial(endpoint_.host, endpoint_.port, deadline);
       if (!conn) {
         lanes_retry_at_ = steady_clock::now() + std::chrono::seconds(2);
         return;
@@ -1096,6 +1248,7 @@ class RedisBackend final : public Backend {
   tl::unexpected<Error> Fail(const std::string& detail) {
     conn_.reset();
     for (ContextPtr& lane : lanes_) lane.reset();
+    nodes_.clear();
     backoff_.Failed(detail);
     return tl::unexpected(Error(context_, detail));
   }
@@ -1110,26 +1263,30 @@ class RedisBackend final : public Backend {
   // waits longer before the next attempt than a network failure.
   Result<void> Connect(steady_clock::time_point deadline) {
     conn_.reset();
+    nodes_.clear();
     indexed_jobs_.clear();
     bool refused = false;
-    auto conn = Dial(deadline, &refused);
+    auto conn = Dial(endpoint_.host, endpoint_.port, deadline, &refused, &cluster_);
     if (!conn && refused) {
       backoff_.FailedHard(conn.error().detail);
       return tl::unexpected(conn.error());
     }
     if (!conn) return Fail(conn.error().detail);
     conn_ = std::move(*conn);
+    if (cluster_) {
+      if (auto ok = LoadSlots(deadline); !ok) return Fail(ok.error().detail);
+    }
     return {};
   }
 
-  // A new connection: connected, authenticated, db selected, scripts loaded (shas_:
-  // the same on every connection to the server). *refused: the server answered
-  // with an error (AUTH / SELECT / NOPERM; its text never contains the password).
-  Result<ContextPtr> Dial(steady_clock::time_point deadline, bool* refused = nullptr) {
+  // A new connection to host:port (the URL's server, or a node of its cluster):
+  // connected, authenticated, db selected, scripts loaded (shas_: the same on every
+  // server). *refused: the server answered with an error (AUTH / SELECT / NOPERM; its
+  // text never contains the password). *cluster: the server is a Redis Cluster node.
+  Result<ContextPtr> Dial(const std::string& host, int port, steady_clock::time_point deadline,
+                          bool* refused = nullptr, bool* cluster = nullptr) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-    ContextPtr conn(
-        redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, ToTimeval(left)),
-        &redisFree);
+    ContextPtr conn(redisConnectWithTimeout(host.c_str(), port, ToTimeval(left)), &redisFree);
     if (!conn) return MakeError(context_, "cannot allocate a connection");
     if (conn->err) return MakeError(context_, std::string("cannot connect: ") + conn->errstr);
     std::vector<Command> setup;
@@ -1146,6 +1303,8 @@ class RedisBackend final : public Backend {
     auto replies = SendOn(conn.get(), setup, deadline);
     if (!replies) return tl::unexpected(replies.error());
     single_slot_calls_ = Str(replies->back().get()).find("cluster_enabled:0") == std::string::npos;
+    if (cluster != nullptr)
+      *cluster = Str(replies->back().get()).find("cluster_enabled:1") != std::string::npos;
     replies->pop_back();
     for (const ReplyPtr& r : *replies) {
       if (r->type == REDIS_REPLY_ERROR) {
@@ -1175,6 +1334,17 @@ class RedisBackend final : public Backend {
   std::atomic<bool> single_slot_calls_{true};
   std::vector<ContextPtr> lanes_;
   steady_clock::time_point lanes_retry_at_;
+  // Redis Cluster (the URL's server said cluster_enabled:1): which node serves which
+  // hash slots, and a connection to each node other than the URL's (conn_), opened
+  // when first needed (SendRouted).
+  bool cluster_ = false;
+  struct SlotRange {
+    int first;
+    int last;
+    std::string node;  // "host:port"
+  };
+  std::vector<SlotRange> slots_;  // sorted by first
+  std::map<std::string, ContextPtr> nodes_;
   std::string shas_[std::size(kScripts)];
   // Jobs already in Pjobs (since this connection); looked up by string_view.
   struct Hash {

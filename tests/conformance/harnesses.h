@@ -81,7 +81,7 @@ using AllHarnesses = std::tuple<MemoryHarness
 #endif
 #ifdef TICKD_CONFORMANCE_REDIS
                                 ,
-                                RedisHarness
+                                RedisHarness, RedisClusterHarness
 #endif
 #ifdef TICKD_CONFORMANCE_ZOOKEEPER
                                 ,

@@ -1,6 +1,7 @@
-// The Redis harness of the conformance suite: a real redis-server per case (free
+// The Redis harnesses of the conformance suite: a real redis-server per case (free
 // loopback port, password, appendonly yes + appendfsync always, temporary --dir),
-// stopped at the end of the case. Real time: leases expire on the server's clock.
+// or a Redis Cluster of three of them, stopped at the end of the case. Real time:
+// leases expire on the server's clock.
 #pragma once
 
 #include <thread>
@@ -13,18 +14,22 @@
 
 namespace tickd::conformance {
 
-class RedisHarness final : public Harness {
+// Store: testing::RedisServer, or testing::RedisCluster (three primaries; the
+// replicas are given the first node's URL and route every job to the node of its
+// hash slot).
+template <typename Store>
+class RedisHarnessOn final : public Harness {
  public:
   std::string unavailable() const override {
     if (!testing::RedisServer::Available()) {
       return std::string(testing::RedisServer::kBinary) + " is not installed";
     }
-    return server_.running() ? "" : "redis-server did not start";
+    return store_.running() ? "" : "the Redis server or cluster did not start";
   }
   std::unique_ptr<lock::Backend> OpenReplica() override {
     lock::RedisOptions options;
-    options.url = server_.url();
-    options.password = server_.password();
+    options.url = store_.url();
+    options.password = store_.password();
     auto backend = lock::NewRedisBackend(options);
     if (!backend) FAIL(backend.error().ToString());
     return std::move(*backend);
@@ -38,8 +43,11 @@ class RedisHarness final : public Harness {
   bool forkable() const override { return true; }
 
  private:
-  testing::RedisServer server_;
+  Store store_;
   RealClock clock_;
 };
+
+using RedisHarness = RedisHarnessOn<testing::RedisServer>;
+using RedisClusterHarness = RedisHarnessOn<testing::RedisCluster>;
 
 }  // namespace tickd::conformance

@@ -46,18 +46,9 @@ std::unique_ptr<Backend> Open(const RedisOptions& options) {
   return std::move(*backend);
 }
 
-// redis-cli against the test server; its raw output (not a tty: no type annotations).
+// redis-cli against the test server.
 std::string Cli(const RedisServer& server, const std::string& args) {
-  const std::string cmd = "redis-cli -p " + std::to_string(server.port()) + " -a '" +
-                          server.password() + "' --no-auth-warning " + args + " 2>&1";
-  std::string out;
-  if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
-    std::array<char, 512> buf;
-    while (std::fgets(buf.data(), buf.size(), pipe)) out += buf.data();
-    ::pclose(pipe);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
+  return tickd::testing::RedisCli(server.port(), server.password(), args);
 }
 
 bool Available() {
@@ -776,4 +767,63 @@ TEST_CASE("redis: a spread batch fails closed when the server dies, and reconnec
     CHECK(out->status == ClaimStatus::kLost);
     CHECK(out->holder_node == "a");
   }
+}
+
+TEST_CASE("redis cluster: jobs go to the node of their slot, and follow a slot that moves",
+          "[redis]") {
+  if (!Available()) return;
+  tickd::testing::RedisCluster cluster;
+  REQUIRE(cluster.running());
+  RedisOptions options;
+  options.url = cluster.url();  // the first node only: the others are learnt from it
+  options.password = cluster.password();
+  auto a = Open(options);
+  const std::int64_t tick = NowUnix();
+  // Jobs on every node, claimed in one batch (one job per script call on a cluster).
+  std::vector<ClaimRequest> batch;
+  for (int i = 0; i < 60; ++i)
+    batch.push_back(Req("job-" + std::to_string(i), tick, "node-a", "a-" + std::to_string(i)));
+  for (const auto& out : a->ClaimBatch(batch)) {
+    REQUIRE(out);
+    CHECK(out->status == ClaimStatus::kWon);
+  }
+  for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(cluster.Cli(i, "DBSIZE") != "0");
+
+  const auto claimed = a->Claim(Req("moving", tick, "node-a", "a-moving"));
+  REQUIRE(claimed);
+  REQUIRE(claimed->status == ClaimStatus::kWon);
+  // Move the job's slot and its keys to another node, as a resharding does; `a` still
+  // has the old map.
+  const std::string slot = cluster.Cli(0, "CLUSTER KEYSLOT 'tickd:{moving}:fence'");
+  std::size_t from = 0;
+  while (from < cluster.size() && cluster.Cli(from, "CLUSTER COUNTKEYSINSLOT " + slot) == "0")
+    ++from;
+  REQUIRE(from < cluster.size());
+  const std::size_t to = (from + 1) % cluster.size();
+  const std::string from_id = cluster.Cli(from, "CLUSTER MYID");
+  const std::string to_id = cluster.Cli(to, "CLUSTER MYID");
+  CHECK(cluster.Cli(to, "CLUSTER SETSLOT " + slot + " IMPORTING " + from_id) == "OK");
+  CHECK(cluster.Cli(from, "CLUSTER SETSLOT " + slot + " MIGRATING " + to_id) == "OK");
+  std::string keys = cluster.Cli(from, "CLUSTER GETKEYSINSLOT " + slot + " 100");
+  std::replace(keys.begin(), keys.end(), '\n', ' ');
+  CHECK(cluster.Cli(from, "MIGRATE 127.0.0.1 " + std::to_string(cluster.node(to).port()) +
+                              " '' 0 5000 AUTH '" + cluster.password() + "' KEYS " + keys) == "OK");
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    CHECK(cluster.Cli(i, "CLUSTER SETSLOT " + slot + " NODE " + to_id) == "OK");
+  CHECK(cluster.Cli(from, "CLUSTER COUNTKEYSINSLOT " + slot) == "0");
+
+  // MOVED: the calls are sent again to the new node, and the claim's state came along.
+  const auto done = a->Complete(HeldClaim{"moving", tick, "a-moving", claimed->fence, 15s},
+                                Completion{"done", 0, 1ms});
+  REQUIRE(done);
+  CHECK(*done == CompleteStatus::kCompleted);
+  const auto next = a->Claim(Req("moving", tick + 1, "node-a", "a-moving-2"));
+  REQUIRE(next);
+  CHECK(next->status == ClaimStatus::kWon);
+  CHECK(next->fence > claimed->fence);
+  auto b = Open(options);
+  const auto again = b->Claim(Req("moving", tick, "node-b", "b-moving"));
+  REQUIRE(again);
+  CHECK(again->status == ClaimStatus::kLost);
+  CHECK(again->holder_node == "node-a");
 }

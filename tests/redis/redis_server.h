@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,8 +26,10 @@ class RedisServer {
   static constexpr const char* kDefaultPassword = "s3cret-Pa55word";
 
   // aof: appendonly yes + appendfsync always (durable fences); false: no persistence.
-  explicit RedisServer(bool aof = true, std::string password = kDefaultPassword)
-      : aof_(aof), password_(std::move(password)) {
+  // `extra`: more command-line options (a cluster node's).
+  explicit RedisServer(bool aof = true, std::string password = kDefaultPassword,
+                       std::vector<std::string> extra = {})
+      : aof_(aof), password_(std::move(password)), extra_(std::move(extra)) {
     if (!Available()) return;
     port_ = FreeLoopbackPort();
     Start();
@@ -57,6 +61,7 @@ class RedisServer {
       args.push_back("--requirepass");
       args.push_back(password_);
     }
+    args.insert(args.end(), extra_.begin(), extra_.end());
     pid_ = SpawnServer(std::move(args));
     return pid_ > 0 && WaitUntilServing(
                            pid_, [this] { return AcceptsOnLoopback(port_); },
@@ -73,9 +78,74 @@ class RedisServer {
 
   bool aof_;
   std::string password_;
+  std::vector<std::string> extra_;
   TempDir dir_;
   int port_ = 0;
   pid_t pid_ = -1;
+};
+
+// redis-cli against the server on `port`: its output (not a tty: no type
+// annotations), stderr included, trailing newlines and spaces removed.
+inline std::string RedisCli(int port, const std::string& password, const std::string& args) {
+  const std::string cmd = "redis-cli -p " + std::to_string(port) + " -a '" + password +
+                          "' --no-auth-warning " + args + " 2>&1";
+  std::string out;
+  if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+    ::pclose(pipe);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' '))
+    out.pop_back();
+  return out;
+}
+
+// A Redis Cluster of `nodes` primaries (no replicas), each a RedisServer with
+// cluster-enabled, the slots shared out by `redis-cli --cluster create`. running()
+// once every node says cluster_state:ok (≤ 10 s).
+class RedisCluster {
+ public:
+  explicit RedisCluster(int nodes = 3) {
+    if (!RedisServer::Available()) return;
+    std::string create = "--cluster create";
+    for (int i = 0; i < nodes; ++i) {
+      servers_.push_back(std::make_unique<RedisServer>(
+          true, RedisServer::kDefaultPassword,
+          std::vector<std::string>{"--cluster-enabled", "yes", "--cluster-config-file",
+                                   "nodes.conf", "--masterauth", RedisServer::kDefaultPassword,
+                                   // The bus port is port + 10,000 unless given: past
+                                   // 65,535 for most free ports.
+                                   "--cluster-port", std::to_string(FreeLoopbackPort())}));
+      if (!servers_.back()->running()) return;
+      create += " 127.0.0.1:" + std::to_string(servers_.back()->port());
+    }
+    Cli(0, create + " --cluster-replicas 0 --cluster-yes");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until) {
+      bool ok = true;
+      for (std::size_t i = 0; i < servers_.size(); ++i)
+        ok = ok && Cli(i, "CLUSTER INFO").find("cluster_state:ok") != std::string::npos;
+      if (ok) {
+        running_ = true;
+        return;
+      }
+      ::usleep(50'000);
+    }
+  }
+
+  bool running() const { return running_; }
+  std::size_t size() const { return servers_.size(); }
+  RedisServer& node(std::size_t i) { return *servers_.at(i); }
+  const std::string& password() const { return servers_.front()->password(); }
+  // The first node's URL: a client learns the others from it.
+  std::string url() const { return servers_.front()->url(); }
+  std::string Cli(std::size_t i, const std::string& args) const {
+    return RedisCli(servers_.at(i)->port(), servers_.at(i)->password(), args);
+  }
+
+ private:
+  std::vector<std::unique_ptr<RedisServer>> servers_;
+  bool running_ = false;
 };
 
 }  // namespace tickd::testing
