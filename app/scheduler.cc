@@ -385,10 +385,10 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
 }
 
 void Scheduler::ClaimGroup(std::vector<Entry> group) {
-  if (options_.peers != nullptr && group.size() > 1) {
+  const Peers::Rank rank = options_.peers != nullptr ? options_.peers->rank() : Peers::Rank{};
+  if (rank.count > 1 && group.size() > 1) {
     // This replica's slice first, so the replicas do not all race for the same job
-    // first (lock/claim_spread.h).
-    const Peers::Rank rank = options_.peers->rank();
+    // first (lock/claim_spread.h). Alone, the order stays: nothing to copy.
     std::vector<std::string_view> names;
     names.reserve(group.size());
     for (const Entry& e : group) names.push_back(e.job);

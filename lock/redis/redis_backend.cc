@@ -456,6 +456,14 @@ std::optional<std::string_view> RoutingKey(const Command& cmd) {
   return std::nullopt;
 }
 
+// `n` empty places for replies that arrive out of order (several connections).
+std::vector<ReplyPtr> NoReplies(std::size_t n) {
+  std::vector<ReplyPtr> replies;
+  replies.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) replies.emplace_back(nullptr, &freeReplyObject);
+  return replies;
+}
+
 // "MOVED <slot> <host>:<port>": the slot is served elsewhere now.
 bool IsMoved(const redisReply* r) {
   return r != nullptr && r->type == REDIS_REPLY_ERROR && Str(r).starts_with("MOVED ");
@@ -1010,9 +1018,7 @@ class RedisBackend final : public Backend {
     std::vector<std::vector<std::size_t>> dealt(stripes);
     for (std::size_t i = 0; i < cmds.size(); ++i) dealt[i % stripes].push_back(i);
     auto parts = SendParallel(ctxs, dealt, cmds, deadline, on_reply);
-    std::vector<ReplyPtr> replies;
-    replies.reserve(cmds.size());
-    for (std::size_t i = 0; i < cmds.size(); ++i) replies.emplace_back(nullptr, &freeReplyObject);
+    std::vector<ReplyPtr> replies = NoReplies(cmds.size());
     for (std::size_t k = 0; k < stripes; ++k) {
       if (!parts[k]) return Fail(parts[k].error().detail);
       for (std::size_t j = 0; j < parts[k]->size(); ++j)
@@ -1055,9 +1061,7 @@ class RedisBackend final : public Backend {
   Result<std::vector<ReplyPtr>> SendRouted(const std::vector<Command>& cmds,
                                            steady_clock::time_point deadline,
                                            const ReplyHook* on_reply) {
-    std::vector<ReplyPtr> replies;
-    replies.reserve(cmds.size());
-    for (std::size_t i = 0; i < cmds.size(); ++i) replies.emplace_back(nullptr, &freeReplyObject);
+    std::vector<ReplyPtr> replies = NoReplies(cmds.size());
     const ReplyHook hand_over = [&](std::size_t i, const redisReply* r) {
       if (on_reply != nullptr && !IsMoved(r)) (*on_reply)(i, r);
     };
