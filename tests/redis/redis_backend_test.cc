@@ -51,6 +51,15 @@ std::string Cli(const RedisServer& server, const std::string& args) {
   return tickd::testing::RedisCli(server.port(), server.password(), args);
 }
 
+// Claims of T for job-0 … job-(n−1) by `node`, with tokens <token_prefix><i>.
+std::vector<ClaimRequest> NumberedClaims(int n, std::int64_t tick, const std::string& node,
+                                         const std::string& token_prefix) {
+  std::vector<ClaimRequest> reqs;
+  for (int i = 0; i < n; ++i)
+    reqs.push_back(Req("job-" + std::to_string(i), tick, node, token_prefix + std::to_string(i)));
+  return reqs;
+}
+
 bool Available() {
   if (!RedisServer::Available()) WARN("redis-server not installed: redis tests skipped");
   return RedisServer::Available();
@@ -632,12 +641,9 @@ TEST_CASE("redis: a ClaimBatch of 6,000 goes over several connections, every ans
   auto b = Open(OptionsFor(server));
   const std::int64_t tick = NowUnix();
   constexpr int kJobs = 6000;
-  std::vector<ClaimRequest> from_a;
-  for (int i = 0; i < kJobs; ++i) {
-    from_a.push_back(Req("job-" + std::to_string(i), tick, "node-a", "a-" + std::to_string(i)));
-    // One claim in 700 is past its deadline, at places spread over every stripe.
-    if (i % 700 == 699) from_a.back().tick_unix = tick - 3600;
-  }
+  std::vector<ClaimRequest> from_a = NumberedClaims(kJobs, tick, "node-a", "a-");
+  // One claim in 700 is past its deadline, at places spread over every stripe.
+  for (int i = 699; i < kJobs; i += 700) from_a[i].tick_unix = tick - 3600;
   auto out_a = a->ClaimBatch(from_a);
   REQUIRE(out_a.size() == kJobs);
   for (int i = 0; i < kJobs; ++i) {
@@ -686,10 +692,7 @@ TEST_CASE("redis: ClaimBatchAsAnswered hands answers over while most of the batc
   auto a = Open(OptionsFor(server));
   const std::int64_t tick = NowUnix();
   constexpr int kJobs = 20000;
-  std::vector<ClaimRequest> reqs;
-  for (int i = 0; i < kJobs; ++i) {
-    reqs.push_back(Req("job-" + std::to_string(i), tick, "node-a", "a-" + std::to_string(i)));
-  }
+  const std::vector<ClaimRequest> reqs = NumberedClaims(kJobs, tick, "node-a", "a-");
   // Answers come from the threads reading the connections, one at a time: recorded
   // here, checked after (Catch2 assertions belong on the test's thread).
   std::vector<int> times_answered(kJobs, 0);
@@ -780,10 +783,7 @@ TEST_CASE("redis cluster: jobs go to the node of their slot, and follow a slot t
   auto a = Open(options);
   const std::int64_t tick = NowUnix();
   // Jobs on every node, claimed in one batch (one job per script call on a cluster).
-  std::vector<ClaimRequest> batch;
-  for (int i = 0; i < 60; ++i)
-    batch.push_back(Req("job-" + std::to_string(i), tick, "node-a", "a-" + std::to_string(i)));
-  for (const auto& out : a->ClaimBatch(batch)) {
+  for (const auto& out : a->ClaimBatch(NumberedClaims(60, tick, "node-a", "a-"))) {
     REQUIRE(out);
     CHECK(out->status == ClaimStatus::kWon);
   }
