@@ -31,7 +31,7 @@ dir=$(mktemp -d /tmp/tickd-lateness-XXXXXX)
 chmod 644 "$dir/jobs.yaml"
 
 pids=()
-for node in node-a node-b node-c; do
+for node in ${NODES:-node-a node-b node-c}; do
   ${TICKD_WRAP:-} "$build/app/tickd" run -c "$dir/jobs.yaml" --node-id "$node" --log-level warn > "$dir/$node.log" 2>&1 &
   pids+=($!)
 done
@@ -43,11 +43,11 @@ wait "${pids[@]}" || true
 
 runs=$(wc -l < "$dir/lateness.txt")
 dups=$(awk '{print $1, $3}' "$dir/lateness.txt" | sort | uniq -d | wc -l)
-sort -n -k4 "$dir/lateness.txt" | awk -v runs="$runs" -v dups="$dups" -v jobs="$jobs_n" '
+sort -n -k4 "$dir/lateness.txt" | awk -v replicas="${#pids[@]}" -v runs="$runs" -v dups="$dups" -v jobs="$jobs_n" '
   { v[NR] = $4 }
   END {
     p50 = v[int(NR * 0.50) + 1]; p99 = v[int(NR * 0.99) + 1]; max = v[NR];
-    printf "runs=%d jobs=%d replicas=3 duplicate_ticks=%d\n", runs, jobs, dups;
+    printf "runs=%d jobs=%d replicas=%d duplicate_ticks=%d\n", runs, jobs, replicas, dups;
     printf "fire lateness (job process started - T): p50=%.2fms p99=%.2fms max=%.2fms\n",
            p50 / 1000, p99 / 1000, max / 1000;
   }'

@@ -48,7 +48,6 @@
 #include <string>
 #include <system_error>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -171,9 +170,16 @@ int ChildMain(void* arg) {
 // (CLONE_VM | CLONE_VFORK, as glibc's posix_spawn does) until it has exec'd or
 // failed. Not posix_spawn, because posix_spawn cannot set the parent-death signal
 // (the other way, exec'ing util-linux's `setpriv --pdeathsig KILL` first, cost a
-// second exec: ~1.5 ms of CPU per run). Returns the pid, or the errno of the step
-// that failed (the failed child is reaped here).
-std::pair<pid_t, int> SpawnChild(ChildSetup& setup) {
+// second exec: ~1.5 ms of CPU per run). The pidfd comes with the clone
+// (CLONE_PIDFD, Linux 5.2), not from a pidfd_open after it; it is -1 where the kernel
+// has neither. Returns the errno of the step that failed, the failed child reaped.
+struct Spawned {
+  pid_t pid = -1;
+  int pidfd = -1;
+  int error = 0;
+};
+
+Spawned SpawnChild(ChildSetup& setup) {
   // The child's stack: the child is done with it when clone returns (exec'd or
   // exited), so each thread keeps one for all its spawns. Heap memory, not a mapping
   // per spawn: unmapping changes the daemon's address space, which interrupts every
@@ -182,7 +188,7 @@ std::pair<pid_t, int> SpawnChild(ChildSetup& setup) {
   constexpr std::size_t kStackBytes = 64 * 1024;
   thread_local std::unique_ptr<char[]> stack;
   if (!stack) stack.reset(new (std::nothrow) char[kStackBytes]);
-  if (!stack) return {-1, ENOMEM};
+  if (!stack) return {-1, -1, ENOMEM};
   // The stack grows down from its 16-byte-aligned top.
   void* const top = reinterpret_cast<void*>(
       (reinterpret_cast<std::uintptr_t>(stack.get()) + kStackBytes) & ~std::uintptr_t{15});
@@ -190,21 +196,28 @@ std::pair<pid_t, int> SpawnChild(ChildSetup& setup) {
   sigset_t old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  const pid_t pid = clone(ChildMain, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);
+  int pidfd = -1;
+  pid_t pid = clone(ChildMain, top, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &setup, &pidfd);
+  if (pid < 0 && errno == EINVAL) {  // a kernel before CLONE_PIDFD
+    pidfd = -1;
+    pid = clone(ChildMain, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);
+    if (pid > 0) pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  }
   const int clone_error = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) return {-1, clone_error};
+  if (pid < 0) return {-1, -1, clone_error};
   if (setup.error != 0) {
+    if (pidfd >= 0) close(pidfd);
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
-    return {-1, setup.error};
+    return {-1, -1, setup.error};
   }
-  return {pid, 0};
+  return {pid, pidfd, 0};
 }
 
-// Finds argv[0] as posix_spawnp would (in the daemon's PATH when it has no '/'), so a
-// missing or non-executable program is known before the spawn. Returns the path, or
-// the errno a spawn would have reported.
+// Finds argv[0] in the daemon's PATH when it has no '/', as posix_spawnp would, so a
+// program found nowhere is known before the spawn. Returns the path, or the errno a
+// spawn would have reported.
 std::pair<std::string, int> ResolveProgram(const std::string& program) {
   auto check = [](const std::string& path) -> int {
     struct stat st {};
@@ -212,7 +225,10 @@ std::pair<std::string, int> ResolveProgram(const std::string& program) {
     if (S_ISDIR(st.st_mode) || access(path.c_str(), X_OK) != 0) return EACCES;
     return 0;
   };
-  if (program.find('/') != std::string::npos) return {program, check(program)};
+  // A path is left to execve, which reports the same errors (ENOENT, EACCES for a
+  // directory or a file without x) through ChildSetup::error: two system calls fewer
+  // per run.
+  if (program.find('/') != std::string::npos) return {program, 0};
   const char* path_env = getenv("PATH");
   const std::string path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
   int first_error = ENOENT;
@@ -280,7 +296,7 @@ class ProcessExecution final : public Execution {
         timeout_(std::clamp(spec.timeout, milliseconds(0), kLongestWait)),
         kill_grace_(std::clamp(spec.kill_grace, milliseconds(0), kLongestWait)),
         capture_(std::move(sink), spec.max_output_lines, spec.max_line_bytes),
-        buffer_(kReadChunkBytes, '\0') {
+        buffer_(new char[kReadChunkBytes]) {  // not zeroed: read() fills what is used
     pipes_[0] = std::move(out.read);
     pipes_[1] = std::move(err.read);
   }
@@ -362,9 +378,9 @@ class ProcessExecution final : public Execution {
 
   // Reads what one pipe has now. False once it is at EOF (or broken).
   bool ReadPipe(OutputStream s) {
-    const ssize_t n = read(pipes_[static_cast<int>(s)].get(), buffer_.data(), buffer_.size());
+    const ssize_t n = read(pipes_[static_cast<int>(s)].get(), buffer_.get(), kReadChunkBytes);
     if (n > 0) {
-      capture_.Feed(s, std::string_view(buffer_.data(), static_cast<std::size_t>(n)));
+      capture_.Feed(s, std::string_view(buffer_.get(), static_cast<std::size_t>(n)));
       return true;
     }
     return n < 0 && (errno == EAGAIN || errno == EINTR);
@@ -498,7 +514,7 @@ class ProcessExecution final : public Execution {
   const milliseconds timeout_;
   const milliseconds kill_grace_;
   OutputCapture capture_;
-  std::string buffer_;
+  std::unique_ptr<char[]> buffer_;
   int status_ = 0;
   std::string wait_error_;
 
@@ -548,9 +564,10 @@ Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputS
   setup.stdout_fd = out->write.get();
   setup.stderr_fd = err->write.get();
   setup.workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
-  pid_t pid = -1;
-  int rc = resolve_error;
-  if (rc == 0) std::tie(pid, rc) = SpawnChild(setup);
+  Spawned child;
+  child.error = resolve_error;
+  if (child.error == 0) child = SpawnChild(setup);
+  const int rc = child.error;
   out->write.Reset();  // the child holds its own copies; EOF comes when it (and its
   err->write.Reset();  // descendants) close them
   if (rc != 0) {
@@ -563,12 +580,10 @@ Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputS
     return FinishedExecution(std::move(r));
   }
 
-  // Invalid on kernels without it (< 5.3): waitid polling instead. A raw syscall since
-  // glibc 2.36's <sys/pidfd.h> lacks extern "C".
-  Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-  return std::unique_ptr<Execution>(
-      std::make_unique<ProcessExecution>(pid, std::move(*out), std::move(*err), std::move(pidfd),
-                                         std::move(wake), spec, std::move(sink), start));
+  // Invalid on kernels without pidfds (< 5.2): waitid polling instead.
+  return std::unique_ptr<Execution>(std::make_unique<ProcessExecution>(
+      child.pid, std::move(*out), std::move(*err), Fd(child.pidfd), std::move(wake), spec,
+      std::move(sink), start));
 }
 
 }  // namespace tickd::jobs

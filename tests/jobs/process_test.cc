@@ -295,6 +295,14 @@ TEST_CASE("a missing program is a failed run with exit status 127", "[jobs]") {
   auto e = Start(not_executable, c);
   CHECK(Wait(*e, 0ms).exit_code == 126);
   ::unlink(plain.c_str());
+  // A directory is not a program either: execve says EACCES, as for the file above.
+  ProcessSpec directory;
+  directory.argv = {"/tmp"};
+  Collector d;
+  auto dir_run = Start(directory, d);
+  const RunResult dir_result = Wait(*dir_run, 0ms);
+  CHECK(dir_result.exit_code == 126);
+  CHECK_THAT(dir_result.error, Catch::Contains("/tmp"));
 }
 
 TEST_CASE("the daemon's blocked and ignored signals do not leak into jobs", "[jobs]") {
