@@ -38,7 +38,7 @@ tl::expected<LoadedJobFile, std::vector<config::ConfigError>> LoadJobFile(
 bool ReloadJobs(const std::string& path, Scheduler& scheduler, Logger& log,
                 const config::LoadOptions& options = {});
 
-// Fixes glibc's malloc thresholds at their defaults (128 KiB), once at start-up,
+// Fixes glibc's malloc thresholds (mmap 128 KiB, trim 1 MiB), once at start-up,
 // before any thread: by default, freeing a large block (the parsed job list of a
 // big file) raises them for good, after which up to twice that block's size of free
 // memory stays resident at the top of every heap. Nothing outside glibc.

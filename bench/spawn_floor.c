@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
   if (argc > 3) jobs_n = atoi(argv[3]);
   const int seconds = argc > 4 ? atoi(argv[4]) : 20;
   if (argc > 5) threads_n = atoi(argv[5]);
-  if (jobs_n < 1 || seconds < 1 || threads_n < 1 || threads_n > 64) {
-    fprintf(stderr, "spawn_floor: N, SECONDS and THREADS must be positive (THREADS <= 64)\n");
+  if (jobs_n < 1 || seconds < 1 || threads_n < 1 || threads_n > 128) {
+    fprintf(stderr, "spawn_floor: N, SECONDS and THREADS must be positive (THREADS <= 128)\n");
     return 2;
   }
 
@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
      * as tickd's pool threads are. */
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)threads_n + 1);
-    pthread_t threads[64];
-    struct Slice slices[64];
+    pthread_t threads[128];
+    struct Slice slices[128];
     for (int t = 0; t < threads_n; ++t) {
       const int first = jobs_n * t / threads_n, end = jobs_n * (t + 1) / threads_n;
       slices[t] = (struct Slice){first + 1, end - first, tick, &start};
