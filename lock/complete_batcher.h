@@ -13,7 +13,7 @@
 #ifndef TICKD_LOCK_COMPLETE_BATCHER_H_
 #define TICKD_LOCK_COMPLETE_BATCHER_H_
 
-#include <condition_variable>
+#include <atomic>
 #include <cstddef>
 #include <exception>
 #include <functional>
@@ -41,11 +41,12 @@ class CompleteBatcher {
 
   // As Backend::Complete; returns once this request's batch is written.
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) {
-    Waiter me{CompleteRequest{held, completion}, std::nullopt};
+    Waiter me{CompleteRequest{held, completion}};
     std::unique_lock lock(mu_);
     queue_.push_back(&me);
     if (leader_active_) {
-      done_cv_.wait(lock, [&] { return me.result.has_value(); });
+      lock.unlock();
+      me.answered.wait(0);  // the leader wakes each waiter on its own flag
       return std::move(*me.result);
     }
     leader_active_ = true;
@@ -54,7 +55,6 @@ class CompleteBatcher {
       lock.unlock();
       WriteOne(batch);
       lock.lock();
-      done_cv_.notify_all();
     }
     leader_active_ = false;
     return std::move(*me.result);
@@ -63,10 +63,15 @@ class CompleteBatcher {
  private:
   struct Waiter {
     CompleteRequest request;
-    std::optional<Result<CompleteStatus>> result;  // set under mu_
+    std::optional<Result<CompleteStatus>> result;  // written by the leader before `answered`
+    // Not a condition variable shared by all waiters: when a hundred runs end together,
+    // notify_all woke every waiter to queue again for mu_, one after the other.
+    // An int: libstdc++ waits on an int's own address (a futex); a bool's waiters share
+    // a proxy that every notify wakes all of.
+    std::atomic<int> answered{0};
   };
 
-  // Called by the leader without mu_; stores the answers under mu_.
+  // Called by the leader without mu_: stores each answer, then wakes its waiter.
   void WriteOne(const std::vector<Waiter*>& batch) {
     std::vector<CompleteRequest> requests;
     requests.reserve(batch.size());
@@ -78,18 +83,22 @@ class CompleteBatcher {
       answers.clear();
       answers.resize(batch.size(), MakeError("complete", e.what()));
     }
-    std::lock_guard lock(mu_);
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      batch[i]->result = i < answers.size()
-                             ? std::move(answers[i])
-                             : Result<CompleteStatus>(MakeError(
-                                   "complete", "the backend gave no answer for this claim"));
+      Waiter* w = batch[i];
+      w->result = i < answers.size()
+                      ? std::move(answers[i])
+                      : Result<CompleteStatus>(
+                            MakeError("complete", "the backend gave no answer for this claim"));
+      w->answered.store(1, std::memory_order_release);
+      // The waiter may return, and its Waiter go, as soon as the store is seen; the
+      // notify then wakes by address only (a private futex: no read of the memory),
+      // as POSIX allows sem_post's semaphore to be destroyed by the waiter it wakes.
+      w->answered.notify_one();
     }
   }
 
   const WriteBatch write_batch_;
   std::mutex mu_;
-  std::condition_variable done_cv_;
   std::vector<Waiter*> queue_;  // guarded by mu_
   bool leader_active_ = false;  // guarded by mu_
 };
