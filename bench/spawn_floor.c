@@ -8,6 +8,8 @@
  *
  *   spawn_floor STAMP OUT [N=100] [SECONDS=20] [THREADS=2]
  *
+ * THREADS=100 starts each process from a thread of its own, as tickd's run threads do.
+ *
  * Whatever tickd does on top of this is tickd's cost; what is here is the kernel's. */
 #define _GNU_SOURCE
 #include <pthread.h>
