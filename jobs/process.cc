@@ -171,8 +171,8 @@ int ChildMain(void* arg) {
 // failed. Not posix_spawn, because posix_spawn cannot set the parent-death signal
 // (the other way, exec'ing util-linux's `setpriv --pdeathsig KILL` first, cost a
 // second exec: ~1.5 ms of CPU per run). The pidfd comes with the clone
-// (CLONE_PIDFD, Linux 5.2), not from a pidfd_open after it; it is -1 where the kernel
-// has neither. Returns the errno of the step that failed, the failed child reaped.
+// (CLONE_PIDFD, Linux 5.2), not from a pidfd_open after it; it is -1 on kernels
+// without pidfds. Returns the errno of the step that failed, the failed child reaped.
 struct Spawned {
   pid_t pid = -1;
   int pidfd = -1;
@@ -198,7 +198,7 @@ Spawned SpawnChild(ChildSetup& setup) {
   pthread_sigmask(SIG_BLOCK, &all, &old);
   int pidfd = -1;
   pid_t pid = clone(ChildMain, top, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &setup, &pidfd);
-  if (pid < 0 && errno == EINVAL) {  // a kernel before CLONE_PIDFD
+  if (pid < 0 && errno == EINVAL) {  // a kernel that refuses the flag (older ones ignore it)
     pidfd = -1;
     pid = clone(ChildMain, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);
     if (pid > 0) pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
