@@ -111,6 +111,16 @@ std::optional<LogLine> ParseLogLine(std::string_view line) {
   return out;
 }
 
+std::string BackendFixture::LockYamlVia(const fs::path& dir, const std::string& address) const {
+  std::string yaml = LockYaml(dir);
+  const std::string own = Address();
+  const std::size_t at = own.empty() ? std::string::npos : yaml.find(own);
+  if (at == std::string::npos) {
+    throw std::runtime_error(name() + ": the lock section names no server address to replace");
+  }
+  return yaml.replace(at, own.size(), address);
+}
+
 std::unique_ptr<BackendFixture> MakeSqliteFixture() {
   class Sqlite final : public BackendFixture {
    public:
@@ -122,8 +132,13 @@ std::unique_ptr<BackendFixture> MakeSqliteFixture() {
   return std::make_unique<Sqlite>();
 }
 
-Replica::Replica(std::string node, fs::path config, fs::path log, std::vector<std::string> env)
-    : node_(std::move(node)), config_(std::move(config)), log_(std::move(log)), env_(std::move(env)) {}
+Replica::Replica(std::string node, fs::path config, fs::path log, std::vector<std::string> env,
+                 std::vector<std::string> prefix)
+    : node_(std::move(node)),
+      config_(std::move(config)),
+      log_(std::move(log)),
+      env_(std::move(env)),
+      prefix_(std::move(prefix)) {}
 
 Replica::~Replica() {
   if (pid_ > 0) {
@@ -134,7 +149,12 @@ Replica::~Replica() {
 }
 
 void Replica::Start() {
-  pid_ = Spawn({TICKD_BINARY, "run", "-c", config_.string(), "--node-id", node_}, env_, log_);
+  std::vector<std::string> argv = prefix_;
+  for (std::string arg : {std::string(TICKD_BINARY), std::string("run"), std::string("-c"),
+                          config_.string(), std::string("--node-id"), node_}) {
+    argv.push_back(std::move(arg));
+  }
+  pid_ = Spawn(argv, env_, log_);
 }
 
 void Replica::Signal(int sig) const {
@@ -186,24 +206,31 @@ Cluster::~Cluster() {
 }
 
 fs::path Cluster::WriteJobFile(const std::string& body, const std::string& extra_lock) {
-  job_file_ = dir_ / "jobs.yaml";
-  std::ofstream out(job_file_);
+  std::ostringstream out;
   out << "version: 1\nlock:\n" << backend_.LockYaml(dir_);
   std::istringstream extra(extra_lock);
   for (std::string line; std::getline(extra, line);) {
     if (!line.empty()) out << "  " << line << "\n";
   }
   out << body;
+  return WriteJobFileText(out.str());
+}
+
+fs::path Cluster::WriteJobFileText(const std::string& text) {
+  job_file_ = dir_ / "jobs.yaml";
+  std::ofstream out(job_file_);
+  out << text;
   out.close();
   fs::permissions(job_file_, fs::perms::owner_read | fs::perms::owner_write |
                                  fs::perms::group_read | fs::perms::others_read);
   return job_file_;
 }
 
-Replica& Cluster::StartReplica(const std::string& node, std::vector<std::string> env) {
+Replica& Cluster::StartReplica(const std::string& node, std::vector<std::string> env,
+                               std::vector<std::string> prefix) {
   for (const std::string& kv : backend_.Env()) env.push_back(kv);
-  replicas_.push_back(
-      std::make_unique<Replica>(node, job_file_, dir_ / (node + ".log"), std::move(env)));
+  replicas_.push_back(std::make_unique<Replica>(node, job_file_, dir_ / (node + ".log"),
+                                                std::move(env), std::move(prefix)));
   replicas_.back()->Start();
   return *replicas_.back();
 }

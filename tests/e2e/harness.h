@@ -47,6 +47,30 @@ class BackendFixture {
   // Kills and restarts the server (scenarios that need it skip backends without one).
   virtual bool CanRestart() const { return false; }
   virtual void Restart() {}
+
+  // What the nemesis (tests/nemesis) needs beyond the scenarios. A fixture that cannot
+  // do one says so through its Can*() / Address(); the others then do nothing.
+  // Failures throw std::runtime_error (these fixtures run outside Catch too).
+  //
+  // The server's "127.0.0.1:PORT" that LockYaml() names; "" when there is no server
+  // (SQLite), so no proxy or partition can be put in front of it.
+  virtual std::string Address() const { return ""; }
+  // LockYaml() with Address() replaced by `address`: a proxy's "127.0.0.1:PORT", or
+  // "${VAR}" that each replica's environment expands to its own way to the store.
+  std::string LockYamlVia(const fs::path& dir, const std::string& address) const;
+  // SIGSTOP / SIGCONT of every server process: a store that stops answering without
+  // closing connections. ServerPids(): the processes (evidence that the pause took).
+  virtual bool CanPause() const { return false; }
+  virtual void Pause() {}
+  virtual void Resume() {}
+  virtual std::vector<pid_t> ServerPids() const { return {}; }
+  // Restart() in two steps, with the store down in between (REQUIRES: CanRestart()).
+  virtual void Kill() {}
+  virtual void Start() {}
+  // Kill, forget every claim and fence (Redis: no AOF left; etcd: a fresh data dir;
+  // PostgreSQL: the database dropped and recreated; ZooKeeper: a wiped dataDir), start.
+  virtual bool CanRestartWithoutData() const { return false; }
+  virtual void RestartWithoutData() {}
 };
 
 std::unique_ptr<BackendFixture> MakeSqliteFixture();
@@ -67,7 +91,9 @@ std::unique_ptr<BackendFixture> MakeEtcdFixture();
 // A tickd replica: `tickd run -c FILE --node-id NODE`, stdout+stderr to a log file.
 class Replica {
  public:
-  Replica(std::string node, fs::path config, fs::path log, std::vector<std::string> env);
+  // `prefix`: argv run before tickd (e.g. `ip netns exec NAME`), empty for none.
+  Replica(std::string node, fs::path config, fs::path log, std::vector<std::string> env,
+          std::vector<std::string> prefix = {});
   ~Replica();  // SIGKILLs a replica still running
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
@@ -87,6 +113,7 @@ class Replica {
   fs::path config_;
   fs::path log_;
   std::vector<std::string> env_;
+  std::vector<std::string> prefix_;
   pid_t pid_ = -1;
 };
 
@@ -100,8 +127,12 @@ class Cluster {
   // Writes jobs.yaml: `version: 1`, the backend's lock section with `extra_lock` lines
   // appended (e.g. "lease: 2s"), then `body` (top-level keys: jobs:, defaults:, …).
   fs::path WriteJobFile(const std::string& body, const std::string& extra_lock = "");
-  // Adds and starts a replica; `env` is added (e.g. faketime variables).
-  Replica& StartReplica(const std::string& node, std::vector<std::string> env = {});
+  // Writes jobs.yaml as given, whole (a lock section of the caller's own).
+  fs::path WriteJobFileText(const std::string& text);
+  // Adds and starts a replica; `env` is added (e.g. faketime variables), `prefix` runs
+  // before tickd (e.g. `ip netns exec NAME`).
+  Replica& StartReplica(const std::string& node, std::vector<std::string> env = {},
+                        std::vector<std::string> prefix = {});
   std::vector<std::unique_ptr<Replica>>& replicas() { return replicas_; }
   std::vector<LogLine> AllLines() const;
   // Polls `done` every 50 ms until it holds or `timeout` passes; returns whether it held.

@@ -1,9 +1,9 @@
 // The Redis fixture of the end-to-end suite: its own redis-server on a free loopback
 // port (AOF always, a password), which replicas reach through `lock.password_env`
 // (the password is never in the job file). Restart() is a crash: kill -9, then the
-// same port and the same AOF folder.
-#include <catch2/catch.hpp>
-
+// same port and the same AOF folder. RestartWithoutData(): kill -9, the folder
+// emptied, the same port: a server that ran without persistence.
+#include "tests/e2e/fixture_util.h"
 #include "tests/e2e/harness.h"
 #include "tests/redis/redis_server.h"
 
@@ -13,9 +13,9 @@ namespace {
 
 constexpr const char* kPasswordVar = "TICKD_E2E_REDIS_PASSWORD";
 
-class RedisFixture final : public BackendFixture {
+class RedisFixture final : public ServerFixture<testing::RedisServer> {
  public:
-  RedisFixture() { REQUIRE(server_.running()); }
+  RedisFixture() { FixtureCheck(server_.running(), "redis-server did not start"); }
   std::string name() const override { return "redis"; }
   std::string LockYaml(const fs::path&) const override {
     return "  backend: redis\n  url: " + server_.url() + "\n  password_env: " + kPasswordVar +
@@ -24,14 +24,17 @@ class RedisFixture final : public BackendFixture {
   std::vector<std::string> Env() const override {
     return {std::string(kPasswordVar) + "=" + server_.password()};
   }
-  bool CanRestart() const override { return true; }
-  void Restart() override {
-    server_.Kill();
-    REQUIRE(server_.Start());
+  bool CanRestartWithoutData() const override { return true; }
+  void RestartWithoutData() override {
+    Kill();
+    EmptyDir(server_.dir());
+    Start();
   }
 
  private:
-  testing::RedisServer server_;
+  testing::RedisServer& server() const override { return server_; }
+
+  mutable testing::RedisServer server_;
 };
 
 }  // namespace

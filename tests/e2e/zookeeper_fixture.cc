@@ -2,9 +2,9 @@
 // binary (a JVM takes a second to start; tests/zookeeper/zookeeper_server.h) and a
 // chroot of its own per fixture, so scenarios never see each other's ticks.
 // Restart() is a crash: kill -9, then the same port and dataDir (sessions that
-// reconnect within their timeout survive it, as in production).
-#include <catch2/catch.hpp>
-
+// reconnect within their timeout survive it, as in production). RestartWithoutData():
+// the dataDir wiped (every chroot of the binary is gone with it).
+#include "tests/e2e/fixture_util.h"
 #include "tests/e2e/harness.h"
 #include "tests/zookeeper/zookeeper_server.h"
 
@@ -12,21 +12,25 @@ namespace tickd::e2e {
 
 namespace {
 
-class ZookeeperFixture final : public BackendFixture {
+testing::ZookeeperServer& Server() { return testing::ZookeeperServer::Shared(); }
+
+class ZookeeperFixture final : public ServerFixture<testing::ZookeeperServer> {
  public:
-  ZookeeperFixture() { REQUIRE(testing::ZookeeperServer::Shared().running()); }
+  ZookeeperFixture() { FixtureCheck(Server().running(), "ZooKeeper did not start"); }
   std::string name() const override { return "zookeeper"; }
   std::string LockYaml(const fs::path&) const override {
-    return "  backend: zookeeper\n  url: " + testing::ZookeeperServer::Shared().url(chroot_) +
-           "\n  op_timeout: 1s\n";
+    return "  backend: zookeeper\n  url: " + Server().url(chroot_) + "\n  op_timeout: 1s\n";
   }
-  bool CanRestart() const override { return true; }
-  void Restart() override {
-    testing::ZookeeperServer::Shared().Kill();
-    REQUIRE(testing::ZookeeperServer::Shared().Start());
+  bool CanRestartWithoutData() const override { return true; }
+  void RestartWithoutData() override {
+    Kill();
+    EmptyDir(Server().dir() + "/data");
+    Start();
   }
 
  private:
+  testing::ZookeeperServer& server() const override { return Server(); }
+
   std::string chroot_ = testing::ZookeeperServer::NextChroot();
 };
 

@@ -42,6 +42,7 @@ class EtcdServer {
 
   int port() const { return client_port_; }
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   const std::string& dir() const { return dir_.path(); }
   std::string url() const { return "etcd://127.0.0.1:" + std::to_string(client_port_); }
 

@@ -68,6 +68,13 @@ class RedisServer {
                            std::chrono::seconds(5), std::chrono::milliseconds(10));
   }
 
+  pid_t pid() const { return pid_; }
+  // SIGSTOP / SIGCONT: a server that stops answering without closing connections.
+  void Pause() const { FreezeServer(pid_); }
+  void Resume() const {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+  }
+
   // SIGKILL: a crash; what reached the AOF survives.
   void Kill() { StopWith(SIGKILL); }
   // SIGTERM: a clean shutdown.
