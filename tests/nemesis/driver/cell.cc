@@ -189,6 +189,22 @@ std::uint64_t FillDisk(const fs::path& file) {
   return total;
 }
 
+// Makes `file` read-only (or writable again); how: "chattr" (root: immutable, which
+// also stops descriptors already open) or "chmod" (new opens only).
+std::string SetReadOnly(const fs::path& file, bool read_only) {
+  if (::geteuid() == 0) {
+    const auto [status, out] =
+        e2e::RunCommand({"/usr/bin/chattr", read_only ? "+i" : "-i", file.string()});
+    if (status == 0) return "chattr";
+  }
+  std::error_code ec;
+  fs::permissions(file,
+                  read_only ? fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read
+                            : fs::perms::owner_read | fs::perms::owner_write,
+                  ec);
+  return "chmod";
+}
+
 // Waits (≤ 8 s) for `replica`'s next `event` line with outcome `outcome` ("" = any)
 // after the first `skip` lines, polling every 5 ms: the point a replica fault hits.
 bool WaitForPoint(const Replica& replica, std::size_t skip, const std::string& event,
@@ -203,6 +219,19 @@ bool WaitForPoint(const Replica& replica, std::size_t skip, const std::string& e
         return false;
       },
       milliseconds(8000));
+}
+
+// SIGTERM (after SIGCONT), then a new process of the same node on the same log.
+void RestartReplica(Replica& replica) {
+  if (replica.running()) {
+    replica.Signal(SIGCONT);
+    replica.Signal(SIGTERM);
+    if (!replica.Wait(milliseconds(15000))) {
+      replica.Signal(SIGKILL);
+      replica.Wait(milliseconds(5000));
+    }
+  }
+  replica.Start();
 }
 
 void StopReplicas(Cluster& cluster) {
@@ -443,28 +472,38 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       evidence << "filler " << filled << " bytes; " << (took ? trouble : "no error line");
       fs::remove(db_dir / "filler");
     } else if (f == "sqlite-readonly") {
-      std::error_code ec;
-      for (const auto& e : fs::directory_iterator(db_dir, ec)) {
-        fs::permissions(e.path(), fs::perms::owner_read | fs::perms::group_read |
-                                      fs::perms::others_read, ec);
+      // Root ignores file modes, and open files stay writable after a chmod: as root
+      // the database and its WAL are made immutable (chattr +i), which fails writes
+      // through descriptors already open too. Not the -shm file: it is mapped, and a
+      // write fault on it would be a SIGBUS, not an error tickd can answer.
+      const std::vector<fs::path> files = {db_dir / "tickd.db", db_dir / "tickd.db-wal"};
+      std::string how;
+      for (const fs::path& file : files) {
+        if (fs::exists(file)) how = SetReadOnly(file, true);
       }
-      fs::permissions(db_dir, fs::perms::owner_read | fs::perms::owner_exec, ec);
+      ScopeGuard heal([&] {  // also when something throws: the folder must be removable
+        for (const fs::path& file : files) {
+          if (fs::exists(file)) SetReadOnly(file, false);
+        }
+      });
       SleepS(plan.hold_s);
       const std::string trouble = any_trouble();
       took = !trouble.empty();
-      evidence << (took ? trouble : "no error line (root ignores file modes; open files stay writable)");
-      fs::permissions(db_dir, fs::perms::owner_all, ec);
-      for (const auto& e : fs::directory_iterator(db_dir, ec)) {
-        fs::permissions(e.path(), fs::perms::owner_read | fs::perms::owner_write, ec);
-      }
+      evidence << how << "; " << (took ? trouble : "no error line");
     } else if (f == "sqlite-dir-removed") {
+      // Running replicas keep their open (now unlinked) files and notice nothing; a
+      // replica that starts meanwhile finds no folder. Healing recreates the folder
+      // empty and restarts every replica on it: the claims and fences are gone, as
+      // after a restart without data.
       std::error_code ec;
       fs::remove_all(db_dir, ec);
+      RestartReplica(target);
       SleepS(plan.hold_s);
       const std::string trouble = any_trouble();
       took = !trouble.empty();
-      evidence << (took ? trouble : "no error line (open files outlive their folder)");
+      evidence << (took ? trouble : "no error line");
       fs::create_directories(db_dir, ec);
+      for (auto& r : cluster.replicas()) RestartReplica(*r);
     }
     const std::int64_t fault_end = NowMs();
     SleepS(options.settle_s);
