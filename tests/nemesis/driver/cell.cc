@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -251,14 +253,21 @@ void StopReplicas(Cluster& cluster) {
 // Appends a second accepted write of the journal's first accepted (job, tick), from a
 // replica that does not exist: the checker must call it a duplicate.
 void PlantDuplicate(const fs::path& journal) {
+  std::optional<nlohmann::json> first;
+  std::uint64_t last_seq = 0;
   for (const std::string& line : e2e::ReadLines(journal)) {
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.value("accepted", false)) continue;
-    j["replica"] = "planted";
-    j["fence"] = j.value("fence", 0ULL) + 1'000'000;
-    std::ofstream(journal, std::ios::app) << j.dump() << "\n";
-    return;
+    if (j.is_discarded()) continue;
+    last_seq = std::max<std::uint64_t>(last_seq, j.value("seq", 0ULL));
+    if (!first && j.value("accepted", false)) first = j;
   }
+  if (!first) return;
+  nlohmann::json& j = *first;
+  j["replica"] = "planted";
+  j["fence"] = j.value("fence", 0ULL) + 1'000'000;
+  j["last_fence"] = j.value("fence", 0ULL) - 1;
+  j["seq"] = last_seq + 1;  // decided after every real attempt
+  std::ofstream(journal, std::ios::app) << j.dump() << "\n";
 }
 
 }  // namespace
