@@ -30,6 +30,13 @@
 #include "tests/nemesis/driver/catalog.h"
 #include "tests/nemesis/driver/cell.h"
 
+#ifndef NEMESIS_RESOURCE_BINARY
+#define NEMESIS_RESOURCE_BINARY ""
+#endif
+#ifndef NEMESIS_WRITE_BINARY
+#define NEMESIS_WRITE_BINARY ""
+#endif
+
 namespace tickd::nemesis {
 namespace {
 
@@ -90,16 +97,11 @@ std::string Beside(const char* argv0, const std::string& name) {
 
 Args Parse(int argc, char** argv) {
   Args a;
-#ifdef NEMESIS_RESOURCE_BINARY
-  a.cell.bin.resource = NEMESIS_RESOURCE_BINARY;
-#else
-  a.cell.bin.resource = Beside(argv[0], "nemesis_resource");
-#endif
-#ifdef NEMESIS_WRITE_BINARY
-  a.cell.bin.write = NEMESIS_WRITE_BINARY;
-#else
-  a.cell.bin.write = Beside(argv[0], "nemesis_write");
-#endif
+  a.cell.bin.resource = std::string(NEMESIS_RESOURCE_BINARY).empty()
+                            ? Beside(argv[0], "nemesis_resource")
+                            : NEMESIS_RESOURCE_BINARY;
+  a.cell.bin.write = std::string(NEMESIS_WRITE_BINARY).empty() ? Beside(argv[0], "nemesis_write")
+                                                               : NEMESIS_WRITE_BINARY;
   bool minutes_set = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
