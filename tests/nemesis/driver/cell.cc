@@ -131,7 +131,7 @@ std::string JobFileText(const std::string& lock_yaml, double lease_s, const fs::
   out << "version: 1\nlock:\n"
       << lock_yaml << "  lease: " << static_cast<int>(std::lround(lease_s * 1000)) << "ms\n"
       << "defaults:\n  timezone: UTC\n  timeout: 30s\n  kill_grace: 1s\njobs:\n";
-  for (const JobSpec& j : NemesisJobs()) {
+  for (const JobPlan& j : NemesisJobs()) {
     out << "  - name: " << j.name << "\n"
         << "    schedule: \"@every " << j.every_s << "s\"\n"
         << "    concurrency: " << (j.forbid ? "forbid" : "allow") << "\n"
@@ -272,10 +272,10 @@ void PlantDuplicate(const fs::path& journal) {
 
 }  // namespace
 
-const std::vector<JobSpec>& NemesisJobs() {
+const std::vector<JobPlan>& NemesisJobs() {
   // Forbid and allow, a hold longer than the period (busy ticks, overlapping runs of
   // the allow job), a two-second schedule, and one job that recovers interrupted ticks.
-  static const std::vector<JobSpec> jobs = {
+  static const std::vector<JobPlan> jobs = {
       {"w-forbid", 1, true, false, 200},   {"w-allow", 1, false, false, 300},
       {"w-busy", 1, true, false, 1500},    {"w-every2", 2, true, false, 400},
       {"w-overlap", 1, false, false, 1300}, {"w-recover", 1, true, true, 100},

@@ -42,7 +42,7 @@ struct CellResult {
 };
 
 // The jobs every cell runs.
-const std::vector<JobSpec>& NemesisJobs();
+const std::vector<JobPlan>& NemesisJobs();
 
 CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellOptions& options);
 

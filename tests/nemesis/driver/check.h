@@ -10,7 +10,7 @@
 
 namespace tickd::nemesis {
 
-struct JobSpec {
+struct JobPlan {
   std::string name;
   int every_s = 1;     // "@every Ns"
   bool forbid = true;  // concurrency: forbid (else allow)
@@ -22,7 +22,7 @@ struct CheckInput {
   std::filesystem::path journal;        // nemesis_resource's JSONL
   std::vector<std::filesystem::path> logs;  // every replica's log
   std::filesystem::path fault_windows;  // the driver's JSONL
-  std::vector<JobSpec> jobs;
+  std::vector<JobPlan> jobs;
   double lease_s = 3;
   std::int64_t window_start_ms = 0;     // ticks in [start, end) are expected
   std::int64_t window_end_ms = 0;
