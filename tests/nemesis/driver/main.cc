@@ -6,7 +6,7 @@
 //           [--cells backend:fault,…]
 //           [--seed S --minutes M] [--json FILE] [--replicas N] [--lease-ms N]
 //           [--warmup-s S] [--settle-s S] [--keep] [--fail-on-skip-if-root]
-//           [--plant-duplicate] [--list]
+//           [--plant-duplicate] [--list] [--dry-run]
 //
 // Exit status: 0 every cell that ran is clean; 1 a violation (duplicates,
 // stale_accepted, unexplained misses, the checker's verdict) or a cell that should
@@ -54,6 +54,7 @@ struct Args {
   std::string json;
   bool fail_on_skip_if_root = false;
   bool list = false;
+  bool dry_run = false;  // print the cells, run none
   CellOptions cell;
 };
 
@@ -63,7 +64,7 @@ struct Args {
             << "               [--seed S --minutes M]\n"
             << "               [--json FILE] [--replicas N] [--lease-ms N] [--warmup-s S]\n"
             << "               [--settle-s S] [--keep] [--fail-on-skip-if-root]\n"
-            << "               [--plant-duplicate] [--list]\n";
+            << "               [--plant-duplicate] [--list] [--dry-run]\n";
   std::exit(2);
 }
 
@@ -163,6 +164,8 @@ Args Parse(int argc, char** argv) {
       a.cell.bin.resource = value();
     } else if (flag == "--write-binary") {
       a.cell.bin.write = value();
+    } else if (flag == "--dry-run") {
+      a.dry_run = true;
     } else if (flag == "--list") {
       a.list = true;
     } else {
@@ -283,7 +286,7 @@ int Main(int argc, char** argv) {
   const bool fail_on_skip = a.fail_on_skip_if_root && ::geteuid() == 0;
   nlohmann::json all = nlohmann::json::array();
   std::vector<std::string> failures;
-  PrintHeader();
+  if (!a.dry_run) PrintHeader();
   for (const std::string& backend : a.backends) {
     const std::vector<CellPlan> plans = Plans(a, backend);
     if (a.random) {
@@ -291,6 +294,15 @@ int Main(int argc, char** argv) {
                   static_cast<unsigned long long>(a.seed), a.minutes);
       for (std::size_t i = 0; i < plans.size(); ++i)
         std::printf("#   %2zu %s\n", i + 1, plans[i].Describe().c_str());
+    }
+    if (a.dry_run) {
+      for (const CellPlan& p : a.random ? std::vector<CellPlan>{} : plans) {
+        const FaultKind& k = *FindFault(p.fault);
+        const std::string na = NotApplicable(k, backend);
+        std::printf("%-10s %s%s\n", backend.c_str(), p.Describe().c_str(),
+                    na.empty() ? "" : ("  n/a: " + na).c_str());
+      }
+      continue;
     }
     nlohmann::json doc = {{"backend", backend}, {"seed", a.seed}, {"cells", nlohmann::json::array()}};
     for (const CellPlan& plan : plans) {
@@ -304,7 +316,7 @@ int Main(int argc, char** argv) {
     }
     all.push_back(doc);
   }
-  if (!a.json.empty()) {
+  if (!a.json.empty() && !a.dry_run) {
     std::ofstream out(a.json);
     out << std::setw(2) << (all.size() == 1 ? all[0] : all) << "\n";
     if (!out) {
@@ -312,6 +324,7 @@ int Main(int argc, char** argv) {
       return 1;
     }
   }
+  if (a.dry_run) return 0;
   for (const std::string& f : failures) std::printf("FAIL %s\n", f.c_str());
   std::printf("%s\n", failures.empty() ? "nemesis: every cell that ran is clean"
                                        : "nemesis: FAILED");
