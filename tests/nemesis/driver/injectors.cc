@@ -66,7 +66,59 @@ class Proxy final : public StoreProxy {
 };
 #endif
 
+#ifdef NEMESIS_NETNS
+// Every replica in a namespace of its own, the store reached through one FaultProxy in
+// the store-side namespace; a partition is nftables rules there.
+class Netns final : public Partitions {
+ public:
+  Netns(int replicas, const std::string& upstream) {
+    auto made = NetnsTopology::Create(replicas);
+    if (!made) throw std::runtime_error("network namespaces: " + made.error().ToString());
+    topology_ = std::move(*made);
+    auto exposed = topology_->ExposeToReplicas(HostPort(upstream).second);
+    if (!exposed) throw std::runtime_error("store-side proxy: " + exposed.error().ToString());
+    store_ = exposed->first + ":" + std::to_string(exposed->second);
+    upstream_port_ = HostPort(upstream).second;
+  }
+  std::vector<std::string> ExecPrefix(int replica) const override {
+    return topology_->ExecPrefix(replica);
+  }
+  std::string store_address() const override { return store_; }
+  void Partition(int replica, Direction direction) override {
+    const auto d = direction == Direction::kBoth      ? NetnsTopology::Direction::kBoth
+                   : direction == Direction::kToStore ? NetnsTopology::Direction::kToStore
+                                                      : NetnsTopology::Direction::kFromStore;
+    auto done = topology_->Partition(replica, d);
+    if (!done) throw std::runtime_error("partition: " + done.error().ToString());
+  }
+  void Heal(int replica) override {
+    auto done = topology_->Heal(replica);
+    if (!done) throw std::runtime_error("heal: " + done.error().ToString());
+  }
+  std::uint64_t bytes_forwarded() const override {
+    const FaultProxy* proxy = topology_->ExposedProxy(upstream_port_);
+    return proxy ? proxy->Stats().bytes_forwarded() : 0;
+  }
+
+ private:
+  std::unique_ptr<NetnsTopology> topology_;
+  std::string store_;
+  int upstream_port_ = 0;
+};
+#endif
+
 }  // namespace
+
+#ifdef NEMESIS_NETNS
+std::string PartitionsUnavailable() {
+  NetnsTopology::CleanupStale();
+  std::string why;
+  return NetnsTopology::Available(&why) ? "" : (why.empty() ? "no network namespaces" : why);
+}
+std::unique_ptr<Partitions> MakePartitions(int replicas, const std::string& upstream) {
+  return std::make_unique<Netns>(replicas, upstream);
+}
+#endif
 
 std::unique_ptr<StoreProxy> MakeProxy(const std::string& upstream) {
 #ifdef NEMESIS_PROXY
