@@ -259,7 +259,10 @@ void PlantDuplicate(const fs::path& journal) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded()) continue;
     last_seq = std::max<std::uint64_t>(last_seq, j.value("seq", 0ULL));
-    if (!first && j.value("accepted", false)) first = j;
+    const std::string job = j.value("job", "");
+    bool recover = false;  // a recover job's re-runs are forgiven: plant elsewhere
+    for (const JobPlan& p : NemesisJobs()) recover = recover || (p.name == job && p.recover);
+    if (!first && j.value("accepted", false) && !recover) first = j;
   }
   if (!first) return;
   nlohmann::json& j = *first;

@@ -32,6 +32,8 @@ struct CellCounts {
   long ticks = 0, runs = 0, accepted = 0, rejected_stale = 0, missed = 0, duplicates = 0,
        stale_accepted = 0, unexplained_missed = 0, overlaps = 0, fence_order_violations = 0,
        lease_violations = 0;
+  // Re-runs of an interrupted tick of a `recover: true` job (not duplicates).
+  long recovered = 0;
   double lateness_p99_ms = 0;
 };
 

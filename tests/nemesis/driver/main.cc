@@ -249,6 +249,7 @@ nlohmann::json CellJson(const CellResult& r) {
   j["overlaps"] = c.overlaps;
   j["fence_order_violations"] = c.fence_order_violations;
   j["lease_violations"] = c.lease_violations;
+  j["recovered"] = c.recovered;
   j["lateness_p99_ms"] = c.lateness_p99_ms;
   j["verdict_ok"] = r.check.ok;
   j["violations"] = r.check.violations;
