@@ -10,7 +10,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libhiredis-dev
   catch2 libbenchmark-dev
   clang libclang-rt-14-dev   # libFuzzer + sanitizers for the parser fuzz target
-  faketime                   # skewed replicas in the end-to-end tests
+  faketime                   # skewed replicas in the end-to-end tests and the nemesis
+  iproute2 nftables          # the nemesis: network namespaces, veths, partitions (root)
   redis-server               # the Redis backend's tests start a real server
   zookeeper libzookeeper-mt-dev default-jre-headless  # ZooKeeper backend + its tests' server
   etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start

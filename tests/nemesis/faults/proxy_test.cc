@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "tests/nemesis/faults/test_sockets.h"
 #include "tests/redis/redis_server.h"
@@ -54,6 +55,20 @@ TEST_CASE("FaultProxy passes bytes both ways and counts them", "[nemesis][proxy]
   CHECK(stats.bytes_to_upstream == 5);
   CHECK(stats.bytes_to_client == 5);
   CHECK(stats.bytes_dropped() == 0);
+}
+
+TEST_CASE("FaultProxy forwards a stream larger than its queues intact", "[nemesis][proxy]") {
+  EchoServer echo;
+  auto proxy = ProxyTo(echo.port());
+  Client client(*proxy);
+  std::string payload(3 * FaultProxy::kMaxQueuedBytes, '\0');
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 7 % 251);
+  std::thread writer([&] { CHECK(SendAll(client.fd, payload)); });
+  const std::string back = ReceiveFor(client.fd, payload.size(), 10s);
+  writer.join();
+  CHECK(back.size() == payload.size());
+  CHECK(back == payload);
+  CHECK(proxy->Stats().bytes_to_client == payload.size());
 }
 
 TEST_CASE("FaultProxy kDelay holds each direction for the delay", "[nemesis][proxy]") {
