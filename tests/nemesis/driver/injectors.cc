@@ -1,5 +1,6 @@
 #include "tests/nemesis/driver/injectors.h"
 
+#include <filesystem>
 #include <stdexcept>
 
 // Each injector of part F is used once its header is in the tree; until then the
@@ -107,7 +108,36 @@ class Netns final : public Partitions {
 };
 #endif
 
+#ifdef NEMESIS_CLOCK
+class Clock final : public ReplicaClock {
+ public:
+  explicit Clock(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    auto made = FakeClock::Create(dir);
+    if (!made) throw std::runtime_error("fake clock: " + made.error().ToString());
+    clock_ = std::move(*made);
+  }
+  std::vector<std::string> Env() const override { return clock_->Env(); }
+  void Step(double seconds) override { Check(clock_->Step(FakeClock::Seconds(seconds))); }
+  void Drift(double rate) override { Check(clock_->Drift(rate)); }
+  double offset() const override { return clock_->offset().count(); }
+
+ private:
+  static void Check(const Result<void>& done) {
+    if (!done) throw std::runtime_error("fake clock: " + done.error().ToString());
+  }
+  std::unique_ptr<FakeClock> clock_;
+};
+#endif
+
 }  // namespace
+
+#ifdef NEMESIS_CLOCK
+std::unique_ptr<ReplicaClock> MakeClock(const std::string& dir) {
+  return std::make_unique<Clock>(dir);
+}
+#endif
 
 #ifdef NEMESIS_NETNS
 std::string PartitionsUnavailable() {

@@ -49,6 +49,7 @@ class ReplicaClock {
   virtual std::vector<std::string> Env() const = 0;
   virtual void Step(double seconds) = 0;  // cumulative
   virtual void Drift(double rate) = 0;    // 1.0 = real speed
+  virtual double offset() const = 0;      // fake − real, seconds
 };
 std::unique_ptr<ReplicaClock> MakeClock(const std::string& dir);
 
