@@ -23,8 +23,8 @@ class PostgresFixture final : public ServerFixture<testing::PostgresServer> {
   }
   std::string name() const override { return "postgres"; }
   std::string LockYaml(const fs::path&) const override {
-    return "  backend: postgres\n  url: " + server_.url(kDatabase) + "\n  password_env: " +
-           kPasswordVar + "\n  op_timeout: 1s\n";
+    return "  backend: postgres\n  url: " + server_.url(kDatabase) +
+           "\n  password_env: " + kPasswordVar + "\n  op_timeout: 1s\n";
   }
   std::vector<std::string> Env() const override {
     return {std::string(kPasswordVar) + "=" + server_.password()};
@@ -32,8 +32,9 @@ class PostgresFixture final : public ServerFixture<testing::PostgresServer> {
   bool CanRestartWithoutData() const override { return true; }
   void RestartWithoutData() override {
     std::string error;
-    FixtureCheck(server_.Query(std::string("DROP DATABASE \"") + kDatabase + "\" WITH (FORCE)",
-                               "postgres", &error)
+    FixtureCheck(server_
+                     .Query(std::string("DROP DATABASE \"") + kDatabase + "\" WITH (FORCE)",
+                            "postgres", &error)
                      .has_value(),
                  "PostgreSQL: drop database: " + error);
     CreateDatabase();
@@ -42,7 +43,8 @@ class PostgresFixture final : public ServerFixture<testing::PostgresServer> {
  private:
   void CreateDatabase() {
     std::string error;
-    FixtureCheck(server_.CreateDatabase(kDatabase, &error), "PostgreSQL: create database: " + error);
+    FixtureCheck(server_.CreateDatabase(kDatabase, &error),
+                 "PostgreSQL: create database: " + error);
   }
 
   testing::PostgresServer& server() const override { return server_; }

@@ -39,8 +39,7 @@ const std::vector<FaultKind>& Catalog() {
       {"replica-sigstop", "replica-down", false, false, false,
        "one replica SIGSTOPped right after a run ended (during release), for twice "
        "the lease"},
-      {"sqlite-disk-full", "store-down", false, true, true,
-       "the database's tmpfs filled up"},
+      {"sqlite-disk-full", "store-down", false, true, true, "the database's tmpfs filled up"},
       {"sqlite-readonly", "store-down", false, true, false,
        "the database file and folder made read-only (chmod)"},
       {"sqlite-dir-removed", "store-down", false, true, false,
@@ -98,12 +97,12 @@ void Shape(CellPlan& plan, double lease_s, std::mt19937_64* rng) {
   } else if (f == "store-restart-without-data") {
     plan.hold_s = 0;
   } else if (f == "replica-sigkill") {
-    plan.point = rng ? (std::bernoulli_distribution(0.5)(*rng) ? "after-won" : "after-run")
-                     : "after-won";
+    plan.point =
+        rng ? (std::bernoulli_distribution(0.5)(*rng) ? "after-won" : "after-run") : "after-won";
     plan.hold_s = pick(4, 1, 8);
   } else if (f == "replica-sigstop") {
-    plan.point = rng ? (std::bernoulli_distribution(0.5)(*rng) ? "after-won" : "after-run")
-                     : "after-run";
+    plan.point =
+        rng ? (std::bernoulli_distribution(0.5)(*rng) ? "after-won" : "after-run") : "after-run";
     plan.hold_s = pick(2 * lease_s, lease_s / 2, 3 * lease_s);
   } else if (f.rfind("sqlite-", 0) == 0) {
     plan.hold_s = pick(6, 3, 10);
@@ -120,12 +119,11 @@ CellPlan FixedPlan(const FaultKind& kind, double lease_s) {
   return plan;
 }
 
-CellPlan RandomPlan(const std::vector<const FaultKind*>& applicable, int replicas,
-                    double lease_s, std::mt19937_64& rng) {
+CellPlan RandomPlan(const std::vector<const FaultKind*>& applicable, int replicas, double lease_s,
+                    std::mt19937_64& rng) {
   CellPlan plan;
-  plan.fault = applicable[std::uniform_int_distribution<std::size_t>(
-                              0, applicable.size() - 1)(rng)]
-                   ->name;
+  plan.fault =
+      applicable[std::uniform_int_distribution<std::size_t>(0, applicable.size() - 1)(rng)]->name;
   plan.target = std::uniform_int_distribution<int>(0, replicas - 1)(rng);
   Shape(plan, lease_s, &rng);
   return plan;

@@ -27,17 +27,17 @@ std::string NotApplicable(const FaultKind& kind, const std::string& backend);
 // One cell: a fault kind and how it is injected.
 struct CellPlan {
   std::string fault;
-  int target = 1;          // the replica (0-based) that replica-side faults hit
-  double hold_s = 8;       // how long the fault lasts before it is healed
-  double magnitude = 0;    // delay ms, clock step s, drift rate (kind-dependent)
-  std::string point;       // replica faults: "after-won" | "after-run"
+  int target = 1;        // the replica (0-based) that replica-side faults hit
+  double hold_s = 8;     // how long the fault lasts before it is healed
+  double magnitude = 0;  // delay ms, clock step s, drift rate (kind-dependent)
+  std::string point;     // replica faults: "after-won" | "after-run"
   std::string Describe() const;
 };
 
 // The fixed matrix's plan of `kind` (lease in seconds: pauses are halves and twices).
 CellPlan FixedPlan(const FaultKind& kind, double lease_s);
 // A random plan of a fault kind applicable to `backend`, drawn from `rng`.
-CellPlan RandomPlan(const std::vector<const FaultKind*>& applicable, int replicas,
-                    double lease_s, std::mt19937_64& rng);
+CellPlan RandomPlan(const std::vector<const FaultKind*>& applicable, int replicas, double lease_s,
+                    std::mt19937_64& rng);
 
 }  // namespace tickd::nemesis

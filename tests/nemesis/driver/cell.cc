@@ -6,19 +6,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/e2e/harness.h"
 #include "tests/nemesis/driver/injectors.h"
@@ -147,8 +146,8 @@ class Resource {
  public:
   Resource(const std::string& binary, const fs::path& socket, const fs::path& journal,
            const fs::path& log) {
-    pid_ = testing::SpawnServer({binary, "--socket", socket.string(), "--journal", journal.string()},
-                                log.string());
+    pid_ = testing::SpawnServer(
+        {binary, "--socket", socket.string(), "--journal", journal.string()}, log.string());
     const bool up = testing::WaitUntilServing(
         pid_, [&] { return fs::exists(socket); }, milliseconds(5000));
     if (!up) throw std::runtime_error("nemesis_resource did not start (see " + log.string() + ")");
@@ -279,8 +278,8 @@ const std::vector<JobPlan>& NemesisJobs() {
   // Forbid and allow, a hold longer than the period (busy ticks, overlapping runs of
   // the allow job), a two-second schedule, and one job that recovers interrupted ticks.
   static const std::vector<JobPlan> jobs = {
-      {"w-forbid", 1, true, false, 200},   {"w-allow", 1, false, false, 300},
-      {"w-busy", 1, true, false, 1500},    {"w-every2", 2, true, false, 400},
+      {"w-forbid", 1, true, false, 200},    {"w-allow", 1, false, false, 300},
+      {"w-busy", 1, true, false, 1500},     {"w-every2", 2, true, false, 400},
       {"w-overlap", 1, false, false, 1300}, {"w-recover", 1, true, true, 100},
   };
   return jobs;
@@ -401,8 +400,8 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       const std::uint64_t dropped = proxy->bytes_dropped() - dropped0;
       const std::string trouble = TroubleAfter(target, target_lines);
       took = f == "proxy-drop-replies" ? dropped > 0 : (dropped > 0 || !trouble.empty());
-      evidence << "proxy bytes dropped " << dropped << "; target log: "
-               << (trouble.empty() ? "no error line" : trouble);
+      evidence << "proxy bytes dropped " << dropped
+               << "; target log: " << (trouble.empty() ? "no error line" : trouble);
       proxy->Pass();
       proxy->Reset();
     } else if (clock) {
@@ -414,13 +413,14 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       SleepS(plan.hold_s);
       // The target's lines since the fault carry its faked time: skewed by at least a
       // third of the step (or of the drift's gain) from the real clock.
-      const double skew_s = f == "clock-drift" ? (plan.magnitude - 1) * plan.hold_s : plan.magnitude;
+      const double skew_s =
+          f == "clock-drift" ? (plan.magnitude - 1) * plan.hold_s : plan.magnitude;
       const std::int64_t now = NowMs();
       const auto lines = target.Lines();
       for (std::size_t i = target_lines; i < lines.size() && !took; ++i) {
         const std::int64_t ts = TsMs(lines[i].ts);
-        const double off_s = ts > now ? (ts - now) / 1000.0
-                                      : (ts < fault_start ? (ts - fault_start) / 1000.0 : 0);
+        const double off_s =
+            ts > now ? (ts - now) / 1000.0 : (ts < fault_start ? (ts - fault_start) / 1000.0 : 0);
         if (std::fabs(off_s) >= std::fabs(skew_s) / 3 && std::fabs(off_s) > 0.1) {
           took = true;
           evidence << "target logged " << lines[i].ts << " (" << off_s << " s off)";
@@ -549,8 +549,7 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
     result.status = "error";
     result.why = e.what();
   }
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   return result;
 }
 

@@ -23,7 +23,7 @@ struct CellOptions {
   double lease_s = 3;
   double warmup_s = 6;
   double settle_s = 8;
-  bool keep = false;          // keep the cell's folder
+  bool keep = false;             // keep the cell's folder
   bool plant_duplicate = false;  // append a second accepted write (the checker must fail)
   Binaries bin;
 };

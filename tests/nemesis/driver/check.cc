@@ -105,8 +105,8 @@ CheckOutput RunCheck(const CheckInput& input) {
     out.violations.push_back(v.check + " " + v.job + " tick " + std::to_string(v.tick) + ": " +
                              v.evidence);
   }
-  out.ok = c.duplicates == 0 && c.stale_accepted == 0 && c.overlaps == 0 &&
-           c.unexplained_missed == 0;
+  out.ok =
+      c.duplicates == 0 && c.stale_accepted == 0 && c.overlaps == 0 && c.unexplained_missed == 0;
   return out;
 }
 #endif

@@ -15,16 +15,16 @@ struct JobPlan {
   int every_s = 1;     // "@every Ns"
   bool forbid = true;  // concurrency: forbid (else allow)
   bool recover = false;
-  int hold_ms = 0;     // nemesis_write --hold-ms
+  int hold_ms = 0;  // nemesis_write --hold-ms
 };
 
 struct CheckInput {
-  std::filesystem::path journal;        // nemesis_resource's JSONL
+  std::filesystem::path journal;            // nemesis_resource's JSONL
   std::vector<std::filesystem::path> logs;  // every replica's log
-  std::filesystem::path fault_windows;  // the driver's JSONL
+  std::filesystem::path fault_windows;      // the driver's JSONL
   std::vector<JobPlan> jobs;
   double lease_s = 3;
-  std::int64_t window_start_ms = 0;     // ticks in [start, end) are expected
+  std::int64_t window_start_ms = 0;  // ticks in [start, end) are expected
   std::int64_t window_end_ms = 0;
 };
 

@@ -160,10 +160,10 @@ std::unique_ptr<StoreProxy> MakeProxy(const std::string& upstream) {
 }
 
 #if !defined(NEMESIS_NETNS)
-std::string PartitionsUnavailable() { return "network namespaces (tests/nemesis/faults) not built"; }
-std::unique_ptr<Partitions> MakePartitions(int, const std::string&) {
-  Missing("NetnsTopology");
+std::string PartitionsUnavailable() {
+  return "network namespaces (tests/nemesis/faults) not built";
 }
+std::unique_ptr<Partitions> MakePartitions(int, const std::string&) { Missing("NetnsTopology"); }
 #endif
 
 #if !defined(NEMESIS_CLOCK)

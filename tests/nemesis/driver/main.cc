@@ -20,12 +20,11 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/nemesis/driver/catalog.h"
 #include "tests/nemesis/driver/cell.h"
@@ -221,8 +220,8 @@ void PrintHeader() {
 
 void PrintRow(const CellResult& r) {
   if (r.status != "ran") {
-    std::printf("%-10s %-27s %s: %s\n", r.backend.c_str(), r.plan.fault.c_str(),
-                r.status.c_str(), r.why.c_str());
+    std::printf("%-10s %-27s %s: %s\n", r.backend.c_str(), r.plan.fault.c_str(), r.status.c_str(),
+                r.why.c_str());
     std::fflush(stdout);
     return;
   }
@@ -236,10 +235,14 @@ void PrintRow(const CellResult& r) {
 
 nlohmann::json CellJson(const CellResult& r) {
   const CellCounts& c = r.check.counts;
-  nlohmann::json j = {{"fault", r.plan.fault},          {"injected", r.injected},
-                      {"ticks", c.ticks},               {"accepted", c.accepted},
-                      {"rejected_stale", c.rejected_stale}, {"missed", c.missed},
-                      {"duplicates", c.duplicates},     {"stale_accepted", c.stale_accepted}};
+  nlohmann::json j = {{"fault", r.plan.fault},
+                      {"injected", r.injected},
+                      {"ticks", c.ticks},
+                      {"accepted", c.accepted},
+                      {"rejected_stale", c.rejected_stale},
+                      {"missed", c.missed},
+                      {"duplicates", c.duplicates},
+                      {"stale_accepted", c.stale_accepted}};
   // Beyond issue #14's fields: what the reader of a failure needs.
   j["status"] = r.status;
   if (!r.why.empty()) j["why"] = r.why;
@@ -285,6 +288,21 @@ int Main(int argc, char** argv) {
     if (::access(bin.c_str(), X_OK) != 0) Usage("not an executable: " + bin + " (build it first)");
   }
   const bool fail_on_skip = a.fail_on_skip_if_root && ::geteuid() == 0;
+  // Every folder of the run (cells, servers) under one of its own: nothing another
+  // run's cleanup of /tmp/tickd-* can remove, and one place to remove at the end.
+  std::string base = (fs::temp_directory_path() / "tickd-nemesis-XXXXXX").string();
+  if (::mkdtemp(base.data()) == nullptr)
+    Usage("cannot create a folder under " + fs::temp_directory_path().string());
+  ::setenv("TMPDIR", base.c_str(), 1);
+  struct RemoveBase {
+    std::string dir;
+    bool keep;
+    ~RemoveBase() {
+      std::error_code ec;
+      if (!keep) fs::remove_all(dir, ec);
+    }
+  } remove_base{base, a.cell.keep};
+  if (a.cell.keep) std::printf("# cells under %s\n", base.c_str());
   nlohmann::json all = nlohmann::json::array();
   std::vector<std::string> failures;
   if (!a.dry_run) PrintHeader();
@@ -305,7 +323,8 @@ int Main(int argc, char** argv) {
       }
       continue;
     }
-    nlohmann::json doc = {{"backend", backend}, {"seed", a.seed}, {"cells", nlohmann::json::array()}};
+    nlohmann::json doc = {
+        {"backend", backend}, {"seed", a.seed}, {"cells", nlohmann::json::array()}};
     for (const CellPlan& plan : plans) {
       const CellResult r = RunCell(backend, plan, a.cell);
       PrintRow(r);
@@ -327,8 +346,8 @@ int Main(int argc, char** argv) {
   }
   if (a.dry_run) return 0;
   for (const std::string& f : failures) std::printf("FAIL %s\n", f.c_str());
-  std::printf("%s\n", failures.empty() ? "nemesis: every cell that ran is clean"
-                                       : "nemesis: FAILED");
+  std::printf("%s\n",
+              failures.empty() ? "nemesis: every cell that ran is clean" : "nemesis: FAILED");
   return failures.empty() ? 0 : 1;
 }
 
