@@ -17,6 +17,7 @@ packages=(
   etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start
   postgresql-15 libpq-dev    # the PostgreSQL backend (libpq) and the server its tests start
   procps psmisc util-linux   # tests: pgrep/killall; setpriv runs the PostgreSQL test server
+  e2fsprogs                  # the nemesis: chattr +i makes a SQLite file read-only to root
   libcpp-httplib-dev         # /metrics, /healthz, /api/status, the status page
   libsystemd-dev             # sd_notify: Type=notify, watchdog
   dpkg-dev                   # cpack -G DEB (dpkg-shlibdeps) and the package test
