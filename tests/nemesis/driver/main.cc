@@ -293,6 +293,10 @@ int Main(int argc, char** argv) {
   std::string base = (fs::temp_directory_path() / "tickd-nemesis-XXXXXX").string();
   if (::mkdtemp(base.data()) == nullptr)
     Usage("cannot create a folder under " + fs::temp_directory_path().string());
+  // Servers that run as another user (PostgreSQL as `postgres`) must reach their
+  // folders below it: mkdtemp made it 0700.
+  fs::permissions(base, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
   ::setenv("TMPDIR", base.c_str(), 1);
   struct RemoveBase {
     std::string dir;
