@@ -73,9 +73,8 @@ struct Schedule::Impl {
  *         search resumes at begin+old, the first wall time not seen before. A search
  *         that *starts* inside the second pass applies the same cut (the last
  *         transition before the start, if it was a fall-back less than a day ago).
- *   Offset unchanged (only the abbreviation or the DST flag changed): nothing special.
  *
- * Each step costs one transition lookup (a binary search in cctz); a yearly schedule
+ * Each step costs one transition lookup (a binary search); a yearly schedule
  * crosses at most a few transitions. Past the last transition a zone file lists,
  * cctz continues with the file's footer rule, so this holds through 2199. Nothing
  * mutable is cached, so Next and Prev stay const and thread-safe. @every ignores wall
@@ -87,12 +86,12 @@ std::optional<Instant> Schedule::Impl::NextZoned(std::int64_t after) const {
   std::int64_t cursor = after + off;
   if (!overlap_both) {
     // `after` may sit in the second pass of an overlap that began less than a day ago.
-    const auto last = zone->LastTransitionAtOrBefore(after, off);
+    const auto last = zone->LastTransitionAtOrBefore(after);
     if (last && last->at > after - kDay && last->offset_before > off) {
       cursor = std::max(cursor, last->at + last->offset_before - 1);
     }
   }
-  auto next = zone->NextTransition(after, off);  // the end of the current period
+  auto next = zone->NextTransition(after);  // the end of the current period
   for (;;) {
     const auto local = spec.NextLocal(cursor);
     if (!local) return std::nullopt;
@@ -101,22 +100,20 @@ std::optional<Instant> Schedule::Impl::NextZoned(std::int64_t after) const {
     const std::int64_t begin = next->at;
     const std::int32_t old_off = off;
     off = next->offset_after;
-    next = zone->NextTransition(begin, off);
+    next = zone->NextTransition(begin);
     if (off > old_off) {
       // `*local` is the first scheduled wall time at or after the gap's start.
       if (gap_run && *local < begin + off) return At(begin);
       cursor = begin + off - 1;
-    } else if (off < old_off) {
-      cursor = begin + (overlap_both ? off : old_off) - 1;
     } else {
-      cursor = begin + off - 1;
+      cursor = begin + (overlap_both ? off : old_off) - 1;
     }
   }
 }
 
 std::optional<Instant> Schedule::Impl::PrevZoned(std::int64_t before) const {
   std::int32_t off = zone->OffsetAt(before - 1);
-  auto start = zone->LastTransitionAtOrBefore(before - 1, off);  // the current period's
+  auto start = zone->LastTransitionAtOrBefore(before - 1);  // the current period's
   std::int64_t cursor = before + off;
   for (;;) {
     const auto local = spec.PrevLocal(cursor);
@@ -135,7 +132,7 @@ std::optional<Instant> Schedule::Impl::PrevZoned(std::int64_t before) const {
     if (old_off < off && gap_run && *local >= begin + old_off) return At(begin);
     cursor = begin + old_off;
     off = old_off;
-    start = zone->LastTransitionAtOrBefore(begin - 1, off);
+    start = zone->LastTransitionAtOrBefore(begin - 1);
   }
 }
 
@@ -161,7 +158,7 @@ tl::expected<Schedule, ParseError> Schedule::Parse(std::string_view expr,
     }
   }
   const std::int32_t offset_at_epoch = impl->zone->OffsetAt(0);
-  const auto first_change = impl->zone->NextTransition(0, offset_at_epoch);
+  const auto first_change = impl->zone->NextTransition(0);
   if (!first_change || first_change->at > kHorizonEnd) {
     impl->fixed_offset = true;
     impl->offset = offset_at_epoch;

@@ -1,5 +1,6 @@
 #include "cron/zone.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -9,6 +10,10 @@ namespace tickd::cron {
 namespace {
 
 const absl::CivilSecond kUnixEpoch(1970, 1, 1, 0, 0, 0);
+// The table's years: every schedule's search (1970 to the 2199 horizon, plus the days
+// around its ends) stays inside.
+const std::int64_t kTableBegin = absl::CivilSecond(1900, 1, 1, 0, 0, 0) - kUnixEpoch;
+const std::int64_t kTableEnd = absl::CivilSecond(2300, 1, 1, 0, 0, 0) - kUnixEpoch;
 
 // What an operator may write as a zone: a relative name inside the database. cctz
 // itself would also load absolute paths, "localtime" and "libc:" / "file:" names.
@@ -46,27 +51,74 @@ const Zone* Zone::Find(std::string_view name) {
   return out;
 }
 
+Zone::Zone(std::string name, absl::TimeZone tz) : name_(std::move(name)), tz_(tz) {
+  offset_at_table_begin_ = tz_.At(absl::FromUnixSeconds(kTableBegin)).offset;
+  std::int64_t t = kTableBegin;
+  while (const auto next = CctzNext(t)) {
+    if (next->at >= kTableEnd) break;
+    if (next->offset_after != next->offset_before) {
+      change_at_.push_back(next->at);
+      offset_from_.push_back(next->offset_after);
+    }
+    t = next->at;
+  }
+}
+
 std::int32_t Zone::OffsetAt(std::int64_t t) const {
-  return tz_.At(absl::FromUnixSeconds(t)).offset;
+  if (t < kTableBegin || t >= kTableEnd) return tz_.At(absl::FromUnixSeconds(t)).offset;
+  const auto it = std::upper_bound(change_at_.begin(), change_at_.end(), t);
+  if (it == change_at_.begin()) return offset_at_table_begin_;
+  return offset_from_[static_cast<std::size_t>(it - change_at_.begin()) - 1];
+}
+
+ZoneTransition Zone::Entry(std::size_t i) const {
+  return {change_at_[i], i == 0 ? offset_at_table_begin_ : offset_from_[i - 1], offset_from_[i]};
+}
+
+std::optional<ZoneTransition> Zone::NextTransition(std::int64_t t) const {
+  if (t >= kTableBegin && t < kTableEnd) {
+    const auto it = std::upper_bound(change_at_.begin(), change_at_.end(), t);
+    if (it != change_at_.end()) return Entry(static_cast<std::size_t>(it - change_at_.begin()));
+    t = kTableEnd - 1;  // none left in the table: ask cctz about the years after it
+  }
+  for (auto next = CctzNext(t); next; next = CctzNext(next->at)) {
+    if (next->offset_after != next->offset_before) return next;
+  }
+  return std::nullopt;
+}
+
+std::optional<ZoneTransition> Zone::LastTransitionAtOrBefore(std::int64_t t) const {
+  if (t >= kTableBegin && t < kTableEnd) {
+    const auto it = std::upper_bound(change_at_.begin(), change_at_.end(), t);
+    if (it != change_at_.begin()) {
+      return Entry(static_cast<std::size_t>(it - change_at_.begin()) - 1);
+    }
+    t = kTableBegin - 1;  // none in the table: ask cctz about the years before it
+  }
+  for (auto last = CctzLastAtOrBefore(t); last; last = CctzLastAtOrBefore(last->at - 1)) {
+    if (last->offset_after != last->offset_before) return last;
+  }
+  return std::nullopt;
 }
 
 // cctz reports a transition as two civil times: `from`, the wall time at the
 // transition under the old offset, and `to`, the same instant under the new one. So
-// the instant is from − old offset, and the new offset is the old one plus (to − from).
-std::optional<ZoneTransition> Zone::NextTransition(std::int64_t t, std::int32_t offset) const {
+// the instant is from − old offset (or to − new offset), and to − from is the change.
+std::optional<ZoneTransition> Zone::CctzNext(std::int64_t t) const {
   absl::TimeZone::CivilTransition tr;
   if (!tz_.NextTransition(absl::FromUnixSeconds(t), &tr)) return std::nullopt;
-  const std::int64_t at = (tr.from - kUnixEpoch) - offset;
-  return ZoneTransition{at, offset, static_cast<std::int32_t>(offset + (tr.to - tr.from))};
+  const std::int32_t before = tz_.At(absl::FromUnixSeconds(t)).offset;
+  return ZoneTransition{(tr.from - kUnixEpoch) - before, before,
+                        static_cast<std::int32_t>(before + (tr.to - tr.from))};
 }
 
-std::optional<ZoneTransition> Zone::LastTransitionAtOrBefore(std::int64_t t,
-                                                             std::int32_t offset) const {
+std::optional<ZoneTransition> Zone::CctzLastAtOrBefore(std::int64_t t) const {
   absl::TimeZone::CivilTransition tr;
   // PrevTransition(x) is the last transition strictly before x.
   if (!tz_.PrevTransition(absl::FromUnixSeconds(t + 1), &tr)) return std::nullopt;
-  const std::int64_t at = (tr.to - kUnixEpoch) - offset;
-  return ZoneTransition{at, static_cast<std::int32_t>(offset - (tr.to - tr.from)), offset};
+  const std::int32_t after = tz_.At(absl::FromUnixSeconds(t)).offset;
+  return ZoneTransition{(tr.to - kUnixEpoch) - after,
+                        static_cast<std::int32_t>(after - (tr.to - tr.from)), after};
 }
 
 }  // namespace tickd::cron

@@ -11,20 +11,24 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <absl/time/time.h>
 
 namespace tickd::cron {
 
-// A change of the UTC offset. Transitions that only change the abbreviation or the
-// DST flag are reported too, with offset_before == offset_after.
+// A change of the UTC offset (a transition that changes only the abbreviation or the
+// DST flag is not one).
 struct ZoneTransition {
   std::int64_t at;             // the first instant (Unix seconds) of the new offset
   std::int32_t offset_before;  // seconds east of UTC just before `at`
   std::int32_t offset_after;   // seconds east of UTC from `at` on
 };
 
-// Immutable once loaded, so every method is thread-safe.
+// Immutable once loaded, so every method is thread-safe. Every offset change between
+// 1900 and 2300 is copied out of cctz into one sorted array when the zone loads, so a
+// lookup in the years schedules use is one binary search over a few hundred instants;
+// outside them, cctz answers directly.
 class Zone {
  public:
   // The zone called `name` ("Europe/Berlin", "UTC", a backward link like "US/Eastern"),
@@ -39,19 +43,24 @@ class Zone {
   // The UTC offset in force at instant `t`.
   std::int32_t OffsetAt(std::int64_t t) const;
 
-  // The first transition strictly after `t`, or nullopt when the zone has none.
-  // REQUIRES: offset == OffsetAt(t) (the caller always has it; it saves a lookup).
-  std::optional<ZoneTransition> NextTransition(std::int64_t t, std::int32_t offset) const;
-  // The last transition at or before `t`, or nullopt when the zone has none.
-  // REQUIRES: offset == OffsetAt(t).
-  std::optional<ZoneTransition> LastTransitionAtOrBefore(std::int64_t t,
-                                                         std::int32_t offset) const;
+  // The first change of offset strictly after `t`, or nullopt when there is none.
+  std::optional<ZoneTransition> NextTransition(std::int64_t t) const;
+  // The last change of offset at or before `t`, or nullopt when there is none.
+  std::optional<ZoneTransition> LastTransitionAtOrBefore(std::int64_t t) const;
 
-  Zone(std::string name, absl::TimeZone tz) : name_(std::move(name)), tz_(tz) {}
+  Zone(std::string name, absl::TimeZone tz);
 
  private:
+  // cctz's own answers, for instants outside the table.
+  std::optional<ZoneTransition> CctzNext(std::int64_t t) const;
+  std::optional<ZoneTransition> CctzLastAtOrBefore(std::int64_t t) const;
+  ZoneTransition Entry(std::size_t i) const;
+
   std::string name_;
   absl::TimeZone tz_;
+  std::int32_t offset_at_table_begin_ = 0;
+  std::vector<std::int64_t> change_at_;      // ascending, inside the table's years
+  std::vector<std::int32_t> offset_from_;    // offset_from_[i] holds from change_at_[i]
 };
 
 }  // namespace tickd::cron
