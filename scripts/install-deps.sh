@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git ca-certificates
   tzdata
+  python3                    # tests/cron/tz_reference.py: zoneinfo, the tz reference
   libabsl-dev libexpected-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libcli11-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libhiredis-dev
   catch2 libbenchmark-dev

@@ -1,0 +1,428 @@
+#!/usr/bin/python3
+"""Reference cases for cron_tz_diff_test: tickd's zones and DST policy vs Python's zoneinfo.
+
+What it computes
+  For every zone of the system tz database (zoneinfo.available_timezones(), each file
+  read from /usr/share/zoneinfo itself with ZoneInfo.from_file, so no pip `tzdata`
+  package can stand in), it writes test cases with the answer tickd must give:
+    off   the local time and UTC offset at an instant, as cron::FormatRfc3339 writes it
+          ("2040-07-01T08:00:00-04:00"; the offset's seconds are cut, as tickd does);
+    next  the first firing strictly after an instant (cron::Schedule::Next);
+    prev  the last firing strictly before an instant (cron::Schedule::Prev).
+  Where: just before / at / after every transition from 1970 to 2037 (the transitions
+  listed in each TZif file), every transition in the sampled years past 2037 (2038,
+  2040, 2045, 2100, 2199: those come from the POSIX rule in the file's footer, which
+  zoneinfo follows), mid-January and mid-July of the sampled years, and the ends of the
+  horizon (1970 .. 2199). Next/prev cases start shortly before / after transitions and
+  use expressions built from the transition's wall times: fixed local times at the start,
+  middle, last minute and end of the gap or overlap, an hour before, an hour list and a
+  minute list spanning it, noon, a weekly one on that day; every-hour ones (0 * * * *,
+  */15 * * * *, * * * * *, 30 * * * *) and @every. A transition gets this full battery
+  when it is the first of its kind in its zone (old offset, new offset, wall time of day)
+  or lies in a sampled year, a light one (default options, a few expressions) otherwise.
+
+How: the DST policy is implemented here from the contract (DESIGN.md §2), not from
+tickd's code. Over a window of instants, the zone is a list of periods [a, b) with one
+UTC offset each (zoneinfo's utcoffset, split where TZif lists a transition or where a
+daily sample of the footer rule shows a change, found to the second by bisection). The
+firings of a schedule in the window are a set of instants:
+  - each instant t whose wall time t + offset(t) matches the expression fires, unless it
+    is a second occurrence (an earlier period covered the same wall time) and the
+    schedule fires only at first occurrences: fixed-time schedules (hour field
+    restricted) under dst_overlap=auto, any schedule under dst_overlap=first;
+  - a fixed-time schedule under dst_gap=run whose wall time no instant has (a spring-
+    forward gap at transition T) fires at T, once however many of its times the gap
+    holds (a set: several collapse into one);
+  - @every fires at multiples of its period since the epoch;
+  - wall times outside 1970-01-01T00:00 .. 2199-12-31T23:59:59 local never fire.
+Next/prev pick the nearest firing in the window, widening it until one is found or the
+horizon is passed (then the answer is "none").
+
+Output, tab-separated (zone names and expressions hold no tabs): a group line
+  =  zone  expr  dst_gap  dst_overlap        (expr "-" for offset cases)
+then its cases, one a line:
+  off   at  want_text    FormatRfc3339(at, zone) must be want_text
+  next  at  want         Next(at) must be want (seconds since the epoch; "-" = none)
+  prev  at  want         Prev(at) likewise
+so the reader parses each schedule once. The first line, '#', says how many zones and
+transitions were covered and which names were skipped and why.
+
+Usage: tz_reference.py OUT.tsv   (run with PYTHONTZPATH=/usr/share/zoneinfo)
+"""
+
+import bisect
+import datetime
+import os
+import struct
+import sys
+import zoneinfo
+
+TZDIR = "/usr/share/zoneinfo"
+# Names in the database that are not zones: `localtime` links to /etc/localtime, the
+# machine's own setting (it means a different zone on each host).
+NOT_ZONES = {"localtime": "a link to /etc/localtime, the host's setting, not an IANA zone"}
+
+DAY = 86400
+MIN_WALL = 0  # 1970-01-01T00:00 local
+MAX_WALL = (datetime.date(2200, 1, 1) - datetime.date(1970, 1, 1)).days * DAY  # exclusive
+HORIZON_END_UTC = MAX_WALL - 1  # @every: 2199-12-31T23:59:59Z
+EXPLICIT_END = (datetime.date(2038, 1, 1) - datetime.date(1970, 1, 1)).days * DAY
+SAMPLED_YEARS = (2038, 2040, 2045, 2100, 2199)
+FULL_BATTERY_YEARS = (2026,) + SAMPLED_YEARS
+
+UTC = datetime.timezone.utc
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def year_start(y):
+    return (datetime.date(y, 1, 1) - datetime.date(1970, 1, 1)).days * DAY
+
+
+def read_tzif(path):
+    """The transition times (v2+ 64-bit block) and the footer rule of a TZif file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"TZif":
+        raise ValueError(path + ": not a TZif file")
+
+    def counts(at):
+        return struct.unpack(">6l", data[at + 20:at + 44])
+
+    isut, isstd, leap, timecnt, typecnt, charcnt = counts(0)
+    if data[4:5] == b"\0":  # version 1: 32-bit times only, no footer
+        return list(struct.unpack(">%dl" % timecnt, data[44:44 + 4 * timecnt])), ""
+    at = 44 + timecnt * 5 + typecnt * 6 + charcnt + leap * 8 + isstd + isut
+    isut, isstd, leap, timecnt, typecnt, charcnt = counts(at)
+    at += 44
+    times = list(struct.unpack(">%dq" % timecnt, data[at:at + 8 * timecnt]))
+    end = at + timecnt * 9 + typecnt * 6 + charcnt + leap * 12 + isstd + isut
+    return times, data[end:].strip(b"\n").decode("ascii")
+
+
+class Zone:
+    def __init__(self, name):
+        self.name = name
+        path = os.path.join(TZDIR, name)
+        with open(path, "rb") as f:
+            self.zi = zoneinfo.ZoneInfo.from_file(f, key=name)
+        self.explicit, footer = read_tzif(path)
+        self.last_explicit = self.explicit[-1] if self.explicit else -(2**62)
+        self.footer_changes = "," in footer  # the footer rule has DST transitions
+        self.cache = {}
+
+    def key(self, t):
+        d = datetime.datetime.fromtimestamp(t, self.zi)
+        return (int(d.utcoffset().total_seconds()), d.dst(), d.tzname())
+
+    def offset(self, t):
+        return int(datetime.datetime.fromtimestamp(t, self.zi).utcoffset().total_seconds())
+
+    def _footer_year(self, y):
+        """Transitions in year y found by daily samples of zoneinfo and bisection."""
+        if y in self.cache:
+            return self.cache[y]
+        out = []
+        lo, hi = year_start(y), year_start(y + 1)
+        prev_t, prev_k = lo - 1, self.key(lo - 1)
+        for t in range(lo, hi + 1, DAY):
+            k = self.key(t)
+            if k != prev_k:
+                a, b = prev_t, t  # key(a) == prev_k != key(b)
+                while b - a > 1:
+                    m = (a + b) // 2
+                    if self.key(m) == prev_k:
+                        a = m
+                    else:
+                        b = m
+                if b < hi and b >= lo:
+                    out.append(b)
+                prev_k = k
+            prev_t = t
+        self.cache[y] = out
+        return out
+
+    def transitions(self, lo, hi):
+        """Instants in [lo, hi) where offset, DST flag or abbreviation changes."""
+        out = [t for t in self.explicit[bisect.bisect_left(self.explicit, lo):
+                                        bisect.bisect_left(self.explicit, hi)]]
+        if self.footer_changes and hi > self.last_explicit:
+            start = max(lo, self.last_explicit + 1)
+            y0 = datetime.datetime.fromtimestamp(start, UTC).year
+            y1 = datetime.datetime.fromtimestamp(hi - 1, UTC).year
+            for y in range(y0, y1 + 1):
+                out += [t for t in self._footer_year(y) if start <= t < hi]
+        return sorted(set(out))
+
+    def periods(self, lo, hi):
+        """[(a, b, offset)] covering [lo, hi), one UTC offset each, merged."""
+        cuts = [lo] + self.transitions(lo + 1, hi) + [hi]
+        out = []
+        for a, b in zip(cuts, cuts[1:]):
+            off = self.offset(a)
+            if out and out[-1][2] == off:
+                out[-1] = (out[-1][0], b, off)
+            else:
+                out.append((a, b, off))
+        return out
+
+
+def rfc3339(t, off):
+    """cron::FormatRfc3339(t, zone) for a zone whose offset at t is `off`."""
+    local = EPOCH + datetime.timedelta(seconds=t + off)
+    a = abs(off)
+    return "%04d-%02d-%02dT%02d:%02d:%02d%s%02d:%02d" % (
+        local.year, local.month, local.day, local.hour, local.minute, local.second,
+        "-" if off < 0 else "+", a // 3600, a // 60 % 60)
+
+
+class Spec:
+    """A 5- or 6-field cron expression with '*' day fields (or a weekday), or @every."""
+
+    def __init__(self, secs=(0,), mins=(0,), hours=None, dow=None, every=0):
+        self.secs, self.mins = sorted(set(secs)), sorted(set(mins))
+        self.hours = None if hours is None else sorted(set(hours))
+        self.dow, self.every = dow, every
+        self.every_hour = hours is None or every != 0
+
+    def text(self):
+        if self.every:
+            return "@every %ds" % self.every
+
+        def field(values, n):
+            if len(values) == n:
+                return "*"
+            return ",".join(str(v) for v in values)
+
+        f = [field(self.mins, 60), "*" if self.hours is None else field(self.hours, 24),
+             "*", "*", "*" if self.dow is None else str(self.dow)]
+        if self.secs != [0]:
+            f.insert(0, field(self.secs, 60))
+        return " ".join(f)
+
+    def walls(self, lo, hi):
+        """Matching wall times (local seconds since 1970) in [lo, hi)."""
+        lo, hi = max(lo, MIN_WALL), min(hi, MAX_WALL)
+        hours = range(24) if self.hours is None else self.hours
+        for d in range(lo // DAY, (hi - 1) // DAY + 1):
+            if self.dow is not None and (d + 4) % 7 != self.dow:
+                continue
+            base = d * DAY
+            for h in hours:
+                hb = base + h * 3600
+                if hb + 3600 <= lo or hb >= hi:
+                    continue
+                for m in self.mins:
+                    mb = hb + m * 60
+                    for s in self.secs:
+                        if lo <= mb + s < hi:
+                            yield mb + s
+
+
+def firings(zone, spec, gap, overlap, lo, hi):
+    """Sorted firing instants in [lo, hi) under the DST policy (see the header)."""
+    if spec.every:
+        p = spec.every
+        first = max(0, -(-lo // p) * p)
+        return list(range(first, min(hi, HORIZON_END_UTC + 1), p))
+    both = overlap == "both" or (overlap == "auto" and spec.every_hour)
+    gap_run = not spec.every_hour and gap == "run"
+    margin = 2 * DAY  # every overlap and gap in the database is shorter than a day + 2h
+    ps = zone.periods(lo - margin, hi + margin)
+    ranges = [(a + off, b + off) for a, b, off in ps]
+    out = set()
+    for i, (a, b, off) in enumerate(ps):
+        ca, cb = max(a, lo), min(b, hi)
+        if ca >= cb:
+            continue
+        for w in spec.walls(ca + off, cb + off):
+            if both or not any(r0 <= w < r1 for r0, r1 in ranges[:i]):
+                out.add(w - off)
+    if gap_run:
+        for i in range(1, len(ps)):
+            t, old, new = ps[i][0], ps[i - 1][2], ps[i][2]
+            if new <= old or not lo <= t < hi:
+                continue
+            for w in spec.walls(t + old, t + new):
+                if not any(r0 <= w < r1 for r0, r1 in ranges):
+                    out.add(t)
+                    break
+    return sorted(out)
+
+
+def span(spec):
+    if spec.every:
+        return spec.every + 60
+    if spec.dow is not None:
+        return 9 * DAY
+    if spec.hours is None:
+        return 2 * 3600 if len(spec.mins) < 60 else 600
+    return 3 * DAY
+
+
+def next_firing(zone, spec, gap, overlap, at):
+    w = span(spec)
+    while True:
+        f = firings(zone, spec, gap, overlap, at + 1, at + 1 + w)
+        if f:
+            return f[0]
+        if at + w > MAX_WALL + 2 * DAY:
+            return None
+        w *= 4
+
+
+def prev_firing(zone, spec, gap, overlap, before):
+    w = span(spec)
+    while True:
+        f = firings(zone, spec, gap, overlap, before - w, before)
+        if f:
+            return f[-1]
+        if before - w < MIN_WALL - 2 * DAY:
+            return None
+        w *= 4
+
+
+class Writer:
+    def __init__(self):
+        self.groups = {}  # (zone, expr, gap, overlap) -> ["kind\tat\twant"]
+        self.count = 0
+
+    def add(self, kind, zone, expr, gap, overlap, at, want):
+        self.groups.setdefault((zone, expr, gap, overlap), []).append(
+            "%s\t%d\t%s\n" % (kind, at, want))
+        self.count += 1
+
+    def case(self, zone, spec, gap, overlap, kind, at, fired=None):
+        """A next/prev case; `fired` is a precomputed window of firings, if any."""
+        want = None
+        if fired is not None:
+            if kind == "next":
+                i = bisect.bisect_right(fired, at)
+                if i < len(fired):  # the window starts before `at`: fired[i] is the first
+                    want = fired[i]
+            else:
+                i = bisect.bisect_left(fired, at)
+                if 0 < i < len(fired):  # the window reaches past `at` on both sides
+                    want = fired[i - 1]
+        if want is None:
+            fn = next_firing if kind == "next" else prev_firing
+            want = fn(zone, spec, gap, overlap, at)
+        self.add(kind, zone.name, spec.text(), gap, overlap, at,
+                 "-" if want is None else str(want))
+
+    def offset_case(self, zone, t):
+        self.add("off", zone.name, "-", "-", "-", t, rfc3339(t, zone.offset(t)))
+
+    def write(self, path, header):
+        with open(path + ".tmp", "w") as f:
+            f.write(header)
+            for (zone, expr, gap, overlap), rows in self.groups.items():
+                f.write("=\t%s\t%s\t%s\t%s\n" % (zone, expr, gap, overlap))
+                f.writelines(rows)
+        os.replace(path + ".tmp", path)
+
+
+def hm(wall):
+    """(second, minute, hour) of a local wall time."""
+    s = wall % DAY
+    return s % 60, s // 60 % 60, s // 3600
+
+
+def fixed(wall, dow=None):
+    s, m, h = hm(wall)
+    return Spec(secs=(s,), mins=(m,), hours=(h,), dow=dow)
+
+
+EVERY_HOUR = [Spec(mins=(0,)), Spec(mins=range(0, 60, 15)), Spec(mins=range(60)),
+              Spec(mins=(30,))]
+
+
+def battery(out, zone, t, old, new, full):
+    """Cases around the transition at t (offset old -> new)."""
+    d = abs(new - old)
+    low = t + min(old, new)  # first wall time of the gap / overlap
+    high = t + max(old, new)  # first wall time after it
+    s, m, h = hm(low)
+    fixed_specs = [fixed(low + (d // 2) // 60 * 60)]
+    every_specs = [EVERY_HOUR[1]]
+    if full:
+        fixed_specs += [fixed(low), fixed(high), fixed(low - 3600),
+                        Spec(secs=(s,), mins=(m,), hours=(h, (h + 1) % 24)),
+                        Spec(secs=(s,), mins=sorted({m, (m + 15) % 60, (m + 45) % 60}),
+                             hours=(h,)),
+                        Spec(hours=(12,)),
+                        fixed(low + (d // 2) // 60 * 60, dow=(low // DAY + 4) % 7)]
+        if d > 60:
+            fixed_specs.append(fixed(high - 60))
+        every_specs = EVERY_HOUR + [Spec(every=5400)]
+    froms = sorted({t - d - 3600, t - 1, t, t + d // 2})
+    befores = [t + d + 3600]
+    if full:
+        froms = sorted(set(froms) | {t - DAY - 1, t - 60, t + d})
+        befores = sorted({t + DAY + 1, t + d + 3600, t + 1, t + d // 2})
+    combos = [(sp, "run", "auto") for sp in fixed_specs + every_specs]
+    if full:
+        for sp in fixed_specs[:5]:
+            combos += [(sp, "skip", "auto"), (sp, "run", "both"), (sp, "run", "first")]
+        combos += [(sp, "run", "first") for sp in every_specs[:3]]
+        combos += [(fixed_specs[0], "skip", "both")]
+    for sp, gap, overlap in combos:
+        w = span(sp)
+        fired = firings(zone, sp, gap, overlap, froms[0] - w, froms[-1] + max(d, 0) + w)
+        for at in froms:
+            out.case(zone, sp, gap, overlap, "next", at, fired)
+        for at in befores:
+            out.case(zone, sp, gap, overlap, "prev", at, fired)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: tz_reference.py OUT.tsv")
+    if tuple(zoneinfo.TZPATH) != (TZDIR,):
+        sys.exit("tz_reference.py: run with PYTHONTZPATH=%s (zoneinfo.TZPATH is %r)" %
+                 (TZDIR, zoneinfo.TZPATH))
+    names = sorted(zoneinfo.available_timezones())
+    skipped = sorted(n for n in names if n in NOT_ZONES)
+    for n in names:  # every name must be a system file (no pip tzdata stand-in)
+        if n not in NOT_ZONES and not os.path.isfile(os.path.join(TZDIR, n)):
+            sys.exit("tz_reference.py: %s is not a file under %s" % (n, TZDIR))
+    zones = [Zone(n) for n in names if n not in NOT_ZONES]
+    if len(zones) < 300:
+        sys.exit("tz_reference.py: only %d zones under %s" % (len(zones), TZDIR))
+    out = Writer()
+    stats = {"full": 0, "light": 0}
+    for zone in zones:
+        seen = set()
+        ts = zone.transitions(MIN_WALL - DAY, EXPLICIT_END)
+        for y in SAMPLED_YEARS:
+            ts += zone.transitions(year_start(y), year_start(y + 1))
+        for t in sorted(set(ts)):
+            old, new = zone.offset(t - 1), zone.offset(t)
+            for at in (t - 1, t, t + 1):
+                out.offset_case(zone, at)
+            kind = (old, new, (t + old) % DAY)
+            year = datetime.datetime.fromtimestamp(t, UTC).year
+            full = kind not in seen or year in FULL_BATTERY_YEARS
+            seen.add(kind)
+            stats["full" if full else "light"] += 1
+            battery(out, zone, t, old, new, full)
+        # Mid-winter / mid-summer of every sampled year, and the ends of the horizon.
+        for y in FULL_BATTERY_YEARS:
+            for month in (1, 7):
+                t = int((datetime.datetime(y, month, 15, 12, tzinfo=UTC) - EPOCH).total_seconds())
+                out.offset_case(zone, t)
+                out.case(zone, Spec(hours=(12,)), "run", "auto", "next", t)
+        for sp in (Spec(hours=(12,)), Spec(hours=(0,)), Spec(mins=range(60))):
+            for at in (MIN_WALL - 2 * DAY, MIN_WALL + 3600, MAX_WALL - DAY, MAX_WALL - 1):
+                out.case(zone, sp, "run", "auto", "next", at)
+            for at in (MIN_WALL + DAY, MIN_WALL + 60, MAX_WALL + DAY, MAX_WALL - 3600):
+                out.case(zone, sp, "run", "auto", "prev", at)
+    header = "# zones %d; skipped %s; transitions with the full battery %d, light %d\n" % (
+        len(zones), ", ".join("%s (%s)" % (n, NOT_ZONES[n]) for n in skipped) or "none",
+        stats["full"], stats["light"])
+    out.write(sys.argv[1], header)
+    sys.stderr.write(header.lstrip("# "))
+    sys.stderr.write("cases: %d\n" % out.count)
+
+
+if __name__ == "__main__":
+    main()
