@@ -153,8 +153,9 @@ TEST_CASE("every zone and DST case agrees with Python's zoneinfo", "[cron][tz]")
     if (got != want) {
       // `want` in the zone as the reference computed it is not known here (the engine's
       // offset may be the thing that is wrong), so it is shown in UTC.
-      check.Report(at, f[0], group.Describe() + ": " + f[0] + "(" + Utc(at) + ") want " +
-                   (want ? Utc(*want) : "none") + ", got " + Text(got, *schedule));
+      check.Report(at, f[0],
+                   group.Describe() + ": " + f[0] + "(" + Utc(at) + ") want " +
+                       (want ? Utc(*want) : "none") + ", got " + Text(got, *schedule));
     }
   }
   INFO(check.Summary());

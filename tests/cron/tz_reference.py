@@ -47,7 +47,11 @@ then its cases, one a line:
 so the reader parses each schedule once. The first line, '#', says how many zones and
 transitions were covered and which names were skipped and why.
 
-Usage: tz_reference.py OUT.tsv   (run with PYTHONTZPATH=/usr/share/zoneinfo)
+Before writing anything it checks itself against answers worked out by hand
+(HAND_CHECKED) and exits non-zero if one differs.
+
+Usage: /usr/bin/python3 tz_reference.py OUT.tsv   (Debian's python3, not a pyenv one:
+zoneinfo then reads /usr/share/zoneinfo, as the engine does; TZPATH is forced to it)
 """
 
 import bisect
@@ -287,9 +291,10 @@ class Writer:
         self.count = 0
 
     def add(self, kind, zone, expr, gap, overlap, at, want):
-        self.groups.setdefault((zone, expr, gap, overlap), []).append(
-            "%s\t%d\t%s\n" % (kind, at, want))
-        self.count += 1
+        rows = self.groups.setdefault((zone, expr, gap, overlap), {})
+        if (kind, at) not in rows:  # batteries overlap (e.g. noon is also mid-gap)
+            rows[(kind, at)] = "%s\t%d\t%s\n" % (kind, at, want)
+            self.count += 1
 
     def case(self, zone, spec, gap, overlap, kind, at, fired=None):
         """A next/prev case; `fired` is a precomputed window of firings, if any."""
@@ -317,7 +322,7 @@ class Writer:
             f.write(header)
             for (zone, expr, gap, overlap), rows in self.groups.items():
                 f.write("=\t%s\t%s\t%s\t%s\n" % (zone, expr, gap, overlap))
-                f.writelines(rows)
+                f.writelines(rows.values())
         os.replace(path + ".tmp", path)
 
 
@@ -374,12 +379,72 @@ def battery(out, zone, t, old, new, full):
             out.case(zone, sp, gap, overlap, "prev", at, fired)
 
 
+# Answers worked out by hand from DESIGN.md §2 (not by any program): the reference must
+# give them before its own answers are trusted. (zone, expr, gap, overlap, from, firings)
+HAND_CHECKED = [
+    # New York 2021-03-14, 02:00 EST -> 03:00 EDT: a fixed time in the gap fires at 03:00;
+    # several scheduled times in one gap collapse; every-hour ones owe nothing.
+    ("America/New_York", Spec(mins=(30,), hours=(2,)), "run", "auto",
+     "2021-03-14T00:00:00-05:00", ["2021-03-14T03:00:00-04:00", "2021-03-15T02:30:00-04:00"]),
+    ("America/New_York", Spec(mins=(30,), hours=(2,)), "skip", "auto",
+     "2021-03-14T00:00:00-05:00", ["2021-03-15T02:30:00-04:00"]),
+    ("America/New_York", Spec(hours=(1, 2, 3)), "run", "auto", "2021-03-14T00:00:00-05:00",
+     ["2021-03-14T01:00:00-05:00", "2021-03-14T03:00:00-04:00", "2021-03-15T01:00:00-04:00"]),
+    ("America/New_York", Spec(mins=(30,)), "run", "auto", "2021-03-14T00:00:00-05:00",
+     ["2021-03-14T00:30:00-05:00", "2021-03-14T01:30:00-05:00", "2021-03-14T03:30:00-04:00"]),
+    # New York 2021-11-07, 02:00 EDT -> 01:00 EST: a fixed time in the overlap fires once,
+    # at its first occurrence (also when the search starts in the second pass); both
+    # passes with dst_overlap=both and for every-hour schedules; `first` forces one.
+    ("America/New_York", Spec(mins=(30,), hours=(1,)), "run", "auto",
+     "2021-11-07T00:00:00-04:00", ["2021-11-07T01:30:00-04:00", "2021-11-08T01:30:00-05:00"]),
+    ("America/New_York", Spec(mins=(30,), hours=(1,)), "run", "auto",
+     "2021-11-07T01:10:00-05:00", ["2021-11-08T01:30:00-05:00"]),
+    ("America/New_York", Spec(mins=(30,), hours=(1,)), "run", "both",
+     "2021-11-07T00:00:00-04:00", ["2021-11-07T01:30:00-04:00", "2021-11-07T01:30:00-05:00"]),
+    ("America/New_York", Spec(mins=(30,)), "run", "auto", "2021-11-07T00:40:00-04:00",
+     ["2021-11-07T01:30:00-04:00", "2021-11-07T01:30:00-05:00", "2021-11-07T02:30:00-05:00"]),
+    ("America/New_York", Spec(mins=(0, 20, 40)), "run", "first", "2021-11-07T01:05:00-05:00",
+     ["2021-11-07T02:00:00-05:00"]),
+    # Past 2037 the footer rule holds: New York is on EDT in July 2040.
+    ("America/New_York", Spec(hours=(12,)), "run", "auto", "2040-07-01T00:00:00Z",
+     ["2040-07-01T12:00:00-04:00"]),
+    # Lord Howe 2021-10-03, 02:00 +10:30 -> 02:30 +11:00 (a 30-minute gap).
+    ("Australia/Lord_Howe", Spec(mins=(15,), hours=(2,)), "run", "auto",
+     "2021-10-03T00:00:00+10:30", ["2021-10-03T02:30:00+11:00", "2021-10-04T02:15:00+11:00"]),
+    # Sao Paulo 2018-11-04: the gap is at midnight, so that day has no 00:00.
+    ("America/Sao_Paulo", Spec(hours=(0,)), "run", "auto", "2018-11-03T12:00:00-03:00",
+     ["2018-11-04T01:00:00-02:00", "2018-11-05T00:00:00-02:00"]),
+    # Apia skipped 2011-12-30 (-10:00 -> +14:00): that day's noon fires when the gap ends.
+    ("Pacific/Apia", Spec(hours=(12,)), "run", "auto", "2011-12-29T12:00:00-10:00",
+     ["2011-12-31T00:00:00+14:00", "2011-12-31T12:00:00+14:00"]),
+    # Dublin's negative DST: +01:00 in summer (IST, "standard"), +00:00 in winter (GMT).
+    ("Europe/Dublin", Spec(hours=(12,)), "run", "auto", "2021-07-01T00:00:00Z",
+     ["2021-07-01T12:00:00+01:00"]),
+    ("Europe/Dublin", Spec(hours=(12,)), "run", "auto", "2021-01-01T00:00:00Z",
+     ["2021-01-01T12:00:00+00:00"]),
+]
+
+
+def self_check():
+    """Fails unless the reference reproduces HAND_CHECKED."""
+    for name, spec, gap, overlap, start, want in HAND_CHECKED:
+        zone = Zone(name)
+        at = int(datetime.datetime.fromisoformat(start.replace("Z", "+00:00")).timestamp())
+        got = []
+        for _ in want:
+            at = next_firing(zone, spec, gap, overlap, at)
+            got.append(rfc3339(at, zone.offset(at)))
+        if got != want:
+            sys.exit("tz_reference.py: self-check %s '%s' %s/%s from %s: want %s, got %s" %
+                     (name, spec.text(), gap, overlap, start, want, got))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: tz_reference.py OUT.tsv")
-    if tuple(zoneinfo.TZPATH) != (TZDIR,):
-        sys.exit("tz_reference.py: run with PYTHONTZPATH=%s (zoneinfo.TZPATH is %r)" %
-                 (TZDIR, zoneinfo.TZPATH))
+    # Only the system database (ctest also sets PYTHONTZPATH): the engine reads it too.
+    zoneinfo.reset_tzpath([TZDIR])
+    self_check()
     names = sorted(zoneinfo.available_timezones())
     skipped = sorted(n for n in names if n in NOT_ZONES)
     for n in names:  # every name must be a system file (no pip tzdata stand-in)
