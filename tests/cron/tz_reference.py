@@ -9,22 +9,25 @@ What it computes
           ("2040-07-01T08:00:00-04:00"; the offset's seconds are cut, as tickd does);
     next  the first firing strictly after an instant (cron::Schedule::Next);
     prev  the last firing strictly before an instant (cron::Schedule::Prev).
-  Where: just before / at / after every transition from 1970 to 2037 (the transitions
-  listed in each TZif file), every transition in the sampled years past 2037 (2038,
-  2040, 2045, 2100, 2199: those come from the POSIX rule in the file's footer, which
-  zoneinfo follows), mid-January and mid-July of the sampled years, and the ends of the
-  horizon (1970 .. 2199). Next/prev cases start shortly before / after transitions and
-  use expressions built from the transition's wall times: fixed local times at the start,
-  middle, last minute and end of the gap or overlap, an hour before, an hour list and a
-  minute list spanning it, noon, a weekly one on that day; every-hour ones (0 * * * *,
-  */15 * * * *, * * * * *, 30 * * * *) and @every. A transition gets this full battery
-  when it is the first of its kind in its zone (old offset, new offset, wall time of day)
-  or lies in a sampled year, a light one (default options, a few expressions) otherwise.
+  Where: offsets just before / at / after every transition from 1970 to 2199 (those the
+  TZif file lists, to 2037 for most zones, then those of the POSIX rule in its footer,
+  which zoneinfo follows: that is where the date library went wrong), at mid-January and
+  mid-July of every year, and next/prev at the ends of the horizon (1970 .. 2199).
+  Next/prev cases around every transition to 2037 and in 2038, 2040, 2045, 2050, 2060,
+  ..., 2190, 2199: they start shortly before / after the transition and use expressions
+  built from its wall times: fixed local times at the start, middle, last minute and
+  end of the gap or overlap, an hour before, an hour list and a minute list spanning it,
+  noon, a weekly one on that day; every-hour ones (0 * * * *, */15 * * * *, * * * * *,
+  30 * * * *) and @every; a 6-field one with seconds where the offset has seconds
+  (Africa/Monrovia to 1972). A transition gets this full battery, with dst_gap=skip and
+  dst_overlap=both/first too, when it is the first of its kind in its zone (old offset,
+  new offset, wall time of day) or lies in 2026, 2038, 2040, 2045, 2100 or 2199; a light
+  one (default options, a fixed time mid-gap/overlap and */15) otherwise.
 
 How: the DST policy is implemented here from the contract (DESIGN.md §2), not from
 tickd's code. Over a window of instants, the zone is a list of periods [a, b) with one
 UTC offset each (zoneinfo's utcoffset, split where TZif lists a transition or where a
-daily sample of the footer rule shows a change, found to the second by bisection). The
+weekly sample of the footer rule shows a change, found to the second by bisection). The
 firings of a schedule in the window are a set of instants:
   - each instant t whose wall time t + offset(t) matches the expression fires, unless it
     is a second occurrence (an earlier period covered the same wall time) and the
@@ -73,6 +76,8 @@ HORIZON_END_UTC = MAX_WALL - 1  # @every: 2199-12-31T23:59:59Z
 EXPLICIT_END = (datetime.date(2038, 1, 1) - datetime.date(1970, 1, 1)).days * DAY
 SAMPLED_YEARS = (2038, 2040, 2045, 2100, 2199)
 FULL_BATTERY_YEARS = (2026,) + SAMPLED_YEARS
+# Past 2037 every transition gets offset cases; these years get next/prev cases too.
+FOOTER_BATTERY_YEARS = set(SAMPLED_YEARS) | set(range(2050, 2200, 10))
 
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
@@ -122,13 +127,14 @@ class Zone:
         return int(datetime.datetime.fromtimestamp(t, self.zi).utcoffset().total_seconds())
 
     def _footer_year(self, y):
-        """Transitions in year y found by daily samples of zoneinfo and bisection."""
+        """Transitions in year y found by weekly samples of zoneinfo and bisection (a
+        footer rule changes twice a year, never twice within a week)."""
         if y in self.cache:
             return self.cache[y]
         out = []
         lo, hi = year_start(y), year_start(y + 1)
         prev_t, prev_k = lo - 1, self.key(lo - 1)
-        for t in range(lo, hi + 1, DAY):
+        for t in list(range(lo, hi, 7 * DAY)) + [hi]:
             k = self.key(t)
             if k != prev_k:
                 a, b = prev_t, t  # key(a) == prev_k != key(b)
@@ -454,36 +460,38 @@ def main():
     if len(zones) < 300:
         sys.exit("tz_reference.py: only %d zones under %s" % (len(zones), TZDIR))
     out = Writer()
-    stats = {"full": 0, "light": 0}
+    stats = {"transitions": 0, "full": 0, "light": 0}
     for zone in zones:
         seen = set()
-        ts = zone.transitions(MIN_WALL - DAY, EXPLICIT_END)
-        for y in SAMPLED_YEARS:
-            ts += zone.transitions(year_start(y), year_start(y + 1))
-        for t in sorted(set(ts)):
+        for t in zone.transitions(MIN_WALL - DAY, MAX_WALL):
             old, new = zone.offset(t - 1), zone.offset(t)
             for at in (t - 1, t, t + 1):
                 out.offset_case(zone, at)
+            stats["transitions"] += 1
             kind = (old, new, (t + old) % DAY)
             year = datetime.datetime.fromtimestamp(t, UTC).year
             full = kind not in seen or year in FULL_BATTERY_YEARS
             seen.add(kind)
-            stats["full" if full else "light"] += 1
-            battery(out, zone, t, old, new, full)
-        # Mid-winter / mid-summer of every sampled year, and the ends of the horizon.
-        for y in FULL_BATTERY_YEARS:
+            if full or year < 2038 or year in FOOTER_BATTERY_YEARS:
+                stats["full" if full else "light"] += 1
+                battery(out, zone, t, old, new, full)
+        # Mid-winter / mid-summer of every year (a next case in the sampled ones), and the
+        # ends of the horizon.
+        for y in range(1970, 2200):
             for month in (1, 7):
                 t = int((datetime.datetime(y, month, 15, 12, tzinfo=UTC) - EPOCH).total_seconds())
                 out.offset_case(zone, t)
-                out.case(zone, Spec(hours=(12,)), "run", "auto", "next", t)
+                if y in FULL_BATTERY_YEARS:
+                    out.case(zone, Spec(hours=(12,)), "run", "auto", "next", t)
         for sp in (Spec(hours=(12,)), Spec(hours=(0,)), Spec(mins=range(60))):
             for at in (MIN_WALL - 2 * DAY, MIN_WALL + 3600, MAX_WALL - DAY, MAX_WALL - 1):
                 out.case(zone, sp, "run", "auto", "next", at)
             for at in (MIN_WALL + DAY, MIN_WALL + 60, MAX_WALL + DAY, MAX_WALL - 3600):
                 out.case(zone, sp, "run", "auto", "prev", at)
-    header = "# zones %d; skipped %s; transitions with the full battery %d, light %d\n" % (
+    header = ("# zones %d; skipped %s; transitions 1970-2199 %d, with the full battery %d, "
+              "the light one %d\n") % (
         len(zones), ", ".join("%s (%s)" % (n, NOT_ZONES[n]) for n in skipped) or "none",
-        stats["full"], stats["light"])
+        stats["transitions"], stats["full"], stats["light"])
     out.write(sys.argv[1], header)
     sys.stderr.write(header.lstrip("# "))
     sys.stderr.write("cases: %d\n" % out.count)
