@@ -193,8 +193,9 @@ class Spec:
         self.hours = None if hours is None else sorted(set(hours))
         self.dow, self.every = dow, every
         self.every_hour = hours is None or every != 0
+        self.text = self._text()
 
-    def text(self):
+    def _text(self):
         if self.every:
             return "@every %ds" % self.every
 
@@ -302,13 +303,14 @@ class Writer:
             rows[(kind, at)] = "%s\t%d\t%s\n" % (kind, at, want)
             self.count += 1
 
-    def case(self, zone, spec, gap, overlap, kind, at, fired=None):
-        """A next/prev case; `fired` is a precomputed window of firings, if any."""
+    def case(self, zone, spec, gap, overlap, kind, at, window=None):
+        """A next/prev case; `window` = (lo, firings in [lo, some hi)), if computed."""
         want = None
-        if fired is not None:
+        if window is not None:
+            lo, fired = window
             if kind == "next":
                 i = bisect.bisect_right(fired, at)
-                if i < len(fired):  # the window starts before `at`: fired[i] is the first
+                if at + 1 >= lo and i < len(fired):  # no firing in (at, lo): the first
                     want = fired[i]
             else:
                 i = bisect.bisect_left(fired, at)
@@ -317,7 +319,7 @@ class Writer:
         if want is None:
             fn = next_firing if kind == "next" else prev_firing
             want = fn(zone, spec, gap, overlap, at)
-        self.add(kind, zone.name, spec.text(), gap, overlap, at,
+        self.add(kind, zone.name, spec.text, gap, overlap, at,
                  "-" if want is None else str(want))
 
     def offset_case(self, zone, t):
@@ -378,11 +380,14 @@ def battery(out, zone, t, old, new, full):
         combos += [(fixed_specs[0], "skip", "both")]
     for sp, gap, overlap in combos:
         w = span(sp)
-        fired = firings(zone, sp, gap, overlap, froms[0] - w, froms[-1] + max(d, 0) + w)
+        # Every-hour schedules fire often: their window stays near the transition (the
+        # cases a day away get their own small one).
+        lo = (froms[0] if not sp.every_hour else max(froms[0], t - d - 3600)) - w
+        window = (lo, firings(zone, sp, gap, overlap, lo, froms[-1] + d + w))
         for at in froms:
-            out.case(zone, sp, gap, overlap, "next", at, fired)
+            out.case(zone, sp, gap, overlap, "next", at, window)
         for at in befores:
-            out.case(zone, sp, gap, overlap, "prev", at, fired)
+            out.case(zone, sp, gap, overlap, "prev", at, window)
 
 
 # Answers worked out by hand from DESIGN.md §2 (not by any program): the reference must
@@ -442,7 +447,7 @@ def self_check():
             got.append(rfc3339(at, zone.offset(at)))
         if got != want:
             sys.exit("tz_reference.py: self-check %s '%s' %s/%s from %s: want %s, got %s" %
-                     (name, spec.text(), gap, overlap, start, want, got))
+                     (name, spec.text, gap, overlap, start, want, got))
 
 
 def main():
