@@ -254,7 +254,7 @@ TEST_CASE("--help and --version exit 0", "[cli]") {
 // The daemon and `tickd next` share Schedule::Next: the CLI must print exactly the
 // chain the library computes, for every expression of the benchmark set.
 TEST_CASE("next prints what Schedule::Next computes", "[cli]") {
-  std::ifstream set(std::string(TICKD_SHARED_DIR) + "/bench/cron_set.txt");
+  std::ifstream set(std::string(TICKD_SOURCE_DIR) + "/bench/data/cron_set.txt");
   REQUIRE(set.good());
   std::vector<std::vector<std::string>> runs;
   std::vector<std::string> expected;
@@ -360,7 +360,7 @@ const std::map<std::string, std::string>& Exclusions() {
 
 std::vector<InvalidVector> LoadInvalidVectors() {
   std::vector<InvalidVector> vectors;
-  const fs::path dir = fs::path(TICKD_SHARED_DIR) / "conformance" / "cron";
+  const fs::path dir = fs::path(TICKD_TEST_DATA_DIR) / "conformance" / "cron";
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".jsonl") files.push_back(entry.path());
