@@ -1,4 +1,4 @@
-// `tickd run -c FILE [--node-id ID]` (DESIGN §3, §7): the daemon.
+// `tickd run -c FILE [--node-id ID]` (docs/design.md §3, §7): the daemon.
 //
 // Signals: SIGTERM, SIGINT and SIGHUP are blocked before any thread exists, so every
 // thread inherits the mask and only this function's loop receives them, through

@@ -1,8 +1,8 @@
-// What the daemon counts (DESIGN §9): the scheduler and the run supervisors report
+// What the daemon counts (docs/design.md §9): the scheduler and the run supervisors report
 // events through the small Metrics interface; PrometheusMetrics keeps them and
 // renders the Prometheus text exposition format for /metrics.
 //
-// Metric names are a contract (DESIGN §9):
+// Metric names are a contract (docs/design.md §9):
 //   tickd_ticks_total{job,outcome}            every tick line (won lost busy missed error)
 //   tickd_runs_total{job,outcome}             every run line (done failed timeout …)
 //   tickd_run_duration_seconds{job}           histogram of run durations

@@ -30,7 +30,7 @@
  * recover: true jobs: a tick lost to another replica is claimed again every lease/2
  * for as long as the backend answers that it is still running
  * (ClaimOutcome::holder_running); it is won only once the holder died and its lease
- * expired on the backend (DESIGN §1 rule 5), and then runs here. A done or missed
+ * expired on the backend (docs/design.md §1 rule 5), and then runs here. A done or missed
  * answer ends the rechecks.
  *
  * At startup only, each job's latest tick is looked at: still inside its starting

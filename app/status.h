@@ -1,4 +1,4 @@
-// The cluster-wide view of the ledger (DESIGN §1 rule 8, §9) shared by `tickd
+// The cluster-wide view of the ledger (docs/design.md §1 rule 8, §9) shared by `tickd
 // status`, /api/status and the status page: per job its schedule, zone and next
 // tick, and its last ticks with winner, run outcome, exit status, duration, fence,
 // losers, what each replica saw (its own wall clock when it tried) and the measured

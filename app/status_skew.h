@@ -1,4 +1,4 @@
-// Clock skew between replicas, measured through the ledger (DESIGN §1 rule 8, §9).
+// Clock skew between replicas, measured through the ledger (docs/design.md §1 rule 8, §9).
 //
 // Every replica tries a tick at ITS OWN wall-clock T, so the node_wall values of one
 // tick agree however skewed the clocks are (max − min of them only shows jitter and

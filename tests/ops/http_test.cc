@@ -1,5 +1,5 @@
 // The daemon's HTTP endpoints and warnings against real `tickd run` replicas sharing
-// one SQLite store: /healthz, /metrics (DESIGN §9 names), /api/status (the winners
+// one SQLite store: /healthz, /metrics (docs/design.md §9 names), /api/status (the winners
 // the logs report), the status page; a replica with a skewed clock and another job
 // file (config-mismatch, clock-skew, their metrics); node.clock_skew_warning above the
 // skew silences the warning; mismatched ticks flagged in /api/status and tickd status.
