@@ -60,6 +60,7 @@
 #include <utility>
 
 #include "app/backend_call.h"
+#include "app/tzdata.h"
 #include "lock/claim_spread.h"
 
 namespace tickd::app {
@@ -537,14 +538,19 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       return;
   }
   if (!o.holder_config_hash.empty() && o.holder_config_hash != req.config_hash) {
-    metrics().ConfigMismatch(req.job);
-    log_.Log(LogLevel::kWarn, "config-mismatch",
-             {{"job", req.job},
-              {"tick", FormatTick(req.tick_unix)},
-              {"node", req.node},
-              {"peer", o.holder_node},
-              {"hash", req.config_hash},
-              {"peer_hash", o.holder_config_hash}});
+    // The hash parts only: a tz database difference is the skew watch's (app/tzdata.h).
+    const ClaimHash ours = SplitClaimHash(req.config_hash);
+    const ClaimHash theirs = SplitClaimHash(o.holder_config_hash);
+    if (theirs.config != ours.config) {
+      metrics().ConfigMismatch(req.job);
+      log_.Log(LogLevel::kWarn, "config-mismatch",
+               {{"job", req.job},
+                {"tick", FormatTick(req.tick_unix)},
+                {"node", req.node},
+                {"peer", o.holder_node},
+                {"hash", ours.config},
+                {"peer_hash", theirs.config}});
+    }
   }
 }
 
