@@ -1,4 +1,4 @@
-// `tickd trigger -c FILE JOB` (DESIGN §9): one tick of JOB now. The tick is the
+// `tickd trigger -c FILE JOB` (docs/design.md §9): one tick of JOB now. The tick is the
 // current second and goes through the same claim as a scheduled one (so it is won
 // by at most one replica, gets a fence, respects concurrency: forbid, and lands in
 // the ledger); the run is supervised like any other (lease watchdog, completion in

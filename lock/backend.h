@@ -1,6 +1,6 @@
 // The claim interface: for each tick (job, T) of each job, a Backend decides which
-// replica runs it. The contract is DESIGN.md §1; the per-store protocols are in
-// shared/backends.md and at the top of each backend's .cc file.
+// replica runs it. The contract is docs/design.md §1; the per-store protocols are in
+// docs/backends.md and at the top of each backend's .cc file.
 //
 // Three things are kept apart in every backend:
 //   - the tick record (job, T): running → done, owner token, node, fence, exit

@@ -1,4 +1,4 @@
-// The etcd protocol (shared/backends.md, "etcd v3"), over the JSON gateway (/v3/…,
+// The etcd protocol (docs/backends.md, "etcd v3"), over the JSON gateway (/v3/…,
 // keys and values base64, 64-bit integers as strings). With prefix P and T written
 // as 20 zero-padded digits (so that key order is tick order):
 //

@@ -1,4 +1,4 @@
-// The PostgreSQL protocol (shared/backends.md, "PostgreSQL 15") — the database's
+// The PostgreSQL protocol (docs/backends.md, "PostgreSQL 15") — the database's
 // clock decides. Replicas share one database; every decision is one statement, so it
 // is one transaction on the server, judged by the server's clock (now() /
 // clock_timestamp()), never a replica's.

@@ -1,4 +1,4 @@
-// The Redis protocol (shared/backends.md, "Redis"). Every decision is one Lua script,
+// The Redis protocol (docs/backends.md, "Redis"). Every decision is one Lua script,
 // so it is atomic on the server and judged on the server's clock (`TIME` inside the
 // script), never a replica's. All keys of one job carry the hash tag `{job}`, so the
 // scripts touch one slot and run unchanged on Redis Cluster (claim and complete are

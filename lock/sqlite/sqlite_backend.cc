@@ -1,6 +1,6 @@
 // SQLite claim protocol — replicas on one host share one database file.
 //
-// Storage (DESIGN.md §1, backends.md):
+// Storage (docs/design.md §1, docs/backends.md "SQLite"):
 //   tickd_ticks(job, tick) — the tick record: owner token, node, fence, state
 //       running|done, lease_until, boot_id, config hash, completion. Kept until Prune,
 //       so a done tick is never claimed again (the key is the tick, not the job).
@@ -26,8 +26,8 @@
 // Liveness of a running record = same boot AND lease_until > now AND its holder lock
 // is held. The holder lock of a claim is byte number <fence> of the one file
 // `<db>.locks/holders`, locked with an open-file-description lock (F_OFD_SETLK, the
-// kernel's per-descriptor byte-range lock; backends.md's per-job lock file, with the
-// fence as the byte). The winner takes it inside the claim's transaction, before
+// kernel's per-descriptor byte-range lock: the first design's per-job lock file, with
+// the fence as the byte). The winner takes it inside the claim's transaction, before
 // COMMIT, and keeps it until Complete. The kernel drops it the instant the holder's
 // process dies (its descriptors close), so a claimer whose F_OFD_GETLK finds the byte
 // free knows the holder is dead without waiting for the lease:

@@ -1,4 +1,4 @@
-// The ZooKeeper protocol (shared/backends.md, "ZooKeeper"). With B = <chroot>/tickd:
+// The ZooKeeper protocol (docs/backends.md, "ZooKeeper"). With B = <chroot>/tickd:
 //
 //   B/<job>/t/<T>     tick record, persistent: state running|done, owner token, node,
 //                     config hash, lease_ms; once done also outcome, exit, duration,

@@ -1,4 +1,4 @@
-// The claim contract of DESIGN.md §1, checked identically against every backend in
+// The claim contract of docs/design.md §1, checked identically against every backend in
 // harnesses.h. Each case builds its own Harness, i.e. its own empty store.
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// DST policy of DESIGN.md §2, with explicit expected instants (not any peer's choice):
+// DST policy of docs/design.md §2, with explicit expected instants (not any peer's choice):
 // every-hour schedules follow real time (nothing owed in a gap, both overlap passes);
 // fixed-time schedules fire once at the end of a gap and once (first) in an overlap;
 // dst_gap=skip and dst_overlap=first|both override. Every chain is also walked back
