@@ -18,13 +18,13 @@ What it computes
   built from its wall times: fixed local times at the start, middle, last minute and
   end of the gap or overlap, an hour before, an hour list and a minute list spanning it,
   noon, a weekly one on that day; every-hour ones (0 * * * *, */15 * * * *, * * * * *,
-  30 * * * *) and @every; a 6-field one with seconds where the offset has seconds
-  (Africa/Monrovia to 1972). A transition gets this full battery, with dst_gap=skip and
+  30 * * * *), @every and `0,30 */1 * * *` (a fixed-time schedule); a 6-field one with
+  seconds where the offset has seconds (Africa/Monrovia to 1972). A transition gets this full battery, with dst_gap=skip and
   dst_overlap=both/first too, when it is the first of its kind in its zone (old offset,
   new offset, wall time of day) or lies in 2026, 2038, 2040, 2045, 2100 or 2199; a light
   one (default options, a fixed time mid-gap/overlap and */15) otherwise.
 
-How: the DST policy is implemented here from the contract (DESIGN.md §2), not from
+How: the DST policy is implemented here from the contract (docs/design.md §2), not from
 tickd's code. Over a window of instants, the zone is a list of periods [a, b) with one
 UTC offset each (zoneinfo's utcoffset, split where TZif lists a transition or where a
 weekly sample of the footer rule shows a change, found to the second by bisection). The
@@ -73,7 +73,6 @@ DAY = 86400
 MIN_WALL = 0  # 1970-01-01T00:00 local
 MAX_WALL = (datetime.date(2200, 1, 1) - datetime.date(1970, 1, 1)).days * DAY  # exclusive
 HORIZON_END_UTC = MAX_WALL - 1  # @every: 2199-12-31T23:59:59Z
-EXPLICIT_END = (datetime.date(2038, 1, 1) - datetime.date(1970, 1, 1)).days * DAY
 SAMPLED_YEARS = (2038, 2040, 2045, 2100, 2199)
 FULL_BATTERY_YEARS = (2026,) + SAMPLED_YEARS
 # Past 2037 every transition gets offset cases; these years get next/prev cases too.
@@ -188,10 +187,13 @@ def rfc3339(t, off):
 class Spec:
     """A 5- or 6-field cron expression with '*' day fields (or a weekday), or @every."""
 
-    def __init__(self, secs=(0,), mins=(0,), hours=None, dow=None, every=0):
+    def __init__(self, secs=(0,), mins=(0,), hours=None, dow=None, every=0, hour_field=None):
         self.secs, self.mins = sorted(set(secs)), sorted(set(mins))
         self.hours = None if hours is None else sorted(set(hours))
         self.dow, self.every = dow, every
+        # Only an hour field of exactly `*` makes an every-hour schedule: `*/1` (written
+        # through hour_field) matches every hour but is a fixed-time schedule.
+        self.hour_field = hour_field
         self.every_hour = hours is None or every != 0
         self.text = self._text()
 
@@ -204,7 +206,8 @@ class Spec:
                 return "*"
             return ",".join(str(v) for v in values)
 
-        f = [field(self.mins, 60), "*" if self.hours is None else field(self.hours, 24),
+        hour = self.hour_field or ("*" if self.hours is None else field(self.hours, 24))
+        f = [field(self.mins, 60), hour,
              "*", "*", "*" if self.dow is None else str(self.dow)]
         if self.secs != [0]:
             f.insert(0, field(self.secs, 60))
@@ -367,6 +370,7 @@ def battery(out, zone, t, old, new, full):
         if d > 60:
             fixed_specs.append(fixed(high - 60))
         every_specs = EVERY_HOUR + [Spec(every=5400)]
+        fixed_specs.append(Spec(mins=(0, 30), hours=range(24), hour_field="*/1"))
     froms = sorted({t - d - 3600, t - 1, t, t + d // 2})
     befores = [t + d + 3600]
     if full:
@@ -390,8 +394,9 @@ def battery(out, zone, t, old, new, full):
             out.case(zone, sp, gap, overlap, "prev", at, window)
 
 
-# Answers worked out by hand from DESIGN.md §2 (not by any program): the reference must
-# give them before its own answers are trusted. (zone, expr, gap, overlap, from, firings)
+# Answers worked out by hand from docs/design.md §2 (not by any program): the reference
+# must give them before its own answers are trusted. (zone, expr, gap, overlap, from,
+# firings)
 HAND_CHECKED = [
     # New York 2021-03-14, 02:00 EST -> 03:00 EDT: a fixed time in the gap fires at 03:00;
     # several scheduled times in one gap collapse; every-hour ones owe nothing.
@@ -416,6 +421,9 @@ HAND_CHECKED = [
      ["2021-11-07T01:30:00-04:00", "2021-11-07T01:30:00-05:00", "2021-11-07T02:30:00-05:00"]),
     ("America/New_York", Spec(mins=(0, 20, 40)), "run", "first", "2021-11-07T01:05:00-05:00",
      ["2021-11-07T02:00:00-05:00"]),
+    # `*/1` in the hour field is a fixed-time schedule: one pass of the overlap only.
+    ("America/New_York", Spec(mins=(30,), hours=range(24), hour_field="*/1"), "run", "auto",
+     "2021-11-07T00:40:00-04:00", ["2021-11-07T01:30:00-04:00", "2021-11-07T02:30:00-05:00"]),
     # Past 2037 the footer rule holds: New York is on EDT in July 2040.
     ("America/New_York", Spec(hours=(12,)), "run", "auto", "2040-07-01T00:00:00Z",
      ["2040-07-01T12:00:00-04:00"]),
