@@ -19,10 +19,11 @@ What it computes
   end of the gap or overlap, an hour before, an hour list and a minute list spanning it,
   noon, a weekly one on that day; every-hour ones (0 * * * *, */15 * * * *, * * * * *,
   30 * * * *), @every and `0,30 */1 * * *` (a fixed-time schedule); a 6-field one with
-  seconds where the offset has seconds (Africa/Monrovia to 1972). A transition gets this full battery, with dst_gap=skip and
-  dst_overlap=both/first too, when it is the first of its kind in its zone (old offset,
-  new offset, wall time of day) or lies in 2026, 2038, 2040, 2045, 2100 or 2199; a light
-  one (default options, a fixed time mid-gap/overlap and */15) otherwise.
+  seconds where the offset has seconds (Africa/Monrovia to 1972). A transition gets this
+  full battery, with dst_gap=skip and dst_overlap=both/first too, when it is the first
+  of its kind in its zone (old offset, new offset, wall time of day) or lies in 2026,
+  2038, 2040, 2045, 2100 or 2199; a light one (default options, a fixed time mid-gap/
+  overlap and */15) otherwise.
 
 How: the DST policy is implemented here from the contract (docs/design.md §2), not from
 tickd's code. Over a window of instants, the zone is a list of periods [a, b) with one
