@@ -477,10 +477,10 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
     // Go on while the tick may still need a new holder: still running (its holder may
     // be dead, its lease not yet expired), held up by another run (busy), or unknown
     // (error). Done, missed, superseded and won end the rechecks.
-    const bool settled = result && (result->status == lock::ClaimStatus::kMissed ||
-                                    result->status == lock::ClaimStatus::kSuperseded ||
-                                    (result->status == lock::ClaimStatus::kLost &&
-                                     !result->holder_running));
+    const bool settled =
+        result && (result->status == lock::ClaimStatus::kMissed ||
+                   result->status == lock::ClaimStatus::kSuperseded ||
+                   (result->status == lock::ClaimStatus::kLost && !result->holder_running));
     if (!settled) ScheduleRecheck(*job, req.tick_unix);
     return;
   }

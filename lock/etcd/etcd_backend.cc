@@ -547,9 +547,12 @@ class EtcdBackend final : public Backend {
     compare.push_back(state->head ? ModifiedAt(k.head, state->head_mod_revision)
                                   : CreatedAt(k.head, 0));
     const std::int64_t lease_until = state->server_ms.value_or(0) + req.lease.count();
-    Json success = {Put(k.record, Encode(rec)), Put(k.lease, req.owner_token, lease_id),
-                    Put(k.until, std::to_string(lease_until)), Put(k.index, ""),
-                    Put(JobKey(req.job), ""), Put(k.head, Encode(head))};
+    Json success = {Put(k.record, Encode(rec)),
+                    Put(k.lease, req.owner_token, lease_id),
+                    Put(k.until, std::to_string(lease_until)),
+                    Put(k.index, ""),
+                    Put(JobKey(req.job), ""),
+                    Put(k.head, Encode(head))};
     if (req.forbid_overlap) {
       success.push_back(
           Put(k.run, Encode(RunMarker{req.owner_token, req.tick_unix, req.node, req.config_hash}),

@@ -814,7 +814,7 @@ class ZookeeperBackend final : public Backend {
                    {"node", req.node},
                    {"hash", req.config_hash},
                    {"lease_ms", std::to_string(req.lease.count())}};
-    std::size_t record_op = 0;  // the op that writes `mine`; its fence is added last
+    std::size_t record_op = 0;               // the op that writes `mine`; its fence is added last
     std::optional<std::int64_t> expired_at;  // re-claim: when the dead lease expired
     std::int64_t now = 0;
     if (record.rc == ZOK) {

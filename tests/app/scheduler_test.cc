@@ -87,8 +87,9 @@ TEST_CASE("tick lines read as DESIGN §6 shows them") {
                    "line=\"hello from node-a\"\n") == 1);
 }
 
-TEST_CASE("a tick whose job already had a later tick claimed is superseded: logged, observed, "
-          "not run") {
+TEST_CASE(
+    "a tick whose job already had a later tick claimed is superseded: logged, observed, "
+    "not run") {
   Sim sim(WallAt(kT0, -1'000));
   // A replica whose clock is a minute ahead already claimed 14:01.
   lock::ClaimRequest ahead;

@@ -248,9 +248,10 @@ TEMPLATE_LIST_TEST_CASE("conformance: a tick past its starting deadline is misse
   CHECK(MustClaim(*a, recent).status == ClaimStatus::kWon);
 }
 
-TEMPLATE_LIST_TEST_CASE("conformance: claims are monotonic per job: an earlier tick is superseded "
-                        "once a later one was claimed",
-                        "[conformance]", AllHarnesses) {
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: claims are monotonic per job: an earlier tick is superseded "
+    "once a later one was claimed",
+    "[conformance]", AllHarnesses) {
   TestType h;
   if (Skipped(h)) return;
   auto a = h.OpenReplica();
@@ -309,9 +310,10 @@ TEMPLATE_LIST_TEST_CASE("conformance: claims are monotonic per job: an earlier t
   }
 }
 
-TEMPLATE_LIST_TEST_CASE("conformance: a recover re-claim of a tick claimed before a later one "
-                        "still wins after the lease expired",
-                        "[conformance]", AllHarnesses) {
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: a recover re-claim of a tick claimed before a later one "
+    "still wins after the lease expired",
+    "[conformance]", AllHarnesses) {
   TestType h;
   if (Skipped(h)) return;
   auto a = h.OpenReplica();
@@ -342,9 +344,10 @@ TEMPLATE_LIST_TEST_CASE("conformance: a recover re-claim of a tick claimed befor
   CHECK(*a->Renew(HeldOf(first, won_a)) == RenewStatus::kLost);
 }
 
-TEMPLATE_LIST_TEST_CASE("conformance: a batch is monotonic too, within itself and against "
-                        "earlier claims",
-                        "[conformance]", AllHarnesses) {
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: a batch is monotonic too, within itself and against "
+    "earlier claims",
+    "[conformance]", AllHarnesses) {
   TestType h;
   if (Skipped(h)) return;
   auto a = h.OpenReplica();
@@ -360,11 +363,9 @@ TEMPLATE_LIST_TEST_CASE("conformance: a batch is monotonic too, within itself an
   // x@t-1 is superseded by A's earlier claim; z@t-1 then z@t both win (in order); y@t
   // wins, and y@t-1 after it in the same batch is superseded by it, or, on a backend
   // that decides a batch's ticks of one job in tick order (PostgreSQL), wins first.
-  const std::vector<ClaimRequest> reqs = {req("batch-x", t - 1, "tok-1"),
-                                          req("batch-y", t, "tok-2"),
-                                          req("batch-y", t - 1, "tok-3"),
-                                          req("batch-z", t - 1, "tok-4"),
-                                          req("batch-z", t, "tok-5")};
+  const std::vector<ClaimRequest> reqs = {
+      req("batch-x", t - 1, "tok-1"), req("batch-y", t, "tok-2"), req("batch-y", t - 1, "tok-3"),
+      req("batch-z", t - 1, "tok-4"), req("batch-z", t, "tok-5")};
   std::vector<Result<ClaimOutcome>> outs = b->ClaimBatch(reqs);
   REQUIRE(outs.size() == reqs.size());
   for (const auto& o : outs) REQUIRE(o);

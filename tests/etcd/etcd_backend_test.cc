@@ -185,9 +185,10 @@ TEST_CASE("etcd: a lease shorter than a second still expires (TTLs are whole sec
   CHECK(MustClaim(*b, second).status == ClaimStatus::kWon);
 }
 
-TEST_CASE("etcd: fences still grow after etcd starts over with a fresh data directory; claims "
-          "are superseded by a later tick only while the head is there",
-          "[etcd]") {
+TEST_CASE(
+    "etcd: fences still grow after etcd starts over with a fresh data directory; claims "
+    "are superseded by a later tick only while the head is there",
+    "[etcd]") {
   if (Skip()) return;
   EtcdServer server;
   REQUIRE(server.running());

@@ -234,8 +234,8 @@ TEST_CASE("sqlite: replicas that open a new database file at the same instant al
 TEST_CASE("sqlite: fences only grow, across a wall-clock step back and a deleted database") {
   testing::TempDir dir;
   const std::string db = dir.path() + "/tickd.db";
-  FakeClock clock(std::chrono::time_point_cast<std::chrono::milliseconds>(
-      std::chrono::system_clock::now()));
+  FakeClock clock(
+      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now()));
   const std::int64_t tick = NowUnix(clock);
   std::uint64_t last = 0;
   auto claim = [&](Backend& b, std::int64_t t, const std::string& token) {

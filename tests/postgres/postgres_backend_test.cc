@@ -483,9 +483,10 @@ TEST_CASE(
   CHECK(MustClaim(*a, on_time).status == ClaimStatus::kMissed);
 }
 
-TEST_CASE("postgres: fences still grow after the database is dropped and created again, and "
-          "above the fences of a version-2 database",
-          "[postgres]") {
+TEST_CASE(
+    "postgres: fences still grow after the database is dropped and created again, and "
+    "above the fences of a version-2 database",
+    "[postgres]") {
   if (!Available()) return;
   PostgresServer& server = Shared();
   const std::string db = FreshDb(server);

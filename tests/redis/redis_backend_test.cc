@@ -109,9 +109,10 @@ TEST_CASE("redis: fences strictly increase across a server crash and restart (AO
   CHECK(again->holder_node == "node-a");
 }
 
-TEST_CASE("redis: fences still grow after the server lost its data (FLUSHALL) or counted them "
-          "the old way",
-          "[redis]") {
+TEST_CASE(
+    "redis: fences still grow after the server lost its data (FLUSHALL) or counted them "
+    "the old way",
+    "[redis]") {
   if (!Available()) return;
   RedisServer server;
   REQUIRE(server.running());

@@ -216,9 +216,10 @@ TEST_CASE("zookeeper: URL forms", "[zookeeper]") {
   CHECK_FALSE(ParseZookeeperUrl("zookeeper://zk1//x"));
 }
 
-TEST_CASE("zookeeper: fences still grow after the server starts over with a fresh data "
-          "directory; a later tick supersedes an earlier one while the head is there",
-          "[zookeeper]") {
+TEST_CASE(
+    "zookeeper: fences still grow after the server starts over with a fresh data "
+    "directory; a later tick supersedes an earlier one while the head is there",
+    "[zookeeper]") {
   if (!Available()) return;
   const std::string chroot = ZookeeperServer::NextChroot();
   const std::int64_t t0 = NowUnix();
