@@ -11,9 +11,10 @@
 //     after the store lost its data (see "Fences" below).
 //
 // Claims are monotonic per job: once a tick T2 of a job has been claimed (won by
-// anyone, running or done, while its record is in the store), a first claim of an
-// earlier tick T1 < T2 of that job is refused as kSuperseded, atomically inside the
-// backend's claim decision. A lagging replica (its clock behind, or just started)
+// anyone, running or done, while the store remembers it: its record, or on Redis,
+// etcd and ZooKeeper the job's head, which names the latest claimed tick), a first
+// claim of an earlier tick T1 < T2 of that job is refused as kSuperseded, atomically
+// inside the backend's claim decision. A lagging replica (its clock behind, or just started)
 // can therefore never run an older tick after a newer one has started. A re-claim
 // of a tick that was itself claimed before (recover: true after its holder's lease
 // expired) is not a first claim and is still allowed: that tick was claimed before
@@ -27,9 +28,10 @@
 //   - a counter tickd writes (SQLite, Redis): fence = max(last fence + 1,
 //     now_ms << 11), now from the store's clock — a hybrid logical clock. It also
 //     covers a store that lost only its last writes (Redis appendfsync everysec);
-//   - a counter the store keeps (PostgreSQL's sequence, etcd's revision, ZooKeeper's
-//     node version): fence = epoch_ms << 11 + n, epoch_ms read when tickd first
-//     creates its epoch record in the store, n the counter since then.
+//   - a count kept beside an epoch record (PostgreSQL: the sequence and tickd_epoch;
+//     etcd and ZooKeeper: the job's head, moved by the claim's transaction): fence =
+//     epoch_ms << 11 + n, epoch_ms read when tickd creates the epoch record in the
+//     store, n the claims counted since then.
 // Either way a fence is above every earlier one as long as the store's clock, when it
 // starts over, is past the old fences' time — i.e. it was not set back, and the
 // counter grew by fewer than 2^11 a millisecond on average (no store comes near).
