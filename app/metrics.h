@@ -3,7 +3,8 @@
 // renders the Prometheus text exposition format for /metrics.
 //
 // Metric names are a contract (docs/design.md §9):
-//   tickd_ticks_total{job,outcome}            every tick line (won lost busy missed error)
+//   tickd_ticks_total{job,outcome}            every tick line (won lost busy missed
+//                                             superseded error)
 //   tickd_runs_total{job,outcome}             every run line (done failed timeout …)
 //   tickd_run_duration_seconds{job}           histogram of run durations
 //   tickd_claim_duration_seconds{backend}     histogram of claim round trips

@@ -477,10 +477,11 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
     }
     // Go on while the tick may still need a new holder: still running (its holder may
     // be dead, its lease not yet expired), held up by another run (busy), or unknown
-    // (error). Done, missed and won end the rechecks.
-    const bool settled = result && (result->status == lock::ClaimStatus::kMissed ||
-                                    (result->status == lock::ClaimStatus::kLost &&
-                                     !result->holder_running));
+    // (error). Done, missed, superseded and won end the rechecks.
+    const bool settled =
+        result && (result->status == lock::ClaimStatus::kMissed ||
+                   result->status == lock::ClaimStatus::kSuperseded ||
+                   (result->status == lock::ClaimStatus::kLost && !result->holder_running));
     if (!settled) ScheduleRecheck(*job, req.tick_unix);
     return;
   }
@@ -536,6 +537,14 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       LogTick(req, "missed", {});
       if (!o.observed) Observe(req, "missed", 0);
       return;
+    case lock::ClaimStatus::kSuperseded: {
+      // A later tick of the job was claimed first: claims are monotonic per job.
+      std::vector<Field> later = {{"later_tick", FormatTick(o.holder_tick_unix)}};
+      if (!o.holder_node.empty()) later.emplace_back("later_node", o.holder_node);
+      LogTick(req, "superseded", std::move(later));
+      if (!o.observed) Observe(req, "superseded", 0);
+      return;
+    }
   }
   if (!o.holder_config_hash.empty() && o.holder_config_hash != req.config_hash) {
     // The hash parts only: a tz database difference is the skew watch's (app/tzdata.h).
