@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "app/log.h"
 #include "app/status_cli.h"
+#include "app/tzdata.h"
 
 namespace tickd::app {
 namespace {
@@ -53,7 +54,8 @@ std::string ClaimsJson(const std::vector<lock::RunningClaim>& claims) {
                    {"tick_unix", c.tick_unix},
                    {"holder", c.node},
                    {"fence", c.fence},
-                   {"config_hash", c.config_hash},
+                   {"config_hash", SplitClaimHash(c.config_hash).config},
+                   {"tzdata", SplitClaimHash(c.config_hash).tzdata},
                    {"lease_left_seconds",
                     c.lease_left ? nlohmann::json(static_cast<double>(c.lease_left->count()) / 1000)
                                  : nlohmann::json(nullptr)},

@@ -1,4 +1,4 @@
-// `tickd next` (DESIGN.md §3): prints the next firing instants of one expression,
+// `tickd next` (docs/design.md §3): prints the next firing instants of one expression,
 // computed by the same Schedule::Next the daemon's scheduler uses, so what this
 // prints is exactly what the daemon would claim.
 #include <chrono>

@@ -1,4 +1,4 @@
-// `tickd run -c FILE [--node-id ID]` (DESIGN §3, §7): the daemon.
+// `tickd run -c FILE [--node-id ID]` (docs/design.md §3, §7): the daemon.
 //
 // Signals: SIGTERM, SIGINT and SIGHUP are blocked before any thread exists, so every
 // thread inherits the mask and only this function's loop receives them, through
@@ -31,8 +31,10 @@
 #include "app/status.h"
 #include "app/status_cli.h"
 #include "app/status_skew.h"
+#include "app/tzdata.h"
 #include "base/duration.h"
 #include "config/config.h"
+#include "cron/tzdata_version.h"
 #include "lock/registry.h"
 
 namespace tickd::app {
@@ -59,6 +61,8 @@ std::string SignalName(int sig) {
 int ServeSignals(const sigset_t& signals, const std::string& path, Scheduler& scheduler,
                  Logger& log, const std::string& node) {
   std::optional<FileIdentity> seen = IdentifyFile(path);
+  // A reload also looks at the tz database again: an update needs a restart.
+  TzdataUpdateCheck tzdata(cron::TzdataVersionInUse());
   while (true) {
     siginfo_t info{};
     const int sig = ::sigtimedwait(&signals, &info, &kFilePollInterval);
@@ -68,6 +72,7 @@ int ServeSignals(const sigset_t& signals, const std::string& path, Scheduler& sc
               {{"node", node}, {"signal", "SIGHUP"}, {"action", "reload"}});
       seen = IdentifyFile(path);
       ReloadJobs(path, scheduler, log);
+      tzdata.Check(cron::TzdataVersion(), log, node);
       continue;
     }
     // Timeout (or EINTR): has the job file changed?
@@ -77,6 +82,7 @@ int ServeSignals(const sigset_t& signals, const std::string& path, Scheduler& sc
       log.Log(LogLevel::kInfo, "signal",
               {{"node", node}, {"file", path}, {"action", "reload"}, {"reason", "file changed"}});
       ReloadJobs(path, scheduler, log);
+      tzdata.Check(cron::TzdataVersion(), log, node);
     }
   }
 }
@@ -158,6 +164,7 @@ int CmdRun(const RunArgs& args) {
     if (watchdog) NotifyWatchdog(*watchdog / 4);
   });
   options.metrics = &metrics;
+  metrics.TzdataVersion(cron::TzdataVersionInUse());
   options.max_sleep = watchdog ? std::min(milliseconds(5'000), *watchdog / 3) : milliseconds(5'000);
   Peers peers(node);  // learnt by the skew watch below, read by the scheduler
   options.peers = &peers;
@@ -206,6 +213,7 @@ int CmdRun(const RunArgs& args) {
   skew_options.node = node;
   skew_options.threshold = cfg.clock_skew_warning;
   skew_options.peers = &peers;
+  skew_options.tzdata = cron::TzdataVersionInUse();
   SkewWatch skew(clock, store, log, metrics, skew_options);
   log.Log(LogLevel::kInfo, "start",
           {{"node", node},
@@ -213,6 +221,7 @@ int CmdRun(const RunArgs& args) {
            {"backend", (*backend)->name()},
            {"url", cfg.lock.url.empty() ? "-" : lock::RedactUrl(cfg.lock.url)},
            {"lease", FormatDuration(cfg.lock.lease)},
+           {"tzdata", cron::TzdataVersionInUse()},
            {"jobs", jobs.size()},
            {"pid", ::getpid()}});
   scheduler.Start(std::move(jobs));

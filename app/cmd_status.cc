@@ -1,4 +1,4 @@
-// `tickd status -c FILE [--job NAME] [--last N] [--json]` (DESIGN §9): the ledger as
+// `tickd status -c FILE [--job NAME] [--last N] [--json]` (docs/design.md §9): the ledger as
 // the cluster saw it, read from the lock backend.
 #include <unistd.h>
 

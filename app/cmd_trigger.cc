@@ -1,11 +1,15 @@
-// `tickd trigger -c FILE JOB` (DESIGN §9): one tick of JOB now. The tick is the
+// `tickd trigger -c FILE JOB` (docs/design.md §9): one tick of JOB now. The tick is the
 // current second and goes through the same claim as a scheduled one (so it is won
 // by at most one replica, gets a fence, respects concurrency: forbid, and lands in
 // the ledger); the run is supervised like any other (lease watchdog, completion in
 // a scope guard). Its tick and run lines say manual=true.
 //
+// The claim is monotonic per job like every other: when a later tick (second) of
+// the job was already claimed — only possible when some replica's clock is ahead of
+// this one's — the trigger is `superseded` and runs nothing.
+//
 // Exit status: 0 when the run ended `done`; 1 when it ended otherwise or the tick
-// was not won (lost / busy / missed / backend error); 2 for bad input.
+// was not won (lost / busy / missed / superseded / backend error); 2 for bad input.
 #include <unistd.h>
 
 #include <iostream>
@@ -36,6 +40,12 @@ std::string NotRunReason(const Result<lock::ClaimOutcome>& claimed, const lock::
              claimed->holder_node + " (concurrency: forbid)";
     case lock::ClaimStatus::kMissed:
       return "the backend's clock is past the tick's starting deadline";
+    case lock::ClaimStatus::kSuperseded:
+      // Claims are monotonic per job, manual ones too: a later second was claimed
+      // already (by a replica whose clock is ahead of this one's).
+      return "a later tick " + FormatTick(claimed->holder_tick_unix) + " was already claimed" +
+             (claimed->holder_node.empty() ? std::string() : " by " + claimed->holder_node) +
+             " (claims of a job are monotonic; is this host's clock behind?)";
     case lock::ClaimStatus::kWon:
       break;
   }
@@ -92,6 +102,9 @@ int CmdTrigger(const TriggerArgs& args) {
     fields.emplace_back("error", claimed.error().ToString());
   } else if (claimed->status == lock::ClaimStatus::kWon) {
     fields.emplace_back("fence", claimed->fence);
+  } else if (claimed->status == lock::ClaimStatus::kSuperseded) {
+    fields.emplace_back("later_tick", FormatTick(claimed->holder_tick_unix));
+    if (!claimed->holder_node.empty()) fields.emplace_back("later_node", claimed->holder_node);
   } else if (!claimed->holder_node.empty()) {
     fields.emplace_back(claimed->status == lock::ClaimStatus::kBusy ? "holder" : "winner",
                         claimed->holder_node);

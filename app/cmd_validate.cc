@@ -1,4 +1,4 @@
-// `tickd validate -c FILE` (DESIGN.md §3): load the job file exactly as the daemon
+// `tickd validate -c FILE` (docs/design.md §3): load the job file exactly as the daemon
 // would, then say "ok" with the warnings, or list every error and exit 2.
 #include <iostream>
 

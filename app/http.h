@@ -1,4 +1,4 @@
-// The daemon's HTTP endpoints (DESIGN §9), served with cpp-httplib on a thread pool
+// The daemon's HTTP endpoints (docs/design.md §9), served with cpp-httplib on a thread pool
 // of its own, only when `http.listen` is set:
 //   /metrics     Prometheus text format
 //   /healthz     200 "ok" while the scheduler loop turns and the backend answers,

@@ -1,4 +1,4 @@
-// The daemon's log lines (DESIGN.md §6): one line per event, an event name and
+// The daemon's log lines (docs/design.md §6): one line per event, an event name and
 // ordered key=value fields, formatted once as logfmt or JSON.
 //
 //   2026-11-21T14:00:00.003Z info tick job=cleanup tick=2026-11-21T14:00:00Z node=a outcome=won

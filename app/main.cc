@@ -1,4 +1,4 @@
-// The tickd command line (DESIGN.md §3). Parses arguments with CLI11 and hands off
+// The tickd command line (docs/design.md §3). Parses arguments with CLI11 and hands off
 // to one subcommand. This file alone maps failures to exit statuses: bad input is
 // always 2 with a message on stderr, never a crash or a stack trace.
 #include <cstdio>

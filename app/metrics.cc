@@ -37,6 +37,14 @@ const std::vector<Family>& Families() {
        "gauge",
        "Peer's wall clock minus ours when both tried the same tick.",
        {"peer"}},
+      {"tickd_tzdata_info",
+       "gauge",
+       "The tz database version this replica computes ticks with (always 1).",
+       {"version"}},
+      {"tickd_tzdata_mismatch",
+       "gauge",
+       "Peers whose tz database version differs from this replica's.",
+       {}},
   };
   return kFamilies;
 }
@@ -69,6 +77,7 @@ std::string Number(double v) {
 
 std::string LabelText(const std::vector<std::string>& names, const std::vector<std::string>& values,
                       const std::string& extra = "") {
+  if (names.empty() && extra.empty()) return "";  // a family without labels
   std::string out = "{";
   for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
     if (i > 0) out += ",";
@@ -145,6 +154,17 @@ void PrometheusMetrics::ConfigMismatch(std::string_view job) {
 void PrometheusMetrics::ClockSkew(std::string_view peer, Seconds skew) {
   std::lock_guard lock(mu_);
   counters_["tickd_clock_skew_seconds"][{std::string(peer)}] = skew.count();
+}
+
+void PrometheusMetrics::TzdataVersion(std::string_view version) {
+  std::lock_guard lock(mu_);
+  counters_["tickd_tzdata_info"] = {{{std::string(version)}, 1}};
+  counters_["tickd_tzdata_mismatch"].try_emplace({}, 0);  // 0 from the start, for alerts
+}
+
+void PrometheusMetrics::TzdataMismatch(std::size_t peers) {
+  std::lock_guard lock(mu_);
+  counters_["tickd_tzdata_mismatch"][{}] = static_cast<double>(peers);
 }
 
 void PrometheusMetrics::LoopTurn() {

@@ -1,9 +1,10 @@
-// What the daemon counts (DESIGN §9): the scheduler and the run supervisors report
+// What the daemon counts (docs/design.md §9): the scheduler and the run supervisors report
 // events through the small Metrics interface; PrometheusMetrics keeps them and
 // renders the Prometheus text exposition format for /metrics.
 //
-// Metric names are a contract (DESIGN §9):
-//   tickd_ticks_total{job,outcome}            every tick line (won lost busy missed error)
+// Metric names are a contract (docs/design.md §9):
+//   tickd_ticks_total{job,outcome}            every tick line (won lost busy missed
+//                                             superseded error)
 //   tickd_runs_total{job,outcome}             every run line (done failed timeout …)
 //   tickd_run_duration_seconds{job}           histogram of run durations
 //   tickd_claim_duration_seconds{backend}     histogram of claim round trips
@@ -13,10 +14,13 @@
 //   tickd_config_mismatch_total{job}
 //   tickd_clock_skew_seconds{peer}            gauge: peer's wall clock − ours, at the
 //                                             last tick both tried
+//   tickd_tzdata_info{version}                gauge, 1: this replica's tz database
+//   tickd_tzdata_mismatch                     gauge: peers whose tz database differs
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -45,6 +49,10 @@ class Metrics {
   virtual void BackendError(std::string_view /*backend*/) {}
   virtual void ConfigMismatch(std::string_view /*job*/) {}
   virtual void ClockSkew(std::string_view /*peer*/, Seconds /*skew*/) {}
+  // This replica's tz database version (once, at start).
+  virtual void TzdataVersion(std::string_view /*version*/) {}
+  // How many peers run a known tz database version other than ours.
+  virtual void TzdataMismatch(std::size_t /*peers*/) {}
   // The scheduler loop finished a turn (heartbeat for /healthz and the watchdog).
   virtual void LoopTurn() {}
 };
@@ -65,6 +73,8 @@ class PrometheusMetrics final : public Metrics {
   void BackendError(std::string_view backend) override;
   void ConfigMismatch(std::string_view job) override;
   void ClockSkew(std::string_view peer, Seconds skew) override;
+  void TzdataVersion(std::string_view version) override;
+  void TzdataMismatch(std::size_t peers) override;
   void LoopTurn() override;
 
   // Time since the last LoopTurn (or since construction).

@@ -8,6 +8,9 @@
 // the last kKeepReads reads showed it, so one read taken in the middle of a burst,
 // before a replica got to its observations, does not drop it; a replica that stops
 // claiming leaves once its observations are no longer among the newest ticks.
+//
+// The same reads tell each peer's tz database version (app/tzdata.h): the one its
+// newest observation carried. It is kept as long as the peer is.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +19,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tickd::app {
@@ -36,6 +40,14 @@ class Peers {
     std::size_t count = 1;  // the peers, this replica included
   };
   Rank rank() const;
+
+  // The same read's tz database versions: node → the version its newest observation
+  // there carried ("" when none: an older tickd). Call after Saw with the same read.
+  void SawTzdata(const std::map<std::string, std::string>& versions);
+  // The peers (this replica excluded) whose version is known (KnownTzdata) and is
+  // not `ours`, node → version; empty when `ours` is not known itself.
+  std::map<std::string, std::string> TzdataDiffering(std::string_view ours) const;
+
   // The peers, this replica included, in name order.
   std::vector<std::string> names() const;
 
@@ -46,6 +58,7 @@ class Peers {
   mutable std::mutex mu_;
   std::uint64_t reads_ = 0;
   std::map<std::string, std::uint64_t> last_read_;  // node → the read that last showed it
+  std::map<std::string, std::string> tzdata_;       // node → its last version seen
 };
 
 }  // namespace tickd::app

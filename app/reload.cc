@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cron/schedule.h"
+#include "cron/tzdata_version.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -43,7 +44,9 @@ tl::expected<LoadedJobFile, std::vector<config::ConfigError>> LoadJobFile(
     const std::string& path, const config::LoadOptions& options) {
   // The tz database is read once per process and kept: read it here, not amid the
   // parse (its ~600 zone names would keep ~1,000 pages of the parse's arena resident).
+  // Its version is read at the same moment, once (every claim carries it).
   cron::FindZone("UTC");
+  cron::TzdataVersionInUse();
   std::optional<tl::expected<config::Config, std::vector<config::ConfigError>>> parsed;
   std::thread([&] { parsed = config::LoadConfig(path, options); }).join();
   tl::expected<LoadedJobFile, std::vector<config::ConfigError>> out;

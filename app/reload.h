@@ -1,4 +1,4 @@
-// Reloading the job file while the daemon runs (DESIGN §4, §7): on SIGHUP or when
+// Reloading the job file while the daemon runs (docs/design.md §4, §7): on SIGHUP or when
 // the file changes. A file that fails validation is rejected whole and the jobs
 // that were running keep running; a valid file replaces the job set.
 #pragma once

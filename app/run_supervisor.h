@@ -1,13 +1,13 @@
 // One won tick on this replica, from the claim to its completion, on a thread of its
 // own from a pool (the scheduler never waits on a run).
 //
-// The supervisor builds the job's environment (DESIGN §5), starts each attempt
+// The supervisor builds the job's environment (docs/design.md §5), starts each attempt
 // through the Runner, keeps the lease alive (the watchdog below), retries failed
 // attempts under the same claim, and — in a scope guard, on every path out,
 // exceptions and shutdown included — completes the claim on the backend and logs
 // the `run` line.
 //
-// Lease watchdog (DESIGN §1 rule 2): renew every lease/3. The lease counts as valid
+// Lease watchdog (docs/design.md §1 rule 2): renew every lease/3. The lease counts as valid
 // until t_sent + lease − 1 % − 2 ms on the monotonic clock, t_sent being when the
 // last confirmed renewal (first: the claim) was sent. A renewal answered kLost, or
 // the validity running out without a confirmed renewal, loses the lease: the run is

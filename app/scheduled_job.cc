@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "app/tzdata.h"
 #include "cron/schedule.h"
+#include "cron/tzdata_version.h"
 
 namespace tickd::app {
 
@@ -24,7 +26,7 @@ Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(const config::Job& 
   auto parsed = cron::Schedule::Parse(job.schedule_text, job.schedule_options);
   if (!parsed) return MakeError("job " + job.name, parsed.error().message);
   auto out = std::make_shared<ScheduledJob>();
-  out->config_hash = job.ConfigHash();
+  out->config_hash = WithTzdata(job.ConfigHash(), cron::TzdataVersionInUse());
   out->job = job;
   out->schedule = std::move(*parsed);
   // A plain pointer fits std::function's inline buffer: no allocation per job. It

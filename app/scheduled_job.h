@@ -26,7 +26,9 @@ struct ScheduledJob {
   ScheduledJob& operator=(const ScheduledJob&) = delete;
 
   config::Job job;
-  std::string config_hash;  // job.ConfigHash(): sent with every claim
+  // Sent with every claim: job.ConfigHash() and the tz database version in use, as
+  // WithTzdata writes them ("<hash> tz=2025b", app/tzdata.h).
+  std::string config_hash;
   // The compiled `job.schedule_text` (MakeScheduledJob); nullopt for jobs that tests
   // give their own `next` / `prev`.
   std::optional<cron::Schedule> schedule;

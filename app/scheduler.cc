@@ -30,7 +30,7 @@
  * recover: true jobs: a tick lost to another replica is claimed again every lease/2
  * for as long as the backend answers that it is still running
  * (ClaimOutcome::holder_running); it is won only once the holder died and its lease
- * expired on the backend (DESIGN §1 rule 5), and then runs here. A done or missed
+ * expired on the backend (docs/design.md §1 rule 5), and then runs here. A done or missed
  * answer ends the rechecks.
  *
  * At startup only, each job's latest tick is looked at: still inside its starting
@@ -60,6 +60,7 @@
 #include <utility>
 
 #include "app/backend_call.h"
+#include "app/tzdata.h"
 #include "lock/claim_spread.h"
 
 namespace tickd::app {
@@ -476,10 +477,11 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
     }
     // Go on while the tick may still need a new holder: still running (its holder may
     // be dead, its lease not yet expired), held up by another run (busy), or unknown
-    // (error). Done, missed and won end the rechecks.
-    const bool settled = result && (result->status == lock::ClaimStatus::kMissed ||
-                                    (result->status == lock::ClaimStatus::kLost &&
-                                     !result->holder_running));
+    // (error). Done, missed, superseded and won end the rechecks.
+    const bool settled =
+        result && (result->status == lock::ClaimStatus::kMissed ||
+                   result->status == lock::ClaimStatus::kSuperseded ||
+                   (result->status == lock::ClaimStatus::kLost && !result->holder_running));
     if (!settled) ScheduleRecheck(*job, req.tick_unix);
     return;
   }
@@ -535,16 +537,29 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       LogTick(req, "missed", {});
       if (!o.observed) Observe(req, "missed", 0);
       return;
+    case lock::ClaimStatus::kSuperseded: {
+      // A later tick of the job was claimed first: claims are monotonic per job.
+      std::vector<Field> later = {{"later_tick", FormatTick(o.holder_tick_unix)}};
+      if (!o.holder_node.empty()) later.emplace_back("later_node", o.holder_node);
+      LogTick(req, "superseded", std::move(later));
+      if (!o.observed) Observe(req, "superseded", 0);
+      return;
+    }
   }
   if (!o.holder_config_hash.empty() && o.holder_config_hash != req.config_hash) {
-    metrics().ConfigMismatch(req.job);
-    log_.Log(LogLevel::kWarn, "config-mismatch",
-             {{"job", req.job},
-              {"tick", FormatTick(req.tick_unix)},
-              {"node", req.node},
-              {"peer", o.holder_node},
-              {"hash", req.config_hash},
-              {"peer_hash", o.holder_config_hash}});
+    // The hash parts only: a tz database difference is the skew watch's (app/tzdata.h).
+    const ClaimHash ours = SplitClaimHash(req.config_hash);
+    const ClaimHash theirs = SplitClaimHash(o.holder_config_hash);
+    if (theirs.config != ours.config) {
+      metrics().ConfigMismatch(req.job);
+      log_.Log(LogLevel::kWarn, "config-mismatch",
+               {{"job", req.job},
+                {"tick", FormatTick(req.tick_unix)},
+                {"node", req.node},
+                {"peer", o.holder_node},
+                {"hash", ours.config},
+                {"peer_hash", theirs.config}});
+    }
   }
 }
 

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "app/log.h"
 #include "app/scheduled_job.h"
+#include "app/tzdata.h"
 
 namespace tickd::app {
 
@@ -20,7 +23,10 @@ std::string SignedSeconds(milliseconds d) {
   return (d.count() < 0 ? "-" : "+") + FormatSeconds(milliseconds(std::abs(d.count())));
 }
 
-std::string ShortHash(const std::string& hash) { return hash.substr(0, 8); }
+// The first 8 characters of the config hash part of what a claim carried.
+std::string ShortHash(const std::string& carried) {
+  return std::string(SplitClaimHash(carried).config.substr(0, 8));
+}
 
 // The outcome column: the run's outcome once done, else the record's state, else
 // what the replicas saw (missed, error …) when nobody won.
@@ -71,6 +77,26 @@ struct Table {
   }
 };
 
+// Every node that tried one of the ticks, by name, with its newest observation's tz
+// database version.
+std::vector<ReplicaStatus> Replicas(const std::vector<JobStatus>& jobs) {
+  std::map<std::string, ReplicaStatus> by_node;
+  for (const JobStatus& js : jobs) {
+    for (const lock::TickHistory& t : js.ticks) {
+      for (const lock::Observation& o : t.observations) {
+        auto [it, fresh] = by_node.try_emplace(o.node);
+        if (fresh || o.tick_unix >= it->second.last_tick) {
+          it->second = {o.node, std::string(SplitClaimHash(o.config_hash).tzdata), o.tick_unix};
+        }
+      }
+    }
+  }
+  std::vector<ReplicaStatus> out;
+  out.reserve(by_node.size());
+  for (auto& [node, r] : by_node) out.push_back(std::move(r));
+  return out;
+}
+
 }  // namespace
 
 std::optional<milliseconds> TickSkew(const lock::TickHistory& tick) {
@@ -93,12 +119,38 @@ std::vector<std::string> Losers(const lock::TickHistory& tick) {
 }
 
 bool ConfigMismatch(const lock::TickHistory& tick) {
+  // The hash parts only (app/tzdata.h); the tz database version is TzdataMismatch's.
+  const std::string_view winner = SplitClaimHash(tick.config_hash).config;
+  std::string_view first;
   for (const lock::Observation& o : tick.observations) {
-    if (o.config_hash.empty()) continue;
-    if (!tick.config_hash.empty() && o.config_hash != tick.config_hash) return true;
-    if (o.config_hash != tick.observations.front().config_hash) return true;
+    const std::string_view hash = SplitClaimHash(o.config_hash).config;
+    if (hash.empty()) continue;
+    if (!winner.empty() && hash != winner) return true;
+    if (first.empty()) first = hash;
+    if (hash != first) return true;
   }
   return false;
+}
+
+std::vector<std::string> TzdataVersions(const lock::TickHistory& tick) {
+  std::set<std::string, std::less<>> versions;
+  for (const lock::Observation& o : tick.observations) {
+    const std::string_view v = SplitClaimHash(o.config_hash).tzdata;
+    if (KnownTzdata(v)) versions.emplace(v);
+  }
+  const std::string_view winner = SplitClaimHash(tick.config_hash).tzdata;
+  if (KnownTzdata(winner)) versions.emplace(winner);
+  return {versions.begin(), versions.end()};
+}
+
+bool TzdataMismatch(const lock::TickHistory& tick) { return TzdataVersions(tick).size() > 1; }
+
+bool TzdataMismatch(const StatusReport& report) {
+  std::set<std::string_view> versions;
+  for (const ReplicaStatus& r : report.replicas) {
+    if (KnownTzdata(r.tzdata)) versions.insert(r.tzdata);
+  }
+  return versions.size() > 1;
 }
 
 Result<StatusReport> CollectStatus(const std::vector<config::Job>& jobs, lock::Backend& backend,
@@ -127,12 +179,24 @@ Result<StatusReport> CollectStatus(const std::vector<config::Job>& jobs, lock::B
   if (!only_job.empty() && report.jobs.empty()) {
     return MakeError("job", "no job named " + std::string(only_job) + " in the job file");
   }
+  report.replicas = Replicas(report.jobs);
   return report;
 }
 
 std::string FormatStatusText(const StatusReport& report, bool color) {
   const std::int64_t now_ms = WallMs(report.generated);
   std::string out;
+  if (!report.replicas.empty()) {
+    // Per replica the tz database it claims with; different ones compute different
+    // ticks for zones whose rules changed between them.
+    const bool mismatch = TzdataMismatch(report);
+    out += color ? "\033[1mreplicas\033[0m" : "replicas";
+    for (const ReplicaStatus& r : report.replicas) {
+      out += "  " + r.node + " tzdata=" + (r.tzdata.empty() ? "-" : r.tzdata);
+    }
+    if (mismatch) out += color ? "  \033[31mTZDATA MISMATCH\033[0m" : "  TZDATA MISMATCH";
+    out += "\n\n";
+  }
   for (const JobStatus& js : report.jobs) {
     std::string head = color ? "\033[1m" + js.name + "\033[0m" : js.name;
     head += "  schedule=\"" + js.schedule + "\"  zone=" + js.timezone + "  next=";
@@ -151,7 +215,7 @@ std::string FormatStatusText(const StatusReport& report, bool color) {
     }
     Table table;
     table.rows.push_back({"TICK", "WINNER", "OUTCOME", "EXIT", "DURATION", "FENCE", "LOST", "SKEW",
-                          "CONFIG", "TRIED (node offset-from-T outcome)"});
+                          "CONFIG", "TZDATA", "TRIED (node offset-from-T outcome)"});
     table.colors.emplace_back(table.rows.back().size(), color ? "\033[1m" : "");
     for (const lock::TickHistory& t : js.ticks) {
       const std::string outcome = TickOutcome(t);
@@ -160,6 +224,9 @@ std::string FormatStatusText(const StatusReport& report, bool color) {
       for (const std::string& l : losers) lost += (lost.empty() ? "" : ",") + l;
       const std::optional<milliseconds> skew = TickSkew(t);
       const bool mismatch = ConfigMismatch(t);
+      const std::vector<std::string> tzdata = TzdataVersions(t);
+      std::string tzdata_cell;
+      for (const std::string& v : tzdata) tzdata_cell += (tzdata_cell.empty() ? "" : "/") + v;
       std::string tried;
       for (const lock::Observation& o : t.observations) {
         tried += (tried.empty() ? "" : " ") + o.node + " " +
@@ -173,11 +240,13 @@ std::string FormatStatusText(const StatusReport& report, bool color) {
            t.fence ? std::to_string(t.fence) : "-", lost.empty() ? "-" : lost,
            skew ? FormatSeconds(*skew) : "-",
            (t.config_hash.empty() ? "-" : ShortHash(t.config_hash)) + (mismatch ? " MISMATCH" : ""),
+           (tzdata_cell.empty() ? "-" : tzdata_cell) + (tzdata.size() > 1 ? " MISMATCH" : ""),
            tried.empty() ? "-" : tried});
       std::vector<std::string> colors(table.rows.back().size());
       colors[2] = OutcomeColor(outcome);
       if (skew && *skew >= milliseconds(1000)) colors[7] = "\033[31m";
       if (mismatch) colors[8] = "\033[31m";
+      if (tzdata.size() > 1) colors[9] = "\033[31m";
       table.colors.push_back(std::move(colors));
     }
     out += table.Render("  ", color) + "\n";
@@ -199,7 +268,8 @@ std::string FormatStatusJson(const StatusReport& report) {
              {"wall", FormatTimestamp(o.node_wall)},
              {"offset_seconds",
               static_cast<double>(WallMs(o.node_wall) - t.tick_unix * 1000) / 1000.0},
-             {"config_hash", o.config_hash},
+             {"config_hash", SplitClaimHash(o.config_hash).config},
+             {"tzdata", SplitClaimHash(o.config_hash).tzdata},
              {"fence", o.fence}});
       }
       const std::optional<milliseconds> skew = TickSkew(t);
@@ -211,8 +281,11 @@ std::string FormatStatusJson(const StatusReport& report) {
                        {"exit_code", t.exit_code ? json(*t.exit_code) : json(nullptr)},
                        {"duration_seconds", static_cast<double>(t.duration.count()) / 1000.0},
                        {"fence", t.fence},
-                       {"config_hash", t.config_hash},
+                       {"config_hash", SplitClaimHash(t.config_hash).config},
                        {"config_mismatch", ConfigMismatch(t)},
+                       {"tzdata", SplitClaimHash(t.config_hash).tzdata},
+                       {"tzdata_versions", TzdataVersions(t)},
+                       {"tzdata_mismatch", TzdataMismatch(t)},
                        {"losers", Losers(t)},
                        {"skew_seconds",
                         skew ? json(static_cast<double>(skew->count()) / 1000.0) : json(nullptr)},
@@ -226,8 +299,15 @@ std::string FormatStatusJson(const StatusReport& report) {
                     {"next_tick_unix", js.next_tick ? json(*js.next_tick) : json(nullptr)},
                     {"ticks", std::move(ticks)}});
   }
+  json replicas = json::array();
+  for (const ReplicaStatus& r : report.replicas) {
+    replicas.push_back(
+        {{"node", r.node}, {"tzdata", r.tzdata}, {"last_tick", FormatTick(r.last_tick)}});
+  }
   json root = {{"generated", FormatTimestamp(report.generated)},
                {"backend", report.backend},
+               {"replicas", std::move(replicas)},
+               {"tzdata_mismatch", TzdataMismatch(report)},
                {"jobs", std::move(jobs)}};
   return root.dump(2) + "\n";
 }

@@ -1,8 +1,9 @@
-// The cluster-wide view of the ledger (DESIGN §1 rule 8, §9) shared by `tickd
+// The cluster-wide view of the ledger (docs/design.md §1 rule 8, §9) shared by `tickd
 // status`, /api/status and the status page: per job its schedule, zone and next
 // tick, and its last ticks with winner, run outcome, exit status, duration, fence,
 // losers, what each replica saw (its own wall clock when it tried) and the measured
-// skew between the replicas.
+// skew between the replicas; and per replica the tz database version it claims with
+// (app/tzdata.h), flagged when replicas differ.
 #pragma once
 
 #include <chrono>
@@ -28,10 +29,18 @@ struct JobStatus {
   std::vector<lock::TickHistory> ticks;   // newest first
 };
 
+// A replica as the ticks read show it.
+struct ReplicaStatus {
+  std::string node;
+  std::string tzdata;          // from its newest observation; "" when not recorded
+  std::int64_t last_tick = 0;  // that observation's tick, unix s
+};
+
 struct StatusReport {
   WallTime generated;
-  std::string backend;          // the backend's name
-  std::vector<JobStatus> jobs;  // in job-file order
+  std::string backend;                  // the backend's name
+  std::vector<JobStatus> jobs;          // in job-file order
+  std::vector<ReplicaStatus> replicas;  // every node that tried a tick read, by name
 };
 
 // Reads the last `last` ticks of every job of `jobs` (only `only_job` when not empty)
@@ -47,6 +56,13 @@ std::optional<std::chrono::milliseconds> TickSkew(const lock::TickHistory& tick)
 std::vector<std::string> Losers(const lock::TickHistory& tick);
 // True when the replicas that tried the tick sent different config hashes.
 bool ConfigMismatch(const lock::TickHistory& tick);
+// The known tz database versions (KnownTzdata) the tick's replicas sent, sorted,
+// each once.
+std::vector<std::string> TzdataVersions(const lock::TickHistory& tick);
+// True when the replicas that tried the tick sent different known tz database versions.
+bool TzdataMismatch(const lock::TickHistory& tick);
+// True when the replicas of the report have different known tz database versions.
+bool TzdataMismatch(const StatusReport& report);
 
 // Aligned columns for a terminal; ANSI colours only when `color`.
 std::string FormatStatusText(const StatusReport& report, bool color);

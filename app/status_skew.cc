@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "app/backend_call.h"
+#include "app/tzdata.h"
 
 namespace tickd::app {
 
@@ -42,17 +43,7 @@ void SkewWatch::PollOnce() {
   Result<std::vector<lock::TickHistory>> history =
       CallBackend("ledger", [&] { return backend_.History("", options_.lookback); });
   if (!history) return;  // the scheduler reports backend errors; a gap only widens (P1, P2]
-  if (options_.peers != nullptr) {
-    std::set<std::string> nodes;
-    for (const lock::TickHistory& t : *history) {
-      for (const lock::Observation& o : t.observations) nodes.insert(o.node);
-    }
-    if (options_.peers->Saw(nodes)) {
-      std::string names;
-      for (const std::string& n : options_.peers->names()) names += (names.empty() ? "" : ",") + n;
-      log_.Log(LogLevel::kInfo, "peers", {{"node", options_.node}, {"peers", names}});
-    }
-  }
+  if (options_.peers != nullptr) WatchPeers(*history);
   const WallTime now = clock_.Wall();
   if (seen_.size() > static_cast<std::size_t>(options_.lookback) * 64) {
     seen_.clear();  // keeps the set bounded; this poll only learns again
@@ -96,6 +87,42 @@ void SkewWatch::PollOnce() {
   }
   primed_ = true;
   last_poll_ = before;
+}
+
+void SkewWatch::WatchPeers(const std::vector<lock::TickHistory>& history) {
+  std::set<std::string> nodes;
+  std::map<std::string, std::pair<std::int64_t, std::string_view>> newest;  // node → tick, tz
+  for (const lock::TickHistory& t : history) {
+    for (const lock::Observation& o : t.observations) {
+      nodes.insert(o.node);
+      auto [it, fresh] = newest.try_emplace(o.node, o.tick_unix, std::string_view());
+      if (fresh || o.tick_unix >= it->second.first) {
+        it->second = {o.tick_unix, SplitClaimHash(o.config_hash).tzdata};
+      }
+    }
+  }
+  if (options_.peers->Saw(nodes)) {
+    std::string names;
+    for (const std::string& n : options_.peers->names()) names += (names.empty() ? "" : ",") + n;
+    log_.Log(LogLevel::kInfo, "peers", {{"node", options_.node}, {"peers", names}});
+  }
+  std::map<std::string, std::string> versions;
+  for (const auto& [node, seen] : newest) versions.emplace(node, seen.second);
+  options_.peers->SawTzdata(versions);
+  std::map<std::string, std::string> differing = options_.peers->TzdataDiffering(options_.tzdata);
+  if (differing == tzdata_differing_) return;
+  metrics_.TzdataMismatch(differing.size());
+  if (!differing.empty()) {
+    log_.Log(LogLevel::kWarn, "tzdata-mismatch",
+             {{"node", options_.node},
+              {"tzdata", options_.tzdata},
+              {"peers", FormatTzdataPeers(differing)},
+              {"note", "replicas with different tz databases can compute different ticks"}});
+  } else {
+    log_.Log(LogLevel::kInfo, "tzdata-match",
+             {{"node", options_.node}, {"tzdata", options_.tzdata}});
+  }
+  tzdata_differing_ = std::move(differing);
 }
 
 }  // namespace tickd::app

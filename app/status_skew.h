@@ -1,4 +1,4 @@
-// Clock skew between replicas, measured through the ledger (DESIGN §1 rule 8, §9).
+// Clock skew between replicas, measured through the ledger (docs/design.md §1 rule 8, §9).
 //
 // Every replica tries a tick at ITS OWN wall-clock T, so the node_wall values of one
 // tick agree however skewed the clocks are (max − min of them only shows jitter and
@@ -11,7 +11,11 @@
 // The gauge tickd_clock_skew_seconds{peer} gets the midpoint; a `clock-skew` warning
 // is logged when the whole interval is beyond ±threshold (no false alarm from the
 // poll's own uncertainty), once until that peer is back under the threshold.
-// The same read tells app/peers.h which replicas are claiming.
+// The same read tells app/peers.h which replicas are claiming, and with which tz
+// database version each: when the set of peers whose version differs from ours
+// changes, a `tzdata-mismatch` warning names them (once, not per tick), the gauge
+// tickd_tzdata_mismatch counts them, and a `tzdata-match` line says when they agree
+// again.
 #pragma once
 
 #include <chrono>
@@ -22,6 +26,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "app/log.h"
 #include "app/metrics.h"
@@ -39,6 +44,9 @@ struct SkewOptions {
   // When set, every poll also tells it which nodes observed the newest ticks (the
   // scheduler's claim order). REQUIRES: outlives the watch.
   Peers* peers = nullptr;
+  // This replica's tz database version (cron::TzdataVersionInUse), compared with the
+  // peers' when `peers` is set; "" or "unknown": nothing to compare.
+  std::string tzdata;
 };
 
 // Thread-safe. Start() once; the destructor stops the thread.
@@ -57,6 +65,9 @@ class SkewWatch {
  private:
   using ObsKey = std::tuple<std::string, std::int64_t, std::string>;  // job, tick, node
 
+  // Hands one read to the peers and reports a change of the tz database versions.
+  void WatchPeers(const std::vector<lock::TickHistory>& history);
+
   Clock& clock_;
   lock::Backend& backend_;
   Logger& log_;
@@ -67,6 +78,8 @@ class SkewWatch {
   WallTime last_poll_;
   std::set<ObsKey> seen_;
   std::map<std::string, bool> warned_;  // peer → warning logged and not cleared
+  // The peers whose tz database differs from ours, as last reported (node → version).
+  std::map<std::string, std::string> tzdata_differing_;
 
   std::mutex mu_;
   std::condition_variable cv_;

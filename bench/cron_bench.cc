@@ -1,4 +1,4 @@
-// Cron engine benchmarks over the standard set (/work/shared/bench/cron_set.txt):
+// Cron engine benchmarks over the standard set (bench/data/cron_set.txt):
 //   BM_Parse/<label>  Schedule::Parse of the line's expression, dialect and zone.
 //   BM_Next/<label>   Schedule::Next as a chain: start at 2026-01-01T00:00:00Z and feed
 //                     every result back as the next start, so each iteration measures

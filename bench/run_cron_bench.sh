@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds cron_bench in Release (its own build dir) and runs it over the standard set,
-# 5 repetitions of each benchmark with 0.2 s minimum time, reporting the aggregates.
+# Builds cron_bench in Release (its own build dir) and runs it over the standard set
+# (bench/data/cron_set.txt), 5 repetitions of each benchmark with 0.2 s minimum time,
+# reporting the aggregates.
 # Results: bench/results/cron_bench-<date>.json (full) and .txt (console table).
 # Usage: bench/run_cron_bench.sh [extra Google Benchmark flags, e.g. --benchmark_filter=Next]
 set -euo pipefail

@@ -1,4 +1,4 @@
-// The job file (DESIGN.md §4) as typed, validated values. yaml-cpp never leaves
+// The job file (docs/design.md §4) as typed, validated values. yaml-cpp never leaves
 // this folder: everything outside sees only these structs.
 #pragma once
 

@@ -1,4 +1,4 @@
-// `${VAR}` and `${VAR:-default}` in job-file values (DESIGN.md §4).
+// `${VAR}` and `${VAR:-default}` in job-file values (docs/design.md §4).
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// Cron expression text → Spec, in one of the three dialects of DESIGN.md §2.
+// Cron expression text → Spec, in one of the three dialects of docs/design.md §2.
 // Internal to cron/: Schedule::Parse is the public entry point.
 #pragma once
 

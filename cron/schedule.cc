@@ -1,13 +1,11 @@
 #include "cron/schedule.h"
 
-#include <date/tz.h>
-
 #include <cstdio>
-#include <exception>
 #include <limits>
 
 #include "cron/parser.h"
 #include "cron/spec.h"
+#include "cron/zone.h"
 
 namespace tickd::cron {
 
@@ -25,11 +23,10 @@ constexpr std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
 }
 
-std::int64_t Count(date::sys_seconds t) { return t.time_since_epoch().count(); }
 Instant At(std::int64_t s) { return Instant(std::chrono::seconds(s)); }
 
-const date::time_zone* Utc() {
-  static const date::time_zone* const utc = FindZone("UTC");
+const Zone* Utc() {
+  static const Zone* const utc = Zone::Find("UTC");
   return utc;
 }
 
@@ -39,7 +36,7 @@ struct Schedule::Impl {
   std::string expression;
   ScheduleOptions options;
   Spec spec;
-  const date::time_zone* zone = nullptr;
+  const Zone* zone = nullptr;
   // Zones with one UTC offset over the whole horizon (UTC, Etc/GMT+5, …) skip tzdb.
   bool fixed_offset = false;
   std::int64_t offset = 0;
@@ -51,14 +48,14 @@ struct Schedule::Impl {
 };
 
 /*
- * Daylight saving time (DESIGN.md §2)
- * -----------------------------------
+ * Daylight saving time (docs/design.md §2)
+ * ----------------------------------------
  * The civil search (Spec::NextLocal / PrevLocal) works on wall-clock time and knows
  * nothing about zones. This code maps its answers to real instants, one UTC-offset
- * period (a date::sys_info [begin, end)) at a time: inside a period, local = utc +
- * offset is a bijection, so a wall time found there is a firing at (local - offset).
- * Only when the answer falls past the period's end do we step into the next period,
- * and there the transition at its `begin` is one of:
+ * period at a time (the instants between two transitions of cron/zone.h): inside a
+ * period, local = utc + offset is a bijection, so a wall time found there is a firing
+ * at (local - offset). Only when the answer falls past the period's end do we step
+ * into the next period, and the transition between the two (at instant `begin`) is:
  *
  *   Spring forward (gap): the offset grows, so the wall times [begin+old, begin+new)
  *     never happen ("02:00-02:59" in New York on 2021-03-14).
@@ -74,71 +71,68 @@ struct Schedule::Impl {
  *         resumes at begin+new, the start of the repeated wall times;
  *       - "first" (auto for fixed-time schedules) fires only in the first pass: the
  *         search resumes at begin+old, the first wall time not seen before. A search
- *         that *starts* inside the second pass applies the same cut, which costs one
- *         extra tzdb lookup only within a day of a transition.
- *   Offset unchanged (only the abbreviation changed): nothing special.
+ *         that *starts* inside the second pass applies the same cut (the last
+ *         transition before the start, if it was a fall-back less than a day ago).
  *
- * Each step costs one get_info (a binary search over the zone's transitions); a
- * yearly schedule crosses at most a few transitions. Nothing mutable is cached, so
- * Next and Prev stay const and thread-safe. @every ignores wall time entirely: it
- * fires at multiples of its period since the epoch, which is DST-proof by itself.
- * Zones whose offset never changes take a fast path without tzdb lookups.
+ * Each step costs one transition lookup (a binary search); a yearly schedule
+ * crosses at most a few transitions. Past the last transition a zone file lists,
+ * cctz continues with the file's footer rule, so this holds through 2199. Nothing
+ * mutable is cached, so Next and Prev stay const and thread-safe. @every ignores wall
+ * time entirely: it fires at multiples of its period since the epoch, which is
+ * DST-proof by itself. Zones whose offset never changes take a fast path.
  */
 std::optional<Instant> Schedule::Impl::NextZoned(std::int64_t after) const {
-  date::sys_info info = zone->get_info(At(after));
-  std::int64_t off = info.offset.count();
+  std::int32_t off = zone->OffsetAt(after);
   std::int64_t cursor = after + off;
-  if (!overlap_both && Count(info.begin) > after - kDay) {
-    // `after` may sit in the second pass of an overlap that began this period.
-    const date::sys_info prev = zone->get_info(info.begin - std::chrono::seconds(1));
-    const std::int64_t old_off = prev.offset.count();
-    if (old_off > off) cursor = std::max(cursor, Count(info.begin) + old_off - 1);
+  if (!overlap_both) {
+    // `after` may sit in the second pass of an overlap that began less than a day ago.
+    const auto last = zone->LastTransitionAtOrBefore(after);
+    if (last && last->at > after - kDay && last->offset_before > off) {
+      cursor = std::max(cursor, last->at + last->offset_before - 1);
+    }
   }
+  auto next = zone->NextTransition(after);  // the end of the current period
   for (;;) {
     const auto local = spec.NextLocal(cursor);
     if (!local) return std::nullopt;
-    if (*local - off < Count(info.end)) return At(*local - off);
+    if (!next || *local - off < next->at) return At(*local - off);
 
-    const std::int64_t begin = Count(info.end);
-    const std::int64_t old_off = off;
-    info = zone->get_info(info.end);
-    off = info.offset.count();
+    const std::int64_t begin = next->at;
+    const std::int32_t old_off = off;
+    off = next->offset_after;
+    next = zone->NextTransition(begin);
     if (off > old_off) {
       // `*local` is the first scheduled wall time at or after the gap's start.
       if (gap_run && *local < begin + off) return At(begin);
       cursor = begin + off - 1;
-    } else if (off < old_off) {
-      cursor = begin + (overlap_both ? off : old_off) - 1;
     } else {
-      cursor = begin + off - 1;
+      cursor = begin + (overlap_both ? off : old_off) - 1;
     }
   }
 }
 
 std::optional<Instant> Schedule::Impl::PrevZoned(std::int64_t before) const {
-  date::sys_info info = zone->get_info(At(before - 1));
-  std::int64_t off = info.offset.count();
+  std::int32_t off = zone->OffsetAt(before - 1);
+  auto start = zone->LastTransitionAtOrBefore(before - 1);  // the current period's
   std::int64_t cursor = before + off;
   for (;;) {
     const auto local = spec.PrevLocal(cursor);
     if (!local) return std::nullopt;
-    const std::int64_t begin = Count(info.begin);
-    std::optional<date::sys_info> prev;
+    if (!start) return At(*local - off);  // no transition before: one period to the past
+    const std::int64_t begin = start->at;
+    const std::int32_t old_off = start->offset_before;
     if (*local >= begin + off) {
-      if (overlap_both || *local >= begin + off + kDay) return At(*local - off);
-      prev = zone->get_info(info.begin - std::chrono::seconds(1));
       // In the second pass of an overlap, "first" has already fired this wall time.
-      if (prev->offset.count() <= off || *local >= begin + prev->offset.count()) {
+      if (overlap_both || *local >= begin + off + kDay || old_off <= off ||
+          *local >= begin + old_off) {
         return At(*local - off);
       }
     }
-    if (!prev) prev = zone->get_info(info.begin - std::chrono::seconds(1));
-    const std::int64_t old_off = prev->offset.count();
     // `*local` is the last scheduled wall time before this period: is it in the gap?
     if (old_off < off && gap_run && *local >= begin + old_off) return At(begin);
     cursor = begin + old_off;
-    info = *prev;
     off = old_off;
+    start = zone->LastTransitionAtOrBefore(begin - 1);
   }
 }
 
@@ -163,10 +157,11 @@ tl::expected<Schedule, ParseError> Schedule::Parse(std::string_view expr,
           expr, 0, "", 0, "never fires: no date between 1970 and 2199 matches the fields"));
     }
   }
-  const date::sys_info first = impl->zone->get_info(At(0));
-  if (Count(first.begin) <= 0 && Count(first.end) > kHorizonEnd) {
+  const std::int32_t offset_at_epoch = impl->zone->OffsetAt(0);
+  const auto first_change = impl->zone->NextTransition(0);
+  if (!first_change || first_change->at > kHorizonEnd) {
     impl->fixed_offset = true;
-    impl->offset = first.offset.count();
+    impl->offset = offset_at_epoch;
   }
   const bool every_hour = spec->hour_star || spec->every_seconds != 0;
   impl->overlap_both = options.dst_overlap == DstOverlap::kBoth ||
@@ -224,7 +219,7 @@ std::vector<std::string> Schedule::WarningsAt(Instant now) const {
 
 const std::string& Schedule::expression() const { return impl_->expression; }
 const ScheduleOptions& Schedule::options() const { return impl_->options; }
-const date::time_zone* Schedule::zone() const { return impl_->zone; }
+const Zone* Schedule::zone() const { return impl_->zone; }
 bool Schedule::every_hour() const {
   return impl_->spec.hour_star || impl_->spec.every_seconds != 0;
 }
@@ -275,18 +270,11 @@ std::string_view DialectName(Dialect d) {
   return "cron";
 }
 
-const date::time_zone* FindZone(std::string_view name) {
-  if (name.empty()) return nullptr;
-  try {
-    return date::locate_zone(name);
-  } catch (const std::exception&) {
-    return nullptr;
-  }
-}
+const Zone* FindZone(std::string_view name) { return Zone::Find(name); }
 
-std::string FormatRfc3339(Instant t, const date::time_zone* zone) {
+std::string FormatRfc3339(Instant t, const Zone* zone) {
   const std::int64_t s = t.time_since_epoch().count();
-  const std::int64_t off = zone == nullptr ? 0 : zone->get_info(t).offset.count();
+  const std::int64_t off = zone == nullptr ? 0 : zone->OffsetAt(s);
   const std::int64_t local = s + off;
   const std::int64_t days = FloorDiv(local, kDay);
   const std::int64_t sod = local - days * kDay;

@@ -1,6 +1,6 @@
 // The cron engine's public API: parse an expression once, then ask for the next
 // (or previous) firing instant as often as needed. Pure: no I/O except reading the
-// system tz database through date::locate_zone when a Schedule is parsed.
+// system tz database (cron/zone.h) when a Schedule is parsed.
 //
 // Every replica computes the same instants from (expression, options, tzdb); the
 // daemon's scheduler and `tickd next` both go through Schedule::Next.
@@ -16,11 +16,9 @@
 
 #include "base/error.h"
 
-namespace date {
-class time_zone;
-}
-
 namespace tickd::cron {
+
+class Zone;  // cron/zone.h
 
 // Instants are UTC, second precision.
 using Instant = std::chrono::sys_seconds;
@@ -73,7 +71,7 @@ class Schedule {
 
   // The first firing strictly after `after`, or nullopt when there is none before
   // the horizon (the end of year 2199). Cheap: no allocation; zones with a fixed
-  // offset (UTC, Asia/Tokyo, …) never touch tzdb, others do one sys_info lookup plus
+  // offset (UTC, Asia/Tokyo, …) never touch tzdb, others do two or three lookups plus
   // one per UTC-offset change crossed. Thread-safe (const). @every schedules are pure
   // real time (multiples of the period since the epoch): DST options do not apply.
   std::optional<Instant> Next(Instant after) const;
@@ -86,7 +84,7 @@ class Schedule {
 
   const std::string& expression() const;
   const ScheduleOptions& options() const;
-  const date::time_zone* zone() const;
+  const Zone* zone() const;
   // True for "every-hour" schedules (hour field unrestricted, and @every): they mean
   // real elapsed time under the DST policy. False for fixed-time schedules.
   bool every_hour() const;
@@ -113,11 +111,11 @@ std::optional<DstOverlap> DstOverlapFromName(std::string_view name);  // auto|fi
 std::string_view DialectName(Dialect d);
 
 // Resolves an IANA zone name; nullptr when the system tz database has no such zone.
-const date::time_zone* FindZone(std::string_view name);
+const Zone* FindZone(std::string_view name);
 
 // RFC 3339 with the zone's UTC offset at that instant: "2026-03-29T03:00:00+02:00";
 // UTC is written "+00:00" when `zone` is given, "Z" when zone == nullptr.
-std::string FormatRfc3339(Instant t, const date::time_zone* zone);
+std::string FormatRfc3339(Instant t, const Zone* zone);
 // Parses RFC 3339 ("2026-03-29T01:30:00Z", "...+02:00", fractional seconds truncated).
 Result<Instant> ParseRfc3339(std::string_view text);
 

@@ -2,7 +2,7 @@
 // plus the day-of-month / day-of-week specials, and the civil-time search over it.
 //
 // Everything here works on *local civil time* counted as seconds since 1970-01-01T00:00
-// (a date::local_seconds count): the zone and DST policy live in schedule.cc.
+// (the wall clock read as if it were UTC): the zone and DST policy live in schedule.cc.
 #pragma once
 
 #include <array>

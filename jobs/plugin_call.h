@@ -1,6 +1,6 @@
 // One call of a plugin's run (init, run, shutdown), shared by both isolation modes:
 // `tickd plugin-host` (process) and the daemon's worker thread (none). The run's
-// parameters come from the job environment the supervisor builds (DESIGN §5), so
+// parameters come from the job environment the supervisor builds (docs/design.md §5), so
 // both modes see exactly what a shell job would.
 #pragma once
 

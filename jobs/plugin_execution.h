@@ -1,4 +1,4 @@
-// Runs of plugin jobs (DESIGN §8), as Executions like any other run.
+// Runs of plugin jobs (docs/design.md §8), as Executions like any other run.
 //
 // isolation: process (default). Each run is a child `tickd plugin-host PATH`,
 // started through StartProcess: its own process group, the job environment

@@ -1,4 +1,4 @@
-// Loading plugins (DESIGN §8): dlopen(path, RTLD_NOW | RTLD_LOCAL), the
+// Loading plugins (docs/design.md §8): dlopen(path, RTLD_NOW | RTLD_LOCAL), the
 // tickd_plugin_v1 symbol, and both abi_version checks. Every failure names the path
 // and carries dlerror()'s text. Used by the validator (config/), by the in-process
 // runner, and by `tickd plugin-host`.

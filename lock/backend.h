@@ -1,13 +1,43 @@
 // The claim interface: for each tick (job, T) of each job, a Backend decides which
-// replica runs it. The contract is DESIGN.md §1; the per-store protocols are in
-// shared/backends.md and at the top of each backend's .cc file.
+// replica runs it. The contract is docs/design.md §1; the per-store protocols are in
+// docs/backends.md and at the top of each backend's .cc file.
 //
 // Three things are kept apart in every backend:
 //   - the tick record (job, T): running → done, owner token, node, fence, exit
 //     status, config hash; remembered for the retention period so a finished tick
 //     is never claimed again (the key is the tick, not the job);
 //   - the lease: expires on the backend's own clock when the holder stops renewing;
-//   - the fence counter per job: durable, strictly increasing.
+//   - the fence counter per job: durable, strictly increasing, and still increasing
+//     after the store lost its data (see "Fences" below).
+//
+// Claims are monotonic per job: once a tick T2 of a job has been claimed (won by
+// anyone, running or done, while the store remembers it: its record, or on Redis,
+// etcd and ZooKeeper the job's head, which names the latest claimed tick), a first
+// claim of an earlier tick T1 < T2 of that job is refused as kSuperseded, atomically
+// inside the backend's claim decision. A lagging replica (its clock behind, or just started)
+// can therefore never run an older tick after a newer one has started. A re-claim
+// of a tick that was itself claimed before (recover: true after its holder's lease
+// expired) is not a first claim and is still allowed: that tick was claimed before
+// the later one, and recover promises it runs at least once.
+//
+// Fences only grow, even when the store comes back without its data (a Redis without
+// persistence restarted, a fresh etcd data directory, a recreated database): every
+// fence is at least a clock reading, in milliseconds, shifted left by 11 bits
+// (kFenceEpochShift), so a store that starts over starts above every fence it handed
+// out before. Two forms, by what the store's counter allows:
+//   - a counter tickd writes (SQLite, Redis): fence = max(last fence + 1,
+//     now_ms << 11), now from the store's clock — a hybrid logical clock. It also
+//     covers a store that lost only its last writes (Redis appendfsync everysec);
+//   - a count kept beside an epoch record (PostgreSQL: the sequence and tickd_epoch;
+//     etcd and ZooKeeper: the job's head, moved by the claim's transaction): fence =
+//     epoch_ms << 11 + n, epoch_ms read when tickd creates the epoch record in the
+//     store, n the claims counted since then.
+// Either way a fence is above every earlier one as long as the store's clock, when it
+// starts over, is past the old fences' time — i.e. it was not set back, and the
+// counter grew by fewer than 2^11 a millisecond on average (no store comes near).
+// Counters of an older tickd (small numbers) are left far below. Fences are positive
+// int64 and stay below 2^53 until the year 2109 (exact in a double: Lua, JSON). The
+// memory backend keeps plain counters: nothing of it outlives the process.
 #pragma once
 
 #include <chrono>
@@ -26,6 +56,9 @@
 namespace tickd::lock {
 
 using std::chrono::milliseconds;
+
+// A fence is at least (clock_ms << kFenceEpochShift): see the top of this file.
+inline constexpr int kFenceEpochShift = 11;
 
 struct ClaimRequest {
   std::string job;
@@ -52,9 +85,15 @@ enum class ClaimStatus {
   kLost,    // another replica holds or finished this tick; `holder_node` names it
   kBusy,    // forbid: an earlier tick of the job still runs; holder_node/holder_tick_unix say where
   kMissed,  // the backend's clock is past T + starting_deadline: nobody may start it
+  // A later tick of the job was already claimed (won by anyone, running or done):
+  // claims are monotonic per job, so this earlier tick never runs. holder_tick_unix
+  // is that later tick (the latest claimed), holder_node who claimed it when the
+  // backend knows (empty otherwise). Not returned for a recover re-claim of a tick
+  // claimed before.
+  kSuperseded,
 };
 
-// "won" "lost" "busy" "missed" (inline: every backend target uses it, and they are
+// "won" "lost" "busy" "missed" "superseded" (inline: every backend target uses it, and they are
 // linked into tickd_lock, not the other way round).
 inline std::string_view ClaimStatusName(ClaimStatus s) {
   switch (s) {
@@ -66,6 +105,8 @@ inline std::string_view ClaimStatusName(ClaimStatus s) {
       return "busy";
     case ClaimStatus::kMissed:
       return "missed";
+    case ClaimStatus::kSuperseded:
+      return "superseded";
   }
   return "unknown";
 }
@@ -73,8 +114,11 @@ inline std::string_view ClaimStatusName(ClaimStatus s) {
 struct ClaimOutcome {
   ClaimStatus status = ClaimStatus::kLost;
   std::uint64_t fence = 0;                 // kWon: strictly greater than every earlier fence of the job
-  std::string holder_node;                 // kLost: the winner; kBusy: the node running the earlier tick
-  std::int64_t holder_tick_unix = 0;       // kBusy: the tick that holder runs; kLost: T
+  // kLost: the winner; kBusy: the node running the earlier tick; kSuperseded: the node
+  // that claimed the later tick, when known.
+  std::string holder_node;
+  // kBusy: the tick that holder runs; kLost: T; kSuperseded: the later tick claimed.
+  std::int64_t holder_tick_unix = 0;
   std::string holder_config_hash;          // kLost/kBusy: the holder's config hash, when known
   // kLost: true while the tick's record is still `running` (its holder runs it, or
   // died and its lease has not expired yet); false once it is `done`. A recover: true
@@ -122,7 +166,7 @@ struct Observation {
   std::string job;
   std::int64_t tick_unix = 0;
   std::string node;
-  std::string outcome;               // the tick outcome: won lost busy missed error (+ skipped)
+  std::string outcome;  // the tick outcome: won lost busy missed superseded error (+ skipped)
   WallTime node_wall;                // the replica's own wall clock when it tried
   std::string config_hash;
   std::uint64_t fence = 0;           // for won
@@ -173,7 +217,7 @@ class Backend {
   // Things the operator should know at start (no persistence, remote file system…).
   virtual std::vector<std::string> StartupWarnings() { return {}; }
 
-  // Won / Lost / Busy / Missed as ClaimStatus says; an Error when the backend did
+  // Won / Lost / Busy / Missed / Superseded as ClaimStatus says; an Error when the backend did
   // not answer or failed (the claim may or may not have been recorded).
   virtual Result<ClaimOutcome> Claim(const ClaimRequest& req) = 0;
 

@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git ca-certificates
   tzdata
-  libhowardhinnant-date-dev libexpected-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  python3                    # tests/cron/tz_reference.py: zoneinfo, the tz reference
+  libabsl-dev libexpected-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libcli11-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libhiredis-dev
   catch2 libbenchmark-dev
   clang libclang-rt-14-dev   # libFuzzer + sanitizers for the parser fuzz target

@@ -1,4 +1,4 @@
-// The etcd protocol (shared/backends.md, "etcd v3"), over the JSON gateway (/v3/…,
+// The etcd protocol (docs/backends.md, "etcd v3"), over the JSON gateway (/v3/…,
 // keys and values base64, 64-bit integers as strings). With prefix P and T written
 // as 20 zero-padded digits (so that key order is tick order):
 //
@@ -15,23 +15,39 @@
 //   P job/<job>/idx/<T>           ledger index (empty value), for History and Prune.
 //   P job/<job>/run               forbid marker (JSON: token, T, node, hash), attached
 //                                 to the holder's lease.
+//   P job/<job>/head              the job's claim head (JSON: tick = the latest tick
+//                                 of the job ever claimed, node = who claimed it,
+//                                 epoch_ms, n = claims since the epoch). No lease.
 //   P jobs/<job>                  the job names (History of every job, Prune).
 //
-// claim: one read transaction (ranges over tick/<T>/[l,r,u] and run), then:
+// claim: one read transaction (ranges over tick/<T>/[l,r,u], run and head), then:
 //   1. the record exists: done, or running with its lease key present, or recover off
 //      → lost (the winner; holder_running = state is running). Running with the lease
 //      key gone and recover on → missed when etcd's now > lease_until + deadline,
 //      else re-claim below, comparing the record's mod_revision;
-//   2. no record and etcd's now > T + starting_deadline → missed;
-//   3. forbid and the run key names another tick → busy;
-//   4. grant a lease (TTL = the lease rounded up to whole seconds, etcd's unit), then
+//   2. no record and the head names a later tick → superseded (that tick and its
+//      node): claims are monotonic per job;
+//   3. no record and etcd's now > T + starting_deadline → missed;
+//   4. forbid and the run key names another tick → busy;
+//   5. grant a lease (TTL = the lease rounded up to whole seconds, etcd's unit), then
 //      one txn: compare create_revision == 0 on the record (re-claim: mod_revision ==
 //      the one read, and create_revision == 0 on the lease key) and, for forbid, on
-//      the run key; success puts the record (no lease), the lease key and the run key
-//      (with the lease), lease_until and the index. Failure ranges the record and the
-//      run key: lost or busy, named by what won the race; the lease is revoked.
-//   Fence = the txn's header revision (= the record's create/mod revision): etcd
-//   revisions are cluster-wide, strictly increasing and durable.
+//      the run key, and mod_revision == the one read on the head (create_revision
+//      == 0 when there was none), so no later tick of the job can have been claimed
+//      in between; success puts the record (no lease), the lease key and the run key
+//      (with the lease), lease_until, the index and the head moved on (n + 1, tick
+//      only forward). Failure ranges the record, the run key and the head: lost or
+//      busy, named by what won the race, or, when only the head moved (a claim of
+//      another tick of the job), the claim starts over (at most 3 times); the lease
+//      is revoked.
+//   Fence = epoch_ms << 11 + n (lock/backend.h), stored in the record. The epoch is
+//   taken when the head is created: the claimer's wall clock in milliseconds, but
+//   never below the member's Date (etcd has no time API with more than seconds). A
+//   fresh data directory (or a deleted prefix) loses the heads; the next claim of
+//   each job creates its head at a later epoch, above every fence of the old one,
+//   unless the claimer's clock is behind the old head's creator by more than the
+//   time between that creation and the loss. Records written by an older tickd keep
+//   fence 0 (their fence was the record's mod_revision, far below any epoch fence).
 // "etcd's now": etcd has no time API. Every gateway reply carries an HTTP Date header
 // written by the member from its own clock (1 s resolution, rounded down), and the
 // read of step 1 is such a reply; the replica's clock is never used. So `missed` is
@@ -256,6 +272,24 @@ std::optional<TickRecord> DecodeRecord(const Kv& kv) {
   return r;
 }
 
+// The job's claim head (P job/<job>/head).
+struct Head {
+  std::int64_t tick = 0;
+  std::string node;
+  std::int64_t epoch_ms = 0;
+  std::int64_t n = 0;
+};
+
+std::string Encode(const Head& h) {
+  return Json{{"tick", h.tick}, {"node", h.node}, {"epoch_ms", h.epoch_ms}, {"n", h.n}}.dump();
+}
+
+Head DecodeHead(const std::string& value) {
+  const Json j = Json::parse(value, nullptr, false);
+  if (!j.is_object()) return {};
+  return Head{Int(j, "tick"), Str(j, "node"), Int(j, "epoch_ms"), Int(j, "n")};
+}
+
 struct RunMarker {
   std::string token;
   std::int64_t tick = 0;
@@ -455,8 +489,20 @@ class EtcdBackend final : public Backend {
     return warnings;
   }
 
+  // A claim whose transaction failed only because the job's head moved (another tick
+  // of the job was claimed meanwhile) starts over: the head decides what it is now.
   Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
     const Deadline deadline = Due();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      std::optional<Result<ClaimOutcome>> out = ClaimOnce(req, deadline);
+      if (out) return std::move(*out);
+    }
+    return MakeError(context_ + ": claim " + req.job,
+                     "other claims of the job kept moving its head; try again");
+  }
+
+  // One try of Claim; nullopt: the head moved under it, try again.
+  std::optional<Result<ClaimOutcome>> ClaimOnce(const ClaimRequest& req, Deadline deadline) {
     const Keys k = KeysOf(req.job, req.tick_unix);
     auto state = ReadTick(k, deadline);
     if (!state) return tl::unexpected(state.error());
@@ -469,6 +515,8 @@ class EtcdBackend final : public Backend {
       if (rec.state != "running" || !req.recover || state->lease) return Lost(req, rec);
       base_ms = state->lease_until;  // …or, for a re-claim, from the holder's lease end
       reclaim_rev = rec.mod_revision;
+    } else if (state->head && state->head->tick > req.tick_unix) {
+      return Superseded(*state->head);
     }
     if (req.starting_deadline && state->server_ms &&
         *state->server_ms > base_ms + req.starting_deadline->count()) {
@@ -484,7 +532,10 @@ class EtcdBackend final : public Backend {
     const std::int64_t lease_id = Int(grant->body, "ID");
     if (lease_id == 0) return MakeError(context_ + ": lease grant", grant->body.dump());
 
-    TickRecord rec{"running", req.node, req.owner_token, req.config_hash, 0, lease_id};
+    const Head head = NextHead(req, *state);
+    static_assert(kFenceEpochShift == 11);
+    const auto fence = static_cast<std::uint64_t>((head.epoch_ms << kFenceEpochShift) + head.n);
+    TickRecord rec{"running", req.node, req.owner_token, req.config_hash, fence, lease_id};
     Json compare = Json::array();
     if (reclaim_rev) {
       compare.push_back(ModifiedAt(k.record, *reclaim_rev));
@@ -493,23 +544,28 @@ class EtcdBackend final : public Backend {
       compare.push_back(CreatedAt(k.record, 0));
     }
     if (req.forbid_overlap) compare.push_back(CreatedAt(k.run, 0));
+    compare.push_back(state->head ? ModifiedAt(k.head, state->head_mod_revision)
+                                  : CreatedAt(k.head, 0));
     const std::int64_t lease_until = state->server_ms.value_or(0) + req.lease.count();
-    Json success = {Put(k.record, Encode(rec)), Put(k.lease, req.owner_token, lease_id),
-                    Put(k.until, std::to_string(lease_until)), Put(k.index, ""),
-                    Put(JobKey(req.job), "")};
+    Json success = {Put(k.record, Encode(rec)),
+                    Put(k.lease, req.owner_token, lease_id),
+                    Put(k.until, std::to_string(lease_until)),
+                    Put(k.index, ""),
+                    Put(JobKey(req.job), ""),
+                    Put(k.head, Encode(head))};
     if (req.forbid_overlap) {
       success.push_back(
           Put(k.run, Encode(RunMarker{req.owner_token, req.tick_unix, req.node, req.config_hash}),
               lease_id));
     }
-    Json failure = {Range(k.record), Range(k.run)};
+    Json failure = {Range(k.record), Range(k.run), Range(k.head)};
     auto txn =
         Post("/v3/kv/txn", Json{{"compare", compare}, {"success", success}, {"failure", failure}},
              deadline);
     if (!txn) return Ambiguous(req, k, txn.error());
     if (txn->body.value("succeeded", false)) {
       RememberLease(req.job, req.tick_unix, req.owner_token, lease_id);
-      return Won(static_cast<std::uint64_t>(Int(txn->body["header"], "revision")));
+      return Won(fence);
     }
     Revoke(lease_id, deadline);
     const std::vector<Kv> winner = RangeKvs(txn->body, 0);
@@ -521,6 +577,9 @@ class EtcdBackend final : public Backend {
       }
     }
     if (!run.empty()) return Busy(DecodeRun(run.front().value));
+    const std::vector<Kv> head_now = RangeKvs(txn->body, 2);
+    const std::int64_t head_rev_now = head_now.empty() ? 0 : head_now.front().mod_revision;
+    if (head_rev_now != (state->head ? state->head_mod_revision : 0)) return std::nullopt;
     // The re-claimed record did not change but its lease key came back: the holder
     // (or another re-claimer) holds it again.
     if (state->record) return Lost(req, *state->record);
@@ -791,7 +850,7 @@ class EtcdBackend final : public Backend {
  private:
   struct Keys {
     std::string tick_prefix;  // P job/<job>/tick/<T>/
-    std::string lease, record, until, index, run;
+    std::string lease, record, until, index, run, head;
   };
 
   // What the read transaction of a tick found.
@@ -801,6 +860,8 @@ class EtcdBackend final : public Backend {
     std::int64_t lease_until = 0;
     std::optional<RunMarker> run;
     std::int64_t run_mod_revision = 0;
+    std::optional<Head> head;
+    std::int64_t head_mod_revision = 0;
     std::optional<std::int64_t> server_ms;
   };
 
@@ -820,6 +881,7 @@ class EtcdBackend final : public Backend {
     k.until = k.tick_prefix + "u";
     k.index = base + "idx/" + Pad(tick);
     k.run = base + "run";
+    k.head = base + "head";
     return k;
   }
 
@@ -832,11 +894,12 @@ class EtcdBackend final : public Backend {
   }
 
   // One read: the tick's lease key, record and lease_until ([l, w) under its
-  // prefix, observations excluded) and the job's run key.
+  // prefix, observations excluded), the job's run key and its head.
   Result<TickState> ReadTick(const Keys& k, Deadline deadline) {
-    auto txn = Post("/v3/kv/txn",
-                    Json{{"success", {Range(k.tick_prefix, k.tick_prefix + "w"), Range(k.run)}}},
-                    deadline);
+    auto txn = Post(
+        "/v3/kv/txn",
+        Json{{"success", {Range(k.tick_prefix, k.tick_prefix + "w"), Range(k.run), Range(k.head)}}},
+        deadline);
     if (!txn) return tl::unexpected(txn.error());
     TickState st;
     st.server_ms = txn->server_ms;
@@ -852,6 +915,10 @@ class EtcdBackend final : public Backend {
     if (const auto run = RangeKvs(txn->body, 1); !run.empty()) {
       st.run = DecodeRun(run.front().value);
       st.run_mod_revision = run.front().mod_revision;
+    }
+    if (const auto head = RangeKvs(txn->body, 2); !head.empty()) {
+      st.head = DecodeHead(head.front().value);
+      st.head_mod_revision = head.front().mod_revision;
     }
     return st;
   }
@@ -885,6 +952,36 @@ class EtcdBackend final : public Backend {
     return out;
   }
 
+  static ClaimOutcome Superseded(const Head& head) {
+    ClaimOutcome out;
+    out.status = ClaimStatus::kSuperseded;
+    out.holder_node = head.node;
+    out.holder_tick_unix = head.tick;
+    return out;
+  }
+
+  // The head after `req` wins: one more claim since the epoch, the tick only forward.
+  // A new head's epoch is this replica's wall clock, never below the member's Date.
+  static Head NextHead(const ClaimRequest& req, const TickState& state) {
+    Head head;
+    if (state.head) {
+      head = *state.head;
+    } else {
+      const std::int64_t local_ms = std::chrono::duration_cast<milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count();
+      head.epoch_ms = std::max(local_ms, state.server_ms.value_or(0));
+      head.tick = req.tick_unix;
+      head.node = req.node;
+    }
+    ++head.n;
+    if (req.tick_unix > head.tick) {
+      head.tick = req.tick_unix;
+      head.node = req.node;
+    }
+    return head;
+  }
+
   static ClaimOutcome Busy(const RunMarker& run) {
     ClaimOutcome out;
     out.status = ClaimStatus::kBusy;
@@ -895,14 +992,18 @@ class EtcdBackend final : public Backend {
   }
 
   // The claim txn got no answer: it may or may not have been applied. The lease key
-  // decides: the claim is ours only when it holds our token.
+  // decides: the claim is ours only when it holds our token; the fence is the record's.
   Result<ClaimOutcome> Ambiguous(const ClaimRequest& req, const Keys& k, const Error& error) {
+    auto state = ReadTick(k, Due());
+    if (!state || !state->record || state->record->owner != req.owner_token) {
+      return tl::unexpected(error);
+    }
     auto lease = Post("/v3/kv/range", Json{{"key", B64(k.lease)}}, Due());
     if (lease) {
       const std::vector<Kv> kvs = KvsOf(lease->body);
       if (!kvs.empty() && kvs.front().value == req.owner_token) {
         RememberLease(req.job, req.tick_unix, req.owner_token, kvs.front().lease);
-        return Won(static_cast<std::uint64_t>(kvs.front().create_revision));
+        return Won(state->record->fence);
       }
     }
     return tl::unexpected(error);

@@ -10,9 +10,12 @@
 //   1. a record for (job, T) exists: done or live → lost (names the holder); running
 //      with an expired lease and recover → re-claim with a new token and a higher
 //      fence while now ≤ expiry + starting_deadline (else missed); otherwise lost;
-//   2. Wall() > T + starting_deadline → missed;
-//   3. forbid and another tick of the job runs with a live lease → busy;
-//   4. won: new record, lease = now + req.lease, fence = ++fences_[job].
+//   2. a record of a later tick of the job exists (running or done) → superseded,
+//      naming the latest one: claims are monotonic per job;
+//   3. Wall() > T + starting_deadline → missed;
+//   4. forbid and another tick of the job runs with a live lease → busy;
+//   5. won: new record, lease = now + req.lease, fence = ++fences_[job]. Fences are
+//      plain counters here (no epoch, lock/backend.h): nothing outlives the instance.
 // ForceRelease marks a running record whose lease expired as done ("released") and
 // clears its owner token, so the old holder's Renew and Complete are refused.
 #include "lock/memory/memory_backend.h"
@@ -69,6 +72,7 @@ class MemoryBackend final : public Backend {
       rec = NewRecord(req, now);
       return Won(rec);
     }
+    if (auto superseded = SupersededOutcome(req)) return *superseded;
     if (req.starting_deadline &&
         clock_.Wall() > WallTime(std::chrono::seconds(req.tick_unix)) + *req.starting_deadline) {
       out.status = ClaimStatus::kMissed;
@@ -236,6 +240,19 @@ class MemoryBackend final : public Backend {
     out.holder_tick_unix = key.second;
     out.holder_config_hash = rec.config_hash;
     out.holder_running = !rec.done;
+    return out;
+  }
+
+  // The latest tick of the job after req's that has a record, if any.
+  std::optional<ClaimOutcome> SupersededOutcome(const ClaimRequest& req) const {
+    auto after_job = ticks_.upper_bound(Key{req.job, INT64_MAX});
+    if (after_job == ticks_.begin()) return std::nullopt;
+    const auto latest = std::prev(after_job);
+    if (latest->first.first != req.job || latest->first.second <= req.tick_unix) {
+      return std::nullopt;
+    }
+    ClaimOutcome out = HolderOutcome(ClaimStatus::kSuperseded, latest->first, latest->second);
+    out.holder_running = false;
     return out;
   }
 

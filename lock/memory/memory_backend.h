@@ -1,4 +1,4 @@
-// The in-process claim backend: the semantics of the real stores (DESIGN.md §1)
+// The in-process claim backend: the semantics of the real stores (docs/design.md §1)
 // inside one process, on an injected Clock, so scheduler tests run without servers
 // and in simulated time. Several simulated replicas share ONE instance (directly, or
 // through NewSharedBackendHandle). Nothing survives the instance.

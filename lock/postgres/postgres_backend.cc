@@ -1,4 +1,4 @@
-// The PostgreSQL protocol (shared/backends.md, "PostgreSQL 15") — the database's
+// The PostgreSQL protocol (docs/backends.md, "PostgreSQL 15") — the database's
 // clock decides. Replicas share one database; every decision is one statement, so it
 // is one transaction on the server, judged by the server's clock (now() /
 // clock_timestamp()), never a replica's.
@@ -9,9 +9,16 @@
 //                            state running|done, lease_until (timestamptz, database
 //                            clock), config hash, completion. Kept until Prune, so a
 //                            finished tick is never claimed again (the key is the tick).
-//   tickd_fence              a SEQUENCE: fences strictly increase across every job and
-//                            survive restarts (nextval is WAL-logged before the claim's
-//                            commit returns).
+//   tickd_fence              a SEQUENCE n: fences strictly increase across every job
+//                            and survive restarts (nextval is WAL-logged before the
+//                            claim's commit returns).
+//   tickd_epoch              ONE row: the database's now() in ms when the table
+//                            was created (a new database, or one migrated to version
+//                            3). fence = epoch << 11 + n (lock/backend.h): a database
+//                            dropped and created again starts at a later epoch, so
+//                            its fences are above every fence of the old one; a
+//                            version-2 database (fences were n alone) gets its epoch
+//                            at migration, and its next fence is above its old ones.
 //   tickd_observations(job, tick, node)   the ledger: what each replica saw.
 //   tickd_claim(...)         a plpgsql function: the whole claim below, server-side.
 // The migration runs at every connect inside one transaction that first takes a
@@ -30,12 +37,15 @@
 //      stored fence (a claim retried after an ambiguous failure is idempotent);
 //      recover on, running, lease_until < now → missed when now > lease_until +
 //      starting_deadline, else re-claimed at step 4 (new owner, new fence);
-//   2. no record and now > T + starting_deadline → missed;
-//   3. forbid and another tick of the job is running with lease_until > now → busy
+//   2. no record and a record of a later tick of the job (running or done) →
+//      superseded, naming the latest: claims are monotonic per job (one step down
+//      the primary key, under the job's lock);
+//   3. no record and now > T + starting_deadline → missed;
+//   4. forbid and another tick of the job is running with lease_until > now → busy
 //      (its node and tick);
-//   4. won: INSERT … fence = nextval('tickd_fence'), lease_until = now + lease
+//   5. won: INSERT … fence = epoch << 11 + nextval('tickd_fence'), lease_until = now + lease
 //      ON CONFLICT DO UPDATE … WHERE state = 'running' AND lease_until < now.
-//   Only step 4 waits for the WAL flush (synchronous_commit as configured): a
+//   Only step 5 waits for the WAL flush (synchronous_commit as configured): a
 //   transaction in which no claim won writes no claim (at most ledger rows, best
 //   effort), so it commits with synchronous_commit = off. Safe: a committed claim becomes visible
 //   only after its flush, so every `lost` names a winner that survives a crash. In
@@ -54,7 +64,9 @@
 // claims of an instant as BEGIN, the claims sorted by (job, tick), COMMIT — one round
 // trip and one WAL flush for the batch (a flush per claim made the disk the limit:
 // bench/README.md); the sort makes concurrent batches take the per-job locks in one
-// order, so they queue, never deadlock. The price: the batch commits or fails as a
+// order, so they queue, never deadlock. It also decides the ticks of one job in tick
+// order, so a batch holding T and T+1 of a job wins both (monotonic), never T+1
+// alone with T superseded. The price: the batch commits or fails as a
 // whole (one Error for all, fail closed). CompleteBatch does the same. With
 // ClaimRequest::observe the claim statement also writes this replica's ledger row (a
 // data-modifying CTE around tickd_claim): no Record call.
@@ -92,11 +104,12 @@ using std::chrono::steady_clock;
 using ConnPtr = std::unique_ptr<PGconn, decltype(&PQfinish)>;
 using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
+static_assert(kFenceEpochShift == 11, "tickd_claim shifts the epoch by 11");
 
 // Creates or migrates the tables. One DO block = one statement = one transaction;
 // the advisory lock (an arbitrary constant: "tickd" in ASCII) serializes replicas
-// that start together. A later version appends `IF v < 3 THEN … END IF;`.
+// that start together. A later version appends `IF v < 4 THEN … END IF;`.
 constexpr const char* kMigrate = R"sql(
 DO $migrate$
 DECLARE
@@ -111,9 +124,9 @@ BEGIN
     INSERT INTO tickd_schema(version) VALUES (0);
     v := 0;
   END IF;
-  IF v > 2 THEN
+  IF v > 3 THEN
     RAISE EXCEPTION 'the tickd tables are at schema version %, newer than this tickd '
-                    'knows (2): upgrade tickd', v;
+                    'knows (3): upgrade tickd', v;
   END IF;
   IF v < 1 THEN
     CREATE TABLE tickd_ticks(
@@ -144,9 +157,13 @@ BEGIN
     CREATE INDEX tickd_observations_tick ON tickd_observations(tick);
     UPDATE tickd_schema SET version = 1;
   END IF;
-  IF v < 2 THEN
+  IF v < 3 THEN
     -- Version 2: a claim that writes no tick record (lost, busy, missed) commits
     -- without waiting for the WAL flush; only its ledger row could be lost in a crash.
+    -- Version 3: claims are monotonic per job (superseded), fences carry an epoch.
+    CREATE TABLE IF NOT EXISTS tickd_epoch(epoch bigint NOT NULL);
+    INSERT INTO tickd_epoch(epoch) SELECT floor(extract(epoch FROM now()) * 1000)::bigint
+      WHERE NOT EXISTS (SELECT 1 FROM tickd_epoch);
     CREATE OR REPLACE FUNCTION tickd_claim(p_job text, p_tick bigint, p_node text, p_owner text,
         p_lease_ms bigint, p_deadline_ms bigint, p_forbid boolean, p_recover boolean,
         p_hash text, OUT status text, OUT fence bigint, OUT holder_node text,
@@ -192,10 +209,21 @@ BEGIN
           status := 'missed';
           RETURN;
         END IF;
-      ELSIF p_deadline_ms IS NOT NULL AND
-            now_ts > to_timestamp(p_tick) + p_deadline_ms * interval '1 millisecond' THEN
-        status := 'missed';
-        RETURN;
+      ELSE
+        SELECT t.tick, t.node, t.config_hash INTO rec FROM tickd_ticks t
+          WHERE t.job = p_job AND t.tick > p_tick ORDER BY t.tick DESC LIMIT 1;
+        IF FOUND THEN
+          status := 'superseded';
+          holder_node := rec.node;
+          holder_tick := rec.tick;
+          holder_hash := rec.config_hash;
+          RETURN;
+        END IF;
+        IF p_deadline_ms IS NOT NULL AND
+           now_ts > to_timestamp(p_tick) + p_deadline_ms * interval '1 millisecond' THEN
+          status := 'missed';
+          RETURN;
+        END IF;
       END IF;
       IF p_forbid THEN
         SELECT t.node, t.tick, t.config_hash INTO rec FROM tickd_ticks t
@@ -216,7 +244,8 @@ BEGIN
       PERFORM set_config('synchronous_commit', current_setting('tickd.sync_commit'), true);
       PERFORM set_config('tickd.won', 'yes', true);
       INSERT INTO tickd_ticks AS t(job, tick, owner, node, fence, lease_until, config_hash)
-        VALUES (p_job, p_tick, p_owner, p_node, nextval('tickd_fence'),
+        VALUES (p_job, p_tick, p_owner, p_node,
+                ((SELECT e.epoch FROM tickd_epoch e LIMIT 1) << 11) + nextval('tickd_fence'),
                 now_ts + p_lease_ms * interval '1 millisecond', p_hash)
         ON CONFLICT ON CONSTRAINT tickd_ticks_pkey DO UPDATE
           SET owner = EXCLUDED.owner, node = EXCLUDED.node, fence = EXCLUDED.fence,
@@ -233,7 +262,7 @@ BEGIN
       END IF;
     END
     $claim$;
-    UPDATE tickd_schema SET version = 2;
+    UPDATE tickd_schema SET version = 3;
   END IF;
 END
 $migrate$)sql";
@@ -573,7 +602,9 @@ class PostgresBackend final : public Backend {
       out.status = ClaimStatus::kMissed;
       return out;
     }
-    out.status = status == "busy" ? ClaimStatus::kBusy : ClaimStatus::kLost;
+    out.status = status == "busy"         ? ClaimStatus::kBusy
+                 : status == "superseded" ? ClaimStatus::kSuperseded
+                                          : ClaimStatus::kLost;
     out.holder_node = ToText(r, 0, 2);
     out.holder_tick_unix = ToInt(r, 0, 3);
     out.holder_config_hash = ToText(r, 0, 4);

@@ -1,4 +1,4 @@
-// The Redis protocol (shared/backends.md, "Redis"). Every decision is one Lua script,
+// The Redis protocol (docs/backends.md, "Redis"). Every decision is one Lua script,
 // so it is atomic on the server and judged on the server's clock (`TIME` inside the
 // script), never a replica's. All keys of one job carry the hash tag `{job}`, so the
 // scripts touch one slot and run unchanged on Redis Cluster (claim and complete are
@@ -16,7 +16,14 @@
 //                  script that judges a lease reads it there (no key per lease).
 //   P{job}:run     forbid marker ("token\nT\nnode\nhash"), PX lease, renewed
 //                  with the lease: while it lives, another tick of the job is `busy`.
-//   P{job}:fence   INCR counter, no TTL (durable only with AOF; see StartupWarnings).
+//   P{job}:head    the job's claim head (hash), no TTL (durable only with AOF; see
+//                  StartupWarnings): tick = the latest tick of the job ever claimed,
+//                  node = who claimed it, fence = the job's last fence. A fence is
+//                  max(last + 1, TIME_ms << 11) (lock/backend.h): a server that came
+//                  back without its data, or with only its last second lost
+//                  (appendfsync everysec), still hands out fences above every earlier
+//                  one, unless its clock was set back; a job whose fences an older
+//                  tickd counted in P{job}:fence (no longer read) jumps above them.
 //   P{job}:ticks   ledger index (sorted set of T); trimmed by Prune, which also sets
 //                  its PX retention (a new index has none until the next Prune).
 //   Pjobs          the set of job names (for History of every job); outside the tag.
@@ -26,10 +33,13 @@
 //   1. the record exists: done, or running with a live lease, or recover off →
 //      lost (winner, config hash). Running with its lease over and recover on →
 //      missed when now > lease_until + starting_deadline, else re-claim below;
-//   2. no record and now > T + starting_deadline → missed;
-//   3. forbid and the run key names another tick → busy (its node and tick);
-//   4. won: INCR fence, write the record (owner, node, fence, lease_until = now +
-//      lease) and, for forbid, the run key; index T in the ledger.
+//   2. no record and the head names a later tick → superseded (that tick and its
+//      node): claims are monotonic per job, decided in the same script;
+//   3. no record and now > T + starting_deadline → missed;
+//   4. forbid and the run key names another tick → busy (its node and tick);
+//   5. won: fence = max(head's + 1, TIME_ms << 11), move the head (tick only forward),
+//      write the record (owner, node, fence, lease_until = now + lease) and, for
+//      forbid, the run key; index T in the ledger.
 // A lost answer says whether the record is still running. When the request asks
 // (ClaimRequest::observe), every outcome also writes the replica's observation into
 // the tick's hash in the same script, as Record would: no ledger round trip per claim.
@@ -111,6 +121,7 @@ using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 // per tick cost more than the rest of the claim), plus the fence and the ledger index.
 // The index's lifetime is renewed by Prune (the daemon prunes at start and hourly),
 // not by claims: every redis.call costs the server ~1 µs, a tenth of a won claim.
+static_assert(kFenceEpochShift == 11, "the claim script multiplies TIME_ms by 2048");
 constexpr std::string_view kClaimLua = R"lua(
 local now = nil
 local function clock()
@@ -132,10 +143,13 @@ local function claim(base, o)
     return {'lost', 0, rec[2], tonumber(tick), rec[3], rec[1] == 'running' and 1 or 0}
   end
   local lease, deadline = tonumber(ARGV[o + 4]), tonumber(ARGV[o + 5])
-  local run_key = base .. 'run'
-  -- missed or busy: nobody's record is written, only this replica's observation.
+  local run_key, head_key = base .. 'run', base .. 'head'
+  local head = redis.call('HMGET', head_key, 'tick', 'node', 'fence')
+  -- superseded, missed or busy: nobody's record is written, only this replica's observation.
   local alone, reply = nil, nil
-  if deadline >= 0 and clock() > (rec[1] and tonumber(rec[4]) or tonumber(tick) * 1000) + deadline then
+  if not rec[1] and head[1] and tonumber(head[1]) > tonumber(tick) then
+    alone, reply = 'superseded', {'superseded', 0, head[2] or '', tonumber(head[1]), '', 0}
+  elseif deadline >= 0 and clock() > (rec[1] and tonumber(rec[4]) or tonumber(tick) * 1000) + deadline then
     alone, reply = 'missed', {'missed', 0, '', 0, '', 0}
   elseif ARGV[o + 6] == '1' then
     local run = redis.call('GET', run_key)
@@ -151,14 +165,21 @@ local function claim(base, o)
     redis.call('HSET', record, 'o:' .. node, alone .. '\31' .. obs_wall .. '\31' .. hash .. '\31' .. '0')
     if redis.call('PTTL', record) < 0 then redis.call('PEXPIRE', record, ARGV[o + 9]) end
   else
-    local fence = redis.call('INCR', base .. 'fence')
+    -- Fences are formatted here: Lua's own tostring keeps 14 digits only.
+    local fence = math.max(head[3] and tonumber(head[3]) + 1 or 0, clock() * 2048)
+    local fence_s = string.format('%.0f', fence)
+    if head[1] and tonumber(head[1]) >= tonumber(tick) then
+      redis.call('HSET', head_key, 'fence', fence_s)
+    else
+      redis.call('HSET', head_key, 'fence', fence_s, 'tick', tick, 'node', node)
+    end
     -- Every field of a running record is written (a re-claim overwrites the dead
     -- holder's); the observations of the tick stay.
-    local fields = {'state', 'running', 'owner', ARGV[o + 3], 'node', node, 'fence', fence,
+    local fields = {'state', 'running', 'owner', ARGV[o + 3], 'node', node, 'fence', fence_s,
                     'hash', hash, 'lease_until', clock() + lease}
     if obs_wall ~= '' then
       fields[13] = 'o:' .. node
-      fields[14] = 'won\31' .. obs_wall .. '\31' .. hash .. '\31' .. fence
+      fields[14] = 'won\31' .. obs_wall .. '\31' .. hash .. '\31' .. fence_s
     end
     redis.call('HSET', record, unpack(fields))
     redis.call('PEXPIRE', record, ARGV[o + 9])
@@ -517,7 +538,7 @@ class RedisBackend final : public Backend {
         return {context_ +
                 ": could not check durability (CONFIG GET refused: " + std::string(Str(r.get())) +
                 "); without appendonly yes + appendfsync always a restart of the server "
-                "can repeat fences"};
+                "can forget claims, so a tick could run twice"};
       }
       values.emplace_back(r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? Str(r->element[1])
                                                                            : std::string_view());
@@ -525,13 +546,13 @@ class RedisBackend final : public Backend {
     std::vector<std::string> warnings;
     if (values[0] != "yes") {
       warnings.push_back(context_ +
-                         ": appendonly is off: a restart of the server loses tick records and "
-                         "fence counters, so a tick could run twice and fences could repeat "
-                         "(set appendonly yes and appendfsync always)");
+                         ": appendonly is off: a restart of the server loses tick records, so "
+                         "a tick could run twice (fences still grow: they follow the server's "
+                         "clock) (set appendonly yes and appendfsync always)");
     } else if (values[1] != "always") {
       warnings.push_back(context_ + ": appendfsync is " + values[1] +
                          ", not always: a crash of the server can lose the last claims, so "
-                         "fences could repeat after a restart");
+                         "a tick could run twice after a restart");
     }
     return warnings;
   }
@@ -904,7 +925,9 @@ class RedisBackend final : public Backend {
       out.status = ClaimStatus::kMissed;
       return out;
     }
-    out.status = status == "busy" ? ClaimStatus::kBusy : ClaimStatus::kLost;
+    out.status = status == "busy"         ? ClaimStatus::kBusy
+                 : status == "superseded" ? ClaimStatus::kSuperseded
+                                          : ClaimStatus::kLost;
     out.holder_node = Str(r->element[2]);
     out.holder_tick_unix = Int(r->element[3]);
     out.holder_config_hash = Str(r->element[4]);

@@ -1,12 +1,15 @@
 // SQLite claim protocol — replicas on one host share one database file.
 //
-// Storage (DESIGN.md §1, backends.md):
+// Storage (docs/design.md §1, docs/backends.md "SQLite"):
 //   tickd_ticks(job, tick) — the tick record: owner token, node, fence, state
 //       running|done, lease_until, boot_id, config hash, completion. Kept until Prune,
 //       so a done tick is never claimed again (the key is the tick, not the job).
-//   tickd_fence — ONE row, the fence counter. Incremented inside the claim's
-//       transaction and fsync'd with it (synchronous=FULL), so fences strictly
-//       increase for every job and survive a restart.
+//   tickd_fence — ONE row, the last fence. Moved inside the claim's transaction and
+//       fsync'd with it (synchronous=FULL), so fences strictly increase for every
+//       job and survive a restart. fence = max(last + 1, now_ms << 11), now_ms the
+//       host's wall clock (lock/backend.h): a database deleted and created again
+//       starts above every fence of the old one, and so does one from an older
+//       tickd that counted 1, 2, 3 …
 //   tickd_observations(job, tick, node) — the ledger: what each replica saw.
 //
 // Why each setting:
@@ -26,8 +29,8 @@
 // Liveness of a running record = same boot AND lease_until > now AND its holder lock
 // is held. The holder lock of a claim is byte number <fence> of the one file
 // `<db>.locks/holders`, locked with an open-file-description lock (F_OFD_SETLK, the
-// kernel's per-descriptor byte-range lock; backends.md's per-job lock file, with the
-// fence as the byte). The winner takes it inside the claim's transaction, before
+// kernel's per-descriptor byte-range lock: the first design's per-job lock file, with
+// the fence as the byte). The winner takes it inside the claim's transaction, before
 // COMMIT, and keeps it until Complete. The kernel drops it the instant the holder's
 // process dies (its descriptors close), so a claimer whose F_OFD_GETLK finds the byte
 // free knows the holder is dead without waiting for the lease:
@@ -48,9 +51,12 @@
 //      deadline, counted from the expiry (or from now, when the holder lock shows the
 //      holder died before its lease ended), has passed → missed. Dead, no recover →
 //      lost: at most once.
-//   2. no record and Wall() > T + starting_deadline → missed.
-//   3. forbid and another running record of the job is live → busy.
-//   4. fence = ++counter, take its holder lock, write the record, COMMIT.
+//   2. no record and a record of a later tick of the job exists (running or done)
+//      → superseded, naming the latest (claims are monotonic per job; the primary
+//      key (job, tick) makes it one index step).
+//   3. no record and Wall() > T + starting_deadline → missed.
+//   4. forbid and another running record of the job is live → busy.
+//   5. fence = max(last + 1, now_ms << 11), take its holder lock, write the record, COMMIT.
 // Renew: one UPDATE guarded by owner, state, boot_id and lease_until > now.
 // Complete: one UPDATE guarded by owner and state; then the holder lock is dropped.
 // Completes of runs that end together share one transaction (CompleteBatch).
@@ -714,8 +720,22 @@ class SqliteBackend final : public Backend {
                       : PastDeadline(req);
         if (too_late) return Missed();
       }
-    } else if (req.starting_deadline && PastDeadline(req)) {
-      return Missed();
+    } else {
+      Stmt later(stmts_, db_,
+                 "SELECT tick, node, config_hash FROM tickd_ticks WHERE job = ?1 AND tick > ?2 "
+                 "ORDER BY tick DESC LIMIT 1");
+      later.Bind(1, req.job).Bind(2, req.tick_unix);
+      const int later_rc = later.Step();
+      if (later.Failed()) return MakeError(where, later.ErrorText());
+      if (later_rc == SQLITE_ROW) {
+        ClaimOutcome superseded;
+        superseded.status = ClaimStatus::kSuperseded;
+        superseded.holder_tick_unix = later.Int(0);
+        superseded.holder_node = later.Text(1);
+        superseded.holder_config_hash = later.Text(2);
+        return superseded;
+      }
+      if (req.starting_deadline && PastDeadline(req)) return Missed();
     }
 
     if (req.forbid_overlap) {
@@ -730,8 +750,11 @@ class SqliteBackend final : public Backend {
       if (running.Failed()) return MakeError(where, running.ErrorText());
     }
 
+    static_assert(kFenceEpochShift == 11, "the fence statement shifts by 11");
     Stmt next_fence(stmts_, db_,
-                    "UPDATE tickd_fence SET value = value + 1 WHERE id = 1 RETURNING value");
+                    "UPDATE tickd_fence SET value = max(value + 1, ?1 << 11) WHERE id = 1 "
+                    "RETURNING value");
+    next_fence.Bind(1, ToMs(clock_.Wall()));
     if (next_fence.Step() != SQLITE_ROW) return MakeError(where, next_fence.ErrorText());
     const auto fence = static_cast<std::uint64_t>(next_fence.Int(0));
     while (next_fence.Step() == SQLITE_ROW) {

@@ -1,4 +1,4 @@
-// The ZooKeeper protocol (shared/backends.md, "ZooKeeper"). With B = <chroot>/tickd:
+// The ZooKeeper protocol (docs/backends.md, "ZooKeeper"). With B = <chroot>/tickd:
 //
 //   B/<job>/t/<T>     tick record, persistent: state running|done, owner token, node,
 //                     config hash, lease_ms; once done also outcome, exit, duration,
@@ -7,6 +7,9 @@
 //                     holder's session. Renew rewrites it, so its mtime is the last
 //                     renewal on the server's clock.
 //   B/<job>/run       forbid marker, EPHEMERAL (owner token, T, node, hash).
+//   B/<job>/head      the job's claim head, persistent: tick = the latest tick of the
+//                     job ever claimed, node = who claimed it, epoch_ms. Its version
+//                     counts the job's claims since the epoch.
 //   B/<job>/o/<T>/<node>  ledger observations, persistent.
 //   <chroot>/tickd-clients/<session id>  this session's scratch node, ephemeral.
 //
@@ -22,24 +25,34 @@
 // other backend. Session expiry is the second, independent way to lose it.
 //
 // claim, in the order of the Redis script (an existing record is the stronger answer):
-//   1. get the record. done, or running and recover off → lost (the record names the
+//   1. get the record and the head. done, or running and recover off → lost (the record names the
 //      winner; holder_running = state is running). Running, recover on: lost while
 //      its lease is live; otherwise re-claim below, unless now is past the lease's
 //      expiry + starting_deadline (missed). When the lease node is already gone (the
 //      session died) the moment it went is unknown; the deadline then counts from now.
-//   2. no record: missed when server now > T + starting_deadline.
-//   3. forbid: the run node names another tick whose lease is live → busy.
-//   4. one multi: create the record (or, re-claiming: check its version and set it
+//   2. no record and the head names a later tick → superseded (that tick and its
+//      node): claims are monotonic per job.
+//   3. no record: missed when server now > T + starting_deadline.
+//   4. forbid: the run node names another tick whose lease is live → busy.
+//   5. one multi: create the record (or, re-claiming: check its version and set it
 //      to the new owner, delete the dead lease node by version), create the
 //      ephemeral lease node, replace a stale run node (delete by version + create),
-//      and setData on our scratch node. All ops of a multi share one zxid; the set's
-//      Stat returns it (mzxid): that zxid is the FENCE. Zxids strictly increase
-//      across the whole ensemble, never repeat, and survive restarts (the txn log is
-//      fsync'd before the ack): no counter is needed. ZNODEEXISTS / ZBADVERSION /
-//      ZNONODE mean another replica got there first: read again (step 1).
+//      and set the head by its version (tick only forward), or create it. The
+//      head's version check makes the superseded decision atomic: a later tick
+//      claimed in between fails the multi. The FENCE = epoch_ms << 11 + the head's
+//      version after the multi + 1 (lock/backend.h), known before the multi and
+//      written into the record. The epoch is the server's clock (the mtime of our
+//      scratch node, "now" above) when the head is created: a server that comes back
+//      with a fresh data directory, or a deleted tickd subtree, starts each job's
+//      head at a later epoch, above every earlier fence (unless the leader's clock
+//      was set back). Versions are int32: a head about to run out is deleted and
+//      created again at a new epoch in the same multi. Records of an older tickd
+//      carry no fence while running (theirs was the claim's zxid, their mzxid; far
+//      below any epoch fence). ZNODEEXISTS / ZBADVERSION / ZNONODE mean another
+//      replica got there first: read again (step 1).
 //   Connection lost while the multi was in flight (ambiguous): once reconnected
 //   within op_timeout, the lease node is ours only if it holds our token AND its
-//   ephemeralOwner is our session id; then the fence is its czxid. Else an Error.
+//   ephemeralOwner is our session id; then the fence is the record's. Else an Error.
 // renew: get the lease node; ours (token and ephemeralOwner == our session)? setData
 //   with its version. kLost when it is gone, not ours, the version moved, or the
 //   server's time of the set is already past the old mtime + lease_ms.
@@ -592,10 +605,7 @@ class ZookeeperBackend final : public Backend {
         h.run_outcome = Get(f, "outcome");
         if (const std::string exit = Get(f, "exit"); !exit.empty()) h.exit_code = ToInt(exit);
         h.duration = milliseconds(ToInt(Get(f, "duration_ms")));
-        // A running record was last written by its claim's multi: mzxid is the fence.
-        const std::string fence = Get(f, "fence");
-        h.fence = fence.empty() ? static_cast<std::uint64_t>(rec.stat.mzxid)
-                                : static_cast<std::uint64_t>(ToInt(fence));
+        h.fence = FenceOf(f, rec);
         h.config_hash = Get(f, "hash");
       }
       for (const auto& [name, index] : obs_index[k]) {
@@ -711,7 +721,7 @@ class ZookeeperBackend final : public Backend {
       c.job = keys[i].first;
       c.tick_unix = keys[i].second;
       c.node = Get(f, "node");
-      c.fence = static_cast<std::uint64_t>(rec.stat.mzxid);  // written by the claim's multi
+      c.fence = FenceOf(f, rec);
       c.config_hash = Get(f, "hash");
       const std::int64_t until =
           lease.rc == ZOK ? lease.stat.mtime + ToInt(Get(Decode(lease.value), "lease_ms")) : 0;
@@ -749,7 +759,7 @@ class ZookeeperBackend final : public Backend {
       record["outcome"] = "released";
       record["exit"] = "";
       record["duration_ms"] = "0";
-      record["fence"] = std::to_string(read[0].stat.mzxid);
+      record["fence"] = std::to_string(FenceOf(record, read[0]));
       std::vector<Op> ops = {{Op::kSet, record_path, Encode(record), read[0].stat.version}};
       if (read[1].rc == ZOK) ops.push_back({Op::kDelete, lease_path, "", read[1].stat.version});
       if (read[2].rc == ZOK && Get(Decode(read[2].value), "owner") == holder) {
@@ -787,18 +797,24 @@ class ZookeeperBackend final : public Backend {
     const std::string record_path = Path(req.job, "t", req.tick_unix);
     const std::string lease_path = Path(req.job, "l", req.tick_unix);
     const std::string run_path = base_ + "/" + req.job + "/run";
+    const std::string head_path = base_ + "/" + req.job + "/head";
     Batch read(zh_.get());
     read.Get(record_path);
+    read.Get(head_path);
     if (auto ok = Await(read, deadline, "claim"); !ok) return tl::unexpected(ok.error());
     const Reply& record = read[0];
+    const Reply& head = read[1];
     if (record.rc != ZOK && record.rc != ZNONODE) return Failure("claim", record.rc);
+    if (head.rc != ZOK && head.rc != ZNONODE) return Failure("claim", head.rc);
+    const Fields head_fields = head.rc == ZOK ? Decode(head.value) : Fields{};
 
     std::vector<Op> ops;
-    const Fields mine = {{"state", "running"},
-                         {"owner", req.owner_token},
-                         {"node", req.node},
-                         {"hash", req.config_hash},
-                         {"lease_ms", std::to_string(req.lease.count())}};
+    Fields mine = {{"state", "running"},
+                   {"owner", req.owner_token},
+                   {"node", req.node},
+                   {"hash", req.config_hash},
+                   {"lease_ms", std::to_string(req.lease.count())}};
+    std::size_t record_op = 0;               // the op that writes `mine`; its fence is added last
     std::optional<std::int64_t> expired_at;  // re-claim: when the dead lease expired
     std::int64_t now = 0;
     if (record.rc == ZOK) {
@@ -824,18 +840,27 @@ class ZookeeperBackend final : public Backend {
       } else {
         expired_at = now;  // the session died at an unknown moment: count from now
       }
-      ops.push_back({Op::kSet, record_path, Encode(mine), record.stat.version});
+      record_op = ops.size();
+      ops.push_back({Op::kSet, record_path, "", record.stat.version});
       if (req.starting_deadline && now > *expired_at + req.starting_deadline->count()) {
         return ClaimOutcome{ClaimStatus::kMissed};
       }
     } else {
+      if (head.rc == ZOK && ToInt(Get(head_fields, "tick")) > req.tick_unix) {
+        ClaimOutcome superseded;
+        superseded.status = ClaimStatus::kSuperseded;
+        superseded.holder_node = Get(head_fields, "node");
+        superseded.holder_tick_unix = ToInt(Get(head_fields, "tick"));
+        return superseded;
+      }
       auto server_now = ServerNow(deadline);
       if (!server_now) return tl::unexpected(server_now.error());
       now = *server_now;
       if (req.starting_deadline && now > req.tick_unix * 1000 + req.starting_deadline->count()) {
         return ClaimOutcome{ClaimStatus::kMissed};
       }
-      ops.push_back({Op::kCreate, record_path, Encode(mine), -1, ZOO_PERSISTENT});
+      record_op = ops.size();
+      ops.push_back({Op::kCreate, record_path, "", -1, ZOO_PERSISTENT});
     }
     ops.push_back({Op::kCreate, lease_path,
                    Encode({{"owner", req.owner_token},
@@ -873,8 +898,9 @@ class ZookeeperBackend final : public Backend {
                              {"hash", req.config_hash}}),
                      -1, ZOO_EPHEMERAL});
     }
-    ops.push_back({Op::kSet, scratch_, "", -1});  // its Stat carries the txn's zxid
-    const std::size_t fence_op = ops.size() - 1;
+    const std::uint64_t fence = MoveHead(req, head, head_fields, head_path, now, ops);
+    mine["fence"] = std::to_string(fence);
+    ops[record_op].data = Encode(mine);
     Batch write(zh_.get());
     write.Multi(std::move(ops));
     if (!write.Wait(deadline)) {
@@ -886,19 +912,61 @@ class ZookeeperBackend final : public Backend {
       last_contact_ = steady_clock::now();
       ClaimOutcome won;
       won.status = ClaimStatus::kWon;
-      won.fence = static_cast<std::uint64_t>(write[0].op_stats[fence_op].mzxid);
+      won.fence = fence;
       return won;
     }
     if (write[0].rc == ZNONODE) known_jobs_.erase(req.job);  // the folders may be gone
     if (IsRace(write[0].rc)) return std::optional<ClaimOutcome>();
-    if (write[0].rc == ZCONNECTIONLOSS) return Ambiguous(req, lease_path, deadline);
+    if (write[0].rc == ZCONNECTIONLOSS) return Ambiguous(req, lease_path, fence, deadline);
     return Failure("claim", write[0].rc);
+  }
+
+  // Appends the ops that move the job's head for a won claim of req (set by version,
+  // or create; a head whose int32 version is about to run out is deleted and created
+  // again at a new epoch) and returns the claim's fence.
+  static std::uint64_t MoveHead(const ClaimRequest& req, const Reply& head,
+                                const Fields& head_fields, const std::string& head_path,
+                                std::int64_t now_ms, std::vector<Op>& ops) {
+    constexpr int kLastVersion = 0x7fff'fff0;
+    Fields next = {{"tick", std::to_string(req.tick_unix)},
+                   {"node", req.node},
+                   {"epoch_ms", std::to_string(now_ms)}};
+    int version_after = 0;
+    if (head.rc == ZOK && head.stat.version < kLastVersion) {
+      if (ToInt(Get(head_fields, "tick")) >= req.tick_unix) {
+        next["tick"] = Get(head_fields, "tick");
+        next["node"] = Get(head_fields, "node");
+      }
+      next["epoch_ms"] = Get(head_fields, "epoch_ms");
+      ops.push_back({Op::kSet, head_path, Encode(next), head.stat.version});
+      version_after = head.stat.version + 1;
+    } else {
+      if (head.rc == ZOK) {
+        if (ToInt(Get(head_fields, "tick")) >= req.tick_unix) {
+          next["tick"] = Get(head_fields, "tick");
+          next["node"] = Get(head_fields, "node");
+        }
+        ops.push_back({Op::kDelete, head_path, "", head.stat.version});
+      }
+      ops.push_back({Op::kCreate, head_path, Encode(next), -1, ZOO_PERSISTENT});
+    }
+    static_assert(kFenceEpochShift == 11);
+    return static_cast<std::uint64_t>((ToInt(next["epoch_ms"]) << kFenceEpochShift) +
+                                      version_after + 1);
+  }
+
+  // The record's fence; a running record of an older tickd has none: its claim's
+  // multi wrote it last, and that zxid (mzxid) was its fence.
+  static std::uint64_t FenceOf(const Fields& record, const Reply& node) {
+    const std::string fence = Get(record, "fence");
+    return fence.empty() ? static_cast<std::uint64_t>(node.stat.mzxid)
+                         : static_cast<std::uint64_t>(ToInt(fence));
   }
 
   // The multi's answer was lost with the connection: it is ours only if the lease node
   // holds our token and belongs to our (still living) session.
   Result<std::optional<ClaimOutcome>> Ambiguous(const ClaimRequest& req,
-                                                const std::string& lease_path,
+                                                const std::string& lease_path, std::uint64_t fence,
                                                 steady_clock::time_point deadline) {
     if (!WaitConnected(deadline)) {
       return MakeError(context_ + ": claim",
@@ -910,7 +978,7 @@ class ZookeeperBackend final : public Backend {
     if (read[0].rc == ZOK && Ours(read[0], req.owner_token)) {
       ClaimOutcome won;
       won.status = ClaimStatus::kWon;
-      won.fence = static_cast<std::uint64_t>(read[0].stat.czxid);
+      won.fence = fence;  // the multi went through: its record holds this fence
       return won;
     }
     return std::optional<ClaimOutcome>();  // not ours: read the record again

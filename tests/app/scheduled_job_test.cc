@@ -4,6 +4,8 @@
 
 #include <type_traits>
 
+#include "app/tzdata.h"
+#include "cron/tzdata_version.h"
 #include "tests/app/sim.h"
 
 namespace tickd::app::testing {
@@ -32,7 +34,9 @@ void CheckSet(const JobSet& set) {
   CHECK(set[0]->job.name == "hourly");
   CHECK(set[0]->job.shell == "echo hourly");
   CHECK(set[0]->job.env.at("WHO") == "hourly");
-  CHECK(set[0]->config_hash == set[0]->job.ConfigHash());
+  // Every claim carries the job's hash and the tz database version in use.
+  CHECK(set[0]->config_hash == set[0]->job.ConfigHash() + " tz=" + cron::TzdataVersionInUse());
+  CHECK(SplitClaimHash(set[0]->config_hash).config == set[0]->job.ConfigHash());
   CHECK(set[1]->job.name == "daily");
   // kT0 is 2026-11-21T14:00:00Z.
   CHECK(set[0]->next(kT0) == kT0 + 3'600);

@@ -87,6 +87,40 @@ TEST_CASE("tick lines read as DESIGN §6 shows them") {
                    "line=\"hello from node-a\"\n") == 1);
 }
 
+TEST_CASE(
+    "a tick whose job already had a later tick claimed is superseded: logged, observed, "
+    "not run") {
+  Sim sim(WallAt(kT0, -1'000));
+  // A replica whose clock is a minute ahead already claimed 14:01.
+  lock::ClaimRequest ahead;
+  ahead.job = "lagging";
+  ahead.tick_unix = kT0 + 60;
+  ahead.node = "node-ahead";
+  ahead.owner_token = "token-ahead";
+  ahead.starting_deadline = std::nullopt;
+  auto claimed = sim.store->Claim(ahead);
+  REQUIRE(claimed);
+  REQUIRE(claimed->status == lock::ClaimStatus::kWon);
+  sim.AddReplica("node-b", {EveryJob("lagging", 60)});
+  sim.Step(seconds(1));  // 14:00:00
+  sim.WaitQuiet();
+  const auto lines = sim.lines();
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "2026-11-21T14:00:00.000Z info tick job=lagging tick=2026-11-21T14:00:00Z "
+                   "node=node-b outcome=superseded later_tick=2026-11-21T14:01:00Z "
+                   "later_node=node-ahead\n") == 1);
+  CHECK(sim.Grep({" run "}).empty());
+  auto history = sim.store->History("lagging", 10);
+  REQUIRE(history);
+  bool observed = false;
+  for (const lock::TickHistory& h : *history) {
+    for (const lock::Observation& o : h.observations) {
+      if (h.tick_unix == kT0 && o.node == "node-b") observed = o.outcome == "superseded";
+    }
+  }
+  CHECK(observed);
+}
+
 TEST_CASE("forbid: a tick while the previous run still runs is busy on every replica") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold

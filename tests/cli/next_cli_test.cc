@@ -1,4 +1,4 @@
-// `tickd next` through the real executable (DESIGN.md §3): what it prints, its exit
+// `tickd next` through the real executable (docs/design.md §3): what it prints, its exit
 // status, and that every expression a peer library rejects is rejected here too
 // (exit 2, one line on stderr) unless tickd's dialect deliberately accepts it.
 #include <fcntl.h>
@@ -117,7 +117,7 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-// Bad input, per DESIGN.md §3: status 2, nothing on stdout, exactly one line on stderr.
+// Bad input, per docs/design.md §3: status 2, nothing on stdout, exactly one line on stderr.
 void CheckBadInput(const RunResult& r) {
   CHECK(r.signal == 0);
   CHECK(r.exit_code == 2);
@@ -254,7 +254,7 @@ TEST_CASE("--help and --version exit 0", "[cli]") {
 // The daemon and `tickd next` share Schedule::Next: the CLI must print exactly the
 // chain the library computes, for every expression of the benchmark set.
 TEST_CASE("next prints what Schedule::Next computes", "[cli]") {
-  std::ifstream set(std::string(TICKD_SHARED_DIR) + "/bench/cron_set.txt");
+  std::ifstream set(std::string(TICKD_SOURCE_DIR) + "/bench/data/cron_set.txt");
   REQUIRE(set.good());
   std::vector<std::vector<std::string>> runs;
   std::vector<std::string> expected;
@@ -360,7 +360,7 @@ const std::map<std::string, std::string>& Exclusions() {
 
 std::vector<InvalidVector> LoadInvalidVectors() {
   std::vector<InvalidVector> vectors;
-  const fs::path dir = fs::path(TICKD_SHARED_DIR) / "conformance" / "cron";
+  const fs::path dir = fs::path(TICKD_TEST_DATA_DIR) / "conformance" / "cron";
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".jsonl") files.push_back(entry.path());
@@ -415,7 +415,7 @@ TEST_CASE("next rejects every invalid conformance vector with status 2", "[cli][
     } else if (!r.out.empty() || Lines(r.err).size() != 1) {
       problem = "not exactly one line on stderr and nothing on stdout";
     } else if (r.err.rfind(v.tickd_expr + ":", 0) != 0) {
-      problem = "message does not start with the expression";  // DESIGN.md §3
+      problem = "message does not start with the expression";  // docs/design.md §3
     }
     if (!problem.empty()) {
       problems.push_back(v.source + " [" + v.peer_dialect + " -> " + v.tickd_dialect + "] '" +

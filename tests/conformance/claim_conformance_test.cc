@@ -1,4 +1,4 @@
-// The claim contract of DESIGN.md §1, checked identically against every backend in
+// The claim contract of docs/design.md §1, checked identically against every backend in
 // harnesses.h. Each case builds its own Harness, i.e. its own empty store.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -237,15 +237,163 @@ TEMPLATE_LIST_TEST_CASE("conformance: a tick past its starting deadline is misse
   auto old = Req(h, "late", now - 120, "node-a", "tok-1");
   old.starting_deadline = 60s;
   CHECK(std::string(Name(MustClaim(*a, old).status)) == "missed");
+  // No deadline (misfire: run-once catching up): an old tick can still start.
+  auto catch_up = Req(h, "late", now - 100, "node-a", "tok-3");
+  catch_up.starting_deadline = std::nullopt;
+  catch_up.forbid_overlap = false;
+  CHECK(MustClaim(*a, catch_up).status == ClaimStatus::kWon);
   auto recent = Req(h, "late", now - 30, "node-a", "tok-2");
   recent.starting_deadline = 60s;
   recent.forbid_overlap = false;
   CHECK(MustClaim(*a, recent).status == ClaimStatus::kWon);
-  // No deadline (misfire: run-once catching up): an old tick can still start.
-  auto catch_up = Req(h, "late", now - 3600, "node-a", "tok-3");
-  catch_up.starting_deadline = std::nullopt;
-  catch_up.forbid_overlap = false;
-  CHECK(MustClaim(*a, catch_up).status == ClaimStatus::kWon);
+}
+
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: claims are monotonic per job: an earlier tick is superseded "
+    "once a later one was claimed",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t t2 = NowUnix(h.clock());
+  auto later = Req(h, "mono", t2, "node-a", "tok-a");
+  later.forbid_overlap = false;
+  const ClaimOutcome won = MustClaim(*a, later);
+  REQUIRE(won.status == ClaimStatus::kWon);
+
+  // A lagging replica claims the earlier tick: refused, naming the later one and its node,
+  // while the later tick runs and after it is done, with or without a deadline.
+  auto lagging = Req(h, "mono", t2 - 1, "node-b", "tok-b1");
+  lagging.forbid_overlap = false;
+  lagging.recover = true;
+  lagging.observe = true;
+  ClaimOutcome out = MustClaim(*b, lagging);
+  CHECK(std::string(Name(out.status)) == "superseded");
+  CHECK(out.holder_tick_unix == t2);
+  CHECK(out.holder_node == "node-a");
+  REQUIRE(*a->Complete(HeldOf(later, won), Completion{"done", 0, 1ms}) ==
+          CompleteStatus::kCompleted);
+  auto old = Req(h, "mono", t2 - 3600, "node-b", "tok-b2");
+  old.starting_deadline = std::nullopt;  // misfire: run-once
+  out = MustClaim(*b, old);
+  CHECK(out.status == ClaimStatus::kSuperseded);
+  CHECK(out.holder_tick_unix == t2);
+  // Past its deadline too: superseded says more than missed.
+  auto late = Req(h, "mono", t2 - 3600, "node-b", "tok-b3");
+  late.starting_deadline = 60s;
+  CHECK(MustClaim(*b, late).status == ClaimStatus::kSuperseded);
+
+  // The same tick is still lost (naming its winner), later ticks and other jobs are free.
+  const ClaimOutcome same = MustClaim(*b, Req(h, "mono", t2, "node-b", "tok-b4"));
+  CHECK(same.status == ClaimStatus::kLost);
+  CHECK(same.holder_node == "node-a");
+  CHECK(MustClaim(*b, Req(h, "mono", t2 + 1, "node-b", "tok-b5")).status == ClaimStatus::kWon);
+  CHECK(MustClaim(*b, Req(h, "mono-other", t2 - 1, "node-b", "tok-b6")).status ==
+        ClaimStatus::kWon);
+  // Now t2 + 1 is the latest claimed tick.
+  out = MustClaim(*a, Req(h, "mono", t2 - 2, "node-a", "tok-a2"));
+  CHECK(out.status == ClaimStatus::kSuperseded);
+  CHECK(out.holder_tick_unix == t2 + 1);
+
+  // A refused claim wrote no record: the earlier tick has none in the history; the
+  // replica's observation says superseded when the claim recorded it.
+  auto history = a->History("mono", 10);
+  REQUIRE(history);
+  for (const TickHistory& t : *history) {
+    CHECK(t.tick_unix != t2 - 2);
+    if (t.tick_unix == t2 - 1) {
+      CHECK(t.winner.empty());
+      CHECK(t.state.empty());
+      for (const Observation& o : t.observations) CHECK(o.outcome == "superseded");
+    }
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: a recover re-claim of a tick claimed before a later one "
+    "still wins after the lease expired",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const auto lease = h.short_lease();
+  const std::int64_t t1 = NowUnix(h.clock());
+  auto first = Req(h, "mono-recover", t1, "node-a", "tok-a");
+  first.lease = lease;
+  first.recover = true;
+  first.forbid_overlap = false;
+  const ClaimOutcome won_a = MustClaim(*a, first);
+  REQUIRE(won_a.status == ClaimStatus::kWon);
+  // concurrency: allow: the next tick starts while the first still runs.
+  auto next = Req(h, "mono-recover", t1 + 1, "node-b", "tok-b1");
+  next.forbid_overlap = false;
+  const ClaimOutcome won_next = MustClaim(*b, next);
+  REQUIRE(won_next.status == ClaimStatus::kWon);
+
+  // A stops renewing; B re-claims the first tick once its lease expired.
+  h.Elapse(lease * 2);
+  auto again = Req(h, "mono-recover", t1, "node-b", "tok-b2");
+  again.lease = lease;
+  again.recover = true;
+  again.forbid_overlap = false;
+  const ClaimOutcome recovered = MustClaim(*b, again);
+  REQUIRE(recovered.status == ClaimStatus::kWon);
+  CHECK(recovered.fence > won_next.fence);
+  CHECK(*a->Renew(HeldOf(first, won_a)) == RenewStatus::kLost);
+}
+
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: a batch is monotonic too, within itself and against "
+    "earlier claims",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t t = NowUnix(h.clock());
+  auto req = [&](const std::string& job, std::int64_t tick, const std::string& token) {
+    auto r = Req(h, job, tick, "node-b", token);
+    r.forbid_overlap = false;
+    r.observe = true;
+    return r;
+  };
+  REQUIRE(MustClaim(*a, Req(h, "batch-x", t, "node-a", "tok-a")).status == ClaimStatus::kWon);
+  // x@t-1 is superseded by A's earlier claim; z@t-1 then z@t both win (in order); y@t
+  // wins, and y@t-1 after it in the same batch is superseded by it, or, on a backend
+  // that decides a batch's ticks of one job in tick order (PostgreSQL), wins first.
+  const std::vector<ClaimRequest> reqs = {
+      req("batch-x", t - 1, "tok-1"), req("batch-y", t, "tok-2"), req("batch-y", t - 1, "tok-3"),
+      req("batch-z", t - 1, "tok-4"), req("batch-z", t, "tok-5")};
+  std::vector<Result<ClaimOutcome>> outs = b->ClaimBatch(reqs);
+  REQUIRE(outs.size() == reqs.size());
+  for (const auto& o : outs) REQUIRE(o);
+  CHECK(Name(outs[0]->status) == std::string("superseded"));
+  CHECK(outs[0]->holder_tick_unix == t);
+  CHECK(outs[0]->holder_node == "node-a");
+  CHECK(outs[1]->status == ClaimStatus::kWon);
+  if (outs[2]->status == ClaimStatus::kWon) {
+    CHECK(outs[2]->fence < outs[1]->fence);  // decided first: fences follow the ticks
+  } else {
+    CHECK(Name(outs[2]->status) == std::string("superseded"));
+    CHECK(outs[2]->holder_tick_unix == t);
+  }
+  CHECK(outs[3]->status == ClaimStatus::kWon);
+  CHECK(outs[4]->status == ClaimStatus::kWon);
+  CHECK(outs[4]->fence > outs[3]->fence);
+
+  // ClaimBatchAsAnswered decides the same way.
+  const std::vector<ClaimRequest> more = {req("batch-x", t - 2, "tok-6"),
+                                          req("batch-x", t + 1, "tok-7")};
+  std::vector<std::optional<ClaimStatus>> answered(more.size());
+  b->ClaimBatchAsAnswered(more, [&](std::size_t i, Result<ClaimOutcome> o) {
+    if (i < answered.size() && o) answered[i] = o->status;
+  });
+  REQUIRE(answered[0]);
+  REQUIRE(answered[1]);
+  CHECK(Name(*answered[0]) == std::string("superseded"));
+  CHECK(*answered[1] == ClaimStatus::kWon);
 }
 
 TEMPLATE_LIST_TEST_CASE("conformance: renew keeps a lease; expiry lets recover re-claim with a "

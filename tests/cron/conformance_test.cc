@@ -1,4 +1,4 @@
-// Runs every vector in shared/conformance/cron/*.jsonl through tickd's engine.
+// Runs every vector in tests/data/conformance/cron/*.jsonl through tickd's engine.
 //
 // Each peer dialect is first translated mechanically onto a tickd dialect (field order,
 // DOW numbering, TZ= prefixes, Oracle's 0-based months); then valid rows must parse
@@ -288,7 +288,7 @@ bool Matches(const Rule& r, const std::string& file, int line, const json& row) 
 }  // namespace
 
 TEST_CASE("conformance vectors of eight peer libraries", "[cron][conformance]") {
-  const fs::path dir = fs::path(TICKD_SHARED_DIR) / "conformance" / "cron";
+  const fs::path dir = fs::path(TICKD_TEST_DATA_DIR) / "conformance" / "cron";
   const auto rules =
       LoadRules(fs::path(TICKD_SOURCE_DIR) / "tests" / "cron" / "conformance_exclusions.txt");
   std::vector<fs::path> files;

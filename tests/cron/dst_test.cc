@@ -1,4 +1,4 @@
-// DST policy of DESIGN.md §2, with explicit expected instants (not any peer's choice):
+// DST policy of docs/design.md §2, with explicit expected instants (not any peer's choice):
 // every-hour schedules follow real time (nothing owed in a gap, both overlap passes);
 // fixed-time schedules fire once at the end of a gap and once (first) in an overlap;
 // dst_gap=skip and dst_overlap=first|both override. Every chain is also walked back
@@ -115,6 +115,26 @@ TEST_CASE("New York 2021 fall back (02:00 -> 01:00)", "[cron][dst]") {
         V{"2021-11-07T01:40:00-04:00", "2021-11-07T02:00:00-05:00", "2021-11-07T02:20:00-05:00"});
   CHECK(Next({"*/20 * * * *", kNy, DstGap::kRun, DstOverlap::kFirst},
              "2021-11-07T01:05:00-05:00", 1) == V{"2021-11-07T02:00:00-05:00"});
+}
+
+// Regression: the date library read only the transitions a zone file lists (to 2037)
+// and ignored the footer rule that continues them, so every DST zone sat on standard
+// time from 2038 on: New York printed 12:00-05:00 for July 2040.
+TEST_CASE("past 2037 the zone's footer rule still applies", "[cron][dst]") {
+  CHECK(Next({"0 12 * * *", kNy}, "2040-07-01T00:00:00Z", 1) == V{"2040-07-01T12:00:00-04:00"});
+  CHECK(Next({"0 12 * * *", "Europe/London"}, "2045-07-01T00:00:00Z", 1) ==
+        V{"2045-07-01T12:00:00+01:00"});
+  // 2100: spring forward on March 14, fall back on November 7 (second Sunday of
+  // March, first of November), with the policy applied as in 2021.
+  CHECK(Next({"30 2 * * *", kNy}, "2100-03-13T12:00:00-05:00", 3) ==
+        V{"2100-03-14T03:00:00-04:00", "2100-03-15T02:30:00-04:00", "2100-03-16T02:30:00-04:00"});
+  CHECK(Next({"30 1 * * *", kNy}, "2100-11-07T00:00:00-04:00", 2) ==
+        V{"2100-11-07T01:30:00-04:00", "2100-11-08T01:30:00-05:00"});
+  CHECK(Next({"30 * * * *", kNy}, "2100-11-07T00:00:00-04:00", 4) ==
+        V{"2100-11-07T00:30:00-04:00", "2100-11-07T01:30:00-04:00", "2100-11-07T01:30:00-05:00",
+          "2100-11-07T02:30:00-05:00"});
+  // The horizon's last year still has its DST.
+  CHECK(Next({"0 12 1 7 *", kBerlin}, "2199-01-01T00:00:00Z", 1) == V{"2199-07-01T12:00:00+02:00"});
 }
 
 TEST_CASE("Berlin 2026", "[cron][dst]") {

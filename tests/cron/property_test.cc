@@ -1,11 +1,10 @@
 // Properties over thousands of random expressions and instants (seeded, reproducible):
 // Next is strictly after its start and matches the expression (judged by an independent
-// matcher built from the generated value sets, with date's own calendar), chains are
+// matcher built from the generated value sets, with the standard library's calendar), chains are
 // monotone, Prev and Next invert each other, and for 5-field expressions in UTC the
 // firings over a year equal a brute-force minute-by-minute scan.
 #include <catch2/catch.hpp>
 
-#include <date/date.h>
 
 #include <array>
 #include <random>
@@ -137,8 +136,8 @@ class Gen {
   }
 
   Instant Time(int from_year, int to_year) {
-    const auto lo = date::sys_days{date::year{from_year} / 1 / 1}.time_since_epoch();
-    const auto hi = date::sys_days{date::year{to_year} / 1 / 1}.time_since_epoch();
+    const auto lo = std::chrono::sys_days{std::chrono::year{from_year} / 1 / 1}.time_since_epoch();
+    const auto hi = std::chrono::sys_days{std::chrono::year{to_year} / 1 / 1}.time_since_epoch();
     return Instant(seconds(std::uniform_int_distribution<std::int64_t>(
         seconds(lo).count(), seconds(hi).count())(rng_)));
   }
@@ -147,12 +146,12 @@ class Gen {
   std::mt19937 rng_;
 };
 
-// Independent day matcher: date's calendar, the generated sets, the OR/AND rule.
-bool DayMatches(const Expr& e, date::year_month_day ymd) {
+// Independent day matcher: std::chrono's calendar, the generated sets, the OR/AND rule.
+bool DayMatches(const Expr& e, std::chrono::year_month_day ymd) {
   const unsigned d = static_cast<unsigned>(ymd.day());
   const unsigned last =
-      static_cast<unsigned>((ymd.year() / ymd.month() / date::last).day());
-  const date::weekday wd{date::sys_days{ymd}};
+      static_cast<unsigned>((ymd.year() / ymd.month() / std::chrono::last).day());
+  const std::chrono::weekday wd{std::chrono::sys_days{ymd}};
   bool dom_ok = e.dom[d];
   if (e.dom_special == 1) dom_ok = d + static_cast<unsigned>(e.dom_arg) == last;
   if (e.dom_special == 2) {
@@ -160,10 +159,10 @@ bool DayMatches(const Expr& e, date::year_month_day ymd) {
     const unsigned n = static_cast<unsigned>(e.dom_arg);
     dom_ok = false;
     if (n <= last) {
-      const date::weekday wn{date::sys_days{ymd.year() / ymd.month() / date::day{n}}};
+      const std::chrono::weekday wn{std::chrono::sys_days{ymd.year() / ymd.month() / std::chrono::day{n}}};
       unsigned target = n;
-      if (wn == date::Saturday) target = n == 1 ? 3 : n - 1;
-      if (wn == date::Sunday) target = n == last ? n - 2 : n + 1;
+      if (wn == std::chrono::Saturday) target = n == 1 ? 3 : n - 1;
+      if (wn == std::chrono::Sunday) target = n == last ? n - 2 : n + 1;
       dom_ok = d == target;
     }
   }
@@ -178,9 +177,9 @@ bool DayMatches(const Expr& e, date::year_month_day ymd) {
 }
 
 bool Matches(const Expr& e, Instant t) {
-  const auto day = date::floor<date::days>(t);
-  const date::year_month_day ymd{day};
-  const date::hh_mm_ss<seconds> tod{t - day};
+  const auto day = std::chrono::floor<std::chrono::days>(t);
+  const std::chrono::year_month_day ymd{day};
+  const std::chrono::hh_mm_ss<seconds> tod{t - day};
   const int y = static_cast<int>(ymd.year());
   if (e.year_lo != 0 && (y < e.year_lo || y > e.year_hi)) return false;
   return e.month[static_cast<unsigned>(ymd.month())] && DayMatches(e, ymd) &&
@@ -203,9 +202,9 @@ TEST_CASE("5-field expressions in UTC equal a brute-force scan over a year",
     const Instant end = start + seconds(366 * 86400);
     std::vector<Instant> brute;
     // Minute by minute over every day whose date matches (the others hold no firing).
-    for (auto day = date::floor<date::days>(start); day <= end; day += date::days{1}) {
-      if (!e.month[static_cast<unsigned>(date::year_month_day{day}.month())] ||
-          !DayMatches(e, date::year_month_day{day})) {
+    for (auto day = std::chrono::floor<std::chrono::days>(start); day <= end; day += std::chrono::days{1}) {
+      if (!e.month[static_cast<unsigned>(std::chrono::year_month_day{day}.month())] ||
+          !DayMatches(e, std::chrono::year_month_day{day})) {
         continue;
       }
       for (int m = 0; m < 1440; ++m) {

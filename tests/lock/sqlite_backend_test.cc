@@ -230,3 +230,35 @@ TEST_CASE("sqlite: replicas that open a new database file at the same instant al
     CHECK(failed == 0);
   }
 }
+
+TEST_CASE("sqlite: fences only grow, across a wall-clock step back and a deleted database") {
+  testing::TempDir dir;
+  const std::string db = dir.path() + "/tickd.db";
+  FakeClock clock(
+      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now()));
+  const std::int64_t tick = NowUnix(clock);
+  std::uint64_t last = 0;
+  auto claim = [&](Backend& b, std::int64_t t, const std::string& token) {
+    auto req = Req("j", t, "a", token);
+    req.forbid_overlap = false;
+    req.starting_deadline = std::nullopt;
+    auto won = b.Claim(req);
+    REQUIRE(StatusOf(won) == ClaimStatus::kWon);
+    CHECK(won->fence > last);
+    last = won->fence;
+  };
+  {
+    auto a = Open(db, clock);
+    claim(*a, tick, "t0");
+    // At least the wall clock in ms, shifted: a fresh database starts above it.
+    CHECK(last >= static_cast<std::uint64_t>(clock.Wall().time_since_epoch().count())
+                      << kFenceEpochShift);
+    claim(*a, tick + 1, "t1");
+    clock.StepWall(-1h);  // the clock steps back: the counter still moves on
+    claim(*a, tick + 2, "t2");
+  }
+  clock.StepWall(2h);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
+  auto b = Open(db, clock);
+  claim(*b, tick, "t0-again");  // a new database: the tick is free, the fence still higher
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The status page in a real browser: two replicas share a SQLite store; headless
 # Chromium renders http://…/ (--dump-dom); every tick row's winner must be the replica
-# whose log has that tick's run line, and both replicas must appear.
+# whose log has that tick's run line, and both replicas must appear. node-b runs with
+# another tz database (TZDIR: the system's zones, a tzdata.zi saying 1999z): the page
+# shows each replica's version, the tzdata column, and flags the mismatch.
 set -euo pipefail
 tickd=$1
 dir=$(mktemp -d)
@@ -20,9 +22,16 @@ jobs:
     shell: echo beat
 YAML
 chmod 644 "$dir/jobs.yaml"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+mkdir "$dir/tz"
+for entry in /usr/share/zoneinfo/*; do
+  case ${entry##*/} in tzdata.zi | +VERSION) ;; *) ln -s "$entry" "$dir/tz/" ;; esac
+done
+echo '# version 1999z' >"$dir/tz/tzdata.zi"
 HTTP_PORT=$port "$tickd" run -c "$dir/jobs.yaml" --node-id node-a >"$dir/a.log" 2>&1 & pids+=($!)
-HTTP_PORT=0 "$tickd" run -c "$dir/jobs.yaml" --node-id node-b >"$dir/b.log" 2>&1 & pids+=($!)
+# (http.listen needs a real port: each replica serves its own.)
+HTTP_PORT=$(free_port) TZDIR=$dir/tz "$tickd" run -c "$dir/jobs.yaml" --node-id node-b >"$dir/b.log" 2>&1 & pids+=($!)
 sleep 10
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync \
@@ -41,4 +50,13 @@ done <<<"$rows"
 echo "winners checked: $checked"
 ((checked >= 5))
 grep -q 'data-winner="node-a"' "$dir/dom.html" || grep -q 'data-winner="node-b"' "$dir/dom.html"
+# The tz database of each replica, and the mismatch flagged.
+ours=$(head -1 /usr/share/zoneinfo/tzdata.zi | sed -n 's/^# version //p')
+grep -q '<th>tzdata</th>' "$dir/dom.html" || { echo "no tzdata column"; exit 1; }
+grep -q "data-node=\"node-a\" data-tzdata=\"$ours\"" "$dir/dom.html" || { echo "node-a's tzdata $ours not shown"; exit 1; }
+grep -q 'data-node="node-b" data-tzdata="1999z"' "$dir/dom.html" || { echo "node-b's tzdata 1999z not shown"; exit 1; }
+grep -q 'id="tzdata-mismatch"' "$dir/dom.html" || { echo "tzdata mismatch not flagged"; exit 1; }
+grep -q "<td class=\"tzdata\">1999z/$ours <span class=\"o-bad\">mismatch</span>" "$dir/dom.html" ||
+  grep -q "<td class=\"tzdata\">$ours/1999z <span class=\"o-bad\">mismatch</span>" "$dir/dom.html" ||
+  { echo "no tick row flags the tzdata mismatch"; exit 1; }
 echo "browser test: ok"

@@ -1,20 +1,25 @@
 // The daemon's HTTP endpoints and warnings against real `tickd run` replicas sharing
-// one SQLite store: /healthz, /metrics (DESIGN §9 names), /api/status (the winners
+// one SQLite store: /healthz, /metrics (docs/design.md §9 names), /api/status (the winners
 // the logs report), the status page; a replica with a skewed clock and another job
 // file (config-mismatch, clock-skew, their metrics); node.clock_skew_warning above the
 // skew silences the warning; mismatched ticks flagged in /api/status and tickd status.
 // A mismatch shows only on a tick both replicas tried: with one replica 3 s ahead, the
 // newest ticks hold the early replica's observation alone, so the check waits for a
-// flagged tick instead of reading the newest one.
+// flagged tick instead of reading the newest one. A replica with another tz database
+// (TZDIR) is named once in a tzdata-mismatch warning, and shown by /metrics,
+// /api/status and tickd status.
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cron/tzdata_version.h"
 #include "tests/e2e/harness.h"
 #include "tests/support/server_process.h"
 
@@ -223,6 +228,87 @@ TEST_CASE(
   bool same_tick = false;
   for (const auto& t : cli) same_tick = same_tick || t["tick"] == tick["tick"];
   CHECK(same_tick);
+}
+
+// A tz database folder for one replica (TZDIR): every entry of the system's, linked,
+// but a tzdata.zi that says `version`.
+fs::path FakeTzdir(const fs::path& dir, const std::string& version) {
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator("/usr/share/zoneinfo")) {
+    const std::string name = entry.path().filename().string();
+    if (name == "tzdata.zi" || name == "+VERSION") continue;
+    fs::create_directory_symlink(entry.path(), dir / name);
+  }
+  std::ofstream(dir / "tzdata.zi") << "# version " << version << "\n";
+  return dir;
+}
+
+TEST_CASE("a replica with another tz database is named once; /metrics and status show it") {
+  const std::string ours = cron::TzdataVersionIn("/usr/share/zoneinfo");
+  REQUIRE(ours != "unknown");  // install-deps.sh installs tzdata
+  auto backend = MakeSqliteFixture();
+  Cluster cluster(*backend);
+  const fs::path file = cluster.WriteJobFile(
+      "http:\n  listen: 127.0.0.1:${HTTP_PORT}\n"
+      "jobs:\n  - name: beat\n    schedule: \"@every 1s\"\n    shell: echo beat\n");
+  const int port_a = tickd::testing::FreeLoopbackPort();
+  cluster.StartReplica("node-a", {"HTTP_PORT=" + std::to_string(port_a)});
+  cluster.StartReplica("node-b", {"HTTP_PORT=" + std::to_string(tickd::testing::FreeLoopbackPort()),
+                                  "TZDIR=" + FakeTzdir(cluster.dir() / "tz", "1999z").string()});
+  auto lines_of = [&](const std::string& event, const std::string& node) {
+    std::vector<LogLine> out;
+    for (const LogLine& l : cluster.AllLines()) {
+      if (l.event == event && l.Get("node") == node) out.push_back(l);
+    }
+    return out;
+  };
+  REQUIRE(Cluster::WaitUntil([&] { return !lines_of("tzdata-mismatch", "node-a").empty(); },
+                             milliseconds(15'000)));
+  REQUIRE(Cluster::WaitUntil([&] { return !lines_of("tzdata-mismatch", "node-b").empty(); },
+                             milliseconds(5'000)));
+  // Some more ticks: still one warning each.
+  const std::size_t runs_then = lines_of("run", "node-a").size() + lines_of("run", "node-b").size();
+  REQUIRE(Cluster::WaitUntil(
+      [&] {
+        return lines_of("run", "node-a").size() + lines_of("run", "node-b").size() >= runs_then + 4;
+      },
+      milliseconds(15'000)));
+  const auto a_warned = lines_of("tzdata-mismatch", "node-a");
+  REQUIRE(a_warned.size() == 1);
+  CHECK(a_warned[0].level == "warn");
+  CHECK(a_warned[0].Get("tzdata") == ours);
+  CHECK(a_warned[0].Get("peers") == "node-b:1999z");
+  const auto b_warned = lines_of("tzdata-mismatch", "node-b");
+  REQUIRE(b_warned.size() == 1);
+  CHECK(b_warned[0].Get("tzdata") == "1999z");
+  CHECK(b_warned[0].Get("peers") == "node-a:" + ours);
+  REQUIRE(lines_of("start", "node-b").size() == 1);
+  CHECK(lines_of("start", "node-b")[0].Get("tzdata") == "1999z");
+  CHECK(lines_of("config-mismatch", "node-a").empty());  // the same job file
+  CHECK(lines_of("config-mismatch", "node-b").empty());
+
+  httplib::Client a("127.0.0.1", port_a);
+  auto metrics = a.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->body.find("tickd_tzdata_mismatch 1\n") != std::string::npos);
+  CHECK(metrics->body.find("tickd_tzdata_info{version=\"" + ours + "\"} 1\n") != std::string::npos);
+  auto api = a.Get("/api/status?last=20");
+  REQUIRE(api);
+  REQUIRE(api->status == 200);
+  const auto status = nlohmann::json::parse(api->body);
+  INFO(status["replicas"].dump());
+  CHECK(status["tzdata_mismatch"] == true);
+  std::map<std::string, std::string> versions;
+  for (const auto& r : status["replicas"]) versions[r["node"]] = r["tzdata"];
+  CHECK(versions["node-a"] == ours);
+  CHECK(versions["node-b"] == "1999z");
+  // `tickd status` on the same ledger.
+  auto [code, output] = RunCommand(
+      {"/usr/bin/env", "HTTP_PORT=1", TICKD_BINARY, "status", "-c", file.string(), "--last", "5"});
+  INFO(output);
+  REQUIRE(code == 0);
+  CHECK(output.find("node-b tzdata=1999z") != std::string::npos);
+  CHECK(output.find("TZDATA MISMATCH") != std::string::npos);
 }
 
 }  // namespace

@@ -149,6 +149,36 @@ TEST_CASE("status over the sqlite backend") {
   std::filesystem::remove_all(dir);
 }
 
+// A tick tried by node-a (the winner) and node-b, each sending `hash`.
+lock::TickHistory TickWith(const std::string& a_hash, const std::string& b_hash) {
+  lock::TickHistory t;
+  t.job = "cleanup";
+  t.tick_unix = kT;
+  t.winner = "node-a";
+  t.config_hash = a_hash;
+  t.observations = {{"cleanup", kT, "node-a", "won", WallTime(seconds(kT)), a_hash, 1},
+                    {"cleanup", kT, "node-b", "lost", WallTime(seconds(kT)), b_hash, 0}};
+  return t;
+}
+
+TEST_CASE("config and tz database mismatches are told apart, old records never flagged") {
+  // Same job file, different tz databases.
+  const lock::TickHistory tz = TickWith("h1 tz=2025b", "h1 tz=2024a");
+  CHECK_FALSE(ConfigMismatch(tz));
+  CHECK(TzdataMismatch(tz));
+  // Different job files, same tz database.
+  const lock::TickHistory config = TickWith("h1 tz=2025b", "h2 tz=2025b");
+  CHECK(ConfigMismatch(config));
+  CHECK_FALSE(TzdataMismatch(config));
+  // An older tickd (hash alone) beside a new one: same hash, no version to compare.
+  const lock::TickHistory mixed = TickWith("h1 tz=2025b", "h1");
+  CHECK_FALSE(ConfigMismatch(mixed));
+  CHECK_FALSE(TzdataMismatch(mixed));
+  CHECK(TzdataVersions(mixed) == std::vector<std::string>{"2025b"});
+  // "unknown" (a replica that could not read its version) is not compared either.
+  CHECK_FALSE(TzdataMismatch(TickWith("h1 tz=2025b", "h1 tz=unknown")));
+}
+
 TEST_CASE("metrics render the DESIGN §9 names in the Prometheus text format") {
   FakeClock clock{WallTime(seconds(kT))};
   int pings = 0;
@@ -162,6 +192,8 @@ TEST_CASE("metrics render the DESIGN §9 names in the Prometheus text format") {
   m.BackendError("sqlite");
   m.ConfigMismatch("cleanup");
   m.ClockSkew("node-b", Seconds(-2.5));
+  m.TzdataVersion("2025b");
+  m.TzdataMismatch(2);
   clock.Advance(milliseconds(700));
   CHECK(m.SinceLoopTurn() == milliseconds(700));
   m.LoopTurn();
@@ -180,7 +212,8 @@ TEST_CASE("metrics render the DESIGN §9 names in the Prometheus text format") {
         "tickd_backend_errors_total{backend=\"sqlite\"} 1\n",
         "tickd_config_mismatch_total{job=\"cleanup\"} 1\n",
         "tickd_clock_skew_seconds{peer=\"node-b\"} -2.5\n",
-        "# TYPE tickd_run_duration_seconds histogram\n",
+        "tickd_tzdata_info{version=\"2025b\"} 1\n", "tickd_tzdata_mismatch 2\n",
+        "# TYPE tickd_tzdata_mismatch gauge\n", "# TYPE tickd_run_duration_seconds histogram\n",
         "# TYPE tickd_clock_skew_seconds gauge\n"}) {
     INFO(line);
     CHECK(text.find(line) != std::string::npos);

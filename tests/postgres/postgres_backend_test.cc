@@ -110,20 +110,20 @@ TEST_CASE(
   }
   for (auto& t : threads) t.join();
   CHECK(opened == 4);
-  CHECK(server.Query("SELECT string_agg(version::text, ',') FROM tickd_schema", db) == "2");
+  CHECK(server.Query("SELECT string_agg(version::text, ',') FROM tickd_schema", db) == "3");
   CHECK(server.Query("SELECT count(*) FROM pg_proc WHERE proname = 'tickd_claim'", db) == "1");
 
   // A version-1 database (tables, no claim function yet) is migrated on connect.
   REQUIRE(server.Query("DROP FUNCTION tickd_claim; UPDATE tickd_schema SET version = 1", db));
   auto migrated = Open(OptionsFor(server, db));
-  CHECK(server.Query("SELECT version FROM tickd_schema", db) == "2");
+  CHECK(server.Query("SELECT version FROM tickd_schema", db) == "3");
   CHECK(MustClaim(*migrated, Req("migrated", NowUnix(), "node-a", "tok")).status ==
         ClaimStatus::kWon);
 
-  REQUIRE(server.Query("UPDATE tickd_schema SET version = 3", db));
+  REQUIRE(server.Query("UPDATE tickd_schema SET version = 4", db));
   auto newer = NewPostgresBackend(OptionsFor(server, db));
   REQUIRE_FALSE(newer);
-  CHECK_THAT(newer.error().ToString(), Catch::Contains("schema version 3"));
+  CHECK_THAT(newer.error().ToString(), Catch::Contains("schema version 4"));
 }
 
 TEST_CASE("postgres: passwords stay out of errors; the URL's password wins", "[postgres]") {
@@ -481,4 +481,39 @@ TEST_CASE(
   on_time.forbid_overlap = false;
   on_time.starting_deadline = milliseconds(static_cast<std::int64_t>(skew * 500));
   CHECK(MustClaim(*a, on_time).status == ClaimStatus::kMissed);
+}
+
+TEST_CASE(
+    "postgres: fences still grow after the database is dropped and created again, and "
+    "above the fences of a version-2 database",
+    "[postgres]") {
+  if (!Available()) return;
+  PostgresServer& server = Shared();
+  const std::string db = FreshDb(server);
+  const std::int64_t t0 = NowUnix();
+  std::uint64_t last = 0;
+  auto claim = [&](Backend& b, std::int64_t tick, const std::string& token) {
+    auto req = Req("wiped", tick, "node-a", token);
+    req.forbid_overlap = false;
+    tickd::testing::MustWinHigher(b, req, last);
+  };
+  {
+    auto a = Open(OptionsFor(server, db));
+    claim(*a, t0, "tok-0");
+    // A version-2 database (no epoch: its fences were the sequence alone) gets its
+    // epoch at the migration, and its fences go on growing.
+    REQUIRE(server.Query("DROP TABLE tickd_epoch; UPDATE tickd_schema SET version = 2", db));
+    auto migrated = Open(OptionsFor(server, db));
+    claim(*migrated, t0 + 1, "tok-1");
+    claim(*a, t0 + 2, "tok-2");
+    CHECK(MustClaim(*a, Req("wiped", t0 - 1, "node-b", "tok-old")).status ==
+          ClaimStatus::kSuperseded);
+  }
+  std::this_thread::sleep_for(5ms);  // the database's clock moves past the old epoch
+  REQUIRE(server.Query("DROP DATABASE \"" + db + "\" WITH (FORCE)", "postgres"));
+  std::string error;
+  REQUIRE(server.CreateDatabase(db, &error));
+  auto b = Open(OptionsFor(server, db));
+  claim(*b, t0 - 1, "tok-after");  // everything is gone, the fences still grow
+  claim(*b, t0, "tok-after-0");
 }

@@ -109,6 +109,32 @@ TEST_CASE("redis: fences strictly increase across a server crash and restart (AO
   CHECK(again->holder_node == "node-a");
 }
 
+TEST_CASE(
+    "redis: fences still grow after the server lost its data (FLUSHALL) or counted them "
+    "the old way",
+    "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  REQUIRE(server.running());
+  auto a = Open(OptionsFor(server));
+  const std::int64_t t0 = NowUnix();
+  // A job whose fences an older tickd counted (INCR on P{job}:fence).
+  REQUIRE(Cli(server, "SET 'tickd:{wiped}:fence' 1000000") == "OK");
+  std::uint64_t last = 1'000'000;
+  auto claim = [&](std::int64_t tick, const std::string& token) {
+    auto req = Req("wiped", tick, "node-a", token);
+    req.forbid_overlap = false;
+    tickd::testing::MustWinHigher(*a, req, last);
+  };
+  for (int i = 0; i < 3; ++i) claim(t0 + i, "tok-" + std::to_string(i));
+  std::this_thread::sleep_for(5ms);  // the server's clock moves past the epoch
+  REQUIRE(Cli(server, "FLUSHALL") == "OK");
+  // The head is gone with everything else: a claim of an earlier tick is no longer
+  // superseded, and its fence comes from a new, later epoch.
+  claim(t0, "tok-after-flush");
+  claim(t0 + 1, "tok-after-flush-1");
+}
+
 TEST_CASE("redis: an unreachable server gives an Error within op_timeout, never a won", "[redis]") {
   RedisOptions options;
   options.url = "redis://127.0.0.1:" + std::to_string(tickd::testing::FreeLoopbackPort()) + "/0";
@@ -225,14 +251,14 @@ TEST_CASE("redis: a wrong password is an Error that does not contain the passwor
   CHECK(none.error().ToString().find("NOAUTH") != std::string::npos);
 }
 
-TEST_CASE("redis: StartupWarnings says when fences could repeat after a restart", "[redis]") {
+TEST_CASE("redis: StartupWarnings says when a restart could forget claims", "[redis]") {
   if (!Available()) return;
   SECTION("no AOF") {
     RedisServer server(/*aof=*/false);
     auto warnings = Open(OptionsFor(server))->StartupWarnings();
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].find("appendonly is off") != std::string::npos);
-    CHECK(warnings[0].find("fences could repeat") != std::string::npos);
+    CHECK(warnings[0].find("a tick could run twice") != std::string::npos);
   }
   SECTION("AOF with fsync every second") {
     RedisServer server;
@@ -296,7 +322,10 @@ TEST_CASE("redis: ClaimBatch of 1,000 claims: one winner each, in order, one pip
     const ClaimOutcome& loser = a_won ? *out_b[i] : *out_a[i];
     CHECK(loser.status == ClaimStatus::kLost);
     CHECK(loser.holder_node == (a_won ? "node-a" : "node-b"));
-    CHECK((a_won ? out_a[i] : out_b[i])->fence == 1);  // each job's first fence
+    // Each job's first fence: the server's clock in ms, shifted (lock/backend.h).
+    const std::uint64_t fence = (a_won ? out_a[i] : out_b[i])->fence;
+    CHECK((fence & 2047) == 0);
+    CHECK(static_cast<std::int64_t>(fence >> 11) / 1000 - tick < 60);
     ++winners[a_won ? "a" : "b"];
   }
   CHECK(winners["a"] + winners["b"] == kJobs - 1);
@@ -317,10 +346,10 @@ TEST_CASE("redis: the URL chooses the db and the key prefix; bad URLs are errors
   auto won = a->Claim(Req("billing", tick, "node-a", "tok"));
   REQUIRE(won);
   REQUIRE(won->status == ClaimStatus::kWon);
-  CHECK(Cli(server, "-n 3 EXISTS 'acme:{billing}:fence'") == "1");
+  CHECK(Cli(server, "-n 3 EXISTS 'acme:{billing}:head'") == "1");
   CHECK(Cli(server, "-n 3 HGET 'acme:{billing}:t:" + std::to_string(tick) + "' owner") == "tok");
   CHECK(Cli(server, "-n 0 DBSIZE") == "0");
-  CHECK(Cli(server, "-n 3 TTL 'acme:{billing}:fence'") == "-1");  // no TTL
+  CHECK(Cli(server, "-n 3 TTL 'acme:{billing}:head'") == "-1");  // no TTL
 
   // Through the registry, as the daemon opens it.
   BackendOptions via_registry;
@@ -397,10 +426,12 @@ TEST_CASE("redis: a claim with observe records the replica's observation in the 
     CHECK(out->observed);
     return *out;
   };
-  CHECK(observed("a", tick, true, 1'000).status == ClaimStatus::kWon);
+  CHECK(observed("d", tick - 3'600, true, 4'000).status == ClaimStatus::kMissed);
+  const ClaimOutcome won_a = observed("a", tick, true, 1'000);
+  CHECK(won_a.status == ClaimStatus::kWon);
   CHECK(observed("b", tick, true, 2'000).status == ClaimStatus::kLost);
   CHECK(observed("c", tick + 60, true, 3'000).status == ClaimStatus::kBusy);
-  CHECK(observed("d", tick - 3'600, true, 4'000).status == ClaimStatus::kMissed);
+  CHECK(observed("e", tick - 1, true, 5'000).status == ClaimStatus::kSuperseded);
   // Without observe nothing is written for the replica.
   auto plain = backend->Claim(Req("job", tick, "e", "token-e"));
   REQUIRE(plain);
@@ -412,10 +443,11 @@ TEST_CASE("redis: a claim with observe records the replica's observation in the 
   for (const TickHistory& h : *history) {
     for (const Observation& o : h.observations) seen[{h.tick_unix, o.node}] = o;
   }
-  REQUIRE(seen.size() == 4);
+  REQUIRE(seen.size() == 5);
   const Observation& a = seen[{tick, "a"}];
   CHECK(a.outcome == "won");
-  CHECK(a.fence == 1);
+  CHECK(a.fence == won_a.fence);
+  CHECK(seen[{tick - 1, "e"}].outcome == "superseded");
   CHECK(a.config_hash == "hash-a");
   CHECK(a.node_wall == tickd::WallTime(std::chrono::milliseconds(1'000)));
   CHECK(seen[{tick, "b"}].outcome == "lost");
@@ -441,11 +473,11 @@ TEST_CASE("redis: a claim with observe records the replica's observation in the 
 
   // Observations live in the tick's hash: the busy tick, which has only c's
   // observation there, is still won once the earlier run is done, and keeps it.
-  REQUIRE(backend->Complete(HeldClaim{"job", tick, "token-a", 1, 15s},
+  REQUIRE(backend->Complete(HeldClaim{"job", tick, "token-a", won_a.fence, 15s},
                             Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
   const ClaimOutcome retry = observed("c", tick + 60, true, 5'000);
   CHECK(retry.status == ClaimStatus::kWon);
-  CHECK(retry.fence == 2);
+  CHECK(retry.fence > won_a.fence);
   history = backend->History("job", 1);
   REQUIRE(history);
   REQUIRE(history->size() == 1);
@@ -794,7 +826,7 @@ TEST_CASE("redis cluster: jobs go to the node of their slot, and follow a slot t
   REQUIRE(claimed->status == ClaimStatus::kWon);
   // Move the job's slot and its keys to another node, as a resharding does; `a` still
   // has the old map.
-  const std::string slot = cluster.Cli(0, "CLUSTER KEYSLOT 'tickd:{moving}:fence'");
+  const std::string slot = cluster.Cli(0, "CLUSTER KEYSLOT 'tickd:{moving}:head'");
   std::size_t from = 0;
   while (from < cluster.size() && cluster.Cli(from, "CLUSTER COUNTKEYSINSLOT " + slot) == "0")
     ++from;

@@ -31,6 +31,18 @@ inline lock::ClaimOutcome MustClaim(lock::Backend& b, const lock::ClaimRequest& 
   return *out;
 }
 
+// A claim that must be won with a fence above `last` (then moved up to it), and below
+// 2^53 (exact in a double: Lua, JSON).
+inline lock::ClaimOutcome MustWinHigher(lock::Backend& b, const lock::ClaimRequest& req,
+                                        std::uint64_t& last) {
+  const lock::ClaimOutcome won = MustClaim(b, req);
+  REQUIRE(won.status == lock::ClaimStatus::kWon);
+  CHECK(won.fence > last);
+  CHECK(won.fence < (std::uint64_t{1} << 53));
+  last = won.fence;
+  return won;
+}
+
 inline lock::HeldClaim HeldOf(const lock::ClaimRequest& req, const lock::ClaimOutcome& won) {
   return lock::HeldClaim{req.job, req.tick_unix, req.owner_token, won.fence, req.lease};
 }

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "tests/support/claims.h"
@@ -213,4 +214,37 @@ TEST_CASE("zookeeper: URL forms", "[zookeeper]") {
   CHECK_FALSE(ParseZookeeperUrl("zookeeper://zk1:2181,/x"));
   CHECK_FALSE(ParseZookeeperUrl("zookeeper://user:pw@zk1:2181"));
   CHECK_FALSE(ParseZookeeperUrl("zookeeper://zk1//x"));
+}
+
+TEST_CASE(
+    "zookeeper: fences still grow after the server starts over with a fresh data "
+    "directory; a later tick supersedes an earlier one while the head is there",
+    "[zookeeper]") {
+  if (!Available()) return;
+  const std::string chroot = ZookeeperServer::NextChroot();
+  const std::int64_t t0 = NowUnix();
+  std::uint64_t last = 0;
+  auto claim = [&](tickd::lock::Backend& b, std::int64_t tick, const std::string& token) {
+    auto req = Req("wiped", tick, "node-a", token);
+    req.forbid_overlap = false;
+    tickd::testing::MustWinHigher(b, req, last);
+  };
+  {
+    auto a = Open(chroot);
+    for (int i = 0; i < 3; ++i) claim(*a, t0 + i, "tok-" + std::to_string(i));
+    const auto old = a->Claim(Req("wiped", t0 - 1, "node-b", "tok-old"));
+    REQUIRE(old);
+    CHECK(old->status == ClaimStatus::kSuperseded);
+    CHECK(old->holder_tick_unix == t0 + 2);
+    CHECK(old->holder_node == "node-a");
+  }
+  ZookeeperServer& server = ZookeeperServer::Shared();
+  server.Stop();
+  std::filesystem::remove_all(server.dir() + "/data");
+  std::filesystem::create_directories(server.dir() + "/data");
+  std::this_thread::sleep_for(5ms);  // the clock moves past the old epoch
+  REQUIRE(server.Start());
+  auto b = Open(chroot);
+  claim(*b, t0 - 1, "tok-after");  // everything is gone, the fences still grow
+  claim(*b, t0, "tok-after-0");
 }

@@ -1,4 +1,4 @@
-/* tickd plugin C ABI, version 1 (DESIGN.md §8).
+/* tickd plugin C ABI, version 1 (docs/design.md §8).
  *
  * A plugin is a shared library that exports one symbol, tickd_plugin_v1, returning a
  * pointer to a static tickd_plugin. tickd loads it with dlopen(RTLD_NOW | RTLD_LOCAL),
