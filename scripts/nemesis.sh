@@ -18,7 +18,7 @@ build=${BUILD_DIR:-$here/build}
 args=("$@")
 for a in "${args[@]}"; do
   case "$a" in
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   esac
 done
 echo "== build (tickd, nemesis, nemesis_resource, nemesis_write)" >&2
