@@ -12,11 +12,14 @@
 
 namespace {
 
+constexpr const char* kUsage =
+    "usage: nemesis_check --spec FILE --journal FILE [--faults FILE] --log FILE [--log FILE …] "
+    "[--json OUT]\n"
+    "(tests/nemesis/README.md, section \"Fenced resource and checker\")\n";
+
 int Usage(const std::string& why) {
-  std::fprintf(stderr,
-               "nemesis_check: %s\nusage: nemesis_check --spec FILE --journal FILE "
-               "[--faults FILE] --log FILE [--log FILE …] [--json OUT]\n",
-               why.c_str());
+  std::fprintf(stderr, "nemesis_check: %s\n", why.c_str());
+  std::fputs(kUsage, stderr);
   return 2;
 }
 
@@ -27,6 +30,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> logs;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     if (i + 1 >= argc) return Usage("argument " + std::to_string(i) + " (" + arg + "): no value");
     const std::string value = argv[++i];
     if (arg == "--spec") {

@@ -117,7 +117,10 @@ class Checker {
   }
 
   Report Run() {
-    for (const FaultWindow& f : faults_) r_.counts.injected += f.took_effect ? 1 : 0;
+    for (const FaultWindow& f : faults_) {
+      const bool in_scope = f.end_ms >= spec_.scope_start_ms && f.start_ms < spec_.scope_end_ms;
+      r_.counts.injected += f.took_effect && in_scope ? 1 : 0;
+    }
     CountJournalAndRuns();
     CheckDuplicates();
     CheckFenceOrderAndLease();
@@ -129,23 +132,31 @@ class Checker {
  private:
   using Key = std::pair<std::string, std::int64_t>;
 
+  bool InScope(std::int64_t ms) const {
+    return ms >= spec_.scope_start_ms && ms < spec_.scope_end_ms;
+  }
+
   void Add(std::string check, const std::string& job, std::int64_t tick, std::string evidence) {
     r_.violations.push_back(Violation{std::move(check), job, tick, std::move(evidence)});
   }
 
   void CountJournalAndRuns() {
-    for (const Attempt& a : journal_)
-      ++(a.accepted ? r_.counts.accepted : r_.counts.rejected_stale);
+    for (const Attempt& a : journal_) {
+      if (InScope(a.start_ms)) ++(a.accepted ? r_.counts.accepted : r_.counts.rejected_stale);
+    }
     std::set<std::tuple<std::string, std::int64_t, std::uint64_t>> runs;
     for (const LogEvent& e : logs_) {
-      if (e.event == "run") runs.insert({e.job, e.tick, e.fence.value_or(0)});
+      if (e.event == "run" && InScope(e.ts_ms)) runs.insert({e.job, e.tick, e.fence.value_or(0)});
     }
     r_.counts.runs = static_cast<std::int64_t>(runs.size());
   }
 
   void CheckDuplicates() {
     for (const auto& [key, list] : accepted_) {
-      if (list.size() < 2) continue;
+      if (list.size() < 2 || std::none_of(list.begin(), list.end(),
+                                          [&](const Attempt* a) { return InScope(a->start_ms); })) {
+        continue;
+      }
       r_.counts.duplicates += static_cast<std::int64_t>(list.size()) - 1;
       std::string evidence = std::to_string(list.size()) + " accepted writes for " + key.first +
                              " tick " + Utc(key.second) + ":";
@@ -200,6 +211,10 @@ class Checker {
       std::stable_sort(list.begin(), list.end(), DecidedBefore);
       const Attempt* highest = nullptr;
       for (const Attempt* a : list) {
+        if (!InScope(a->start_ms)) {
+          if (highest == nullptr || a->fence > highest->fence) highest = a;
+          continue;
+        }
         bool stale = false;
         if (highest != nullptr && a->fence <= highest->fence) {
           stale = true;
@@ -238,7 +253,8 @@ class Checker {
       });
       const Attempt* longest = nullptr;  // the earlier attempt that ends last
       for (const Attempt* a : list) {
-        if (longest != nullptr && a->start_ms < longest->end_ms - spec_.overlap_tolerance_ms) {
+        if (longest != nullptr && InScope(a->start_ms) &&
+            a->start_ms < longest->end_ms - spec_.overlap_tolerance_ms) {
           ++r_.counts.overlaps;
           Add("overlap", job, a->tick,
               "forbid job started while an earlier run was open: [" + Describe(*longest) +
@@ -562,6 +578,10 @@ bool LoadSpec(const std::filesystem::path& file, CheckSpec* out, std::string* er
     if (j.is_discarded() || !j.is_object()) throw std::runtime_error("not a JSON object");
     out->window_start_ms = j.at("window").at("start_ms").get<std::int64_t>();
     out->window_end_ms = j.at("window").at("end_ms").get<std::int64_t>();
+    if (j.contains("scope")) {
+      out->scope_start_ms = j["scope"].value("start_ms", out->scope_start_ms);
+      out->scope_end_ms = j["scope"].value("end_ms", out->scope_end_ms);
+    }
     out->replicas = j.value("replicas", std::vector<std::string>{});
     out->before_ms = j.value("before_ms", out->before_ms);
     out->after_ms = j.value("after_ms", out->after_ms);

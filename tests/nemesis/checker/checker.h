@@ -51,6 +51,9 @@
 //                 attempt's start_ms − T·1000; lateness_p99_ms is the nearest-rank 99th
 //                 percentile (0 when there is none), lateness_max_ms the largest.
 // injected        fault windows with took_effect=true.
+// scope           every count and violation above but ticks, missed and lateness is
+//                 limited to attempts (run lines, fault windows) inside the spec's scope
+//                 (default: all); a duplicate is in scope when one of its attempts is.
 //
 // ---- When a missed tick is explained -----------------------------------------------
 // A fault window F covers replica r for tick T when F took effect, its effect is not
@@ -81,6 +84,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -143,6 +147,13 @@ struct CheckSpec {
   std::int64_t after_ms = 1000;       // fault reach after T
   std::int64_t lease_tolerance_ms = 10;
   std::int64_t overlap_tolerance_ms = 0;
+  // The attempts this cell answers for: start_ms in [scope_start_ms, scope_end_ms).
+  // Attempts outside are history only (the fence order and overlaps look back at
+  // them) and are neither counted nor reported; nor are run lines or fault windows
+  // outside it. Default: everything given. For a driver that runs cells one after
+  // another against one resource and one journal.
+  std::int64_t scope_start_ms = std::numeric_limits<std::int64_t>::min();
+  std::int64_t scope_end_ms = std::numeric_limits<std::int64_t>::max();
 };
 
 struct Counts {
@@ -190,7 +201,8 @@ bool LoadJournal(const std::filesystem::path& file, std::vector<Attempt>* out, s
 bool LoadLog(const std::filesystem::path& file, std::vector<LogEvent>* out, std::string* error);
 bool LoadFaults(const std::filesystem::path& file, std::vector<FaultWindow>* out,
                 std::string* error);
-// {"window":{"start_ms":…,"end_ms":…}, "replicas":["n1",…], "before_ms":…, "after_ms":…,
+// {"window":{"start_ms":…,"end_ms":…}, "scope":{"start_ms":…,"end_ms":…} (optional),
+//  "replicas":["n1",…], "before_ms":…, "after_ms":…,
 //  "lease_tolerance_ms":…, "overlap_tolerance_ms":…,
 //  "jobs":[{"name":"j1","every_s":1,"ticks":[…],"lease_ms":3000,"concurrency":"forbid"}]}
 bool LoadSpec(const std::filesystem::path& file, CheckSpec* out, std::string* error);

@@ -163,6 +163,11 @@ TEST_CASE("checker: a planted duplicate fails it", "[nemesis][checker]") {
   CHECK(r.violations[0].job == "j1");
   CHECK(r.violations[0].tick == kT0 + 4);
   CHECK(r.violations[0].evidence.find("fence=500") != std::string::npos);
+  // A cell scoped after it neither counts nor reports it.
+  s.spec.scope_start_ms = (kT0 + 6) * 1000;
+  const Report later = s.Run();
+  CHECK(later.Passed());
+  CHECK(later.counts.accepted == 2 * (kTicks - 6));
 }
 
 TEST_CASE("checker: a planted stale fence fails it", "[nemesis][checker]") {
@@ -182,6 +187,11 @@ TEST_CASE("checker: a planted stale fence fails it", "[nemesis][checker]") {
   CHECK(r.counts.stale_accepted == 1);
   CHECK(r.counts.duplicates == 0);
   CHECK(CountOf(r, "fence-order") == 1);
+  // A cell that starts at that write still sees it: the earlier fences are history.
+  s.spec.scope_start_ms = (kT0 + 6) * 1000;
+  CHECK(s.Run().counts.fence_order_violations == 1);
+  s.spec.scope_start_ms = (kT0 + 7) * 1000;
+  CHECK(s.Run().counts.fence_order_violations == 0);
 }
 
 TEST_CASE("checker: a write accepted after the holder's lease was lost fails it",

@@ -13,10 +13,13 @@
 
 namespace {
 
+constexpr const char* kUsage =
+    "usage: nemesis_resource --socket PATH --journal FILE\n"
+    "(tests/nemesis/README.md, section \"Fenced resource and checker\")\n";
+
 int Usage(const std::string& why) {
-  std::fprintf(stderr,
-               "nemesis_resource: %s\nusage: nemesis_resource --socket PATH --journal FILE\n",
-               why.c_str());
+  std::fprintf(stderr, "nemesis_resource: %s\n", why.c_str());
+  std::fputs(kUsage, stderr);
   return 2;
 }
 
@@ -30,7 +33,7 @@ int main(int argc, char** argv) {
     if ((arg == "--socket" || arg == "--journal") && i + 1 < argc) {
       (arg == "--socket" ? socket : journal) = argv[++i];
     } else if (arg == "--help") {
-      Usage("the fenced resource of the nemesis (tests/nemesis/README.md)");
+      std::fputs(kUsage, stdout);
       return 0;
     } else {
       return Usage("argument " + std::to_string(i) + " (" + arg + "): unknown or missing value");

@@ -14,9 +14,13 @@
 
 namespace {
 
+constexpr const char* kUsage =
+    "usage: nemesis_write --socket PATH [--hold-ms N]\n"
+    "(tests/nemesis/README.md, section \"Fenced resource and checker\")\n";
+
 int Usage(const std::string& why) {
-  std::fprintf(stderr, "nemesis_write: %s\nusage: nemesis_write --socket PATH [--hold-ms N]\n",
-               why.c_str());
+  std::fprintf(stderr, "nemesis_write: %s\n", why.c_str());
+  std::fputs(kUsage, stderr);
   return 2;
 }
 
@@ -38,6 +42,10 @@ int main(int argc, char** argv) {
   tickd::nemesis::WriteRequest req;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     if (arg == "--socket" && i + 1 < argc) {
       socket = argv[++i];
     } else if (arg == "--hold-ms" && i + 1 < argc) {
