@@ -175,6 +175,7 @@ Result<std::unique_ptr<NetnsTopology>> NetnsTopology::Create(int replicas) {
   }
   std::string why;
   if (!Available(&why)) return MakeError("netns topology", why);
+  CleanupStale();
   std::unique_ptr<NetnsTopology> t(new NetnsTopology());
   const int serial = topology_serial++;
   t->prefix_ = kPrefix + std::to_string(::getpid()) + "-" + std::to_string(serial);

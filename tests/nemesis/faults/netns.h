@@ -51,8 +51,9 @@ class NetnsTopology {
   // process with a throw-away namespace; later calls return the cached answer.
   static bool Available(std::string* why);
 
-  // Creates the namespaces for `replicas` replicas (1..kMaxReplicas). Errors name the
-  // command that failed; whatever was made is removed again.
+  // Creates the namespaces for `replicas` replicas (1..kMaxReplicas), after removing
+  // what dead runs left (CleanupStale). Errors name the command that failed; whatever
+  // was made is removed again.
   static Result<std::unique_ptr<NetnsTopology>> Create(int replicas);
 
   // Deletes every namespace whose name carries the pid of a process that no longer

@@ -212,7 +212,7 @@ struct FaultProxy::Impl {
       }
       return;
     }
-    while (!to.out.empty() && to.out.front().due <= now) {
+    while (!to.out.empty() && Due(to.out.front(), m, now)) {
       Chunk& chunk = to.out.front();
       ssize_t n = 0;
       int send_errno = 0;
@@ -238,6 +238,11 @@ struct FaultProxy::Impl {
     }
   }
 
+  // Only kDelay holds a chunk until its time; kPass delivers held ones at once.
+  static bool Due(const Chunk& chunk, const Mode& m, Clock::time_point now) {
+    return m.kind != kDelay || chunk.due <= now;
+  }
+
   static int Polled(const Side& s) { return s.read_eof && s.shut_wr ? -1 : s.fd; }
 
   // Whether `to` has a chunk to write now under `m`, and when the next comes due.
@@ -246,7 +251,7 @@ struct FaultProxy::Impl {
     if (m.kind == kStall) return false;
     if (m.kind == kBlackhole || (m.kind == kDropReplies && !to_upstream)) return false;
     if (to.out.empty()) return false;
-    if (to.out.front().due <= now) return true;
+    if (Due(to.out.front(), m, now)) return true;
     *next_due = std::min(*next_due, to.out.front().due);
     return false;
   }

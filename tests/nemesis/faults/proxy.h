@@ -14,7 +14,8 @@
 //   kReset       close every connection with a TCP reset (RST) now, and every new one
 //                as soon as it is accepted, until the mode changes.
 // Bytes already held (delayed or stalled) when the mode changes obey the new mode:
-// kDropReplies/kBlackhole discard them, kPass delivers them at once.
+// kDropReplies/kBlackhole discard them, kPass delivers them at once, kDelay keeps
+// the time each was stamped with when read.
 // An end of stream (FIN) is passed on in kPass and kDelay only, after the bytes before
 // it; a connection that fails on one side (error, reset) is closed on both.
 //

@@ -82,6 +82,13 @@ TEST_CASE("FaultProxy kDelay holds each direction for the delay", "[nemesis][pro
   CHECK(std::chrono::steady_clock::now() - start >= 300ms);
   CHECK(proxy->Stats().bytes_delayed == 8);
   CHECK(ToString(proxy->mode()) == "delay(150ms)");
+
+  // Passing again delivers what is held at once, not when its delay ends.
+  proxy->SetMode({FaultProxy::kDelay, 5s});
+  REQUIRE(SendAll(client.fd, "held"));
+  std::this_thread::sleep_for(100ms);  // read by the proxy, stamped +5 s
+  proxy->SetMode(FaultProxy::kPass);
+  CHECK(ReceiveFor(client.fd, 4, 1s) == "held");
 }
 
 TEST_CASE("FaultProxy kStall holds bytes and delivers them when passing again",
