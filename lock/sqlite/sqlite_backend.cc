@@ -391,6 +391,10 @@ class SqliteBackend final : public Backend {
       }
       std::this_thread::sleep_for(milliseconds(2));
     }
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) return MakeError(where, std::strerror(errno));
+    file_dev_ = st.st_dev;
+    file_ino_ = st.st_ino;
     if (::mkdir(locks_dir_.c_str(), 0775) != 0 && errno != EEXIST) {
       return MakeError("sqlite: create " + locks_dir_, std::strerror(errno));
     }
@@ -424,6 +428,11 @@ class SqliteBackend final : public Backend {
     const std::string where = "sqlite: claim";
     if (auto r = Exec("BEGIN IMMEDIATE", where); !r) {
       for (std::size_t i = 0; i < reqs.size(); ++i) out.push_back(tl::unexpected(r.error()));
+      return out;
+    }
+    if (auto same = StillThePathsFile(where); !same) {
+      Exec("ROLLBACK", where);
+      for (std::size_t i = 0; i < reqs.size(); ++i) out.push_back(tl::unexpected(same.error()));
       return out;
     }
     std::vector<PendingWin> wins;
@@ -577,6 +586,27 @@ class SqliteBackend final : public Backend {
       std::string detail = err ? err : sqlite3_errmsg(db_);
       sqlite3_free(err);
       return MakeError(where, detail);
+    }
+    return {};
+  }
+
+  // Replicas meet only through the path: a replica that (re)opens it after the file was
+  // deleted or replaced — its folder removed and made again, a restore — gets another
+  // file, and two files decide every tick twice. So a claim first checks that the
+  // path still names the file this replica has open, and fails closed when it does
+  // not: every claim an error until the replica is restarted onto the new file. One
+  // stat(2) per claim batch, inside the write lock.
+  Result<void> StillThePathsFile(const std::string& where) const {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) {
+      return MakeError(where, "the database file " + path_ + " is gone (" +
+                                  std::strerror(errno) +
+                                  "): claims fail closed until this replica is restarted");
+    }
+    if (st.st_dev != file_dev_ || st.st_ino != file_ino_) {
+      return MakeError(where, "the database file " + path_ +
+                                  " was replaced by another file: claims fail closed until "
+                                  "this replica is restarted");
     }
     return {};
   }
@@ -940,6 +970,8 @@ class SqliteBackend final : public Backend {
   const std::string path_;
   const std::string locks_dir_;
   const std::string boot_id_;
+  dev_t file_dev_ = 0;  // the file the path named at Open (StillThePathsFile)
+  ino_t file_ino_ = 0;
   std::mutex mu_;
   sqlite3* db_ = nullptr;
   StmtCache stmts_{db_};  // before holder_locks_/held_; finalized before db_ closes

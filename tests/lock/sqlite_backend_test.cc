@@ -262,3 +262,29 @@ TEST_CASE("sqlite: fences only grow, across a wall-clock step back and a deleted
   auto b = Open(db, clock);
   claim(*b, tick, "t0-again");  // a new database: the tick is free, the fence still higher
 }
+
+// Regression (nemesis, sqlite-dir-removed): replicas still on a deleted database file
+// and a replica restarted onto a new one decided the same ticks twice.
+TEST_CASE("sqlite: a database file removed or replaced under a replica fails its claims closed") {
+  testing::TempDir dir;
+  REQUIRE_FALSE(dir.path().empty());
+  const std::string db = dir.path() + "/tickd.db";
+  RealClock clock;
+  const std::int64_t tick = NowUnix(clock);
+  auto old_replica = Open(db, clock);
+  REQUIRE(StatusOf(old_replica->Claim(Req("job", tick, "a", "t1"))) == ClaimStatus::kWon);
+
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
+  auto gone = old_replica->Claim(Req("job", tick + 1, "a", "t2"));
+  REQUIRE_FALSE(gone);
+  CHECK_THAT(gone.error().ToString(), Catch::Contains("is gone"));
+
+  // A replica started now gets a new, empty file: the old one must not claim beside it.
+  auto new_replica = Open(db, clock);
+  REQUIRE(StatusOf(new_replica->Claim(Req("job", tick + 2, "b", "t3"))) == ClaimStatus::kWon);
+  auto replaced = old_replica->Claim(Req("job", tick + 2, "a", "t4"));
+  REQUIRE_FALSE(replaced);
+  CHECK_THAT(replaced.error().ToString(), Catch::Contains("was replaced"));
+  // The new file's replica goes on as usual.
+  CHECK(StatusOf(new_replica->Claim(Req("other", tick + 3, "b", "t5"))) == ClaimStatus::kWon);
+}
