@@ -77,6 +77,8 @@ class RunSupervisor {
   void Terminate(jobs::RunOutcome reason);
   // True once the claim has been completed and the run line logged.
   bool done() const { return done_.load(); }
+  // The claim this run holds (or held).
+  const lock::HeldClaim& held() const { return tick_.held; }
   // How the run ended. REQUIRES: done().
   jobs::RunOutcome outcome() const { return final_outcome_; }
   void Join();

@@ -194,6 +194,14 @@ void Scheduler::EndGrace() {
   cv_.notify_all();
 }
 
+std::optional<std::int64_t> Scheduler::LocalRunOf(const std::string& job) const {
+  std::lock_guard lock(mu_);
+  for (const auto& r : runs_) {
+    if (!r->done() && r->held().job == job) return r->held().tick_unix;
+  }
+  return std::nullopt;
+}
+
 int Scheduler::active_runs() const {
   std::lock_guard lock(mu_);
   return static_cast<int>(
@@ -416,6 +424,17 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     req.recover = job->job.recover;
     req.config_hash = job->config_hash;
     req.node_wall = clock_.Wall();
+    // forbid: a run of the job still going here is busy whatever the store says — a
+    // store that lost its data (or a lease this replica just lost, its run still being
+    // killed) would answer won and the two runs would overlap.
+    if (req.forbid_overlap) {
+      if (const auto running = LocalRunOf(req.job)) {
+        LogTick(req, "busy",
+                {{"holder", options_.node}, {"holder_tick", FormatTick(*running)}});
+        Observe(req, "busy", 0);
+        continue;
+      }
+    }
     // The backend may write this replica's ledger observation with the claim (one
     // round trip, not two); a recheck records only a win, below.
     req.observe = e.kind != EntryKind::kRecheck;

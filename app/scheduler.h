@@ -123,6 +123,8 @@ class Scheduler {
   void LogTick(const lock::ClaimRequest& req, std::string_view outcome, std::vector<Field> extra,
                LogLevel level = LogLevel::kInfo);
   void Observe(const lock::ClaimRequest& req, std::string_view outcome, std::uint64_t fence);
+  // The tick of a run of `job` this replica has not completed yet, if any.
+  std::optional<std::int64_t> LocalRunOf(const std::string& job) const;
   void ReapFinished();
   // Forgets ticks older than the retention (every replica does it; it is idempotent).
   void PruneWhenDue(std::int64_t now_ms);

@@ -147,6 +147,32 @@ TEST_CASE("forbid: a tick while the previous run still runs is busy on every rep
   CHECK(sim.Grep({"tick=2026-11-21T14:02:00Z", "outcome=won"}).size() == 1);
 }
 
+// Regression (nemesis, Redis store-restart-without-data): the store forgot the running
+// tick, answered won for the next one, and the replica still running the job started
+// it beside the old run.
+TEST_CASE("forbid: a run still going on this replica makes the next tick busy, whatever the store says") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold
+  auto long_lease = [](SchedulerOptions& o) { o.lease = std::chrono::minutes(10); };
+  sim.AddReplica("a", {EveryJob("slow", 60)}, long_lease);
+  sim.Step(seconds(1), false);  // 14:00 won
+  sim.WaitQuiet(false);
+  REQUIRE(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won"}).size() == 1);
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
+  sim.backend.ForgetEverything(lock::NewMemoryBackend(sim.clock));  // the store lost its data
+  sim.Step(seconds(60), false);  // 14:01: the store would say won
+  sim.WaitQuiet(false);
+  const auto busy = sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=busy"});
+  REQUIRE(busy.size() == 1);
+  CHECK(busy[0].find("holder=a holder_tick=2026-11-21T14:00:00Z") != std::string::npos);
+  CHECK(sim.runner.starts() == 1);
+  sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return sim.replica(0).active_runs() == 0; }));
+  sim.Step(seconds(60), false);  // 14:02: nothing runs here any more
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"tick=2026-11-21T14:02:00Z", "outcome=won"}).size() == 1);
+}
+
 TEST_CASE("concurrency allow: overlapping runs are fine") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };

@@ -151,11 +151,19 @@ class TestBackend final : public lock::Backend {
   std::string_view name() const override { return "test"; }
   Result<lock::ClaimOutcome> Claim(const lock::ClaimRequest& req) override {
     if (claim_error) return MakeError("test", "backend down");
+    std::shared_ptr<lock::Backend> amnesia;
     {
       std::lock_guard lock(mu_);
       claims_.push_back(req);
+      amnesia = amnesia_;
     }
+    if (amnesia) return amnesia->Claim(req);
     return inner_->Claim(req);
+  }
+  // A store that lost its data: from now on claims go to `empty` instead.
+  void ForgetEverything(std::shared_ptr<lock::Backend> empty) {
+    std::lock_guard lock(mu_);
+    amnesia_ = std::move(empty);
   }
   // Answers one claim after the other, as a streaming backend does; runs
   // `after_first_answer` (when set) between the first answer and the rest. With
@@ -212,6 +220,7 @@ class TestBackend final : public lock::Backend {
   }
 
  private:
+  std::shared_ptr<lock::Backend> amnesia_;  // ForgetEverything
   std::shared_ptr<lock::Backend> inner_;
   std::mutex mu_;
   std::vector<std::pair<lock::HeldClaim, lock::Completion>> completions_;
