@@ -103,17 +103,21 @@ class FakeRunner final : public Runner {
 
   Result<std::unique_ptr<jobs::Execution>> Start(const config::Job&, const jobs::ProcessSpec& spec,
                                                  jobs::OutputSink sink) override {
-    {
-      std::lock_guard lock(mu_);
-      specs_.push_back(spec);
+    if (throw_on_start || fail_to_start) {
+      {
+        std::lock_guard lock(mu_);
+        specs_.push_back(spec);
+      }
+      if (throw_on_start) throw std::runtime_error("boom");
+      return MakeError("spawn", "no such workdir");
     }
-    if (throw_on_start) throw std::runtime_error("boom");
-    if (fail_to_start) return MakeError("spawn", "no such workdir");
     auto state = std::make_shared<FakeRunState>();
     std::optional<int> code = plan(spec);
     if (sink) sink("stdout", "hello from " + spec.env.at("TICKD_NODE"));
     if (code) state->FinishWithExit(*code);
+    // The spec and its run appear together: a test that saw starts() == n can use run(n - 1).
     std::lock_guard lock(mu_);
+    specs_.push_back(spec);
     runs_.push_back(state);
     return std::make_unique<FakeExecution>(state);
   }
