@@ -46,6 +46,9 @@ std::string NotRunReason(const Result<lock::ClaimOutcome>& claimed, const lock::
       return "a later tick " + FormatTick(claimed->holder_tick_unix) + " was already claimed" +
              (claimed->holder_node.empty() ? std::string() : " by " + claimed->holder_node) +
              " (claims of a job are monotonic; is this host's clock behind?)";
+    case lock::ClaimStatus::kStoreReset:
+      // A manual trigger knows no earlier claim (known_tick 0): no backend answers this.
+      return "the lock store lost claims it held (it restarted without its data)";
     case lock::ClaimStatus::kWon:
       break;
   }

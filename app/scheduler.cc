@@ -409,6 +409,8 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
   }
   std::vector<lock::ClaimRequest> reqs;
   std::vector<std::shared_ptr<const ScheduledJob>> jobs;
+  std::vector<EntryKind> kinds;  // parallel to reqs (entries held back here have none)
+  const std::int64_t now_ms = WallMs(clock_);
   for (const Entry& e : group) {
     const auto& job = jobs_.at(e.job);
     lock::ClaimRequest req;
@@ -435,15 +437,23 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
         continue;
       }
     }
+    if (auto held_back = HeldBackByStoreReset(req.job, req.tick_unix, now_ms, req.known_tick)) {
+      if (e.kind != EntryKind::kRecheck) {
+        LogTick(req, "store-reset", std::move(*held_back), LogLevel::kWarn);
+        Observe(req, "store-reset", 0);
+      }
+      continue;
+    }
     // The backend may write this replica's ledger observation with the claim (one
     // round trip, not two); a recheck records only a win, below.
     req.observe = e.kind != EntryKind::kRecheck;
     reqs.push_back(std::move(req));
     jobs.push_back(job);
+    kinds.push_back(e.kind);
   }
   const SteadyTime claim_sent = clock_.Steady();
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    if (group[i].kind != EntryKind::kTick) continue;  // catch-ups and rechecks are late by design
+    if (kinds[i] != EntryKind::kTick) continue;  // catch-ups and rechecks are late by design
     metrics().FireLateness(reqs[i].job,
                            reqs[i].node_wall - WallTime(std::chrono::seconds(reqs[i].tick_unix)));
   }
@@ -457,7 +467,7 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     if (i >= reqs.size()) return;
     if (r && r->status == lock::ClaimStatus::kWon && r->observed &&
         active_runs() < options_.max_concurrent_runs) {
-      HandleOutcome(jobs[i], group[i].kind, reqs[i], r, claim_sent);
+      HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent);
       handled[i] = 1;
     }
     results[i] = std::move(r);
@@ -476,13 +486,14 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
         results[i] ? std::move(*results[i])
                    : Result<lock::ClaimOutcome>(
                          MakeError("claim", "the backend gave no answer for this tick"));
-    HandleOutcome(jobs[i], group[i].kind, reqs[i], r, claim_sent);
+    HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent);
   }
 }
 
 void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                               const lock::ClaimRequest& req,
                               const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent) {
+  Remember(req, result);
   if (kind == EntryKind::kRecheck && !(result && result->status == lock::ClaimStatus::kWon)) {
     // A recheck only matters when it wins (the holder died, its lease expired): the
     // tick line for this tick was logged at the first claim.
@@ -496,10 +507,12 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
     }
     // Go on while the tick may still need a new holder: still running (its holder may
     // be dead, its lease not yet expired), held up by another run (busy), or unknown
-    // (error). Done, missed, superseded and won end the rechecks.
+    // (error). Done, missed, superseded, a store that lost the tick, and won end the
+    // rechecks.
     const bool settled =
         result && (result->status == lock::ClaimStatus::kMissed ||
                    result->status == lock::ClaimStatus::kSuperseded ||
+                   result->status == lock::ClaimStatus::kStoreReset ||
                    (result->status == lock::ClaimStatus::kLost && !result->holder_running));
     if (!settled) ScheduleRecheck(*job, req.tick_unix);
     return;
@@ -564,6 +577,15 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       if (!o.observed) Observe(req, "superseded", 0);
       return;
     }
+    case lock::ClaimStatus::kStoreReset:
+      // The store forgot a claim this replica saw: Remember has held the job back.
+      LogTick(req, "store-reset",
+              {{"known_tick", FormatTick(req.known_tick)},
+               {"store_tick", o.holder_tick_unix > 0 ? FormatTick(o.holder_tick_unix) : "none"},
+               {"until", FormatTimestamp(WallTime(milliseconds(WallMs(clock_)) + options_.lease))}},
+              LogLevel::kWarn);
+      Observe(req, "store-reset", 0);
+      return;
   }
   if (!o.holder_config_hash.empty() && o.holder_config_hash != req.config_hash) {
     // The hash parts only: a tz database difference is the skew watch's (app/tzdata.h).
@@ -580,6 +602,56 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
                 {"peer_hash", theirs.config}});
     }
   }
+}
+
+void Scheduler::Remember(const lock::ClaimRequest& req,
+                         const Result<lock::ClaimOutcome>& result) {
+  if (!result) return;
+  std::int64_t claimed = 0;  // a tick the answer shows claimed in the store
+  switch (result->status) {
+    case lock::ClaimStatus::kWon:
+    case lock::ClaimStatus::kLost:
+      claimed = req.tick_unix;
+      break;
+    case lock::ClaimStatus::kBusy:
+    case lock::ClaimStatus::kSuperseded:
+      claimed = result->holder_tick_unix;
+      break;
+    case lock::ClaimStatus::kMissed:
+      break;
+    case lock::ClaimStatus::kStoreReset: {
+      std::lock_guard lock(store_memory_mu_);
+      StoreMemory& m = store_memory_[req.job];
+      // Trust the store again once the hold is over: what it knows from then on is
+      // all there is (it would answer store-reset forever otherwise).
+      m.known_tick = 0;
+      m.reset_seen_ms = WallMs(clock_);
+      return;
+    }
+  }
+  std::lock_guard lock(store_memory_mu_);
+  StoreMemory& m = store_memory_[req.job];
+  m.known_tick = std::max(m.known_tick, claimed);
+}
+
+std::optional<std::vector<Field>> Scheduler::HeldBackByStoreReset(const std::string& job,
+                                                                  std::int64_t tick,
+                                                                  std::int64_t now_ms,
+                                                                  std::int64_t& known_tick) {
+  std::lock_guard lock(store_memory_mu_);
+  const StoreMemory& m = store_memory_[job];
+  known_tick = m.known_tick;
+  if (!m.reset_seen_ms) return std::nullopt;
+  // Two holds after the store lost claims (rule 12): for one lease, nothing of the
+  // job starts (a run of a forgotten claim may still be going on a replica that has
+  // not yet lost its renewal); and a tick at or before the loss is never claimed
+  // again (it may have run before the loss).
+  const std::int64_t until_ms = *m.reset_seen_ms + options_.lease.count();
+  if (now_ms >= until_ms && tick * 1000 > *m.reset_seen_ms) return std::nullopt;
+  return std::vector<Field>{
+      {"reason", now_ms < until_ms ? "lease-after-store-reset" : "tick-before-store-reset"},
+      {"reset_seen", FormatTimestamp(WallTime(milliseconds(*m.reset_seen_ms)))},
+      {"until", FormatTimestamp(WallTime(milliseconds(until_ms)))}};
 }
 
 void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {

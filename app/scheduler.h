@@ -123,6 +123,20 @@ class Scheduler {
   void LogTick(const lock::ClaimRequest& req, std::string_view outcome, std::vector<Field> extra,
                LogLevel level = LogLevel::kInfo);
   void Observe(const lock::ClaimRequest& req, std::string_view outcome, std::uint64_t fence);
+  // What this replica learned of the store's claims of a job (docs/design.md §1 rule
+  // 12): the latest tick it saw claimed, sent as ClaimRequest::known_tick so that a
+  // store that lost it answers store-reset; and when it last answered that.
+  struct StoreMemory {
+    std::int64_t known_tick = 0;
+    std::optional<std::int64_t> reset_seen_ms;  // wall ms of the last store-reset answer
+  };
+  // Updates the job's StoreMemory from a claim's answer.
+  void Remember(const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result);
+  // Why this replica must not claim (job, tick) now after a store-reset (the fields of
+  // its tick line), or nullopt: claim it, and the request's known_tick.
+  std::optional<std::vector<Field>> HeldBackByStoreReset(const std::string& job,
+                                                         std::int64_t tick, std::int64_t now_ms,
+                                                         std::int64_t& known_tick);
   // The tick of a run of `job` this replica has not completed yet, if any.
   std::optional<std::int64_t> LocalRunOf(const std::string& job) const;
   void ReapFinished();
@@ -157,6 +171,10 @@ class Scheduler {
   JobSet job_set_;  // what jobs() and job_names() answer
   ThreadPool run_threads_;  // before runs_: each run's thread comes from here
   std::list<std::unique_ptr<RunSupervisor>> runs_;
+
+  // Claim answers may arrive on a backend's thread (ClaimBatchAsAnswered).
+  std::mutex store_memory_mu_;
+  std::map<std::string, StoreMemory> store_memory_;
 };
 
 }  // namespace tickd::app

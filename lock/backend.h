@@ -78,6 +78,13 @@ struct ClaimRequest {
   // ClaimOutcome::observed says it did, and the caller then does not Record it. Saves
   // the ledger its own round trip per claim. Backends that cannot ignore it.
   bool observe = false;
+  // The latest tick of this job this replica has seen claimed in the store (its own
+  // win, or a lost, busy or superseded answer naming it); 0: none. A store whose claim
+  // head of the job (or, without a head, its latest record) is below it has lost data
+  // this replica saw: it restarted empty, or lost its last writes. The backend then
+  // answers kStoreReset and writes nothing, in the same atomic decision as the claim.
+  // Backends that keep no such head (memory, SQLite) may ignore it.
+  std::int64_t known_tick = 0;
 };
 
 enum class ClaimStatus {
@@ -91,9 +98,15 @@ enum class ClaimStatus {
   // backend knows (empty otherwise). Not returned for a recover re-claim of a tick
   // claimed before.
   kSuperseded,
+  // The store no longer knows a claim of this job that this replica saw
+  // (ClaimRequest::known_tick): it lost its data. Nothing was written. holder_tick_unix
+  // is the latest tick the store still knows of the job (0: none). The caller does not
+  // run: a run of a forgotten claim may still be going elsewhere, and the forgotten
+  // tick may be claimed again (docs/design.md §1 rule 12).
+  kStoreReset,
 };
 
-// "won" "lost" "busy" "missed" "superseded" (inline: every backend target uses it, and they are
+// "won" "lost" "busy" "missed" "superseded" "store-reset" (inline: every backend target uses it, and they are
 // linked into tickd_lock, not the other way round).
 inline std::string_view ClaimStatusName(ClaimStatus s) {
   switch (s) {
@@ -107,6 +120,8 @@ inline std::string_view ClaimStatusName(ClaimStatus s) {
       return "missed";
     case ClaimStatus::kSuperseded:
       return "superseded";
+    case ClaimStatus::kStoreReset:
+      return "store-reset";
   }
   return "unknown";
 }

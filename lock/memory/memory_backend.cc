@@ -4,9 +4,12 @@
 //   - ticks_: (job, T) → record {state, owner, node, fence, lease_until, completion};
 //   - the lease is record.lease_until on the injected clock's Steady() line, so a
 //     FakeClock drives expiry and a wall-clock step changes nothing;
-//   - fences_: job → last fence handed out (strictly increasing per job).
+//   - fences_: job → last fence handed out (strictly increasing per job);
+//   - heads_: job → the latest tick of the job ever claimed (never pruned).
 // Claim decides in this order, because an existing record is a stronger answer than
 // the deadline: a replica that arrives late at a finished tick hears who won it.
+//   0. the request knows a later claimed tick than heads_ holds → store-reset (the
+//      store lost data: in tests, a backend swapped for an empty one);
 //   1. a record for (job, T) exists: done or live → lost (names the holder); running
 //      with an expired lease and recover → re-claim with a new token and a higher
 //      fence while now ≤ expiry + starting_deadline (else missed); otherwise lost;
@@ -58,6 +61,12 @@ class MemoryBackend final : public Backend {
     const SteadyTime now = clock_.Steady();
     const Key key{req.job, req.tick_unix};
     ClaimOutcome out;
+    const std::int64_t head = heads_.contains(req.job) ? heads_[req.job] : 0;
+    if (req.known_tick > head) {
+      out.status = ClaimStatus::kStoreReset;
+      out.holder_tick_unix = head;
+      return out;
+    }
     auto it = ticks_.find(key);
     if (it != ticks_.end()) {
       TickRecord& rec = it->second;
@@ -221,6 +230,8 @@ class MemoryBackend final : public Backend {
     rec.owner = req.owner_token;
     rec.node = req.node;
     rec.fence = ++fences_[req.job];
+    std::int64_t& head = heads_[req.job];
+    head = std::max(head, req.tick_unix);
     rec.lease_until = now + req.lease;
     rec.config_hash = req.config_hash;
     return rec;
@@ -273,6 +284,7 @@ class MemoryBackend final : public Backend {
   std::mutex mu_;
   std::map<Key, TickRecord> ticks_;
   std::map<std::string, std::uint64_t> fences_;
+  std::map<std::string, std::int64_t> heads_;
   std::map<Key, std::vector<Observation>> ledger_;
 };
 

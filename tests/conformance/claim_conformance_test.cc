@@ -492,6 +492,50 @@ TEMPLATE_LIST_TEST_CASE("conformance: fences strictly increase and survive reope
   CHECK(MustClaim(*reopened, Req(h, "fenced", t0, "node", "tok-r0")).status == ClaimStatus::kLost);
 }
 
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: a claim that knows a later claim than the store has hears store-reset",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  if (!h.detects_store_reset()) {
+    WARN("this backend ignores known_tick (docs/design.md §1 rule 12): case skipped");
+    return;
+  }
+  auto a = h.OpenReplica();
+  const std::int64_t t = NowUnix(h.clock());
+  auto first = Req(h, "amnesia", t, "node-a", "tok-a1");
+  first.forbid_overlap = false;
+  REQUIRE(MustClaim(*a, first).status == ClaimStatus::kWon);
+
+  // The replica saw t + 5 claimed; the store's latest is t: it lost data. Nothing is
+  // written, not even with a deadline passed or with observe.
+  auto next = Req(h, "amnesia", t + 1, "node-a", "tok-a2");
+  next.forbid_overlap = false;
+  next.observe = true;
+  next.known_tick = t + 5;
+  ClaimOutcome out = MustClaim(*a, next);
+  CHECK(std::string(Name(out.status)) == "store-reset");
+  CHECK(out.holder_tick_unix == t);
+  CHECK_FALSE(out.observed);
+  // A job the store has never seen claimed: its latest is none (0).
+  auto other = Req(h, "amnesia-other", t, "node-a", "tok-a3");
+  other.known_tick = t - 60;
+  out = MustClaim(*a, other);
+  CHECK(out.status == ClaimStatus::kStoreReset);
+  CHECK(out.holder_tick_unix == 0);
+  auto history = a->History("amnesia", 10);
+  REQUIRE(history);
+  for (const TickHistory& th : *history) CHECK(th.tick_unix == t);
+
+  // What the store knows is enough: known_tick at or below its head claims as usual.
+  next.owner_token = "tok-a4";
+  next.known_tick = t;
+  CHECK(MustClaim(*a, next).status == ClaimStatus::kWon);
+  other.owner_token = "tok-a5";
+  other.known_tick = 0;
+  CHECK(MustClaim(*a, other).status == ClaimStatus::kWon);
+}
+
 TEMPLATE_LIST_TEST_CASE("conformance: pruning removes old done ticks, never a running one",
                         "[conformance]", AllHarnesses) {
   TestType h;

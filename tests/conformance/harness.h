@@ -44,6 +44,10 @@ class Harness {
   // Children made with fork() may call OpenReplica(), provided the parent has not
   // opened a replica yet (a client connection must not cross fork()).
   virtual bool forkable() const = 0;
+
+  // The backend answers store-reset to a claim whose known_tick is above what the
+  // store knows of the job (docs/design.md §1 rule 12); SQLite ignores known_tick.
+  virtual bool detects_store_reset() const { return false; }
 };
 
 }  // namespace tickd::conformance

@@ -43,6 +43,7 @@ class MemoryHarness final : public Harness {
   std::chrono::milliseconds short_lease() const override { return std::chrono::seconds(15); }
   bool durable() const override { return false; }
   bool forkable() const override { return false; }
+  bool detects_store_reset() const override { return true; }
 
  private:
   FakeClock clock_;
