@@ -28,8 +28,9 @@ struct SqliteOptions {
 
 // Opens (creating if needed) the database and the lock-file folder `<path>.locks/`.
 // `missed` is judged on clock.Wall(); leases on CLOCK_BOOTTIME. Errors name the path.
-// Each Backend is one replica: it owns its connection and its lock-file descriptors,
-// so two replicas in one process really compete (flock is per open file).
+// Each Backend is one replica: it owns its connection and its holder-file descriptors,
+// so two replicas in one process really compete (open-file-description locks,
+// F_OFD_SETLK, belong to the open file, not to the process).
 // Thread-safe (calls are serialized on the connection). REQUIRES: `clock` outlives it.
 Result<std::unique_ptr<Backend>> NewSqliteBackend(const SqliteOptions& options, Clock& clock);
 
