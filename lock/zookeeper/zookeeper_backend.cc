@@ -25,7 +25,13 @@
 // other backend. Session expiry is the second, independent way to lose it.
 //
 // claim, in the order of the Redis script (an existing record is the stronger answer):
-//   1. get the record and the head. done, or running and recover off → lost (the record names the
+//   0. get the record and the head. known_tick above the head's tick (0 without a
+//      head) → store-reset, holder_tick_unix = the head's tick, nothing written (not
+//      even the job's folders: they are created just before the multi). The store
+//      lost claims this replica saw (design.md §1 rule 12). Atomic with the claim:
+//      a won claim's multi sets the head by the version read here (or creates it,
+//      which fails when one appeared), so a head moved in between fails the multi.
+//   1. done, or running and recover off → lost (the record names the
 //      winner; holder_running = state is running). Running, recover on: lost while
 //      its lease is live; otherwise re-claim below, unless now is past the lease's
 //      expiry + starting_deadline (missed). When the lease node is already gone (the
@@ -449,7 +455,6 @@ class ZookeeperBackend final : public Backend {
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
     for (int race = 0; race < kMaxRaces; ++race) {
-      if (auto ok = EnsureJob(req.job, deadline); !ok) return tl::unexpected(ok.error());
       auto step = ClaimOnce(req, deadline);
       if (!step) return tl::unexpected(step.error());
       if (*step) return **step;
@@ -833,6 +838,16 @@ class ZookeeperBackend final : public Backend {
     if (record.rc != ZOK && record.rc != ZNONODE) return Failure("claim", record.rc);
     if (head.rc != ZOK && head.rc != ZNONODE) return Failure("claim", head.rc);
     const Fields head_fields = head.rc == ZOK ? Decode(head.value) : Fields{};
+    // The store forgot a claim this replica saw (design.md §1 rule 12): nothing is
+    // written. A claim won instead checks the head's version in its multi, so the
+    // head judged here is the one the claim moves.
+    const std::int64_t head_tick = head.rc == ZOK ? ToInt(Get(head_fields, "tick")) : 0;
+    if (req.known_tick > head_tick) {
+      ClaimOutcome reset;
+      reset.status = ClaimStatus::kStoreReset;
+      reset.holder_tick_unix = head_tick;
+      return reset;
+    }
 
     std::vector<Op> ops;
     Fields mine = {{"state", "running"},
@@ -872,11 +887,11 @@ class ZookeeperBackend final : public Backend {
         return ClaimOutcome{ClaimStatus::kMissed};
       }
     } else {
-      if (head.rc == ZOK && ToInt(Get(head_fields, "tick")) > req.tick_unix) {
+      if (head.rc == ZOK && head_tick > req.tick_unix) {
         ClaimOutcome superseded;
         superseded.status = ClaimStatus::kSuperseded;
         superseded.holder_node = Get(head_fields, "node");
-        superseded.holder_tick_unix = ToInt(Get(head_fields, "tick"));
+        superseded.holder_tick_unix = head_tick;
         return superseded;
       }
       auto server_now = ServerNow(deadline);
@@ -927,6 +942,8 @@ class ZookeeperBackend final : public Backend {
     const std::uint64_t fence = MoveHead(req, head, head_fields, head_path, now, ops);
     mine["fence"] = std::to_string(fence);
     ops[record_op].data = Encode(mine);
+    // Only now: no answer but won writes (the folders are the multi's parents).
+    if (auto ok = EnsureJob(req.job, deadline); !ok) return tl::unexpected(ok.error());
     Batch write(zh_.get());
     write.Multi(std::move(ops));
     if (!write.Wait(deadline)) {

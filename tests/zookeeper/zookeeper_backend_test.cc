@@ -1,8 +1,10 @@
 // What the conformance suite cannot say about the ZooKeeper backend: sessions (an
 // expired session loses its leases, and the survivor takes over at once), a server
-// crash and restart (durable fences and records), failing closed within op_timeout
-// (closed port, frozen server), holder_running, and the URL forms. One server for the
-// whole binary (tests/zookeeper/zookeeper_server.h), a chroot per case.
+// crash and restart (durable fences and records), a restart without its data (fences
+// still grow; the same backend connects again and hears store-reset), failing closed
+// within op_timeout (closed port, frozen server), holder_running, and the URL forms.
+// One server for the whole binary (tests/zookeeper/zookeeper_server.h), a chroot per
+// case.
 #include "lock/zookeeper/zookeeper_backend.h"
 
 #include <catch2/catch.hpp>
@@ -257,7 +259,7 @@ TEST_CASE(
 
 TEST_CASE(
     "zookeeper: a backend whose server came back without its data connects again with a "
-    "new session, and its runs of the old one lose their lease",
+    "new session, hears store-reset, and its runs of the old one lose their lease",
     "[zookeeper]") {
   if (!Available()) return;
   const std::string chroot = ZookeeperServer::NextChroot();
@@ -274,22 +276,32 @@ TEST_CASE(
   RestartWithoutData();
   auto next = Req("forgotten", t0 + 1, "node-a", "tok-2");
   next.forbid_overlap = false;
-  ClaimOutcome again;
+  next.known_tick = t0;  // what this replica saw claimed
+  ClaimOutcome reset;
   int attempts = 0;
   const auto restarted = steady_clock::now();
   CHECK(Eventually(
       [&] {
         ++attempts;
         auto out = a->Claim(next);
-        if (out) again = *out;
+        if (out) reset = *out;
         return out.has_value();
       },
       20s));
   INFO("attempts " << attempts);
-  CHECK(again.status == ClaimStatus::kWon);
-  CHECK(again.fence > won.fence);  // the epoch is the new server's clock
   // The session limit (2 s) and one op_timeout, with room for a loaded machine.
   CHECK(steady_clock::now() - restarted < 10s);
+  // The store forgot t0: it says so, and writes nothing.
+  CHECK(reset.status == ClaimStatus::kStoreReset);
+  CHECK(reset.holder_tick_unix == 0);
+  const auto history = a->History("forgotten", 10);
+  REQUIRE(history.has_value());
+  CHECK(history->empty());
+  // Once the replica trusts the store again (the scheduler waits a lease), it claims.
+  next.known_tick = 0;
+  const ClaimOutcome again = *a->Claim(next);
+  CHECK(again.status == ClaimStatus::kWon);
+  CHECK(again.fence > won.fence);  // the epoch is the new server's clock
   // The run claimed under the old session is over: the store forgot it.
   const auto renewed_old = a->Renew(held);
   REQUIRE(renewed_old.has_value());
