@@ -25,7 +25,13 @@
 // other backend. Session expiry is the second, independent way to lose it.
 //
 // claim, in the order of the Redis script (an existing record is the stronger answer):
-//   1. get the record and the head. done, or running and recover off → lost (the record names the
+//   0. get the record and the head. known_tick above the head's tick (0 without a
+//      head) → store-reset, holder_tick_unix = the head's tick, nothing written (not
+//      even the job's folders: they are created just before the multi). The store
+//      lost claims this replica saw (design.md §1 rule 12). Atomic with the claim:
+//      a won claim's multi sets the head by the version read here (or creates it,
+//      which fails when one appeared), so a head moved in between fails the multi.
+//   1. done, or running and recover off → lost (the record names the
 //      winner; holder_running = state is running). Running, recover on: lost while
 //      its lease is live; otherwise re-claim below, unless now is past the lease's
 //      expiry + starting_deadline (missed). When the lease node is already gone (the
@@ -65,6 +71,14 @@
 // background), so that a reconnect cannot revive it, and its lease nodes, on a
 // server that was frozen rather than gone. With session_timeout ≥ 1.5 × lease the
 // watchdog's own validity (t_sent + lease) ends first anyway.
+// A connection lost for a whole session timeout: the next call gives the session up
+// and opens a new one. No serving server holds it any more (one that ran meanwhile
+// expired it), and a server that came back without its data refuses it for good: the
+// handle's last seen zxid is above its own, and the client library would offer it
+// forever. Safe, because a session's leases are only ever ours while it is the
+// current one: Renew compares the lease node's ephemeralOwner with our session, so
+// runs claimed under the old session hear lost. A new session recreates the roots
+// (chroot, B, clients) before its first write: they may be gone with the data.
 // complete: get the record (owner must be our token), the lease and the run node;
 //   one multi: set the record to done (with its version) and delete the lease and
 //   run nodes that still hold our token (each by version). Retried on a version race.
@@ -90,9 +104,11 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace tickd::lock {
 namespace {
@@ -368,12 +384,20 @@ struct Session {
   std::mutex mu;
   std::condition_variable cv;
   int state = 0;  // the last ZOO_*_STATE seen
+  // When the connection of a session that had connected was lost, while it is not
+  // connected again.
+  std::optional<steady_clock::time_point> lost_at;
 };
 
 void Watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
   if (type != ZOO_SESSION_EVENT || ctx == nullptr) return;
   auto* session = static_cast<Session*>(ctx);
   std::lock_guard lock(session->mu);
+  if (state == ZOO_CONNECTED_STATE) {
+    session->lost_at.reset();
+  } else if (session->state == ZOO_CONNECTED_STATE) {
+    session->lost_at = steady_clock::now();
+  }
   session->state = state;
   session->cv.notify_all();
 }
@@ -394,6 +418,7 @@ class ZookeeperBackend final : public Backend {
         endpoint_(std::move(endpoint)),
         base_(endpoint_.chroot + "/tickd"),
         clients_(endpoint_.chroot + "/tickd-clients"),
+        roots_(Roots(endpoint_.chroot, base_, clients_)),
         context_("zookeeper " + options.url) {}
 
   ~ZookeeperBackend() override {
@@ -405,17 +430,7 @@ class ZookeeperBackend final : public Backend {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = ConnectLocked(deadline); !ok) return ok;
-    std::vector<std::string> paths;
-    std::string prefix;
-    for (std::string_view rest = endpoint_.chroot; !rest.empty();) {
-      const auto next = rest.find('/', 1);
-      prefix += std::string(rest.substr(0, next));
-      paths.push_back(prefix);
-      rest = next == std::string_view::npos ? std::string_view() : rest.substr(next);
-    }
-    paths.push_back(base_);
-    paths.push_back(clients_);
-    return CreateAll(paths, deadline);
+    return CreateAll(roots_, deadline);
   }
 
   std::string_view name() const override { return "zookeeper"; }
@@ -440,7 +455,6 @@ class ZookeeperBackend final : public Backend {
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
     for (int race = 0; race < kMaxRaces; ++race) {
-      if (auto ok = EnsureJob(req.job, deadline); !ok) return tl::unexpected(ok.error());
       auto step = ClaimOnce(req, deadline);
       if (!step) return tl::unexpected(step.error());
       if (*step) return **step;
@@ -773,6 +787,23 @@ class ZookeeperBackend final : public Backend {
   }
 
  private:
+  // Every folder of the chroot, then base and clients: what Open creates, and a new
+  // session again (a server may have come back without its data).
+  static std::vector<std::string> Roots(std::string_view chroot, const std::string& base,
+                                        const std::string& clients) {
+    std::vector<std::string> paths;
+    std::string prefix;
+    for (std::string_view rest = chroot; !rest.empty();) {
+      const auto next = rest.find('/', 1);
+      prefix += std::string(rest.substr(0, next));
+      paths.push_back(prefix);
+      rest = next == std::string_view::npos ? std::string_view() : rest.substr(next);
+    }
+    paths.push_back(base);
+    paths.push_back(clients);
+    return paths;
+  }
+
   std::string Path(const std::string& job, const char* kind, std::int64_t tick) const {
     return base_ + "/" + job + "/" + kind + "/" + std::to_string(tick);
   }
@@ -807,6 +838,16 @@ class ZookeeperBackend final : public Backend {
     if (record.rc != ZOK && record.rc != ZNONODE) return Failure("claim", record.rc);
     if (head.rc != ZOK && head.rc != ZNONODE) return Failure("claim", head.rc);
     const Fields head_fields = head.rc == ZOK ? Decode(head.value) : Fields{};
+    // The store forgot a claim this replica saw (design.md §1 rule 12): nothing is
+    // written. A claim won instead checks the head's version in its multi, so the
+    // head judged here is the one the claim moves.
+    const std::int64_t head_tick = head.rc == ZOK ? ToInt(Get(head_fields, "tick")) : 0;
+    if (req.known_tick > head_tick) {
+      ClaimOutcome reset;
+      reset.status = ClaimStatus::kStoreReset;
+      reset.holder_tick_unix = head_tick;
+      return reset;
+    }
 
     std::vector<Op> ops;
     Fields mine = {{"state", "running"},
@@ -846,11 +887,11 @@ class ZookeeperBackend final : public Backend {
         return ClaimOutcome{ClaimStatus::kMissed};
       }
     } else {
-      if (head.rc == ZOK && ToInt(Get(head_fields, "tick")) > req.tick_unix) {
+      if (head.rc == ZOK && head_tick > req.tick_unix) {
         ClaimOutcome superseded;
         superseded.status = ClaimStatus::kSuperseded;
         superseded.holder_node = Get(head_fields, "node");
-        superseded.holder_tick_unix = ToInt(Get(head_fields, "tick"));
+        superseded.holder_tick_unix = head_tick;
         return superseded;
       }
       auto server_now = ServerNow(deadline);
@@ -901,6 +942,8 @@ class ZookeeperBackend final : public Backend {
     const std::uint64_t fence = MoveHead(req, head, head_fields, head_path, now, ops);
     mine["fence"] = std::to_string(fence);
     ops[record_op].data = Encode(mine);
+    // Only now: no answer but won writes (the folders are the multi's parents).
+    if (auto ok = EnsureJob(req.job, deadline); !ok) return tl::unexpected(ok.error());
     Batch write(zh_.get());
     write.Multi(std::move(ops));
     if (!write.Wait(deadline)) {
@@ -997,19 +1040,27 @@ class ZookeeperBackend final : public Backend {
     return MakeError(context_ + ": clock", "the scratch node keeps disappearing");
   }
 
+  // The scratch node, once per session: the roots first (pipelined, in order), in case
+  // the server lost them with its data.
   Result<void> CreateScratch(steady_clock::time_point deadline) {
     Batch batch(zh_.get());
+    for (const std::string& p : roots_) batch.Create(p, "", ZOO_PERSISTENT);
     batch.Create(scratch_, "", ZOO_EPHEMERAL);
     if (auto ok = Await(batch, deadline, "session"); !ok) return ok;
-    if (batch[0].rc != ZOK && batch[0].rc != ZNODEEXISTS) return Failure("session", batch[0].rc);
+    for (std::size_t i = 0; i <= roots_.size(); ++i) {
+      if (batch[i].rc != ZOK && batch[i].rc != ZNODEEXISTS) return Failure("session", batch[i].rc);
+    }
     return {};
   }
 
-  // The folders of a job, created once per backend (persistent; never pruned).
+  // The folders of a job, created once per session (persistent; never pruned); with
+  // the roots for the first job of a session.
   Result<void> EnsureJob(const std::string& job, steady_clock::time_point deadline) {
     if (known_jobs_.contains(job)) return {};
     const std::string dir = base_ + "/" + job;
-    if (auto ok = CreateAll({dir, dir + "/t", dir + "/l", dir + "/o"}, deadline); !ok) return ok;
+    std::vector<std::string> paths = known_jobs_.empty() ? roots_ : std::vector<std::string>{};
+    for (const std::string& p : {dir, dir + "/t", dir + "/l", dir + "/o"}) paths.push_back(p);
+    if (auto ok = CreateAll(paths, deadline); !ok) return ok;
     known_jobs_.insert(job);
     return {};
   }
@@ -1105,7 +1156,34 @@ class ZookeeperBackend final : public Backend {
     if (!zh_ || state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
       return ConnectLocked(deadline);
     }
+    if (SessionGoneLocked()) {
+      AbandonSessionLocked();
+      if (!WaitConnected(deadline)) {
+        return MakeError(context_,
+                         "not connected for a whole session timeout: a new session is "
+                         "connecting");
+      }
+      AdoptSessionLocked();
+      return {};
+    }
     return MakeError(context_, "not connected (the client is reconnecting)");
+  }
+
+  // REQUIRES: mu_ held; zh_ not connected. True once the connection has been lost for
+  // a whole (negotiated) session timeout. No serving server holds the session then: a
+  // server that ran meanwhile expired it (it heard nothing since the loss), and a
+  // server that came back without its data never knew it. The client library would
+  // offer it forever, and such a server refuses it for good: the handle's last seen
+  // zxid is above all of the server's ("Refusing session request ... as it has seen
+  // zxid"), so only a new handle, with no memory of that zxid, connects again.
+  bool SessionGoneLocked() {
+    if (!session_) return false;
+    std::optional<steady_clock::time_point> lost_at;
+    {
+      std::lock_guard lock(session_->mu);
+      lost_at = session_->lost_at;
+    }
+    return lost_at && steady_clock::now() - *lost_at >= milliseconds(zoo_recv_timeout(zh_.get()));
   }
 
   // REQUIRES: mu_ held. Opens a new session and waits for it until `deadline`.
@@ -1145,12 +1223,13 @@ class ZookeeperBackend final : public Backend {
     adopted_ = true;
   }
 
-  // REQUIRES: mu_ held. Gives the session up once its leases count as lost (no answer
-  // for 2/3 of its timeout): it must not come back. A server that was frozen, not
-  // gone, takes the client's reconnect as a sign of life and keeps the session, and
-  // with it the ephemeral lease nodes of runs already ended as lease-lost: a replica
-  // taking over would wait for the whole lease. A new session connects in the
-  // background, so calls until then fail at once rather than wait to connect.
+  // REQUIRES: mu_ held. Gives the session up once its leases count as lost (Renew: no
+  // answer for 2/3 of its timeout) or it is gone (SessionGoneLocked): it must not come
+  // back. A server that was frozen, not gone, takes the client's reconnect as a sign
+  // of life and keeps the session, and with it the ephemeral lease nodes of runs
+  // already ended as lease-lost: a replica taking over would wait for the whole lease.
+  // A new session connects in the background, so calls until then fail at once rather
+  // than wait to connect.
   void AbandonSessionLocked() {
     if (!StartSessionLocked()) CloseLocked();
   }
@@ -1164,6 +1243,7 @@ class ZookeeperBackend final : public Backend {
   const ZookeeperEndpoint endpoint_;
   const std::string base_;                   // <chroot>/tickd
   const std::string clients_;                // <chroot>/tickd-clients
+  const std::vector<std::string> roots_;     // the chroot's folders, base_, clients_
   const std::string context_;                // "zookeeper <url>"
   std::mutex mu_;                            // serializes every call; guards everything below
   std::unique_ptr<Session> session_;         // the watcher context of zh_

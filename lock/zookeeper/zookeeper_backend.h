@@ -33,9 +33,10 @@ struct ZookeeperOptions {
 
 // Parses the URL, connects (waits for the session, ≤ op_timeout) and creates the
 // chroot and the tickd folders. Errors name the URL. The Backend is thread-safe (one
-// session; calls are serialized). After a session expiry it opens a new session on
-// the next call; while disconnected calls fail at once and the client library
-// reconnects in the background.
+// session; calls are serialized). After a session expiry, or once the connection has
+// been lost for a whole session timeout (a server back without its data refuses the
+// old session for good), it opens a new session on the next call; while disconnected
+// calls fail at once and the client library reconnects in the background.
 Result<std::unique_ptr<Backend>> NewZookeeperBackend(const ZookeeperOptions& options);
 
 // "zookeeper://h1:2181,h2:2182/app" → {"h1:2181,h2:2182", "/app"}. Errors on another

@@ -1,8 +1,10 @@
 // What the conformance suite cannot say about the ZooKeeper backend: sessions (an
 // expired session loses its leases, and the survivor takes over at once), a server
-// crash and restart (durable fences and records), failing closed within op_timeout
-// (closed port, frozen server), holder_running, and the URL forms. One server for the
-// whole binary (tests/zookeeper/zookeeper_server.h), a chroot per case.
+// crash and restart (durable fences and records), a restart without its data (fences
+// still grow; the same backend connects again and hears store-reset), failing closed
+// within op_timeout (closed port, frozen server), holder_running, and the URL forms.
+// One server for the whole binary (tests/zookeeper/zookeeper_server.h), a chroot per
+// case.
 #include "lock/zookeeper/zookeeper_backend.h"
 
 #include <catch2/catch.hpp>
@@ -67,6 +69,17 @@ bool Eventually(F done, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(50ms);
   }
   return done();
+}
+
+// The server stopped, its dataDir emptied, started again on the same port: every
+// chroot of the binary is gone, and the zxids start over below what clients saw.
+void RestartWithoutData() {
+  ZookeeperServer& server = ZookeeperServer::Shared();
+  server.Stop();
+  std::filesystem::remove_all(server.dir() + "/data");
+  std::filesystem::create_directories(server.dir() + "/data");
+  std::this_thread::sleep_for(5ms);  // the clock moves past the old epoch
+  REQUIRE(server.Start());
 }
 
 }  // namespace
@@ -238,13 +251,65 @@ TEST_CASE(
     CHECK(old->holder_tick_unix == t0 + 2);
     CHECK(old->holder_node == "node-a");
   }
-  ZookeeperServer& server = ZookeeperServer::Shared();
-  server.Stop();
-  std::filesystem::remove_all(server.dir() + "/data");
-  std::filesystem::create_directories(server.dir() + "/data");
-  std::this_thread::sleep_for(5ms);  // the clock moves past the old epoch
-  REQUIRE(server.Start());
+  RestartWithoutData();
   auto b = Open(chroot);
   claim(*b, t0 - 1, "tok-after");  // everything is gone, the fences still grow
   claim(*b, t0, "tok-after-0");
+}
+
+TEST_CASE(
+    "zookeeper: a backend whose server came back without its data connects again with a "
+    "new session, hears store-reset, and its runs of the old one lose their lease",
+    "[zookeeper]") {
+  if (!Available()) return;
+  const std::string chroot = ZookeeperServer::NextChroot();
+  // The server grants at most 4 s: a 2 s session is given up 2 s after the loss.
+  auto a = Open(chroot, 2s, 1s);
+  const std::int64_t t0 = NowUnix();
+  const auto first = Req("forgotten", t0, "node-a", "tok-1");
+  const ClaimOutcome won = *a->Claim(first);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  const HeldClaim held = HeldOf(first, won);
+
+  // The new server's zxids start below the last one the handle saw: it refuses the
+  // old session ("client must try another server") for as long as the handle offers it.
+  RestartWithoutData();
+  auto next = Req("forgotten", t0 + 1, "node-a", "tok-2");
+  next.forbid_overlap = false;
+  next.known_tick = t0;  // what this replica saw claimed
+  ClaimOutcome reset;
+  int attempts = 0;
+  const auto restarted = steady_clock::now();
+  CHECK(Eventually(
+      [&] {
+        ++attempts;
+        auto out = a->Claim(next);
+        if (out) reset = *out;
+        return out.has_value();
+      },
+      20s));
+  INFO("attempts " << attempts);
+  // The session limit (2 s) and one op_timeout, with room for a loaded machine.
+  CHECK(steady_clock::now() - restarted < 10s);
+  // The store forgot t0: it says so, and writes nothing.
+  CHECK(reset.status == ClaimStatus::kStoreReset);
+  CHECK(reset.holder_tick_unix == 0);
+  const auto history = a->History("forgotten", 10);
+  REQUIRE(history.has_value());
+  CHECK(history->empty());
+  // Once the replica trusts the store again (the scheduler waits a lease), it claims.
+  next.known_tick = 0;
+  const ClaimOutcome again = *a->Claim(next);
+  CHECK(again.status == ClaimStatus::kWon);
+  CHECK(again.fence > won.fence);  // the epoch is the new server's clock
+  // The run claimed under the old session is over: the store forgot it.
+  const auto renewed_old = a->Renew(held);
+  REQUIRE(renewed_old.has_value());
+  CHECK(*renewed_old == RenewStatus::kLost);
+  const auto completed_old = a->Complete(held, Completion{"done", 0, 1ms});
+  REQUIRE(completed_old.has_value());
+  CHECK(*completed_old == CompleteStatus::kNotOwner);
+  const auto renewed_new = a->Renew(HeldOf(next, again));
+  REQUIRE(renewed_new.has_value());
+  CHECK(*renewed_new == RenewStatus::kRenewed);
 }
