@@ -1,7 +1,8 @@
 // The ZooKeeper backend: replicas anywhere share one ZooKeeper ensemble (3.5+; the
 // Debian bookworm server is 3.8). Correctness-grade: every decision is one `multi`
-// transaction replicated by the ensemble's quorum, fences are zxids (never repeat,
-// survive restarts), and a holder's lease dies with its session. The protocol (node
+// transaction replicated by the ensemble's quorum, fences are the job head's epoch
+// and count (lock/backend.h: never repeat, survive restarts and a wiped dataDir), and
+// a holder's lease dies with its session. The protocol (node
 // layout, claim/renew/complete transactions, how the server's clock is read) is at the
 // top of zookeeper_backend.cc.
 #pragma once
