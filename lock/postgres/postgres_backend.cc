@@ -8,7 +8,8 @@
 //   tickd_ticks(job, tick)   the tick record AND its lease: owner token, node, fence,
 //                            state running|done, lease_until (timestamptz, database
 //                            clock), config hash, completion. Kept until Prune, so a
-//                            finished tick is never claimed again (the key is the tick).
+//                            finished tick is never claimed again (the key is the tick);
+//                            Prune keeps each job's latest record whatever its age.
 //   tickd_fence              a SEQUENCE n: fences strictly increase across every job
 //                            and survive restarts (nextval is WAL-logged before the
 //                            claim's commit returns).
@@ -322,14 +323,26 @@ constexpr const char* kHistoryAllSql = TICKD_HISTORY_SQL("WHERE $1::text = ''");
 constexpr const char* kHistoryJobSql = TICKD_HISTORY_SQL("WHERE job = $1");
 #undef TICKD_HISTORY_SQL
 
-// Both deletes see one snapshot: the ledger of a record that stays stays too.
+// Both deletes see one snapshot: the ledger of a record that stays stays too. A record
+// stays while it runs with a live lease, and when it is its job's latest, whatever its
+// age: the latest record is the job's claim head (docs/design.md §1 rule 12), all the
+// store knows of the job, so a job that fires less often than the retention is not
+// taken for one whose claims the store lost. (The condition is on the row itself, not
+// on a CTE of rows to delete: a record a recover claim revives while Prune runs is
+// checked again as it now is.)
+#define TICKD_PRUNE_KEEPS_T                                         \
+  "((t.state = 'running' AND t.lease_until > now()) OR NOT EXISTS " \
+  "(SELECT 1 FROM tickd_ticks l WHERE l.job = t.job AND l.tick > t.tick))"
 constexpr const char* kPruneSql =
-    "WITH gone AS (DELETE FROM tickd_ticks WHERE tick < $1::bigint "
-    "  AND NOT (state = 'running' AND lease_until > now()) RETURNING 1), "
+    "WITH gone AS (DELETE FROM tickd_ticks t WHERE t.tick < $1::bigint "
+    "  AND NOT " TICKD_PRUNE_KEEPS_T
+    " RETURNING 1), "
     "obs AS (DELETE FROM tickd_observations o WHERE o.tick < $1::bigint AND NOT EXISTS "
     "  (SELECT 1 FROM tickd_ticks t WHERE t.job = o.job AND t.tick = o.tick "
-    "   AND t.state = 'running' AND t.lease_until > now())) "
+    "   AND " TICKD_PRUNE_KEEPS_T
+    ")) "
     "SELECT count(*) FROM gone";
+#undef TICKD_PRUNE_KEEPS_T
 
 // `tickd locks`: every running record, with what is left of its lease on the
 // database's clock.

@@ -1,9 +1,10 @@
 // PostgreSQL-specific behaviour beyond the shared conformance suite: the schema made
-// on first use and versioned, passwords kept out of errors, batched claims, lost
-// answered before missed, fences across a server crash, failing closed within
-// op_timeout, the database's clock ruling (a server running 2x fast under
-// libfaketime), and the negative control that shows why leases live in a table and
-// not in advisory locks. Each test starts its own server or uses the shared one.
+// on first use and versioned, passwords kept out of errors, batched claims, Prune
+// keeping each job's latest record, lost answered before missed, fences across a
+// server crash, failing closed within op_timeout, the database's clock ruling (a
+// server running 2x fast under libfaketime), and the negative control that shows why
+// leases live in a table and not in advisory locks. Each test starts its own server
+// or uses the shared one.
 #include "lock/postgres/postgres_backend.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "tests/support/claims.h"
 
 using namespace std::chrono_literals;
+using tickd::WallTime;
 using tickd::testing::PostgresServer;
 using namespace tickd::lock;
 using tickd::testing::HeldOf;
@@ -246,6 +248,47 @@ TEST_CASE("postgres: ClaimBatch answers every claim in order in one transaction"
   REQUIRE(history);
   REQUIRE(history->size() == 2);
   CHECK(history->front().state == "done");
+}
+
+TEST_CASE("postgres: Prune keeps each job's latest record, however old, with its ledger",
+          "[postgres]") {
+  if (!Available()) return;
+  PostgresServer& server = Shared();
+  const std::string db = FreshDb(server);
+  auto a = Open(OptionsFor(server, db));
+  const std::int64_t now = NowUnix();
+  const std::int64_t last_year = now - 366 * 86400;
+  auto run = [&](const std::string& job, std::int64_t tick) {
+    auto req = Req(job, tick, "node-a", "tok-" + job + std::to_string(tick));
+    req.starting_deadline = std::nullopt;
+    req.forbid_overlap = false;
+    req.observe = true;
+    const ClaimOutcome won = MustClaim(*a, req);
+    REQUIRE(won.status == ClaimStatus::kWon);
+    REQUIRE(*a->Complete(HeldOf(req, won), Completion{"done", 0, 1ms}) ==
+            CompleteStatus::kCompleted);
+  };
+  run("yearly", last_year);
+  run("hourly", now - 7200);
+  run("hourly", now - 3700);
+
+  auto removed = a->Prune(WallTime(std::chrono::seconds(now - 3600)));
+  REQUIRE(removed);
+  CHECK(*removed == 1);  // hourly@now-7200; each job's latest stays, with its ledger
+  auto yearly = a->History("yearly", 10);
+  REQUIRE(yearly);
+  REQUIRE(yearly->size() == 1);
+  CHECK(yearly->front().tick_unix == last_year);
+  CHECK(yearly->front().observations.size() == 1);
+  auto hourly = a->History("hourly", 10);
+  REQUIRE(hourly);
+  REQUIRE(hourly->size() == 1);
+  CHECK(hourly->front().tick_unix == now - 3700);
+  CHECK(server.Query("SELECT count(*) FROM tickd_observations", db) == "2");
+  // Still the job's claim head: an earlier tick is superseded, not claimed.
+  auto earlier = Req("yearly", last_year - 60, "node-b", "tok-earlier");
+  earlier.starting_deadline = std::nullopt;
+  CHECK(MustClaim(*a, earlier).status == ClaimStatus::kSuperseded);
 }
 
 TEST_CASE("postgres: an existing tick answers lost before missed; a retried claim keeps its fence",
