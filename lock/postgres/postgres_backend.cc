@@ -8,7 +8,8 @@
 //   tickd_ticks(job, tick)   the tick record AND its lease: owner token, node, fence,
 //                            state running|done, lease_until (timestamptz, database
 //                            clock), config hash, completion. Kept until Prune, so a
-//                            finished tick is never claimed again (the key is the tick).
+//                            finished tick is never claimed again (the key is the tick);
+//                            Prune keeps each job's latest record whatever its age.
 //   tickd_fence              a SEQUENCE n: fences strictly increase across every job
 //                            and survive restarts (nextval is WAL-logged before the
 //                            claim's commit returns).
@@ -20,26 +21,36 @@
 //                            version-2 database (fences were n alone) gets its epoch
 //                            at migration, and its next fence is above its old ones.
 //   tickd_observations(job, tick, node)   the ledger: what each replica saw.
-//   tickd_claim(...)         a plpgsql function: the whole claim below, server-side.
+//   tickd_claim(...)         a plpgsql function: the whole claim below, server-side
+//                            (ten arguments, the last known_tick; the nine-argument
+//                            call of schema version 3 stays as a wrapper passing 0,
+//                            for older replicas still running in a rolling upgrade).
 // The migration runs at every connect inside one transaction that first takes a
 // transaction-level advisory lock, so replicas starting together never race on DDL.
+// Schema version 4 (this file's kSchemaVersion): a database at an earlier version is
+// migrated, a later one refused.
 //
-// claim = SELECT * FROM tickd_claim(...), one transaction:
-//   0. pg_advisory_xact_lock(job): claims of one job are serialized, so the forbid
-//      check and the insert below see the same world (without it two claimers of
-//      different ticks could both see "nothing running" and both win). The lock is
-//      transaction-scoped: it never stands for a lease (see "advisory locks" below).
-//      now = clock_timestamp() taken AFTER the lock, so waiting for it never makes
-//      a lease look longer or an expiry earlier than the database's clock says.
+// claim = SELECT * FROM tickd_claim(...), one transaction. First
+// pg_advisory_xact_lock(job): claims of one job are serialized, so the forbid check and
+// the insert below see the same world (without it two claimers of different ticks could
+// both see "nothing running" and both win). The lock is transaction-scoped: it never
+// stands for a lease (see "advisory locks" below). now = clock_timestamp() taken AFTER
+// the lock, so waiting for it never makes a lease look longer or an expiry earlier than
+// the database's clock says. Then:
+//   0. known_tick > the job's latest record (max tick; none: 0) → store-reset naming
+//      that tick (docs/design.md §1 rule 12): the database lost claims a replica saw
+//      (recreated, restored from an old backup). Writes nothing, not even the ledger
+//      row of `observe`. Prune keeps each job's latest record, so a job firing less
+//      often than the retention is never taken for one the store forgot;
 //   1. the record (job, T) exists → lost, naming the winner, holder_running =
 //      (state = 'running'); this comes before any deadline, because a late replica
 //      must hear who won. Exceptions: our own token still running → won with the
 //      stored fence (a claim retried after an ambiguous failure is idempotent);
 //      recover on, running, lease_until < now → missed when now > lease_until +
-//      starting_deadline, else re-claimed at step 4 (new owner, new fence);
-//   2. no record and a record of a later tick of the job (running or done) →
-//      superseded, naming the latest: claims are monotonic per job (one step down
-//      the primary key, under the job's lock);
+//      starting_deadline, else re-claimed at step 5 (new owner, new fence);
+//   2. no record and the job's latest record (read at step 0) is of a later tick
+//      (running or done) → superseded, naming it: claims are monotonic per job (one
+//      step down the primary key, under the job's lock);
 //   3. no record and now > T + starting_deadline → missed;
 //   4. forbid and another tick of the job is running with lease_until > now → busy
 //      (its node and tick);
@@ -67,9 +78,11 @@
 // order, so they queue, never deadlock. It also decides the ticks of one job in tick
 // order, so a batch holding T and T+1 of a job wins both (monotonic), never T+1
 // alone with T superseded. The price: the batch commits or fails as a
-// whole (one Error for all, fail closed). CompleteBatch does the same. With
-// ClaimRequest::observe the claim statement also writes this replica's ledger row (a
-// data-modifying CTE around tickd_claim): no Record call.
+// whole (one Error for all, fail closed). CompleteBatch does the same. Each claim of a
+// batch carries its own known_tick and may hear store-reset alone: it wrote nothing,
+// the others of the batch are decided as usual. With ClaimRequest::observe the claim
+// statement also writes this replica's ledger row (a data-modifying CTE around
+// tickd_claim, skipped for a store-reset): no Record call.
 //
 // Failures: every call runs against a deadline of op_timeout, connect included
 // (non-blocking libpq + poll); the session also carries statement_timeout and
@@ -104,12 +117,12 @@ using std::chrono::steady_clock;
 using ConnPtr = std::unique_ptr<PGconn, decltype(&PQfinish)>;
 using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 static_assert(kFenceEpochShift == 11, "tickd_claim shifts the epoch by 11");
 
 // Creates or migrates the tables. One DO block = one statement = one transaction;
 // the advisory lock (an arbitrary constant: "tickd" in ASCII) serializes replicas
-// that start together. A later version appends `IF v < 4 THEN … END IF;`.
+// that start together. A later version appends `IF v < 5 THEN … END IF;`.
 constexpr const char* kMigrate = R"sql(
 DO $migrate$
 DECLARE
@@ -124,9 +137,9 @@ BEGIN
     INSERT INTO tickd_schema(version) VALUES (0);
     v := 0;
   END IF;
-  IF v > 3 THEN
+  IF v > 4 THEN
     RAISE EXCEPTION 'the tickd tables are at schema version %, newer than this tickd '
-                    'knows (3): upgrade tickd', v;
+                    'knows (4): upgrade tickd', v;
   END IF;
   IF v < 1 THEN
     CREATE TABLE tickd_ticks(
@@ -161,18 +174,30 @@ BEGIN
     -- Version 2: a claim that writes no tick record (lost, busy, missed) commits
     -- without waiting for the WAL flush; only its ledger row could be lost in a crash.
     -- Version 3: claims are monotonic per job (superseded), fences carry an epoch.
+    -- (Their claim function is replaced by version 4's below.)
     CREATE TABLE IF NOT EXISTS tickd_epoch(epoch bigint NOT NULL);
     INSERT INTO tickd_epoch(epoch) SELECT floor(extract(epoch FROM now()) * 1000)::bigint
       WHERE NOT EXISTS (SELECT 1 FROM tickd_epoch);
+    UPDATE tickd_schema SET version = 3;
+  END IF;
+  IF v < 4 THEN
+    -- Version 4: a claim carries known_tick and answers store-reset when the job's
+    -- latest record is below it. The claim function takes one more argument; the
+    -- version-3 call (nine arguments) stays as a wrapper that knows nothing (0), so
+    -- replicas of an older tickd still running during a rolling upgrade keep claiming.
     CREATE OR REPLACE FUNCTION tickd_claim(p_job text, p_tick bigint, p_node text, p_owner text,
         p_lease_ms bigint, p_deadline_ms bigint, p_forbid boolean, p_recover boolean,
-        p_hash text, OUT status text, OUT fence bigint, OUT holder_node text,
-        OUT holder_tick bigint, OUT holder_hash text, OUT holder_running boolean)
+        p_hash text, p_known_tick bigint, OUT status text, OUT fence bigint,
+        OUT holder_node text, OUT holder_tick bigint, OUT holder_hash text,
+        OUT holder_running boolean)
     LANGUAGE plpgsql AS $claim$
     #variable_conflict use_column
     DECLARE
       rec record;
       now_ts timestamptz;
+      head_tick bigint;
+      head_node text;
+      head_hash text;
     BEGIN
       -- The configured synchronous_commit, kept once per transaction (a batch is one
       -- transaction of many calls); once a call of the transaction won, it stays.
@@ -190,6 +215,16 @@ BEGIN
       holder_tick := p_tick;
       holder_hash := '';
       holder_running := false;
+      -- The job's latest record: all the store knows of the job (Prune keeps it). Below
+      -- what this replica saw claimed, the store lost data: answer before any other
+      -- check, and write nothing.
+      SELECT t.tick, t.node, t.config_hash INTO head_tick, head_node, head_hash
+        FROM tickd_ticks t WHERE t.job = p_job ORDER BY t.tick DESC LIMIT 1;
+      IF p_known_tick > coalesce(head_tick, 0) THEN
+        status := 'store-reset';
+        holder_tick := coalesce(head_tick, 0);
+        RETURN;
+      END IF;
       SELECT t.owner, t.node, t.fence, t.state, t.lease_until, t.config_hash INTO rec
         FROM tickd_ticks t WHERE t.job = p_job AND t.tick = p_tick;
       IF FOUND THEN
@@ -210,13 +245,11 @@ BEGIN
           RETURN;
         END IF;
       ELSE
-        SELECT t.tick, t.node, t.config_hash INTO rec FROM tickd_ticks t
-          WHERE t.job = p_job AND t.tick > p_tick ORDER BY t.tick DESC LIMIT 1;
-        IF FOUND THEN
+        IF head_tick > p_tick THEN
           status := 'superseded';
-          holder_node := rec.node;
-          holder_tick := rec.tick;
-          holder_hash := rec.config_hash;
+          holder_node := head_node;
+          holder_tick := head_tick;
+          holder_hash := head_hash;
           RETURN;
         END IF;
         IF p_deadline_ms IS NOT NULL AND
@@ -262,7 +295,16 @@ BEGIN
       END IF;
     END
     $claim$;
-    UPDATE tickd_schema SET version = 3;
+    CREATE OR REPLACE FUNCTION tickd_claim(p_job text, p_tick bigint, p_node text,
+        p_owner text, p_lease_ms bigint, p_deadline_ms bigint, p_forbid boolean,
+        p_recover boolean, p_hash text, OUT status text, OUT fence bigint,
+        OUT holder_node text, OUT holder_tick bigint, OUT holder_hash text,
+        OUT holder_running boolean)
+    LANGUAGE sql AS $claim3$
+      SELECT * FROM tickd_claim(p_job, p_tick, p_node, p_owner, p_lease_ms, p_deadline_ms,
+                                p_forbid, p_recover, p_hash, 0)
+    $claim3$;
+    UPDATE tickd_schema SET version = 4;
   END IF;
 END
 $migrate$)sql";
@@ -275,13 +317,14 @@ $migrate$)sql";
 
 // The claim, and (when $11, ClaimRequest::observe) this replica's observation of its
 // outcome in the same statement: the function runs once (a volatile CTE is
-// materialized) and the ledger costs no extra round trip.
+// materialized) and the ledger costs no extra round trip. A store-reset writes nothing,
+// not even the observation.
 constexpr const char* kClaimSql =
     "WITH c AS (SELECT * FROM tickd_claim($1, $2::bigint, $3, $4, $5::bigint, $6::bigint, "
-    "$7::boolean, $8::boolean, $9)), "
+    "$7::boolean, $8::boolean, $9, $12::bigint)), "
     "o AS (INSERT INTO tickd_observations(job, tick, node, outcome, node_wall_ms, config_hash, "
     "fence) SELECT $1, $2::bigint, $3, c.status, $10::bigint, $9, c.fence FROM c "
-    "WHERE $11::boolean" TICKD_OBSERVATION_UPSERT
+    "WHERE $11::boolean AND c.status <> 'store-reset'" TICKD_OBSERVATION_UPSERT
     ") "
     "SELECT status, fence, holder_node, holder_tick, holder_hash, holder_running FROM c";
 
@@ -322,14 +365,26 @@ constexpr const char* kHistoryAllSql = TICKD_HISTORY_SQL("WHERE $1::text = ''");
 constexpr const char* kHistoryJobSql = TICKD_HISTORY_SQL("WHERE job = $1");
 #undef TICKD_HISTORY_SQL
 
-// Both deletes see one snapshot: the ledger of a record that stays stays too.
+// Both deletes see one snapshot: the ledger of a record that stays stays too. A record
+// stays while it runs with a live lease, and when it is its job's latest, whatever its
+// age: the latest record is the job's claim head (docs/design.md §1 rule 12), all the
+// store knows of the job, so a job that fires less often than the retention is not
+// taken for one whose claims the store lost. (The condition is on the row itself, not
+// on a CTE of rows to delete: a record a recover claim revives while Prune runs is
+// checked again as it now is.)
+#define TICKD_PRUNE_KEEPS_T                                         \
+  "((t.state = 'running' AND t.lease_until > now()) OR NOT EXISTS " \
+  "(SELECT 1 FROM tickd_ticks l WHERE l.job = t.job AND l.tick > t.tick))"
 constexpr const char* kPruneSql =
-    "WITH gone AS (DELETE FROM tickd_ticks WHERE tick < $1::bigint "
-    "  AND NOT (state = 'running' AND lease_until > now()) RETURNING 1), "
+    "WITH gone AS (DELETE FROM tickd_ticks t WHERE t.tick < $1::bigint "
+    "  AND NOT " TICKD_PRUNE_KEEPS_T
+    " RETURNING 1), "
     "obs AS (DELETE FROM tickd_observations o WHERE o.tick < $1::bigint AND NOT EXISTS "
     "  (SELECT 1 FROM tickd_ticks t WHERE t.job = o.job AND t.tick = o.tick "
-    "   AND t.state = 'running' AND t.lease_until > now())) "
+    "   AND " TICKD_PRUNE_KEEPS_T
+    ")) "
     "SELECT count(*) FROM gone";
+#undef TICKD_PRUNE_KEEPS_T
 
 // `tickd locks`: every running record, with what is left of its lease on the
 // database's clock.
@@ -444,12 +499,15 @@ class PostgresBackend final : public Backend {
                           std::to_string(req.lease.count()), std::move(deadline),
                           req.forbid_overlap ? "true" : "false", req.recover ? "true" : "false",
                           req.config_hash, std::to_string(req.node_wall.time_since_epoch().count()),
-                          req.observe ? "true" : "false"}});
+                          req.observe ? "true" : "false", std::to_string(req.known_tick)}});
     }
     return PerRequest<ClaimOutcome>(RunBatch(std::move(queries), KeysOf(reqs)), reqs.size(),
                                     [&](const PGresult* r, std::size_t i) {
                                       auto out = ParseClaim(r, reqs[i]);
-                                      if (out) out->observed = reqs[i].observe;
+                                      if (out) {
+                                        out->observed = reqs[i].observe &&
+                                                        out->status != ClaimStatus::kStoreReset;
+                                      }
                                       return out;
                                     });
   }
@@ -600,6 +658,11 @@ class PostgresBackend final : public Backend {
     }
     if (status == "missed") {
       out.status = ClaimStatus::kMissed;
+      return out;
+    }
+    if (status == "store-reset") {
+      out.status = ClaimStatus::kStoreReset;
+      out.holder_tick_unix = ToInt(r, 0, 3);  // the job's latest record, 0: none
       return out;
     }
     out.status = status == "busy"         ? ClaimStatus::kBusy

@@ -1,9 +1,10 @@
 // PostgreSQL-specific behaviour beyond the shared conformance suite: the schema made
-// on first use and versioned, passwords kept out of errors, batched claims, lost
-// answered before missed, fences across a server crash, failing closed within
-// op_timeout, the database's clock ruling (a server running 2x fast under
-// libfaketime), and the negative control that shows why leases live in a table and
-// not in advisory locks. Each test starts its own server or uses the shared one.
+// on first use and versioned, passwords kept out of errors, batched claims (store-reset
+// claim by claim), Prune keeping each job's latest record, lost answered before missed,
+// fences across a server crash, failing closed within op_timeout, the database's clock
+// ruling (a server running 2x fast under libfaketime), and the negative control that
+// shows why leases live in a table and not in advisory locks. Each test starts its own
+// server or uses the shared one.
 #include "lock/postgres/postgres_backend.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "tests/support/claims.h"
 
 using namespace std::chrono_literals;
+using tickd::WallTime;
 using tickd::testing::PostgresServer;
 using namespace tickd::lock;
 using tickd::testing::HeldOf;
@@ -110,20 +112,54 @@ TEST_CASE(
   }
   for (auto& t : threads) t.join();
   CHECK(opened == 4);
-  CHECK(server.Query("SELECT string_agg(version::text, ',') FROM tickd_schema", db) == "3");
-  CHECK(server.Query("SELECT count(*) FROM pg_proc WHERE proname = 'tickd_claim'", db) == "1");
+  CHECK(server.Query("SELECT string_agg(version::text, ',') FROM tickd_schema", db) == "4");
+  // The claim (ten arguments) and the version-3 call kept for older replicas (nine).
+  CHECK(server.Query("SELECT string_agg(pronargs::text, ',' ORDER BY pronargs) FROM pg_proc "
+                     "WHERE proname = 'tickd_claim'",
+                     db) == "9,10");
 
   // A version-1 database (tables, no claim function yet) is migrated on connect.
-  REQUIRE(server.Query("DROP FUNCTION tickd_claim; UPDATE tickd_schema SET version = 1", db));
+  REQUIRE(server.Query(
+      "DROP FUNCTION tickd_claim(text, bigint, text, text, bigint, bigint, boolean, boolean, "
+      "text), tickd_claim(text, bigint, text, text, bigint, bigint, boolean, boolean, text, "
+      "bigint); UPDATE tickd_schema SET version = 1",
+      db));
   auto migrated = Open(OptionsFor(server, db));
-  CHECK(server.Query("SELECT version FROM tickd_schema", db) == "3");
+  CHECK(server.Query("SELECT version FROM tickd_schema", db) == "4");
   CHECK(MustClaim(*migrated, Req("migrated", NowUnix(), "node-a", "tok")).status ==
         ClaimStatus::kWon);
 
-  REQUIRE(server.Query("UPDATE tickd_schema SET version = 4", db));
+  // A version-3 database: its claim function takes nine arguments (a stand-in here that
+  // answers "v3"). The migration replaces it, so a replica of the older tickd still
+  // connected claims through the new function, knowing nothing (known_tick 0).
+  REQUIRE(server.Query(
+      "DROP FUNCTION tickd_claim(text, bigint, text, text, bigint, bigint, boolean, boolean, "
+      "text, bigint); "
+      "CREATE OR REPLACE FUNCTION tickd_claim(p_job text, p_tick bigint, p_node text, "
+      "p_owner text, p_lease_ms bigint, p_deadline_ms bigint, p_forbid boolean, "
+      "p_recover boolean, p_hash text, OUT status text, OUT fence bigint, "
+      "OUT holder_node text, OUT holder_tick bigint, OUT holder_hash text, "
+      "OUT holder_running boolean) LANGUAGE sql AS "
+      "$$ SELECT 'v3', 0::bigint, '', 0::bigint, '', false $$; "
+      "UPDATE tickd_schema SET version = 3",
+      db));
+  auto from_v3 = Open(OptionsFor(server, db));
+  CHECK(server.Query("SELECT version FROM tickd_schema", db) == "4");
+  CHECK(server.Query("SELECT count(*) FROM pg_proc WHERE proname = 'tickd_claim'", db) == "2");
+  const std::string t = std::to_string(NowUnix());
+  CHECK(server.Query("SELECT status FROM tickd_claim('old-replica', " + t +
+                         ", 'node-old', 'tok-old', 30000, NULL, true, false, 'hash')",
+                     db) == "won");
+  auto knows = Req("old-replica", NowUnix() + 1, "node-a", "tok-new");
+  knows.known_tick = NowUnix() + 60;
+  CHECK(MustClaim(*from_v3, knows).status == ClaimStatus::kStoreReset);
+  knows.known_tick = std::stoll(t);
+  CHECK(MustClaim(*from_v3, knows).status == ClaimStatus::kBusy);  // tok-old still runs
+
+  REQUIRE(server.Query("UPDATE tickd_schema SET version = 5", db));
   auto newer = NewPostgresBackend(OptionsFor(server, db));
   REQUIRE_FALSE(newer);
-  CHECK_THAT(newer.error().ToString(), Catch::Contains("schema version 4"));
+  CHECK_THAT(newer.error().ToString(), Catch::Contains("schema version 5"));
 }
 
 TEST_CASE("postgres: passwords stay out of errors; the URL's password wins", "[postgres]") {
@@ -246,6 +282,101 @@ TEST_CASE("postgres: ClaimBatch answers every claim in order in one transaction"
   REQUIRE(history);
   REQUIRE(history->size() == 2);
   CHECK(history->front().state == "done");
+}
+
+TEST_CASE("postgres: ClaimBatch answers store-reset claim by claim and writes nothing for them",
+          "[postgres]") {
+  if (!Available()) return;
+  PostgresServer& server = Shared();
+  const std::string db = FreshDb(server);
+  auto a = Open(OptionsFor(server, db));
+  const std::int64_t t0 = NowUnix();
+  for (const std::string job : {"known", "forgotten"}) {
+    auto first = Req(job, t0, "node-a", "tok-" + job);
+    first.forbid_overlap = false;
+    REQUIRE(MustClaim(*a, first).status == ClaimStatus::kWon);
+  }
+  // The batch: a claim that knows what the store knows, one that knows more, one of a
+  // job the store never saw; sorted by (job, tick) inside, answered in this order.
+  std::vector<ClaimRequest> reqs = {Req("known", t0 + 1, "node-b", "tok-b1"),
+                                    Req("forgotten", t0 + 1, "node-b", "tok-b2"),
+                                    Req("never", t0 + 1, "node-b", "tok-b3")};
+  reqs[0].known_tick = t0;
+  reqs[1].known_tick = t0 + 5;
+  reqs[2].known_tick = t0 - 60;
+  for (ClaimRequest& req : reqs) {
+    req.forbid_overlap = false;
+    req.observe = true;
+  }
+  const auto out = a->ClaimBatch(reqs);
+  REQUIRE(out.size() == 3);
+  for (const auto& o : out) REQUIRE(o);
+  CHECK(out[0]->status == ClaimStatus::kWon);
+  CHECK(out[0]->observed);
+  CHECK(out[1]->status == ClaimStatus::kStoreReset);
+  CHECK(out[1]->holder_tick_unix == t0);
+  CHECK_FALSE(out[1]->observed);
+  CHECK(out[2]->status == ClaimStatus::kStoreReset);
+  CHECK(out[2]->holder_tick_unix == 0);
+  CHECK_FALSE(out[2]->observed);
+  CHECK(server.Query("SELECT count(*) FROM tickd_ticks WHERE job <> 'known'", db) == "1");
+  CHECK(server.Query("SELECT string_agg(job, ',') FROM tickd_observations", db) == "known");
+}
+
+TEST_CASE(
+    "postgres: Prune keeps each job's latest record, however old, so the next claim that "
+    "knows it wins",
+    "[postgres]") {
+  if (!Available()) return;
+  PostgresServer& server = Shared();
+  const std::string db = FreshDb(server);
+  auto a = Open(OptionsFor(server, db));
+  const std::int64_t now = NowUnix();
+  const std::int64_t last_year = now - 366 * 86400;
+  auto run = [&](const std::string& job, std::int64_t tick) {
+    auto req = Req(job, tick, "node-a", "tok-" + job + std::to_string(tick));
+    req.starting_deadline = std::nullopt;
+    req.forbid_overlap = false;
+    req.observe = true;
+    const ClaimOutcome won = MustClaim(*a, req);
+    REQUIRE(won.status == ClaimStatus::kWon);
+    REQUIRE(*a->Complete(HeldOf(req, won), Completion{"done", 0, 1ms}) ==
+            CompleteStatus::kCompleted);
+  };
+  run("yearly", last_year);
+  run("hourly", now - 7200);
+  run("hourly", now - 3700);
+
+  auto removed = a->Prune(WallTime(std::chrono::seconds(now - 3600)));
+  REQUIRE(removed);
+  CHECK(*removed == 1);  // hourly@now-7200; each job's latest stays, with its ledger
+  auto yearly = a->History("yearly", 10);
+  REQUIRE(yearly);
+  REQUIRE(yearly->size() == 1);
+  CHECK(yearly->front().tick_unix == last_year);
+  CHECK(yearly->front().observations.size() == 1);
+  auto hourly = a->History("hourly", 10);
+  REQUIRE(hourly);
+  REQUIRE(hourly->size() == 1);
+  CHECK(hourly->front().tick_unix == now - 3700);
+  CHECK(server.Query("SELECT count(*) FROM tickd_observations", db) == "2");
+  // Still the job's claim head: an earlier tick is superseded, not claimed.
+  auto earlier = Req("yearly", last_year - 60, "node-b", "tok-earlier");
+  earlier.starting_deadline = std::nullopt;
+  CHECK(MustClaim(*a, earlier).status == ClaimStatus::kSuperseded);
+
+  // The replicas knew these ticks: the pruned store still knows them, no store-reset.
+  auto next = Req("yearly", now, "node-b", "tok-next");
+  next.known_tick = last_year;
+  CHECK(MustClaim(*a, next).status == ClaimStatus::kWon);
+  next = Req("hourly", now, "node-b", "tok-next-hourly");
+  next.known_tick = now - 3700;
+  CHECK(MustClaim(*a, next).status == ClaimStatus::kWon);
+  // Control: without the kept record, the same claim would hear store-reset.
+  REQUIRE(server.Query("DELETE FROM tickd_ticks WHERE job = 'yearly'", db));
+  next = Req("yearly", now + 1, "node-b", "tok-after-delete");
+  next.known_tick = last_year;
+  CHECK(MustClaim(*a, next).status == ClaimStatus::kStoreReset);
 }
 
 TEST_CASE("postgres: an existing tick answers lost before missed; a retried claim keeps its fence",
