@@ -21,6 +21,12 @@
 //   P jobs/<job>                  the job names (History of every job, Prune).
 //
 // claim: one read transaction (ranges over tick/<T>/[l,r,u], run and head), then:
+//   0. the request knows a later claimed tick than the head holds (known_tick > the
+//      head's tick, 0 without a head) → store-reset, naming the head's tick: etcd lost
+//      its data (docs/design.md §1 rule 12). Nothing is written. The read is one
+//      revision of the store, and a claim that goes on to step 5 writes only while the
+//      head is the one read (its txn compares the head's mod_revision, or its absence
+//      only when known_tick is 0), so the check and the claim are one decision;
 //   1. the record exists: done, or running with its lease key present, or recover off
 //      → lost (the winner; holder_running = state is running). Running with the lease
 //      key gone and recover on → missed when etcd's now > lease_until + deadline,
@@ -506,6 +512,16 @@ class EtcdBackend final : public Backend {
     const Keys k = KeysOf(req.job, req.tick_unix);
     auto state = ReadTick(k, deadline);
     if (!state) return tl::unexpected(state.error());
+    // The replica saw a later claim than the head: etcd lost its data (rule 12). The
+    // read is one revision of the store, and nothing is written; a claim that goes on
+    // writes only if the head is still the one read (the txn compares its mod_revision).
+    const std::int64_t head_tick = state->head ? state->head->tick : 0;
+    if (req.known_tick > head_tick) {
+      ClaimOutcome out;
+      out.status = ClaimStatus::kStoreReset;
+      out.holder_tick_unix = head_tick;
+      return out;
+    }
 
     std::int64_t base_ms = req.tick_unix * 1000;  // the deadline counts from T…
     std::optional<std::int64_t> reclaim_rev;

@@ -30,6 +30,10 @@
 //
 // claim decides in this order, because an existing record is a stronger answer than
 // the deadline (a replica that arrives late must hear who won):
+//   0. the request knows a later claimed tick than the head holds (known_tick > the
+//      head's tick, 0 without a head) → store-reset, naming the head's tick: the
+//      server lost its data (docs/design.md §1 rule 12). Nothing is written, not even
+//      the observation;
 //   1. the record exists: done, or running with a live lease, or recover off →
 //      lost (winner, config hash). Running with its lease over and recover on →
 //      missed when now > lease_until + starting_deadline, else re-claim below;
@@ -101,8 +105,9 @@ using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 
 // One call claims one or more ticks. KEYS[i]: claim i's key base "P{job}:" (the keys
 // below are derived from it: they carry its hash tag, so they live in its slot).
-// ARGV[10(i-1)+1 .. 10i]: claim i's T, node, token, lease_ms, deadline_ms (-1: none),
-// forbid, recover, config_hash, retention_ms, node_wall_ms ('' : no observation).
+// ARGV[11(i-1)+1 .. 11i]: claim i's T, node, token, lease_ms, deadline_ms (-1: none),
+// forbid, recover, config_hash, retention_ms, node_wall_ms ('' : no observation),
+// known_tick (0: none; docs/design.md §1 rule 12).
 // Answers, per claim, {status, fence, holder node, holder T, holder hash, holder
 // running (1/0)}. On Redis Cluster every call carries one claim (a script's keys must
 // share one slot); on a plain server a call carries up to kItemsPerCall claims, each
@@ -115,8 +120,8 @@ using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 // With a node_wall, the replica's observation of the outcome is written as Record
 // writes it (same field, same encoding), so the claim needs no second round trip.
 // What the server pays for is keys created and commands called, so a claim does as
-// few as it can: a loser reads the record and adds its observation (2 calls, one
-// write); a winner writes one new key per tick, the record (the lease is the record's
+// few as it can: a loser reads the head (when it knows a claimed tick), the record
+// and adds its observation (3 calls, one write); a winner writes one new key per tick, the record (the lease is the record's
 // lease_until on the server's clock, not a key of its own: a key created and deleted
 // per tick cost more than the rest of the claim), plus the fence and the ledger index.
 // The index's lifetime is renewed by Prune (the daemon prunes at start and hourly),
@@ -133,6 +138,15 @@ local function clock()
 end
 local function claim(base, o)
   local tick, node, hash, obs_wall = ARGV[o + 1], ARGV[o + 2], ARGV[o + 8], ARGV[o + 10]
+  local head_key, known = base .. 'head', tonumber(ARGV[o + 11])
+  local head = nil
+  -- The replica saw a later claim than the head: the server lost its data. Nothing is
+  -- written, not even the observation. (known 0 knows nothing: the head is read below.)
+  if known > 0 then
+    head = redis.call('HMGET', head_key, 'tick', 'node', 'fence')
+    local head_tick = head[1] and tonumber(head[1]) or 0
+    if known > head_tick then return {'store-reset', 0, head[2] or '', head_tick, '', 0} end
+  end
   local record = base .. 't:' .. tick
   local rec = redis.call('HMGET', record, 'state', 'node', 'hash', 'lease_until')
   -- A record answers lost, unless it is running, the job recovers and its lease is over.
@@ -143,8 +157,8 @@ local function claim(base, o)
     return {'lost', 0, rec[2], tonumber(tick), rec[3], rec[1] == 'running' and 1 or 0}
   end
   local lease, deadline = tonumber(ARGV[o + 4]), tonumber(ARGV[o + 5])
-  local run_key, head_key = base .. 'run', base .. 'head'
-  local head = redis.call('HMGET', head_key, 'tick', 'node', 'fence')
+  local run_key = base .. 'run'
+  head = head or redis.call('HMGET', head_key, 'tick', 'node', 'fence')
   -- superseded, missed or busy: nobody's record is written, only this replica's observation.
   local alone, reply = nil, nil
   if not rec[1] and head[1] and tonumber(head[1]) > tonumber(tick) then
@@ -193,7 +207,7 @@ local function claim(base, o)
   return reply
 end
 local out = {}
-for i = 1, #KEYS do out[i] = claim(KEYS[i], (i - 1) * 10) end
+for i = 1, #KEYS do out[i] = claim(KEYS[i], (i - 1) * 11) end
 return out
 )lua";
 
@@ -589,7 +603,8 @@ class RedisBackend final : public Backend {
                   req.starting_deadline ? std::to_string(req.starting_deadline->count()) : "-1",
                   req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
                   retention,
-                  req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : ""});
+                  req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : "",
+                  std::to_string(req.known_tick)});
     });
     std::vector<std::string_view> jobs;
     jobs.reserve(reqs.size());
@@ -604,7 +619,7 @@ class RedisBackend final : public Backend {
         if (answered[i]) continue;
         answered[i] = 1;
         Result<ClaimOutcome> r = ParseClaim(ItemOfCall(reply, i, per_call, reqs.size()));
-        if (r) r->observed = reqs[i].observe;
+        if (r) r->observed = reqs[i].observe && r->status != ClaimStatus::kStoreReset;
         on_answer(i, std::move(r));
       }
     };
@@ -923,6 +938,11 @@ class RedisBackend final : public Backend {
     }
     if (status == "missed") {
       out.status = ClaimStatus::kMissed;
+      return out;
+    }
+    if (status == "store-reset") {
+      out.status = ClaimStatus::kStoreReset;
+      out.holder_tick_unix = Int(r->element[3]);  // the head's tick, 0 when none
       return out;
     }
     out.status = status == "busy"         ? ClaimStatus::kBusy

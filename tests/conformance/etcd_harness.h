@@ -42,6 +42,7 @@ class EtcdHarness final : public Harness {
   std::chrono::milliseconds short_lease() const override { return std::chrono::seconds(1); }
   bool durable() const override { return true; }
   bool forkable() const override { return true; }
+  bool detects_store_reset() const override { return true; }
 
  private:
   static testing::EtcdServer& Server() {

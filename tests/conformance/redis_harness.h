@@ -41,6 +41,7 @@ class RedisHarnessOn final : public Harness {
   }
   bool durable() const override { return true; }
   bool forkable() const override { return true; }
+  bool detects_store_reset() const override { return true; }
 
  private:
   Store store_;

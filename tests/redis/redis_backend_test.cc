@@ -530,6 +530,71 @@ TEST_CASE("redis: every lost claim of a batch that spans script calls is observe
   }
 }
 
+TEST_CASE("redis: a server that lost its data answers store-reset per claim, in every script call",
+          "[redis]") {
+  if (!Available()) return;
+  RedisServer server;
+  auto backend = Open(OptionsFor(server));
+  const std::int64_t tick = NowUnix();
+  // 70 jobs: more than two script calls' worth, so each call decides its own claims.
+  auto batch = [&](std::int64_t t, const std::string& token, std::int64_t known) {
+    std::vector<ClaimRequest> reqs;
+    for (int j = 0; j < 70; ++j) {
+      ClaimRequest req = Req("job-" + std::to_string(j), t, "node-a", token + std::to_string(j));
+      req.forbid_overlap = false;
+      req.observe = true;
+      req.node_wall = tickd::WallTime(std::chrono::milliseconds(7'000 + j));
+      req.known_tick = known;
+      reqs.push_back(req);
+    }
+    return reqs;
+  };
+  for (const auto& r : backend->ClaimBatch(batch(tick - 2, "tok-old-", 0))) {
+    REQUIRE(r);
+    REQUIRE(r->status == ClaimStatus::kWon);
+  }
+  // The server loses its data (and the scripts: the next calls go through EVAL); the
+  // even jobs are claimed again at tick − 1 by a replica that knows nothing.
+  REQUIRE(Cli(server, "FLUSHALL") == "OK");
+  REQUIRE(Cli(server, "SCRIPT FLUSH") == "OK");
+  std::vector<ClaimRequest> even;
+  for (const ClaimRequest& req : batch(tick - 1, "tok-even-", 0)) {
+    if (std::stoi(req.job.substr(4)) % 2 == 0) even.push_back(req);
+  }
+  for (const auto& r : backend->ClaimBatch(even)) {
+    REQUIRE(r);
+    REQUIRE(r->status == ClaimStatus::kWon);
+  }
+  // A replica that saw tick − 1 claimed: the even jobs' heads know it, the odd ones
+  // have no head (store-reset naming none, nothing written, not even the observation).
+  const std::vector<ClaimRequest> next = batch(tick, "tok-new-", tick - 1);
+  const auto answers = backend->ClaimBatch(next);
+  REQUIRE(answers.size() == next.size());
+  for (int j = 0; j < 70; ++j) {
+    const auto& r = answers[static_cast<std::size_t>(j)];
+    REQUIRE(r);
+    auto history = backend->History("job-" + std::to_string(j), 10);
+    REQUIRE(history);
+    if (j % 2 == 0) {
+      CHECK(r->status == ClaimStatus::kWon);
+      CHECK(r->observed);
+      CHECK(history->size() == 2);
+    } else {
+      CHECK(r->status == ClaimStatus::kStoreReset);
+      CHECK(r->holder_tick_unix == 0);
+      CHECK_FALSE(r->observed);
+      CHECK(history->empty());
+    }
+  }
+  // A known tick above an existing head: store-reset naming the head's tick.
+  auto above = Req("job-0", tick + 1, "node-a", "tok-above");
+  above.known_tick = tick + 5;
+  auto out = backend->Claim(above);
+  REQUIRE(out);
+  CHECK(out->status == ClaimStatus::kStoreReset);
+  CHECK(out->holder_tick_unix == tick);
+}
+
 TEST_CASE("redis: CompleteBatch completes each owned claim, in order; a foreign token is kept",
           "[redis]") {
   if (!Available()) return;
