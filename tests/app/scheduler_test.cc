@@ -176,42 +176,39 @@ TEST_CASE("forbid: a run still going on this replica makes the next tick busy, w
   CHECK(sim.runner.starts() == 1);
 }
 
-// The store lost its data while a forbid run went on on another replica: the replica
-// that knew a claim the store no longer has holds the job back for one lease (the run
-// may still be going), then claims again.
+// The store lost its data: every replica that saw a claim of the job the store no
+// longer knows holds the job back for one lease (a run of a forgotten claim may still
+// be going), then claims again.
 TEST_CASE("a store that forgot a claim this replica saw holds the job back for one lease") {
   Sim sim(WallAt(kT0, -1'000));
-  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold
   auto lease = [](SchedulerOptions& o) { o.lease = std::chrono::minutes(3); };
-  sim.AddReplica("a", {EveryJob("slow", 60)}, lease);
-  sim.AddReplica("b", {EveryJob("slow", 60)}, lease);
-  sim.Step(seconds(1), false);  // 14:00: won by one, lost by the other
-  sim.WaitQuiet(false);
+  sim.AddReplica("a", {EveryJob("j", 60)}, lease);
+  sim.AddReplica("b", {EveryJob("j", 60)}, lease);
+  sim.Step(seconds(1));  // 14:00: won by one, lost by the other
+  sim.WaitQuiet();
   REQUIRE(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won"}).size() == 1);
   REQUIRE(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=lost"}).size() == 1);
   sim.backend.ForgetEverything(lock::NewMemoryBackend(sim.clock));
-  sim.Step(seconds(60), false);  // 14:01: the holder is busy locally, the other hears store-reset
-  sim.WaitQuiet(false);
-  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=busy"}).size() == 1);
-  REQUIRE(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=store-reset"}).size() == 1);
-  sim.runner.run(0)->FinishWithExit(0);
-  REQUIRE(Eventually(
-      [&] { return sim.replica(0).active_runs() + sim.replica(1).active_runs() == 0; }));
-  sim.Step(seconds(60), false);  // 14:02: held back (the other one now learns the loss too)
-  sim.Step(seconds(60), false);  // 14:03: held back
-  sim.WaitQuiet(false);
-  const auto held = sim.Grep({"outcome=store-reset", "reason=lease-after-store-reset"});
-  CHECK(held.size() >= 2);
-  CHECK(sim.Grep({"tick=2026-11-21T14:02:00Z", "outcome=won"}).empty());
-  CHECK(sim.Grep({"tick=2026-11-21T14:03:00Z", "outcome=won"}).empty());
-  for (int minute = 4; minute <= 6; ++minute) sim.Step(seconds(60), false);
-  sim.WaitQuiet(false);
-  // 14:05 at the latest (three minutes after the later replica saw the loss) runs again.
-  const auto won = sim.Grep({"outcome=won"});
-  CHECK(won.size() >= 2);
-  CHECK(won.back().find("tick=2026-11-21T14:0") != std::string::npos);
-  CHECK(won.back().find("tick=2026-11-21T14:00:00Z") == std::string::npos);
-  CHECK(Eventually([&] { return sim.runner.starts() == won.size(); }));
+  sim.Step(seconds(60));  // 14:01: both knew 14:00, the store does not
+  sim.WaitQuiet();
+  const auto reset = sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=store-reset"});
+  REQUIRE(reset.size() == 2);
+  for (const auto& l : reset) {
+    CHECK(l.find("known_tick=2026-11-21T14:00:00Z store_tick=none until=2026-11-21T14:04:00") !=
+          std::string::npos);
+  }
+  sim.Step(seconds(60));  // 14:02: held back
+  sim.Step(seconds(60));  // 14:03: held back
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"outcome=store-reset", "reason=lease-after-store-reset",
+                  "reset_seen=2026-11-21T14:01:00"})
+            .size() == 4);
+  CHECK(sim.Grep({"outcome=won"}).size() == 1);
+  sim.Step(seconds(60));  // 14:04: the hold is over
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"tick=2026-11-21T14:04:00Z", "outcome=won"}).size() == 1);
+  CHECK(sim.Grep({"tick=2026-11-21T14:04:00Z", "outcome=lost"}).size() == 1);
+  CHECK(Eventually([&] { return sim.runner.starts() == 2; }));
 }
 
 TEST_CASE("concurrency allow: overlapping runs are fine") {

@@ -155,16 +155,13 @@ class TestBackend final : public lock::Backend {
   std::string_view name() const override { return "test"; }
   Result<lock::ClaimOutcome> Claim(const lock::ClaimRequest& req) override {
     if (claim_error) return MakeError("test", "backend down");
-    std::shared_ptr<lock::Backend> amnesia;
     {
       std::lock_guard lock(mu_);
       claims_.push_back(req);
-      amnesia = amnesia_;
     }
-    if (amnesia) return amnesia->Claim(req);
-    return inner_->Claim(req);
+    return store()->Claim(req);
   }
-  // A store that lost its data: from now on claims go to `empty` instead.
+  // A store that lost its data: from now on every call goes to `empty` instead.
   void ForgetEverything(std::shared_ptr<lock::Backend> empty) {
     std::lock_guard lock(mu_);
     amnesia_ = std::move(empty);
@@ -180,7 +177,7 @@ class TestBackend final : public lock::Backend {
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       Result<lock::ClaimOutcome> r = Claim(reqs[i]);
       if (r && observe_in_claim && reqs[i].observe) {
-        r->observed = static_cast<bool>(inner_->Record(
+        r->observed = static_cast<bool>(store()->Record(
             lock::Observation{reqs[i].job, reqs[i].tick_unix, reqs[i].node,
                               std::string(lock::ClaimStatusName(r->status)),
                               reqs[i].node_wall, reqs[i].config_hash, r->fence}));
@@ -193,7 +190,7 @@ class TestBackend final : public lock::Backend {
     ++renewals;
     if (renew_error || dead) return MakeError("test", "renew timed out");
     if (renew_lost) return lock::RenewStatus::kLost;
-    return inner_->Renew(held);
+    return store()->Renew(held);
   }
   Result<lock::CompleteStatus> Complete(const lock::HeldClaim& held,
                                         const lock::Completion& c) override {
@@ -202,16 +199,16 @@ class TestBackend final : public lock::Backend {
       completions_.emplace_back(held, c);
     }
     if (dead) return MakeError("test", "connection lost");
-    return inner_->Complete(held, c);
+    return store()->Complete(held, c);
   }
-  Result<void> Record(const lock::Observation& obs) override { return inner_->Record(obs); }
+  Result<void> Record(const lock::Observation& obs) override { return store()->Record(obs); }
   Result<std::vector<lock::TickHistory>> History(std::string_view job, int limit) override {
-    return inner_->History(job, limit);
+    return store()->History(job, limit);
   }
-  Result<int> Prune(WallTime older_than) override { return inner_->Prune(older_than); }
-  Result<std::vector<lock::RunningClaim>> ListRunning() override { return inner_->ListRunning(); }
+  Result<int> Prune(WallTime older_than) override { return store()->Prune(older_than); }
+  Result<std::vector<lock::RunningClaim>> ListRunning() override { return store()->ListRunning(); }
   Result<lock::ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t t) override {
-    return inner_->ForceRelease(job, t);
+    return store()->ForceRelease(job, t);
   }
 
   std::vector<std::pair<lock::HeldClaim, lock::Completion>> completions() {
@@ -224,6 +221,11 @@ class TestBackend final : public lock::Backend {
   }
 
  private:
+  // The store calls go to: the shared one, or the empty one after ForgetEverything.
+  std::shared_ptr<lock::Backend> store() {
+    std::lock_guard lock(mu_);
+    return amnesia_ ? amnesia_ : inner_;
+  }
   std::shared_ptr<lock::Backend> amnesia_;  // ForgetEverything
   std::shared_ptr<lock::Backend> inner_;
   std::mutex mu_;
