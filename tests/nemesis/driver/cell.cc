@@ -393,14 +393,18 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       partitions->Heal(plan.target);
     } else if (proxy) {
       const std::uint64_t dropped0 = proxy->bytes_dropped();
+      const std::uint64_t held0 = proxy->bytes_held();
       if (f == "proxy-delay") proxy->Delay(static_cast<int>(plan.magnitude));
       if (f == "proxy-stall") proxy->Stall();
       if (f == "proxy-drop-replies") proxy->DropReplies();
       SleepS(plan.hold_s);
       const std::uint64_t dropped = proxy->bytes_dropped() - dropped0;
+      const std::uint64_t held = proxy->bytes_held() - held0;
       const std::string trouble = TroubleAfter(target, target_lines);
-      took = f == "proxy-drop-replies" ? dropped > 0 : (dropped > 0 || !trouble.empty());
-      evidence << "proxy bytes dropped " << dropped
+      // Delay and stall act when the target's traffic was held up (its requests did
+      // not reach the store in time); an error line of the target says so too.
+      took = f == "proxy-drop-replies" ? dropped > 0 : (dropped > 0 || held > 0 || !trouble.empty());
+      evidence << "proxy bytes dropped " << dropped << ", held " << held
                << "; target log: " << (trouble.empty() ? "no error line" : trouble);
       proxy->Pass();
       proxy->Reset();

@@ -61,6 +61,10 @@ class Proxy final : public StoreProxy {
   }
   std::uint64_t bytes_dropped() const override { return proxy_->Stats().bytes_dropped(); }
   std::uint64_t bytes_forwarded() const override { return proxy_->Stats().bytes_forwarded(); }
+  std::uint64_t bytes_held() const override {
+    const ProxyStats s = proxy_->Stats();
+    return s.bytes_delayed + s.bytes_stalled;
+  }
 
  private:
   std::unique_ptr<FaultProxy> proxy_;

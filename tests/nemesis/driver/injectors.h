@@ -23,6 +23,8 @@ class StoreProxy {
   // Evidence: bytes dropped and bytes forwarded each way so far.
   virtual std::uint64_t bytes_dropped() const = 0;
   virtual std::uint64_t bytes_forwarded() const = 0;
+  // Bytes read while delaying or stalling so far: traffic the fault held up.
+  virtual std::uint64_t bytes_held() const = 0;
 };
 // upstream: "127.0.0.1:PORT". Throws when it cannot listen.
 std::unique_ptr<StoreProxy> MakeProxy(const std::string& upstream);
