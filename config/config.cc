@@ -23,10 +23,13 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
+#include <sstream>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "base/duration.h"
@@ -966,14 +969,110 @@ std::string ConfigError::ToString() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message;
 }
 
-tl::expected<Config, std::vector<ConfigError>> LoadConfig(const std::string& path,
-                                                          const LoadOptions& options) {
-  auto fail = [&path](std::string message) {
-    return tl::unexpected(std::vector<ConfigError>{ConfigError{path, 0, 0, std::move(message)}});
-  };
+namespace {
+
+using Loaded = tl::expected<Config, std::vector<ConfigError>>;
+
+// One error about the whole file (no place).
+tl::unexpected<std::vector<ConfigError>> FileError(const std::string& path, std::string message) {
+  return tl::unexpected(std::vector<ConfigError>{ConfigError{path, 0, 0, std::move(message)}});
+}
+
+// The job file's absolute, normalized path (config.path; its folder is what relative
+// paths in the file resolve against).
+tl::expected<fs::path, std::vector<ConfigError>> AbsolutePath(const std::string& path) {
   std::error_code ec;
-  const fs::path absolute = fs::absolute(path, ec).lexically_normal();
-  if (ec) return fail("cannot resolve the path: " + ec.message());
+  fs::path absolute = fs::absolute(path, ec).lexically_normal();
+  if (ec) return FileError(path, "cannot resolve the path: " + ec.message());
+  return absolute;
+}
+
+// Keeps the place of the first node of a document (an event handler of yaml-cpp's
+// parser: the events say where each node starts; nothing is built).
+class FirstNode : public YAML::EventHandler {
+ public:
+  const std::optional<YAML::Mark>& mark() const { return mark_; }
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Saw(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Saw(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Saw(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Saw(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Saw(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Saw(const YAML::Mark& mark) {
+    if (!mark_) mark_ = mark;
+  }
+  std::optional<YAML::Mark> mark_;
+};
+
+// Where the stream's second document starts, if it has one. Not YAML::LoadAll: the
+// yaml-cpp of Debian bookworm (0.7) reports documents forever after some syntax errors
+// (a stray ',': jbeder/yaml-cpp#1040, fixed upstream by #1319), so LoadAll never
+// returns and fills the memory; the parser is asked for two documents at most.
+// Throws YAML::ParserException for a syntax error in either.
+std::optional<YAML::Mark> SecondDocument(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  FirstNode first;
+  if (!parser.HandleNextDocument(first)) return std::nullopt;
+  FirstNode second;
+  if (!parser.HandleNextDocument(second)) return std::nullopt;
+  return second.mark() ? second.mark() : YAML::Mark::null_mark();
+}
+
+// Everything after reading: YAML, the tree walk, the cross-field checks. `path` is
+// the file as the user named it (for messages).
+Loaded LoadText(const std::string& text, const std::string& path, const fs::path& absolute,
+                const LoadOptions& options) {
+  Loader loader(path, absolute.parent_path(), options);
+  Config config;
+  config.path = absolute.string();
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (root.IsNull()) {
+      return FileError(path, "the file is empty (it needs at least 'version: 1' and 'jobs:')");
+    }
+    if (const auto second = SecondDocument(text)) {
+      loader.Fail(*second, "only one YAML document is allowed (remove the '---')");
+    }
+    loader.Load(root, config);
+  } catch (const YAML::ParserException& e) {
+    loader.Fail(e.mark, "YAML syntax error: " + e.msg);
+  } catch (const std::exception& e) {
+    loader.Fail(YAML::Mark::null_mark(), std::string("cannot load: ") + e.what());
+  }
+  // In file order, whatever order the checks ran in (lines without a place first).
+  auto by_place = [](const ConfigError& a, const ConfigError& b) {
+    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  };
+  std::stable_sort(loader.errors().begin(), loader.errors().end(), by_place);
+  std::stable_sort(loader.warnings().begin(), loader.warnings().end(), by_place);
+  if (!loader.errors().empty()) return tl::unexpected(std::move(loader.errors()));
+  config.warnings = std::move(loader.warnings());
+  return config;
+}
+
+}  // namespace
+
+Loaded LoadConfig(const std::string& path, const LoadOptions& options) {
+  auto fail = [&path](std::string message) { return FileError(path, std::move(message)); };
+  const auto absolute_or = AbsolutePath(path);
+  if (!absolute_or) return tl::unexpected(absolute_or.error());
+  const fs::path& absolute = *absolute_or;
 
   // Open first and check the open file (fstat), so the file checked is the file read.
   const int fd = ::open(absolute.c_str(), O_RDONLY | O_CLOEXEC);
@@ -1013,32 +1112,14 @@ tl::expected<Config, std::vector<ConfigError>> LoadConfig(const std::string& pat
   ::close(fd);
   if (!refusals.empty()) return tl::unexpected(std::move(refusals));
 
-  Loader loader(path, absolute.parent_path(), options);
-  Config config;
-  config.path = absolute.string();
-  try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.empty() || documents[0].IsNull()) {
-      return fail("the file is empty (it needs at least 'version: 1' and 'jobs:')");
-    }
-    if (documents.size() > 1) {
-      loader.Fail(documents[1].Mark(), "only one YAML document is allowed (remove the '---')");
-    }
-    loader.Load(documents[0], config);
-  } catch (const YAML::ParserException& e) {
-    loader.Fail(e.mark, "YAML syntax error: " + e.msg);
-  } catch (const std::exception& e) {
-    loader.Fail(YAML::Mark::null_mark(), std::string("cannot load: ") + e.what());
-  }
-  // In file order, whatever order the checks ran in (lines without a place first).
-  auto by_place = [](const ConfigError& a, const ConfigError& b) {
-    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
-  };
-  std::stable_sort(loader.errors().begin(), loader.errors().end(), by_place);
-  std::stable_sort(loader.warnings().begin(), loader.warnings().end(), by_place);
-  if (!loader.errors().empty()) return tl::unexpected(std::move(loader.errors()));
-  config.warnings = std::move(loader.warnings());
-  return config;
+  return LoadText(text, path, absolute, options);
+}
+
+Loaded LoadConfigFromString(const std::string& text, const std::string& path,
+                            const LoadOptions& options) {
+  const auto absolute = AbsolutePath(path);
+  if (!absolute) return tl::unexpected(absolute.error());
+  return LoadText(text, path, *absolute, options);
 }
 
 }  // namespace tickd::config

@@ -123,4 +123,11 @@ struct LoadOptions {
 tl::expected<Config, std::vector<ConfigError>> LoadConfig(const std::string& path,
                                                           const LoadOptions& options = {});
 
+// LoadConfig after the read: `text` is taken as the content of the job file `path`,
+// which is not opened (no owner/mode checks); it names the file in messages and its
+// folder is what relative paths resolve against. LoadConfig itself ends here, so
+// the two agree on everything but the file checks. For the fuzzer and for tests.
+tl::expected<Config, std::vector<ConfigError>> LoadConfigFromString(
+    const std::string& text, const std::string& path, const LoadOptions& options = {});
+
 }  // namespace tickd::config

@@ -1,9 +1,13 @@
 #include "cron/zone.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 namespace tickd::cron {
 
@@ -34,6 +38,19 @@ bool IsDatabaseName(std::string_view name) {
   return true;
 }
 
+// Whether the database has a file called `name` where cctz looks for it: under $TZDIR,
+// else /usr/share/zoneinfo. Asked before cctz because cctz remembers every name it
+// fails to load, for good: each distinct unknown name (a typo in a job file reloaded
+// again and again; the fuzzer's millions) would otherwise hold memory until exit.
+bool InDatabase(std::string_view name) {
+  const char* tzdir = std::getenv("TZDIR");
+  std::string path = (tzdir != nullptr && *tzdir != '\0') ? tzdir : "/usr/share/zoneinfo";
+  path += '/';
+  path += name;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 }  // namespace
 
 const Zone* Zone::Find(std::string_view name) {
@@ -43,6 +60,7 @@ const Zone* Zone::Find(std::string_view name) {
   static auto* const zones = new std::map<std::string, std::unique_ptr<Zone>, std::less<>>;
   std::lock_guard<std::mutex> lock(mu);
   if (const auto it = zones->find(name); it != zones->end()) return it->second.get();
+  if (!InDatabase(name)) return nullptr;
   absl::TimeZone tz;
   if (!absl::LoadTimeZone(absl::string_view(name.data(), name.size()), &tz)) return nullptr;
   auto zone = std::make_unique<Zone>(std::string(name), tz);

@@ -56,6 +56,26 @@ TEST_CASE("a YAML syntax error names its place", "[config][errors]") {
   CHECK(tab.errors[0].rfind(tab.file + ":3:", 0) == 0);
 }
 
+TEST_CASE("a second YAML document is an error at its place", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, std::string(kJobHead) + "    shell: true\n---\nversion: 1\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK_ERROR(r, "FILE:7:1: only one YAML document is allowed");
+}
+
+// yaml-cpp 0.7's parser reports empty documents forever after these (jbeder/yaml-cpp
+// #1040): the load must end, with an error naming the file. The first input is the
+// one the fuzzer found (fuzz/config_load_fuzz.cc); before the fix it never returned.
+TEST_CASE("a stray ',' ends the load with an error", "[config][errors]") {
+  TempDir dir;
+  for (const char* text : {",- sh9223372timeout:5807utb\n;", ",\n", "version: 1\n,\n"}) {
+    INFO(text);
+    auto r = LoadText(dir, text);
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].rfind(r.file + ":", 0) == 0);
+  }
+}
+
 TEST_CASE("unknown keys are errors, with a did-you-mean when one is close", "[config][errors]") {
   TempDir dir;
   auto r = LoadText(dir, std::string(kJobHead) + "    shel: \"true\"\n    timout: 5m\n"
