@@ -20,7 +20,8 @@
 #endif
 #endif
 #ifdef TICKD_TEST_ASAN
-#include <sanitizer/allocator_interface.h>
+// From the ASan runtime (sanitizer/allocator_interface.h, which gcc 12 does not ship).
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
 namespace tickd::cron {
