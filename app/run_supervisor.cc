@@ -183,8 +183,12 @@ void RunSupervisor::Supervise(Outcome& out) {
     };
     // A claim can expire before its job starts (the daemon was paused, or the machine
     // starved this thread): starting then could run beside the replica that took the
-    // tick over, whatever on_lease_lost says for a run already going.
-    Upkeep();
+    // tick over, whatever on_lease_lost says for a run already going. Only the clock
+    // is asked here; a renewal already due goes out once the job runs (WaitRun), so a
+    // store slow to answer, or cut off, cannot hold up a start the lease still covers.
+    if (lease_held_ && clock_.Steady() >= valid_until_) {
+      LoseLease("the lease ran out without a confirmed renewal");
+    }
     if (lease_lost_) {
       out.outcome = jobs::RunOutcome::kLeaseLost;
       out.error = "the lease ran out before the job started";

@@ -16,7 +16,8 @@
  *      replica's slice of them first (lock/claim_spread.h, app/peers.h). Won
  *      ticks go to a RunSupervisor, on a thread of the scheduler's pool; lost /
  *      busy / missed / error are only logged (an error fails closed: nothing runs
- *      without `won`). Every outcome is recorded in the ledger, best effort;
+ *      without `won`). Every outcome is recorded in the ledger, best effort, once
+ *      the group's runs have started: a slow store must not hold a start up;
  *   4. sleeps until the next T. Ticks are wall instants but the sleep is on the
  *      monotonic clock, for (T − wall now); after waking the wall clock is read
  *      again, so an NTP step in either direction only moves when the loop looks
@@ -394,6 +395,15 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
 }
 
 void Scheduler::ClaimGroup(std::vector<Entry> group) {
+  // The ledger writes of this group wait until its runs have started: they are best
+  // effort, and a store slow to answer, or cut off, would otherwise hold each start
+  // up for its client's timeout and eat the lease (found by the nemesis).
+  std::vector<lock::Observation> observations;
+  observe_later_ = &observations;
+  struct Unset {
+    std::vector<lock::Observation>*& later;
+    ~Unset() { later = nullptr; }
+  } unset{observe_later_};
   const Peers::Rank rank = options_.peers != nullptr ? options_.peers->rank() : Peers::Rank{};
   if (rank.count > 1 && group.size() > 1) {
     // This replica's slice first, so the replicas do not all race for the same job
@@ -488,6 +498,8 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
                          MakeError("claim", "the backend gave no answer for this tick"));
     HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent);
   }
+  observe_later_ = nullptr;
+  for (const lock::Observation& obs : observations) WriteObservation(obs);
 }
 
 void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
@@ -729,9 +741,17 @@ void Scheduler::Observe(const lock::ClaimRequest& req, std::string_view outcome,
   obs.node_wall = req.node_wall;
   obs.config_hash = req.config_hash;
   obs.fence = fence;
+  if (observe_later_ != nullptr) {
+    observe_later_->push_back(std::move(obs));
+  } else {
+    WriteObservation(obs);
+  }
+}
+
+void Scheduler::WriteObservation(const lock::Observation& obs) {
   Result<void> r = CallBackend("ledger", [&] { return backend_.Record(obs); });
   if (!r) {
-    LogBackendError(log_, LogLevel::kDebug, "ledger", req.job, FormatTick(req.tick_unix), req.node,
+    LogBackendError(log_, LogLevel::kDebug, "ledger", obs.job, FormatTick(obs.tick_unix), obs.node,
                     r.error());
   }
 }

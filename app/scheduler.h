@@ -122,7 +122,10 @@ class Scheduler {
   Metrics& metrics() const { return options_.metrics ? *options_.metrics : NullMetrics(); }
   void LogTick(const lock::ClaimRequest& req, std::string_view outcome, std::vector<Field> extra,
                LogLevel level = LogLevel::kInfo);
+  // Records this replica's view of a tick in the ledger, best effort; inside
+  // ClaimGroup only once the group's runs have started (observe_later_).
   void Observe(const lock::ClaimRequest& req, std::string_view outcome, std::uint64_t fence);
+  void WriteObservation(const lock::Observation& obs);
   // What this replica learned of the store's claims of a job (docs/design.md §1 rule
   // 12): the latest tick it saw claimed, sent as ClaimRequest::known_tick so that a
   // store that lost it answers store-reset; and when it last answered that.
@@ -156,6 +159,8 @@ class Scheduler {
   std::map<std::string, std::shared_ptr<const ScheduledJob>> jobs_;
   Heap queue_;
   std::int64_t next_prune_ms_ = 0;  // wall ms; 0: at the first turn
+  // While ClaimGroup runs: where Observe puts the ledger writes it defers.
+  std::vector<lock::Observation>* observe_later_ = nullptr;
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable cv_;

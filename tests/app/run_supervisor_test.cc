@@ -11,6 +11,20 @@ namespace {
 
 std::optional<int> Hold(const jobs::ProcessSpec&) { return std::nullopt; }
 
+// Replica "a" claims job "j"'s 14:00 tick (lease 3 s) straight from the store.
+lock::HeldClaim WinTheTick(Sim& sim) {
+  lock::ClaimRequest req;
+  req.job = "j";
+  req.tick_unix = kT0;
+  req.node = "a";
+  req.owner_token = "token-a";
+  req.lease = seconds(3);
+  auto won = sim.backend.Claim(req);
+  REQUIRE(won);
+  REQUIRE(won->status == lock::ClaimStatus::kWon);
+  return lock::HeldClaim{"j", kT0, "token-a", won->fence, seconds(3)};
+}
+
 // One replica "a" with one job "j" (every minute) whose 14:00 tick it has won.
 struct OneRun {
   explicit OneRun(const std::function<void(config::Job&)>& edit = nullptr,
@@ -88,21 +102,12 @@ TEST_CASE("a claim whose lease ran out before its job started never starts the j
     Sim sim(WallAt(kT0, 0));
     sim.runner.plan = Hold;
     auto job = EveryJob("j", 60, [policy](config::Job& j) { j.on_lease_lost = policy; });
-    lock::ClaimRequest req;
-    req.job = "j";
-    req.tick_unix = kT0;
-    req.node = "a";
-    req.owner_token = "token-a";
-    req.lease = seconds(3);
-    auto won = sim.backend.Claim(req);
-    REQUIRE(won);
-    REQUIRE(won->status == lock::ClaimStatus::kWon);
+    const lock::HeldClaim held = WinTheTick(sim);
     const SteadyTime claim_sent = sim.clock.Steady();
     sim.clock.Advance(seconds(4));
     bool ended = false;
     RunSupervisor run(sim.clock, sim.backend, sim.runner, sim.log,
-                      WonTick{job, lock::HeldClaim{"j", kT0, "token-a", won->fence, seconds(3)},
-                              claim_sent, "a"},
+                      WonTick{job, held, claim_sent, "a"},
                       milliseconds(50), [&] { ended = true; });
     ThreadPool threads;
     run.Start(threads);
@@ -114,6 +119,31 @@ TEST_CASE("a claim whose lease ran out before its job started never starts the j
     REQUIRE(completions.size() == 1);
     CHECK(completions[0].second.outcome == "lease-lost");
   }
+}
+
+TEST_CASE("a renewal due when the job starts is sent after the start, not before") {
+  // The claim took more than lease/3 (a slow store): the renewal is due at once. A
+  // store that then hangs must not hold up a start the lease still covers.
+  Sim sim(WallAt(kT0, 0));
+  sim.runner.plan = Hold;
+  auto job = EveryJob("j", 60);
+  const lock::HeldClaim held = WinTheTick(sim);
+  const SteadyTime claim_sent = sim.clock.Steady();
+  sim.clock.Advance(milliseconds(1'500));  // past lease/3, well inside the validity
+  Gate store_answers;
+  sim.backend.before_renew = [&] { store_answers.Wait(); };
+  RunSupervisor run(sim.clock, sim.backend, sim.runner, sim.log,
+                    WonTick{job, held, claim_sent, "a"},
+                    milliseconds(50), nullptr);
+  ThreadPool threads;
+  run.Start(threads);
+  CHECK(Eventually([&] { return sim.runner.starts() == 1; }, seconds(3)));
+  store_answers.Open();
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
+  CHECK(Eventually([&] { return sim.backend.renewals >= 1; }));
+  sim.runner.run(0)->FinishWithExit(0);
+  run.Join();
+  CHECK(sim.Grep({"info run job=j", "outcome=done"}).size() == 1);
 }
 
 TEST_CASE("a run that gets no thread fails at once and its claim is completed") {

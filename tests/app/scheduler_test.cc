@@ -313,6 +313,24 @@ TEST_CASE("a won tick starts while the rest of its batch is still being answered
   CHECK(sim.Grep({"outcome=won"}).size() == 2);
 }
 
+TEST_CASE("a ledger write slow to answer does not hold up won runs") {
+  // The store cut off just after the claims were answered: each ledger write hangs
+  // for the client's timeout. The runs already won start first (found by the
+  // nemesis: a won tick started only after the write timed out, its lease gone).
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold
+  Gate store_answers;
+  sim.backend.before_record = [&] { store_answers.Wait(); };
+  sim.AddReplica("a", {EveryJob("first", 60), EveryJob("second", 60)});
+  sim.Step(seconds(1), false);  // 14:00:00: both due, both won, nothing observed yet
+  CHECK(Eventually([&] { return sim.runner.starts() == 2; }, seconds(3)));
+  store_answers.Open();
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 2; }));
+  CHECK(sim.Grep({"outcome=won"}).size() == 2);
+  sim.runner.run(0)->FinishWithExit(0);
+  sim.runner.run(1)->FinishWithExit(0);
+}
+
 TEST_CASE("recover: another replica re-claims the tick of a holder that died") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold

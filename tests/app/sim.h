@@ -44,6 +44,25 @@ inline bool Eventually(const std::function<bool()>& pred, milliseconds limit = s
   return pred();
 }
 
+// Holds back whoever waits on it until Open() (or, so a test cannot hang, `limit`).
+class Gate {
+ public:
+  void Wait(milliseconds limit = seconds(10)) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, limit, [&] { return open_; });
+  }
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
 // A run that ends when the test says so (or when terminated).
 struct FakeRunState {
   std::mutex mu;
@@ -151,6 +170,9 @@ class TestBackend final : public lock::Backend {
   // A crashed replica: its renewals and completions never reach the store.
   std::atomic<bool> dead{false};
   std::atomic<int> renewals{0};
+  // Run at the start of each renewal / ledger write (a store slow to answer).
+  std::function<void()> before_renew;
+  std::function<void()> before_record;
 
   std::string_view name() const override { return "test"; }
   Result<lock::ClaimOutcome> Claim(const lock::ClaimRequest& req) override {
@@ -188,6 +210,7 @@ class TestBackend final : public lock::Backend {
   }
   Result<lock::RenewStatus> Renew(const lock::HeldClaim& held) override {
     ++renewals;
+    if (before_renew) before_renew();
     if (renew_error || dead) return MakeError("test", "renew timed out");
     if (renew_lost) return lock::RenewStatus::kLost;
     return store()->Renew(held);
@@ -201,7 +224,10 @@ class TestBackend final : public lock::Backend {
     if (dead) return MakeError("test", "connection lost");
     return store()->Complete(held, c);
   }
-  Result<void> Record(const lock::Observation& obs) override { return store()->Record(obs); }
+  Result<void> Record(const lock::Observation& obs) override {
+    if (before_record) before_record();
+    return store()->Record(obs);
+  }
   Result<std::vector<lock::TickHistory>> History(std::string_view job, int limit) override {
     return store()->History(job, limit);
   }
