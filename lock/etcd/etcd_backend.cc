@@ -35,8 +35,9 @@
 //      node): claims are monotonic per job;
 //   3. no record and etcd's now > T + starting_deadline → missed;
 //   4. forbid and the run key names another tick → busy;
-//   5. grant a lease (TTL = the lease rounded up to whole seconds, etcd's unit), then
-//      one txn: compare create_revision == 0 on the record (re-claim: mod_revision ==
+//   5. the batch's lease (one per TTL = the lease rounded up to whole seconds, etcd's
+//      unit, granted once for every claim of the batch that gets here), then the
+//      claim's txn: compare create_revision == 0 on the record (re-claim: mod_revision ==
 //      the one read, and create_revision == 0 on the lease key) and, for forbid, on
 //      the run key, and mod_revision == the one read on the head (create_revision
 //      == 0 when there was none), so no later tick of the job can have been claimed
@@ -44,8 +45,15 @@
 //      (with the lease), lease_until, the index and the head moved on (n + 1, tick
 //      only forward). Failure ranges the record, the run key and the head: lost or
 //      busy, named by what won the race, or, when only the head moved (a claim of
-//      another tick of the job), the claim starts over (at most 3 times); the lease
-//      is revoked.
+//      another tick of the job), the claim starts over (at most 3 times).
+//   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
+//   claim per job, each wave in chunks of 120 claims (kClaimsPerTxn): ONE read txn
+//   (a nested txn of the ranges above per claim: one revision for the chunk), then
+//   ONE txn whose nested txns are the chunk's claim txns, each with its own compare,
+//   success and failure, so every claim is decided on its own in one Raft entry. A
+//   claim that has to start over goes into the next wave. A lease no claim won
+//   under is revoked at the end of the batch. A single Claim is a batch of one:
+//   read, grant, txn.
 //   Fence = epoch_ms << 11 + n (lock/backend.h), stored in the record. The epoch is
 //   taken when the head is created: the claimer's wall clock in milliseconds, but
 //   never below the member's Date (etcd has no time API with more than seconds). A
@@ -60,18 +68,26 @@
 // judged on the member's clock, up to 1 s leniently. A reply without Date (a proxy
 // that strips it) never yields missed; the scheduler's own deadline check remains.
 // renew: keepalive of the lease (a reply without TTL: gone → lost), then a txn that
-// compares the lease key's value with the token and refreshes lease_until.
+// compares the lease key's value with the token and refreshes lease_until. The runs
+// of a batch share its lease: a keepalive sent after a renewal began answers for it
+// too (one keepalive for the renewals that come together). A run whose own renewals
+// stopped keeps its claim while another run of the lease renews; its watchdog, which
+// counts from its own renewals, stops it as on every backend.
 // complete: read, then a txn comparing the record's mod_revision (owner checked on
 // the value read: a re-claim changes mod_revision, so the txn refuses a stale holder
 // even when its lease has expired): puts the record done, deletes the lease key,
-// lease_until and the run key (when it holds our token), then revokes the lease.
+// lease_until and the run key (when it holds our token). Completes that arrive
+// together share one read txn and one txn of nested txns per 120 (CompleteBatch,
+// lock/complete_batcher.h). The lease is revoked when the last claim this handle won
+// under it completes (a claim completed through another handle leaves it to expire).
 // locks: ListRunning ranges each job's tick keys (records, lease keys, lease_until);
 // ForceRelease is one txn comparing the record's mod_revision and the lease key's
 // absence, putting the record done ("released", no owner: the old holder's Renew and
 // Complete are refused) and deleting lease_until and the holder's run key.
-// Ambiguous failures (no answer to the claim txn): the lease key is re-read; the
-// claim is ours only when it holds our token. Otherwise Error (fail closed); a lease
-// that may have been attached simply expires.
+// Ambiguous failures (no answer to a claim txn): the chunk's ticks are read again;
+// a claim is ours only when its record and its lease key hold our token. Otherwise
+// Error (fail closed); a lease that may have been attached simply expires. After a
+// request without an answer the rest of the batch answers that error at once.
 // Several endpoints: a request that could not connect goes to the next member (any
 // retried write is a compare-and-set, so a retry is never a second claim).
 // Lease TTLs restart at full length after an etcd leader change or a restart of the
@@ -85,6 +101,8 @@
 #include <charconv>
 #include <cstdio>
 #include <map>
+#include <set>
+#include <span>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -93,6 +111,7 @@
 #include <utility>
 #include <vector>
 
+#include "lock/complete_batcher.h"
 #include "lock/registry.h"
 
 namespace tickd::lock {
@@ -108,6 +127,13 @@ constexpr std::string_view kDefaultPrefix = "/tickd/";
 constexpr int kDefaultPort = 2379;
 // etcd refuses transactions with more operations than --max-txn-ops (default 128).
 constexpr std::size_t kMaxTxnOps = 128;
+// The limit counts per level: an outer txn with K nested txns passes when K plus the
+// longest list (compare, success or failure) of a nested txn is at most kMaxTxnOps
+// (etcd server/etcdserver/api/v3rpc/key.go, checkTxnRequest: it checks each nested
+// txn against maxTxnOps − opc of its parent). A claim's txn has at most 7 ops in a
+// list (success: record, lease key, lease_until, index, job name, head, run key), so
+// one batch txn carries 120 claims (128 − 8).
+constexpr std::size_t kClaimsPerTxn = kMaxTxnOps - 8;
 
 // ---- base64 (the gateway's bytes fields) ----
 
@@ -495,111 +521,65 @@ class EtcdBackend final : public Backend {
     return warnings;
   }
 
-  // A claim whose transaction failed only because the job's head moved (another tick
-  // of the job was claimed meanwhile) starts over: the head decides what it is now.
   Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
-    const Deadline deadline = Due();
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      std::optional<Result<ClaimOutcome>> out = ClaimOnce(req, deadline);
-      if (out) return std::move(*out);
-    }
-    return MakeError(context_ + ": claim " + req.job,
-                     "other claims of the job kept moving its head; try again");
+    return std::move(ClaimBatch(std::span<const ClaimRequest>(&req, 1)).front());
   }
 
-  // One try of Claim; nullopt: the head moved under it, try again.
-  std::optional<Result<ClaimOutcome>> ClaimOnce(const ClaimRequest& req, Deadline deadline) {
-    const Keys k = KeysOf(req.job, req.tick_unix);
-    auto state = ReadTick(k, deadline);
-    if (!state) return tl::unexpected(state.error());
-    // The replica saw a later claim than the head: etcd lost its data (rule 12). The
-    // read is one revision of the store, and nothing is written; a claim that goes on
-    // writes only if the head is still the one read (the txn compares its mod_revision).
-    const std::int64_t head_tick = state->head ? state->head->tick : 0;
-    if (req.known_tick > head_tick) {
-      ClaimOutcome out;
-      out.status = ClaimStatus::kStoreReset;
-      out.holder_tick_unix = head_tick;
-      return out;
-    }
+  std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
+    std::vector<Result<ClaimOutcome>> out(reqs.size(),
+                                          MakeError(context_ + ": claim", "no answer"));
+    ClaimBatchAsAnswered(reqs, [&](std::size_t i, Result<ClaimOutcome> r) {
+      out[i] = std::move(r);
+    });
+    return out;
+  }
 
-    std::int64_t base_ms = req.tick_unix * 1000;  // the deadline counts from T…
-    std::optional<std::int64_t> reclaim_rev;
-    if (state->record) {
-      const TickRecord& rec = *state->record;
-      if (rec.owner == req.owner_token && rec.state == "running") return Won(rec.fence);
-      if (rec.state != "running" || !req.recover || state->lease) return Lost(req, rec);
-      base_ms = state->lease_until;  // …or, for a re-claim, from the holder's lease end
-      reclaim_rev = rec.mod_revision;
-    } else if (state->head && state->head->tick > req.tick_unix) {
-      return Superseded(*state->head);
-    }
-    if (req.starting_deadline && state->server_ms &&
-        *state->server_ms > base_ms + req.starting_deadline->count()) {
-      return ClaimOutcome{ClaimStatus::kMissed};
-    }
-    if (req.forbid_overlap && state->run && state->run->tick != req.tick_unix) {
-      return Busy(*state->run);
-    }
-
-    const std::int64_t ttl_s = std::max<std::int64_t>(1, (req.lease.count() + 999) / 1000);
-    auto grant = Post("/v3/lease/grant", Json{{"TTL", std::to_string(ttl_s)}}, deadline);
-    if (!grant) return tl::unexpected(grant.error());
-    const std::int64_t lease_id = Int(grant->body, "ID");
-    if (lease_id == 0) return MakeError(context_ + ": lease grant", grant->body.dump());
-
-    const Head head = NextHead(req, *state);
-    static_assert(kFenceEpochShift == 11);
-    const auto fence = static_cast<std::uint64_t>((head.epoch_ms << kFenceEpochShift) + head.n);
-    TickRecord rec{"running", req.node, req.owner_token, req.config_hash, fence, lease_id};
-    Json compare = Json::array();
-    if (reclaim_rev) {
-      compare.push_back(ModifiedAt(k.record, *reclaim_rev));
-      compare.push_back(CreatedAt(k.lease, 0));
-    } else {
-      compare.push_back(CreatedAt(k.record, 0));
-    }
-    if (req.forbid_overlap) compare.push_back(CreatedAt(k.run, 0));
-    compare.push_back(state->head ? ModifiedAt(k.head, state->head_mod_revision)
-                                  : CreatedAt(k.head, 0));
-    const std::int64_t lease_until = state->server_ms.value_or(0) + req.lease.count();
-    Json success = {Put(k.record, Encode(rec)),
-                    Put(k.lease, req.owner_token, lease_id),
-                    Put(k.until, std::to_string(lease_until)),
-                    Put(k.index, ""),
-                    Put(JobKey(req.job), ""),
-                    Put(k.head, Encode(head))};
-    if (req.forbid_overlap) {
-      success.push_back(
-          Put(k.run, Encode(RunMarker{req.owner_token, req.tick_unix, req.node, req.config_hash}),
-              lease_id));
-    }
-    Json failure = {Range(k.record), Range(k.run), Range(k.head)};
-    auto txn =
-        Post("/v3/kv/txn", Json{{"compare", compare}, {"success", success}, {"failure", failure}},
-             deadline);
-    if (!txn) return Ambiguous(req, k, txn.error());
-    if (txn->body.value("succeeded", false)) {
-      RememberLease(req.job, req.tick_unix, req.owner_token, lease_id);
-      return Won(fence);
-    }
-    Revoke(lease_id, deadline);
-    const std::vector<Kv> winner = RangeKvs(txn->body, 0);
-    const std::vector<Kv> run = RangeKvs(txn->body, 1);
-    if (!winner.empty()) {
-      if (auto other = DecodeRecord(winner.front()); other && other->mod_revision != reclaim_rev) {
-        if (other->owner == req.owner_token) return Won(other->fence);  // our retried txn
-        return Lost(req, *other);
+  // The claims of one instant, in waves: a wave holds at most one claim of each job
+  // (a txn may not put a key twice, and a job's ticks are decided in the order of
+  // `reqs`). Each wave goes in chunks of kClaimsPerTxn: one read txn, then one txn
+  // whose nested txns are the chunk's claims, each with its own compare, success and
+  // failure (the single claim's txn). One lease per TTL serves every claim of the
+  // batch, granted before the first write that needs it and revoked at the end when
+  // nothing won under it. A claim whose txn failed only because its job's head moved
+  // (another tick of the job was claimed meanwhile) goes into the next wave, at most
+  // 3 tries. Answers are handed over chunk by chunk. After a transport failure (no
+  // answer) the rest of the batch answers that error at once: fail closed, and the
+  // scheduler's turn does not wait op_timeout once per chunk.
+  void ClaimBatchAsAnswered(std::span<const ClaimRequest> reqs,
+                            const ClaimAnswer& on_answer) override {
+    BatchLeases leases;
+    std::vector<std::size_t> pending(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
+    std::vector<int> tries(reqs.size(), 0);
+    std::optional<Error> failed;
+    while (!pending.empty()) {
+      std::vector<std::size_t> wave, later;
+      std::set<std::string_view> jobs;
+      for (const std::size_t i : pending) {
+        (jobs.insert(reqs[i].job).second ? wave : later).push_back(i);
       }
+      for (std::size_t first = 0; first < wave.size(); first += kClaimsPerTxn) {
+        const std::span<const std::size_t> chunk(
+            wave.data() + first, std::min(kClaimsPerTxn, wave.size() - first));
+        if (failed) {
+          for (const std::size_t i : chunk) on_answer(i, tl::unexpected(*failed));
+          continue;
+        }
+        for (const std::size_t i : ClaimChunk(reqs, chunk, leases, on_answer, failed)) {
+          if (++tries[i] < 3) {
+            later.push_back(i);
+          } else {
+            on_answer(i, MakeError(context_ + ": claim " + reqs[i].job,
+                                   "other claims of the job kept moving its head; try again"));
+          }
+        }
+      }
+      std::sort(later.begin(), later.end());  // a retried claim stays before its job's later ticks
+      pending = std::move(later);
     }
-    if (!run.empty()) return Busy(DecodeRun(run.front().value));
-    const std::vector<Kv> head_now = RangeKvs(txn->body, 2);
-    const std::int64_t head_rev_now = head_now.empty() ? 0 : head_now.front().mod_revision;
-    if (head_rev_now != (state->head ? state->head_mod_revision : 0)) return std::nullopt;
-    // The re-claimed record did not change but its lease key came back: the holder
-    // (or another re-claimer) holds it again.
-    if (state->record) return Lost(req, *state->record);
-    return MakeError(context_ + ": claim", "the claim transaction failed without a cause");
+    for (const auto& lease : leases) {
+      if (lease.wins == 0) Revoke(lease.id, Due());
+    }
   }
 
   Result<RenewStatus> Renew(const HeldClaim& held) override {
@@ -613,11 +593,10 @@ class EtcdBackend final : public Backend {
       if (kvs.empty() || kvs.front().value != held.owner_token) return RenewStatus::kLost;
       lease_id = kvs.front().lease;
     }
-    auto alive = Post("/v3/lease/keepalive", Json{{"ID", std::to_string(lease_id)}}, deadline);
+    auto alive = KeepAlive(lease_id, deadline);
     if (!alive) return tl::unexpected(alive.error());
-    const Json& result = alive->body.contains("result") ? alive->body["result"] : alive->body;
-    if (Int(result, "TTL") <= 0) return Forget(held);
-    const std::int64_t until = alive->server_ms.value_or(0) + held.lease.count();
+    if (!alive->alive) return Forget(held);
+    const std::int64_t until = alive->server_ms + held.lease.count();
     auto txn = Post("/v3/kv/txn",
                     Json{{"compare", {ValueIs(k.lease, held.owner_token)}},
                          {"success", {Put(k.until, std::to_string(until))}}},
@@ -627,38 +606,45 @@ class EtcdBackend final : public Backend {
     return RenewStatus::kRenewed;
   }
 
+  // Runs that end together share one CompleteBatch (lock/complete_batcher.h).
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
-    const Deadline deadline = Due();
-    const Keys k = KeysOf(held.job, held.tick_unix);
-    // Two tries: the first may race with our own run marker expiring.
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      auto state = ReadTick(k, deadline);
-      if (!state) return tl::unexpected(state.error());
-      if (!state->record || state->record->owner != held.owner_token) break;
-      TickRecord rec = *state->record;
-      if (rec.state == "done") return CompleteStatus::kCompleted;
-      Json compare = {ModifiedAt(k.record, rec.mod_revision)};
-      rec.state = "done";
-      rec.fence = held.fence;
-      rec.outcome = completion.outcome;
-      rec.exit_code = completion.exit_code;
-      rec.duration_ms = completion.duration.count();
-      // The record is still ours (the compare), so the lease key, if any, is ours too.
-      Json success = {Put(k.record, Encode(rec)), Delete(k.lease), Delete(k.until)};
-      if (state->run && state->run->token == held.owner_token) {
-        compare.push_back(ModifiedAt(k.run, state->run_mod_revision));
-        success.push_back(Delete(k.run));
+    return completer_.Complete(held, completion);
+  }
+
+  // Every complete of a chunk (up to kClaimsPerTxn) in one read txn and one txn of
+  // nested txns, each the single complete's: compare the record's mod_revision (owner
+  // checked on the value read: a re-claim changes mod_revision, so a stale holder is
+  // refused even when its lease expired), put the record done, delete the lease key,
+  // lease_until and the run key (when it holds our token). A nested txn that failed
+  // (a renewal or our run marker expiring raced it) is read and tried once more; then
+  // not-owner. A lease is revoked once no claim of this handle holds it any more.
+  std::vector<Result<CompleteStatus>> CompleteBatch(
+      std::span<const CompleteRequest> reqs) override {
+    std::vector<std::optional<Result<CompleteStatus>>> out(reqs.size());
+    std::vector<std::size_t> pending(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
+    std::vector<std::int64_t> unused_leases;
+    for (int attempt = 0; attempt < 2 && !pending.empty(); ++attempt) {
+      std::vector<std::size_t> retry;
+      for (std::size_t first = 0; first < pending.size(); first += kClaimsPerTxn) {
+        const std::span<const std::size_t> chunk(
+            pending.data() + first, std::min(kClaimsPerTxn, pending.size() - first));
+        CompleteChunk(reqs, chunk, out, retry, unused_leases);
       }
-      auto txn = Post("/v3/kv/txn", Json{{"compare", compare}, {"success", success}}, deadline);
-      if (!txn) return tl::unexpected(txn.error());
-      if (!txn->body.value("succeeded", false)) continue;  // re-read: re-claimed?
-      const std::int64_t lease_id = rec.lease_id != 0 ? rec.lease_id : LeaseOf(held);
-      ForgetLease(held);
-      Revoke(lease_id, deadline);  // best effort: the lease would expire anyway
-      return CompleteStatus::kCompleted;
+      pending = std::move(retry);
     }
-    ForgetLease(held);
-    return CompleteStatus::kNotOwner;
+    for (const std::size_t i : pending) {
+      if (const std::int64_t lease = ForgetLease(reqs[i].held)) unused_leases.push_back(lease);
+      out[i] = CompleteStatus::kNotOwner;
+    }
+    for (const std::int64_t lease : unused_leases) Revoke(lease, Due());  // best effort
+    std::vector<Result<CompleteStatus>> answers;
+    answers.reserve(reqs.size());
+    for (auto& o : out) {
+      answers.push_back(o ? std::move(*o)
+                          : Result<CompleteStatus>(MakeError(context_ + ": complete", "no answer")));
+    }
+    return answers;
   }
 
   Result<void> Record(const Observation& obs) override {
@@ -873,6 +859,8 @@ class EtcdBackend final : public Backend {
   struct TickState {
     std::optional<TickRecord> record;
     bool lease = false;  // the lease key exists (the holder's lease is alive)
+    std::string lease_owner;    // the lease key's value: the holder's token
+    std::int64_t lease_id = 0;  // the lease the key is attached to
     std::int64_t lease_until = 0;
     std::optional<RunMarker> run;
     std::int64_t run_mod_revision = 0;
@@ -909,34 +897,414 @@ class EtcdBackend final : public Backend {
     return r.contains("response_range") ? KvsOf(r["response_range"]) : std::vector<Kv>{};
   }
 
-  // One read: the tick's lease key, record and lease_until ([l, w) under its
-  // prefix, observations excluded), the job's run key and its head.
-  Result<TickState> ReadTick(const Keys& k, Deadline deadline) {
-    auto txn = Post(
-        "/v3/kv/txn",
-        Json{{"success", {Range(k.tick_prefix, k.tick_prefix + "w"), Range(k.run), Range(k.head)}}},
-        deadline);
-    if (!txn) return tl::unexpected(txn.error());
+  // The ranges of one tick's read: its lease key, record and lease_until ([l, w)
+  // under its prefix, observations excluded), the job's run key and its head.
+  static Json TickReads(const Keys& k) {
+    return Json{Range(k.tick_prefix, k.tick_prefix + "w"), Range(k.run), Range(k.head)};
+  }
+
+  // What the responses of TickReads found (`txn` holds them first; server_ms apart).
+  static TickState ParseTickState(const Keys& k, const Json& txn) {
     TickState st;
-    st.server_ms = txn->server_ms;
-    for (const Kv& kv : RangeKvs(txn->body, 0)) {
+    for (const Kv& kv : RangeKvs(txn, 0)) {
       if (kv.key == k.record) {
         st.record = DecodeRecord(kv);
       } else if (kv.key == k.lease) {
         st.lease = true;
+        st.lease_owner = kv.value;
+        st.lease_id = kv.lease;
       } else if (kv.key == k.until) {
         st.lease_until = ParseTick(kv.value);
       }
     }
-    if (const auto run = RangeKvs(txn->body, 1); !run.empty()) {
+    if (const auto run = RangeKvs(txn, 1); !run.empty()) {
       st.run = DecodeRun(run.front().value);
       st.run_mod_revision = run.front().mod_revision;
     }
-    if (const auto head = RangeKvs(txn->body, 2); !head.empty()) {
+    if (const auto head = RangeKvs(txn, 2); !head.empty()) {
       st.head = DecodeHead(head.front().value);
       st.head_mod_revision = head.front().mod_revision;
     }
     return st;
+  }
+
+  // One read txn: TickReads of one tick.
+  Result<TickState> ReadTick(const Keys& k, Deadline deadline) {
+    auto txn = Post("/v3/kv/txn", Json{{"success", TickReads(k)}}, deadline);
+    if (!txn) return tl::unexpected(txn.error());
+    TickState st = ParseTickState(k, txn->body);
+    st.server_ms = txn->server_ms;
+    return st;
+  }
+
+  // One read txn for up to kClaimsPerTxn ticks: a nested txn of TickReads each (one
+  // revision of the store for all of them).
+  Result<std::vector<TickState>> ReadTicks(const std::vector<Keys>& keys, Deadline deadline) {
+    Json nested = Json::array();
+    for (const Keys& k : keys) nested.push_back(Json{{"request_txn", {{"success", TickReads(k)}}}});
+    auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
+    if (!txn) return tl::unexpected(txn.error());
+    const Json* responses = Responses(txn->body);
+    if (responses == nullptr || responses->size() != keys.size()) {
+      return MakeError(context_ + ": read", "the read txn answered " +
+                                                std::to_string(responses ? responses->size() : 0) +
+                                                " of " + std::to_string(keys.size()) + " ticks");
+    }
+    std::vector<TickState> out;
+    out.reserve(keys.size());
+    for (std::size_t n = 0; n < keys.size(); ++n) {
+      const Json& r = (*responses)[n];
+      out.push_back(r.contains("response_txn") ? ParseTickState(keys[n], r["response_txn"])
+                                               : TickState{});
+      out.back().server_ms = txn->server_ms;
+    }
+    return out;
+  }
+
+  // A claim of a batch that goes on to its txn.
+  struct ClaimPlan {
+    std::size_t index;  // in the batch's requests
+    Keys keys;
+    TickState state;                        // what the read found
+    std::optional<std::int64_t> reclaim_rev;  // a re-claim: the record's mod_revision read
+    std::int64_t lease = 0;                 // the batch's lease for the claim's TTL
+    std::uint64_t fence = 0;
+  };
+
+  // The leases of one claim batch: one per TTL (etcd's are whole seconds), granted
+  // when the first claim that needs it is written, and how many claims won under it.
+  class BatchLeases {
+   public:
+    struct Lease {
+      std::int64_t ttl_s = 0;
+      std::int64_t id = 0;
+      int wins = 0;
+    };
+    // The lease for `lease` (TTL rounded up to whole seconds), granted by `grant` once.
+    template <typename GrantFn>
+    Result<std::int64_t> For(milliseconds lease, GrantFn grant) {
+      const std::int64_t ttl_s = std::max<std::int64_t>(1, (lease.count() + 999) / 1000);
+      for (const Lease& l : leases_) {
+        if (l.ttl_s == ttl_s) return l.id;
+      }
+      auto id = grant(ttl_s);
+      if (!id) return tl::unexpected(id.error());
+      leases_.push_back(Lease{ttl_s, *id, 0});
+      return *id;
+    }
+    void Won(std::int64_t id) {
+      for (Lease& l : leases_) l.wins += l.id == id ? 1 : 0;
+    }
+    std::vector<Lease>::const_iterator begin() const { return leases_.begin(); }
+    std::vector<Lease>::const_iterator end() const { return leases_.end(); }
+
+   private:
+    std::vector<Lease> leases_;
+  };
+
+  // One chunk of a wave (distinct jobs): read, decide, write. Answers every claim of
+  // the chunk but those it returns, whose txn failed only because the head moved.
+  // `failed` is set when the store gave no answer.
+  std::vector<std::size_t> ClaimChunk(std::span<const ClaimRequest> reqs,
+                                      std::span<const std::size_t> chunk, BatchLeases& leases,
+                                      const ClaimAnswer& on_answer, std::optional<Error>& failed) {
+    const Deadline deadline = Due();
+    std::vector<Keys> keys;
+    keys.reserve(chunk.size());
+    for (const std::size_t i : chunk) keys.push_back(KeysOf(reqs[i].job, reqs[i].tick_unix));
+    auto states = ReadTicks(keys, deadline);
+    if (!states) {
+      failed = states.error();
+      for (const std::size_t i : chunk) on_answer(i, tl::unexpected(states.error()));
+      return {};
+    }
+    std::vector<ClaimPlan> plans;
+    for (std::size_t n = 0; n < chunk.size(); ++n) {
+      const ClaimRequest& req = reqs[chunk[n]];
+      ClaimPlan plan{chunk[n], std::move(keys[n]), std::move((*states)[n])};
+      if (std::optional<ClaimOutcome> decided = Decide(req, plan)) {
+        on_answer(plan.index, std::move(*decided));
+      } else {
+        plans.push_back(std::move(plan));
+      }
+    }
+    if (plans.empty()) return {};
+
+    Json nested = Json::array();
+    for (ClaimPlan& plan : plans) {
+      const ClaimRequest& req = reqs[plan.index];
+      auto lease = leases.For(req.lease, [&](std::int64_t ttl_s) { return Grant(ttl_s, deadline); });
+      if (!lease) {
+        failed = lease.error();
+        for (const ClaimPlan& p : plans) on_answer(p.index, tl::unexpected(lease.error()));
+        return {};
+      }
+      plan.lease = *lease;
+      nested.push_back(Json{{"request_txn", ClaimTxn(req, plan)}});
+    }
+    auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
+    if (!txn) {
+      failed = txn.error();
+      ResolveAmbiguous(reqs, plans, txn.error(), leases, on_answer);
+      return {};
+    }
+    std::vector<std::size_t> retry;
+    const Json* responses = Responses(txn->body);
+    for (std::size_t n = 0; n < plans.size(); ++n) {
+      const ClaimPlan& plan = plans[n];
+      const ClaimRequest& req = reqs[plan.index];
+      const Json* result = responses != nullptr && n < responses->size()
+                               ? &(*responses)[n]
+                               : nullptr;
+      if (result == nullptr || !result->contains("response_txn")) {
+        on_answer(plan.index,
+                  MakeError(context_ + ": claim", "the batch txn gave no answer for this claim"));
+        continue;
+      }
+      std::optional<Result<ClaimOutcome>> out = Finish(req, plan, (*result)["response_txn"]);
+      if (!out) {
+        retry.push_back(plan.index);
+        continue;
+      }
+      if (*out && (*out)->status == ClaimStatus::kWon) leases.Won(plan.lease);
+      on_answer(plan.index, std::move(*out));
+    }
+    return retry;
+  }
+
+  // What the read decides without writing (store-reset, lost, superseded, missed,
+  // busy), or nullopt: the claim goes on to its txn (plan.reclaim_rev set for a
+  // re-claim).
+  std::optional<ClaimOutcome> Decide(const ClaimRequest& req, ClaimPlan& plan) {
+    const TickState& state = plan.state;
+    // The replica saw a later claim than the head: etcd lost its data (rule 12). The
+    // read is one revision of the store, and nothing is written; a claim that goes on
+    // writes only if the head is still the one read (the txn compares its mod_revision).
+    const std::int64_t head_tick = state.head ? state.head->tick : 0;
+    if (req.known_tick > head_tick) {
+      ClaimOutcome out;
+      out.status = ClaimStatus::kStoreReset;
+      out.holder_tick_unix = head_tick;
+      return out;
+    }
+    std::int64_t base_ms = req.tick_unix * 1000;  // the deadline counts from T…
+    if (state.record) {
+      const TickRecord& rec = *state.record;
+      if (rec.owner == req.owner_token && rec.state == "running") return Won(rec.fence);
+      if (rec.state != "running" || !req.recover || state.lease) return Lost(req, rec);
+      base_ms = state.lease_until;  // …or, for a re-claim, from the holder's lease end
+      plan.reclaim_rev = rec.mod_revision;
+    } else if (state.head && state.head->tick > req.tick_unix) {
+      return Superseded(*state.head);
+    }
+    if (req.starting_deadline && state.server_ms &&
+        *state.server_ms > base_ms + req.starting_deadline->count()) {
+      return ClaimOutcome{ClaimStatus::kMissed};
+    }
+    if (req.forbid_overlap && state.run && state.run->tick != req.tick_unix) {
+      return Busy(*state.run);
+    }
+    return std::nullopt;
+  }
+
+  // The claim's own txn (nested in the chunk's): compares that the record, the run
+  // key and the head are as read; success writes the claim under plan.lease, failure
+  // ranges what won the race. Sets plan.fence.
+  Json ClaimTxn(const ClaimRequest& req, ClaimPlan& plan) {
+    const Keys& k = plan.keys;
+    const TickState& state = plan.state;
+    const Head head = NextHead(req, state);
+    static_assert(kFenceEpochShift == 11);
+    plan.fence = static_cast<std::uint64_t>((head.epoch_ms << kFenceEpochShift) + head.n);
+    TickRecord rec{"running", req.node, req.owner_token, req.config_hash, plan.fence, plan.lease};
+    Json compare = Json::array();
+    if (plan.reclaim_rev) {
+      compare.push_back(ModifiedAt(k.record, *plan.reclaim_rev));
+      compare.push_back(CreatedAt(k.lease, 0));
+    } else {
+      compare.push_back(CreatedAt(k.record, 0));
+    }
+    if (req.forbid_overlap) compare.push_back(CreatedAt(k.run, 0));
+    compare.push_back(state.head ? ModifiedAt(k.head, state.head_mod_revision)
+                                 : CreatedAt(k.head, 0));
+    const std::int64_t lease_until = state.server_ms.value_or(0) + req.lease.count();
+    Json success = {Put(k.record, Encode(rec)),
+                    Put(k.lease, req.owner_token, plan.lease),
+                    Put(k.until, std::to_string(lease_until)),
+                    Put(k.index, ""),
+                    Put(JobKey(req.job), ""),
+                    Put(k.head, Encode(head))};
+    if (req.forbid_overlap) {
+      success.push_back(
+          Put(k.run, Encode(RunMarker{req.owner_token, req.tick_unix, req.node, req.config_hash}),
+              plan.lease));
+    }
+    Json failure = {Range(k.record), Range(k.run), Range(k.head)};
+    return Json{{"compare", std::move(compare)},
+                {"success", std::move(success)},
+                {"failure", std::move(failure)}};
+  }
+
+  // The answer of a claim's txn: won, or lost / busy named by what won the race;
+  // nullopt when only the head moved (claim again).
+  std::optional<Result<ClaimOutcome>> Finish(const ClaimRequest& req, const ClaimPlan& plan,
+                                             const Json& txn) {
+    const TickState& state = plan.state;
+    if (txn.value("succeeded", false)) {
+      RememberLease(req.job, req.tick_unix, req.owner_token, plan.lease);
+      return Won(plan.fence);
+    }
+    const std::vector<Kv> winner = RangeKvs(txn, 0);
+    const std::vector<Kv> run = RangeKvs(txn, 1);
+    if (!winner.empty()) {
+      if (auto other = DecodeRecord(winner.front());
+          other && other->mod_revision != plan.reclaim_rev) {
+        if (other->owner == req.owner_token) return Won(other->fence);  // our retried txn
+        return Lost(req, *other);
+      }
+    }
+    if (!run.empty()) return Busy(DecodeRun(run.front().value));
+    const std::vector<Kv> head_now = RangeKvs(txn, 2);
+    const std::int64_t head_rev_now = head_now.empty() ? 0 : head_now.front().mod_revision;
+    if (head_rev_now != (state.head ? state.head_mod_revision : 0)) return std::nullopt;
+    // The re-claimed record did not change but its lease key came back: the holder
+    // (or another re-claimer) holds it again.
+    if (state.record) return Lost(req, *state.record);
+    return MakeError(context_ + ": claim", "the claim transaction failed without a cause");
+  }
+
+  // The chunk's txn got no answer: it may or may not have been applied. One read of
+  // the chunk's ticks decides: a claim is ours only when its record and its lease key
+  // hold our token (the fence is the record's); every other claim answers `error`.
+  void ResolveAmbiguous(std::span<const ClaimRequest> reqs, const std::vector<ClaimPlan>& plans,
+                        const Error& error, BatchLeases& leases, const ClaimAnswer& on_answer) {
+    std::vector<Keys> keys;
+    for (const ClaimPlan& plan : plans) keys.push_back(plan.keys);
+    auto states = ReadTicks(keys, Due());
+    for (std::size_t n = 0; n < plans.size(); ++n) {
+      const ClaimRequest& req = reqs[plans[n].index];
+      const TickState* st = states ? &(*states)[n] : nullptr;
+      if (st != nullptr && st->record && st->record->owner == req.owner_token &&
+          st->lease_owner == req.owner_token) {
+        RememberLease(req.job, req.tick_unix, req.owner_token, st->lease_id);
+        leases.Won(st->lease_id);
+        on_answer(plans[n].index, Won(st->record->fence));
+      } else {
+        on_answer(plans[n].index, tl::unexpected(error));
+      }
+    }
+  }
+
+  Result<std::int64_t> Grant(std::int64_t ttl_s, Deadline deadline) {
+    auto grant = Post("/v3/lease/grant", Json{{"TTL", std::to_string(ttl_s)}}, deadline);
+    if (!grant) return tl::unexpected(grant.error());
+    const std::int64_t lease_id = Int(grant->body, "ID");
+    if (lease_id == 0) return MakeError(context_ + ": lease grant", grant->body.dump());
+    return lease_id;
+  }
+
+  // One chunk of CompleteBatch: answers each complete in `out`, or adds it to `retry`
+  // (its txn lost a race), and adds leases no claim of this handle holds any more to
+  // `unused_leases`.
+  void CompleteChunk(std::span<const CompleteRequest> reqs, std::span<const std::size_t> chunk,
+                     std::vector<std::optional<Result<CompleteStatus>>>& out,
+                     std::vector<std::size_t>& retry, std::vector<std::int64_t>& unused_leases) {
+    const Deadline deadline = Due();
+    std::vector<Keys> keys;
+    keys.reserve(chunk.size());
+    for (const std::size_t i : chunk) keys.push_back(KeysOf(reqs[i].held.job, reqs[i].held.tick_unix));
+    auto states = ReadTicks(keys, deadline);
+    if (!states) {
+      for (const std::size_t i : chunk) out[i] = tl::unexpected(states.error());
+      return;
+    }
+    std::vector<std::size_t> writing;  // positions in chunk
+    Json nested = Json::array();
+    for (std::size_t n = 0; n < chunk.size(); ++n) {
+      const auto& [held, completion] = reqs[chunk[n]];
+      const TickState& state = (*states)[n];
+      const Keys& k = keys[n];
+      if (!state.record || state.record->owner != held.owner_token) {
+        if (const std::int64_t lease = ForgetLease(held)) unused_leases.push_back(lease);
+        out[chunk[n]] = CompleteStatus::kNotOwner;
+        continue;
+      }
+      TickRecord rec = *state.record;
+      if (rec.state == "done") {
+        out[chunk[n]] = CompleteStatus::kCompleted;
+        continue;
+      }
+      Json compare = {ModifiedAt(k.record, rec.mod_revision)};
+      rec.state = "done";
+      rec.fence = held.fence;
+      rec.outcome = completion.outcome;
+      rec.exit_code = completion.exit_code;
+      rec.duration_ms = completion.duration.count();
+      // The record is still ours (the compare), so the lease key, if any, is ours too.
+      Json success = {Put(k.record, Encode(rec)), Delete(k.lease), Delete(k.until)};
+      if (state.run && state.run->token == held.owner_token) {
+        compare.push_back(ModifiedAt(k.run, state.run_mod_revision));
+        success.push_back(Delete(k.run));
+      }
+      nested.push_back(
+          Json{{"request_txn", {{"compare", std::move(compare)}, {"success", std::move(success)}}}});
+      writing.push_back(n);
+    }
+    if (writing.empty()) return;
+    auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
+    if (!txn) {
+      for (const std::size_t n : writing) out[chunk[n]] = tl::unexpected(txn.error());
+      return;
+    }
+    const Json* responses = Responses(txn->body);
+    for (std::size_t w = 0; w < writing.size(); ++w) {
+      const std::size_t i = chunk[writing[w]];
+      const bool applied = responses != nullptr && w < responses->size() &&
+                           (*responses)[w].contains("response_txn") &&
+                           (*responses)[w]["response_txn"].value("succeeded", false);
+      if (!applied) {
+        retry.push_back(i);  // re-read: re-claimed?
+        continue;
+      }
+      if (const std::int64_t lease = ForgetLease(reqs[i].held)) unused_leases.push_back(lease);
+      out[i] = CompleteStatus::kCompleted;
+    }
+  }
+
+  // What a keepalive of a lease answered.
+  struct KeptAlive {
+    steady_clock::time_point sent;
+    bool alive = false;            // a positive TTL: the lease lives on
+    std::int64_t server_ms = 0;    // the member's clock (Date), 0 when not sent
+  };
+
+  // One keepalive serves every run of the lease that asked while it was not yet sent:
+  // the runs of a batch share one lease, and their renewals come together. A renewal
+  // takes the answer of a keepalive sent after it began (that keepalive extended the
+  // lease from a moment inside this call), else sends its own.
+  Result<KeptAlive> KeepAlive(std::int64_t lease_id, Deadline deadline) {
+    const steady_clock::time_point asked = steady_clock::now();
+    std::lock_guard lock(keepalive_mu_);
+    if (const auto it = kept_alive_.find(lease_id);
+        it != kept_alive_.end() && it->second.sent >= asked) {
+      return it->second;
+    }
+    KeptAlive out;
+    out.sent = steady_clock::now();
+    auto reply = Post("/v3/lease/keepalive", Json{{"ID", std::to_string(lease_id)}}, deadline);
+    if (!reply) return tl::unexpected(reply.error());
+    const Json& result = reply->body.contains("result") ? reply->body["result"] : reply->body;
+    out.alive = Int(result, "TTL") > 0;
+    out.server_ms = reply->server_ms.value_or(0);
+    if (kept_alive_.size() > 4096) kept_alive_.clear();  // answers of ended leases
+    kept_alive_[lease_id] = out;
+    return out;
+  }
+
+  // A txn's list of responses, or nullptr.
+  static const Json* Responses(const Json& txn) {
+    const auto it = txn.find("responses");
+    return it != txn.end() && it->is_array() ? &*it : nullptr;
   }
 
   Result<std::vector<std::string>> Jobs(Deadline deadline) {
@@ -1007,24 +1375,6 @@ class EtcdBackend final : public Backend {
     return out;
   }
 
-  // The claim txn got no answer: it may or may not have been applied. The lease key
-  // decides: the claim is ours only when it holds our token; the fence is the record's.
-  Result<ClaimOutcome> Ambiguous(const ClaimRequest& req, const Keys& k, const Error& error) {
-    auto state = ReadTick(k, Due());
-    if (!state || !state->record || state->record->owner != req.owner_token) {
-      return tl::unexpected(error);
-    }
-    auto lease = Post("/v3/kv/range", Json{{"key", B64(k.lease)}}, Due());
-    if (lease) {
-      const std::vector<Kv> kvs = KvsOf(lease->body);
-      if (!kvs.empty() && kvs.front().value == req.owner_token) {
-        RememberLease(req.job, req.tick_unix, req.owner_token, kvs.front().lease);
-        return Won(state->record->fence);
-      }
-    }
-    return tl::unexpected(error);
-  }
-
   void Revoke(std::int64_t lease_id, Deadline deadline) {
     if (lease_id == 0) return;
     // "requested lease not found" is fine: it expired already.
@@ -1032,22 +1382,34 @@ class EtcdBackend final : public Backend {
                std::max(deadline, steady_clock::now() + options_.op_timeout / 4));
   }
 
-  // Leases this handle holds, by (job, T, token): renewals skip a lookup.
+  // Leases this handle holds, by (job, T, token): renewals skip a lookup. A lease
+  // serves every claim won in one batch; lease_claims_ counts the claims still held
+  // under each, so that the lease is revoked only when its last claim completes.
   using LeaseKey = std::tuple<std::string, std::int64_t, std::string>;
 
   void RememberLease(const std::string& job, std::int64_t tick, const std::string& token,
                      std::int64_t lease_id) {
     std::lock_guard lock(leases_mu_);
-    leases_[LeaseKey(job, tick, token)] = lease_id;
+    if (leases_.emplace(LeaseKey(job, tick, token), lease_id).second) ++lease_claims_[lease_id];
   }
   std::int64_t LeaseOf(const HeldClaim& held) {
     std::lock_guard lock(leases_mu_);
     const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
     return it == leases_.end() ? 0 : it->second;
   }
-  void ForgetLease(const HeldClaim& held) {
+  // Forgets the claim; returns its lease when no other claim of this handle holds it
+  // (the caller may revoke it), else 0. A claim this handle did not win gives 0: its
+  // lease may serve other claims of the batch it was won in.
+  std::int64_t ForgetLease(const HeldClaim& held) {
     std::lock_guard lock(leases_mu_);
-    leases_.erase(LeaseKey(held.job, held.tick_unix, held.owner_token));
+    const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
+    if (it == leases_.end()) return 0;
+    const std::int64_t lease_id = it->second;
+    leases_.erase(it);
+    const auto count = lease_claims_.find(lease_id);
+    if (count == lease_claims_.end() || --count->second > 0) return 0;
+    lease_claims_.erase(count);
+    return lease_id;
   }
   RenewStatus Forget(const HeldClaim& held) {
     ForgetLease(held);
@@ -1127,7 +1489,13 @@ class EtcdBackend final : public Backend {
   HeadersPtr headers_;
   std::size_t current_ = 0;  // the member tried first
   std::mutex leases_mu_;
-  std::map<LeaseKey, std::int64_t> leases_;
+  std::map<LeaseKey, std::int64_t> leases_;           // guarded by leases_mu_
+  std::map<std::int64_t, int> lease_claims_;           // guarded by leases_mu_
+  std::mutex keepalive_mu_;  // one keepalive at a time, so that renewals can share it
+  std::map<std::int64_t, KeptAlive> kept_alive_;  // guarded by keepalive_mu_
+  // Runs that end together complete together (group commit, lock/complete_batcher.h).
+  CompleteBatcher completer_{
+      [this](std::span<const CompleteRequest> reqs) { return CompleteBatch(reqs); }};
 };
 
 }  // namespace
