@@ -16,6 +16,7 @@ packages=(
   redis-server               # the Redis backend's tests start a real server
   zookeeper libzookeeper-mt-dev default-jre-headless  # ZooKeeper backend + its tests' server
   etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start
+  etcd-client  # etcdctl: etcd_claim_bench measures the store's reference rate (check perf)
   postgresql-15 libpq-dev    # the PostgreSQL backend (libpq) and the server its tests start
   procps psmisc util-linux   # tests: pgrep/killall; setpriv runs the PostgreSQL test server
   e2fsprogs                  # the nemesis: chattr +i makes a SQLite file read-only to root

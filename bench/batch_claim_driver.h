@@ -1,0 +1,190 @@
+// The paced and saturation runs of the batched claim benchmarks (etcd_claim_bench,
+// zookeeper_claim_bench): N replicas (threads, each with its own backend) × M jobs
+// `@every 1s`, through a real backend's batched path, as the scheduler uses it.
+//
+//   1. paced: for S seconds, at every whole second T each replica hands the M claims
+//      due at T to one ClaimBatchAsAnswered (the scheduler's call), then completes
+//      what it won in one CompleteBatch. Checked: every (job, T) has exactly one
+//      winner, no error, no missed. Measured: claim lateness = each claim's answer − T
+//      (per job-tick and replica: when that replica knew whether to run it), the
+//      batch's last answer − T, and tick done (completes too) − T.
+//   2. saturation: the same back to back for K later ticks (no deadline):
+//      claims/s and job-ticks/s decided.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/claim_stats.h"
+#include "lock/backend.h"
+
+namespace tickd::bench {
+
+struct BatchArgs {
+  int replicas = 3;
+  int jobs = 1000;
+  int seconds = 10;
+  int sat_ticks = 5;
+};
+
+struct BatchTally {
+  std::mutex mu;
+  Winners winners;
+  std::vector<double> claim_ms;    // each claim's answer − T
+  std::vector<double> batch_ms;    // a replica's last answer of T − T
+  std::vector<double> done_ms;     // claims and completes of T answered − T
+  std::atomic<int> errors{0};
+  std::atomic<int> missed{0};
+  std::atomic<long> claims{0};
+};
+
+inline double MsSince(std::int64_t tick) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::system_clock::now() -
+             std::chrono::system_clock::time_point(std::chrono::seconds(tick)))
+      .count();
+}
+
+// One replica's claims of tick T for every job (one batch), then its completes (one batch).
+inline void ClaimTickBatched(lock::Backend& backend, int replica, int jobs, std::int64_t tick,
+                             bool paced, BatchTally& tally) {
+  using namespace std::chrono_literals;
+  std::vector<lock::ClaimRequest> reqs(static_cast<std::size_t>(jobs));
+  for (int j = 0; j < jobs; ++j) {
+    lock::ClaimRequest& r = reqs[static_cast<std::size_t>(j)];
+    // Each replica starts at its own slice, as the scheduler spreads them.
+    const int job = (j + replica * jobs / 3) % jobs;
+    r.job = "job-" + std::to_string(job);
+    r.tick_unix = tick;
+    r.node = "replica-" + std::to_string(replica);
+    r.owner_token = r.node + "-" + std::to_string(tick) + "-" + std::to_string(job);
+    r.forbid_overlap = false;
+    if (!paced) r.starting_deadline = std::nullopt;  // saturation ticks are not due yet
+    r.config_hash = "h";
+    r.node_wall = std::chrono::time_point_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now());
+    r.observe = true;
+  }
+  std::vector<std::optional<Result<lock::ClaimOutcome>>> outcomes(reqs.size());
+  std::vector<double> answered_ms;
+  answered_ms.reserve(reqs.size());
+  backend.ClaimBatchAsAnswered(reqs, [&](std::size_t i, Result<lock::ClaimOutcome> out) {
+    answered_ms.push_back(MsSince(tick));
+    if (i < outcomes.size()) outcomes[i] = std::move(out);
+  });
+  const double claimed = MsSince(tick);
+  tally.claims += jobs;
+  std::vector<lock::CompleteRequest> completes;
+  std::vector<int> won_jobs;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto& out = outcomes[i];
+    if (!out || !*out) {
+      ++tally.errors;
+      continue;
+    }
+    if ((*out)->status == lock::ClaimStatus::kMissed) ++tally.missed;
+    if ((*out)->status != lock::ClaimStatus::kWon) continue;
+    const lock::ClaimRequest& r = reqs[i];
+    completes.push_back({lock::HeldClaim{r.job, tick, r.owner_token, (*out)->fence, r.lease},
+                         lock::Completion{"done", 0, 1ms}});
+    won_jobs.push_back(std::stoi(r.job.substr(4)));
+  }
+  for (const auto& done : backend.CompleteBatch(completes)) {
+    if (!done || *done != lock::CompleteStatus::kCompleted) ++tally.errors;
+  }
+  const double done_ms = MsSince(tick);
+  std::lock_guard lock(tally.mu);
+  for (const int j : won_jobs) ++tally.winners[{j, tick}];
+  if (paced) tally.claim_ms.insert(tally.claim_ms.end(), answered_ms.begin(), answered_ms.end());
+  tally.batch_ms.push_back(claimed);
+  tally.done_ms.push_back(done_ms);
+}
+
+// Runs every replica on its own thread over ticks [first, first + count).
+inline void RunBatchedReplicas(std::vector<std::unique_ptr<lock::Backend>>& replicas,
+                               const BatchArgs& a, std::int64_t first, int count, bool paced,
+                               BatchTally& tally) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < a.replicas; ++r) {
+    threads.emplace_back([&, r] {
+      for (std::int64_t t = first; t < first + count; ++t) {
+        if (paced) {
+          std::this_thread::sleep_until(
+              std::chrono::system_clock::time_point(std::chrono::seconds(t)));
+        }
+        ClaimTickBatched(*replicas[static_cast<std::size_t>(r)], r, a.jobs, t, paced, tally);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+// Both runs, their report, and the exit status (0: every check held).
+inline int RunBatchBench(std::vector<std::unique_ptr<lock::Backend>>& replicas,
+                         const BatchArgs& a) {
+  BatchTally paced;
+  const std::int64_t first = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count() +
+                             1;
+  RunBatchedReplicas(replicas, a, first, a.seconds, /*paced=*/true, paced);
+  const int paced_bad = ExactlyOnceViolations(paced.winners, a.jobs, first, first + a.seconds - 1);
+
+  // Saturation ticks lie after the paced ones (claims are monotonic per job), without a
+  // starting deadline.
+  BatchTally sat;
+  const std::int64_t sat_first = first + a.seconds + 1'000'000;
+  const auto start = std::chrono::steady_clock::now();
+  RunBatchedReplicas(replicas, a, sat_first, a.sat_ticks, /*paced=*/false, sat);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int sat_bad =
+      ExactlyOnceViolations(sat.winners, a.jobs, sat_first, sat_first + a.sat_ticks - 1);
+
+  std::printf(
+      "paced %ds: %ld claims, %d job-ticks, exactly-once violations %d, errors %d, missed %d\n"
+      "  claim lateness (each answer - T) p50 %.0f ms p99 %.0f ms max %.0f ms\n"
+      "  batch answered p50 %.0f ms p99 %.0f ms; tick done p50 %.0f ms p99 %.0f ms\n",
+      a.seconds, paced.claims.load(), a.jobs * a.seconds, paced_bad, paced.errors.load(),
+      paced.missed.load(), Percentile(paced.claim_ms, 0.5), Percentile(paced.claim_ms, 0.99),
+      Percentile(paced.claim_ms, 1.0), Percentile(paced.batch_ms, 0.5),
+      Percentile(paced.batch_ms, 0.99), Percentile(paced.done_ms, 0.5),
+      Percentile(paced.done_ms, 0.99));
+  std::printf(
+      "saturation %d ticks: %ld claims in %.2f s = %.0f claims/s, %.0f job-ticks/s, "
+      "violations %d, errors %d\n",
+      a.sat_ticks, sat.claims.load(), secs, static_cast<double>(sat.claims.load()) / secs,
+      a.jobs * a.sat_ticks / secs, sat_bad, sat.errors.load());
+  std::fflush(stdout);
+  return paced_bad + sat_bad + paced.errors + sat.errors + paced.missed == 0 ? 0 : 2;
+}
+
+// --replicas N --jobs M --seconds S --sat-ticks K, and `extra(key, value)` for the rest.
+template <typename Extra>
+BatchArgs ParseBatchArgs(int argc, char** argv, BatchArgs a, Extra extra) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i];
+    const int value = std::atoi(argv[i + 1]);
+    if (key == "--replicas") {
+      a.replicas = value;
+    } else if (key == "--jobs") {
+      a.jobs = value;
+    } else if (key == "--seconds") {
+      a.seconds = value;
+    } else if (key == "--sat-ticks") {
+      a.sat_ticks = value;
+    } else {
+      extra(key, value);
+    }
+  }
+  return a;
+}
+
+}  // namespace tickd::bench
