@@ -56,6 +56,14 @@
 //      carry no fence while running (theirs was the claim's zxid, their mzxid; far
 //      below any epoch fence). ZNODEEXISTS / ZBADVERSION / ZNONODE mean another
 //      replica got there first: read again (step 1).
+//   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
+//   claim per job (a job's ticks in the order given), each wave in chunks of 250:
+//   every get of the chunk pipelined with ONE clock read (the scratch node's setData),
+//   then the lease nodes a re-claim or a forbid check needs, pipelined, then one multi
+//   per claim, all pipelined. A multi is all or nothing, so each claim has its own:
+//   a race lost on one job fails only that claim, which is read again in the next
+//   wave. The server's group commit writes the pipelined multis with few fsyncs.
+//   A single Claim is a batch of one.
 //   Connection lost while the multi was in flight (ambiguous): once reconnected
 //   within op_timeout, the lease node is ours only if it holds our token AND its
 //   ephemeralOwner is our session id; then the fence is the record's. Else an Error.
@@ -82,6 +90,8 @@
 // complete: get the record (owner must be our token), the lease and the run node;
 //   one multi: set the record to done (with its version) and delete the lease and
 //   run nodes that still hold our token (each by version). Retried on a version race.
+//   Completes that arrive together (lock/complete_batcher.h) share one pipelined read
+//   and their multis go pipelined, one per complete.
 // locks: ListRunning reads every record of every job (and its lease node) and judges
 //   the lease on the server's clock. ForceRelease: one multi setting the record (by
 //   version) to done, outcome "released", no owner (the old holder's Complete is
@@ -102,13 +112,18 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "lock/complete_batcher.h"
 
 namespace tickd::lock {
 namespace {
@@ -117,6 +132,9 @@ using std::chrono::steady_clock;
 using Fields = std::map<std::string, std::string>;
 
 constexpr int kMaxRaces = 5;  // re-reads after losing a version race, per call
+// Claims per chunk of a batch: the reads and multis of a chunk are in flight together
+// (the client's queue and the server's request queue hold them).
+constexpr std::size_t kClaimsPerChunk = 250;
 
 // key=value lines; values never hold a newline (tokens, node ids, hashes, numbers).
 std::string Encode(const Fields& fields) {
@@ -451,15 +469,62 @@ class ZookeeperBackend final : public Backend {
   }
 
   Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
+    return std::move(ClaimBatch(std::span<const ClaimRequest>(&req, 1)).front());
+  }
+
+  std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
+    std::vector<Result<ClaimOutcome>> out(reqs.size(),
+                                          MakeError(context_ + ": claim", "no answer"));
+    ClaimBatchAsAnswered(reqs, [&](std::size_t i, Result<ClaimOutcome> r) {
+      out[i] = std::move(r);
+    });
+    return out;
+  }
+
+  // The claims of one instant, in waves holding at most one claim of each job (a
+  // job's ticks are decided in the order of `reqs`), each wave in chunks of
+  // kClaimsPerChunk: every read of the chunk pipelined with one clock read, then the
+  // lease nodes some decisions need, pipelined, then one multi per claim, all
+  // pipelined. Round trips per chunk: 2 (3 when a re-claim or forbid needs a lease
+  // node), whatever its size. A multi is all or nothing, so each claim has its own:
+  // one lost race fails only that claim, which is read again in the next wave (at
+  // most kMaxRaces tries). After a failure of the connection the rest of the batch
+  // answers that error at once.
+  void ClaimBatchAsAnswered(std::span<const ClaimRequest> reqs,
+                            const ClaimAnswer& on_answer) override {
     std::lock_guard lock(mu_);
-    const auto deadline = steady_clock::now() + options_.op_timeout;
-    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
-    for (int race = 0; race < kMaxRaces; ++race) {
-      auto step = ClaimOnce(req, deadline);
-      if (!step) return tl::unexpected(step.error());
-      if (*step) return **step;
+    if (auto ok = ReadyLocked(steady_clock::now() + options_.op_timeout); !ok) {
+      for (std::size_t i = 0; i < reqs.size(); ++i) on_answer(i, tl::unexpected(ok.error()));
+      return;
     }
-    return MakeError(context_ + ": claim", "kept losing version races; try again");
+    std::vector<std::size_t> pending(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
+    std::vector<int> tries(reqs.size(), 0);
+    std::optional<Error> failed;
+    while (!pending.empty()) {
+      std::vector<std::size_t> wave, later;
+      std::set<std::string_view> jobs;
+      for (const std::size_t i : pending) {
+        (jobs.insert(reqs[i].job).second ? wave : later).push_back(i);
+      }
+      for (std::size_t first = 0; first < wave.size(); first += kClaimsPerChunk) {
+        const std::span<const std::size_t> chunk(
+            wave.data() + first, std::min(kClaimsPerChunk, wave.size() - first));
+        if (failed) {
+          for (const std::size_t i : chunk) on_answer(i, tl::unexpected(*failed));
+          continue;
+        }
+        for (const std::size_t i : ClaimChunk(reqs, chunk, on_answer, failed)) {
+          if (++tries[i] < kMaxRaces) {
+            later.push_back(i);
+          } else {
+            on_answer(i, MakeError(context_ + ": claim", "kept losing version races; try again"));
+          }
+        }
+      }
+      std::sort(later.begin(), later.end());  // a retried claim stays before its job's later ticks
+      pending = std::move(later);
+    }
   }
 
   Result<RenewStatus> Renew(const HeldClaim& held) override {
@@ -499,38 +564,98 @@ class ZookeeperBackend final : public Backend {
     return write[0].stat.mtime > old_until ? RenewStatus::kLost : RenewStatus::kRenewed;
   }
 
+  // Runs that end together share one CompleteBatch (lock/complete_batcher.h).
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
+    return completer_.Complete(held, completion);
+  }
+
+  // Every complete as a single one did, in rounds: the record, lease and run nodes of
+  // every complete in one pipelined read, then one multi per complete, pipelined (each
+  // all or nothing on its own). A multi that lost a version race is read again in the
+  // next round, at most kMaxRaces.
+  std::vector<Result<CompleteStatus>> CompleteBatch(
+      std::span<const CompleteRequest> reqs) override {
     std::lock_guard lock(mu_);
+    std::vector<Result<CompleteStatus>> out(
+        reqs.size(), MakeError(context_ + ": complete", "kept losing version races; try again"));
     const auto deadline = steady_clock::now() + options_.op_timeout;
-    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
-    const std::string record_path = Path(held.job, "t", held.tick_unix);
-    const std::string lease_path = Path(held.job, "l", held.tick_unix);
-    const std::string run_path = base_ + "/" + held.job + "/run";
-    for (int race = 0; race < kMaxRaces; ++race) {
-      auto nodes = ReadTickNodes(record_path, lease_path, run_path, deadline, "complete");
-      if (!nodes) return tl::unexpected(nodes.error());
-      const Batch& read = *nodes;
-      if (read[0].rc == ZNONODE) return CompleteStatus::kNotOwner;
-      Fields record = Decode(read[0].value);
-      if (Get(record, "owner") != held.owner_token) return CompleteStatus::kNotOwner;
-      if (Get(record, "state") == "done") return CompleteStatus::kCompleted;
-      record["state"] = "done";
-      record["outcome"] = completion.outcome;
-      record["exit"] = completion.exit_code ? std::to_string(*completion.exit_code) : "";
-      record["duration_ms"] = std::to_string(completion.duration.count());
-      record["fence"] = std::to_string(held.fence);
-      std::vector<Op> ops = {{Op::kSet, record_path, Encode(record), read[0].stat.version}};
-      if (read[1].rc == ZOK && Get(Decode(read[1].value), "owner") == held.owner_token) {
-        ops.push_back({Op::kDelete, lease_path, "", read[1].stat.version});
-      }
-      if (read[2].rc == ZOK && Get(Decode(read[2].value), "owner") == held.owner_token) {
-        ops.push_back({Op::kDelete, run_path, "", read[2].stat.version});
-      }
-      auto applied = EndTick(std::move(ops), deadline, "complete");
-      if (!applied) return tl::unexpected(applied.error());
-      if (*applied) return CompleteStatus::kCompleted;
+    if (auto ok = ReadyLocked(deadline); !ok) {
+      for (auto& o : out) o = tl::unexpected(ok.error());
+      return out;
     }
-    return MakeError(context_ + ": complete", "kept losing version races; try again");
+    std::vector<std::size_t> pending(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
+    for (int race = 0; race < kMaxRaces && !pending.empty(); ++race) {
+      Batch read(zh_.get());
+      for (const std::size_t i : pending) {
+        const HeldClaim& held = reqs[i].held;
+        read.Get(Path(held.job, "t", held.tick_unix));
+        read.Get(Path(held.job, "l", held.tick_unix));
+        read.Get(base_ + "/" + held.job + "/run");
+      }
+      if (auto ok = Await(read, deadline, "complete"); !ok) {
+        for (const std::size_t i : pending) out[i] = tl::unexpected(ok.error());
+        return out;
+      }
+      std::vector<std::size_t> writing;
+      std::vector<Batch> writes;
+      writes.reserve(pending.size());
+      for (std::size_t n = 0; n < pending.size(); ++n) {
+        const std::size_t i = pending[n];
+        const auto& [held, completion] = reqs[i];
+        const Reply& record_node = read[3 * n];
+        const Reply& lease = read[3 * n + 1];
+        const Reply& run = read[3 * n + 2];
+        if (const int rc = FirstFailure({&record_node, &lease, &run}); rc != ZOK) {
+          out[i] = Failure("complete", rc);
+          continue;
+        }
+        if (record_node.rc == ZNONODE) {
+          out[i] = CompleteStatus::kNotOwner;
+          continue;
+        }
+        Fields record = Decode(record_node.value);
+        if (Get(record, "owner") != held.owner_token) {
+          out[i] = CompleteStatus::kNotOwner;
+          continue;
+        }
+        if (Get(record, "state") == "done") {
+          out[i] = CompleteStatus::kCompleted;
+          continue;
+        }
+        record["state"] = "done";
+        record["outcome"] = completion.outcome;
+        record["exit"] = completion.exit_code ? std::to_string(*completion.exit_code) : "";
+        record["duration_ms"] = std::to_string(completion.duration.count());
+        record["fence"] = std::to_string(held.fence);
+        std::vector<Op> ops = {{Op::kSet, Path(held.job, "t", held.tick_unix), Encode(record),
+                                record_node.stat.version}};
+        if (lease.rc == ZOK && Get(Decode(lease.value), "owner") == held.owner_token) {
+          ops.push_back({Op::kDelete, Path(held.job, "l", held.tick_unix), "", lease.stat.version});
+        }
+        if (run.rc == ZOK && Get(Decode(run.value), "owner") == held.owner_token) {
+          ops.push_back({Op::kDelete, base_ + "/" + held.job + "/run", "", run.stat.version});
+        }
+        writes.emplace_back(zh_.get());
+        writes.back().Multi(std::move(ops));
+        writing.push_back(i);
+      }
+      std::vector<std::size_t> retry;
+      for (std::size_t w = 0; w < writing.size(); ++w) {
+        const std::size_t i = writing[w];
+        if (auto ok = Await(writes[w], deadline, "complete"); !ok) {
+          out[i] = tl::unexpected(ok.error());
+        } else if (writes[w][0].rc == ZOK) {
+          out[i] = CompleteStatus::kCompleted;
+        } else if (IsRace(writes[w][0].rc)) {
+          retry.push_back(i);
+        } else {
+          out[i] = Failure("complete", writes[w][0].rc);
+        }
+      }
+      pending = std::move(retry);
+    }
+    return out;
   }
 
   Result<void> Record(const Observation& obs) override {
@@ -808,6 +933,14 @@ class ZookeeperBackend final : public Backend {
     return base_ + "/" + job + "/" + kind + "/" + std::to_string(tick);
   }
 
+  // The first reply that is neither found nor ZNONODE (its code), else ZOK.
+  static int FirstFailure(std::initializer_list<const Reply*> replies) {
+    for (const Reply* r : replies) {
+      if (r->rc != ZOK && r->rc != ZNONODE) return r->rc;
+    }
+    return ZOK;
+  }
+
   static bool IsRace(int rc) { return rc == ZNODEEXISTS || rc == ZBADVERSION || rc == ZNONODE; }
 
   // A live lease: its node exists (checked by the caller) and was renewed in time.
@@ -822,19 +955,153 @@ class ZookeeperBackend final : public Backend {
            node.stat.ephemeralOwner == id->client_id;
   }
 
-  // One pass of the claim; nullopt when a race was lost and the caller should re-read.
-  Result<std::optional<ClaimOutcome>> ClaimOnce(const ClaimRequest& req,
-                                                steady_clock::time_point deadline) {
-    const std::string record_path = Path(req.job, "t", req.tick_unix);
-    const std::string lease_path = Path(req.job, "l", req.tick_unix);
-    const std::string run_path = base_ + "/" + req.job + "/run";
-    const std::string head_path = base_ + "/" + req.job + "/head";
+  // One claim of a chunk: the paths, what the reads found, and the multi it makes.
+  struct ClaimPlan {
+    std::size_t index = 0;  // in the batch's requests
+    std::string record_path, lease_path, run_path, head_path;
+    std::size_t record = 0, head = 0, run = 0;  // reply slots in the chunk's read
+    std::size_t lease = 0, holder = 0;          // reply slots in the second read
+    bool read_lease = false, read_holder = false;
+    std::int64_t run_tick = 0;  // the tick the run node names (forbid)
+    std::vector<Op> ops;        // the multi
+    std::uint64_t fence = 0;
+  };
+
+  // One chunk of a wave (distinct jobs): reads, decisions, multis. Answers every claim
+  // of the chunk but those it returns, whose multi lost a version race (read again).
+  // `failed` is set when the session or the connection failed.
+  std::vector<std::size_t> ClaimChunk(std::span<const ClaimRequest> reqs,
+                                      std::span<const std::size_t> chunk,
+                                      const ClaimAnswer& on_answer, std::optional<Error>& failed) {
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    const auto fail_all = [&](const Error& e) {
+      failed = e;
+      for (const std::size_t i : chunk) on_answer(i, tl::unexpected(e));
+      return std::vector<std::size_t>{};
+    };
+    std::vector<ClaimPlan> plans(chunk.size());
     Batch read(zh_.get());
-    read.Get(record_path);
-    read.Get(head_path);
-    if (auto ok = Await(read, deadline, "claim"); !ok) return tl::unexpected(ok.error());
-    const Reply& record = read[0];
-    const Reply& head = read[1];
+    const std::size_t clock = read.Set(scratch_, "", -1);  // the server's now: its mtime
+    for (std::size_t n = 0; n < chunk.size(); ++n) {
+      const ClaimRequest& req = reqs[chunk[n]];
+      ClaimPlan& p = plans[n];
+      p.index = chunk[n];
+      p.record_path = Path(req.job, "t", req.tick_unix);
+      p.lease_path = Path(req.job, "l", req.tick_unix);
+      p.run_path = base_ + "/" + req.job + "/run";
+      p.head_path = base_ + "/" + req.job + "/head";
+      p.record = read.Get(p.record_path);
+      p.head = read.Get(p.head_path);
+      if (req.forbid_overlap) p.run = read.Get(p.run_path);
+    }
+    if (auto ok = Await(read, deadline, "claim"); !ok) return fail_all(ok.error());
+    std::int64_t now = 0;
+    if (read[clock].rc == ZOK) {
+      now = read[clock].stat.mtime;
+    } else if (read[clock].rc == ZNONODE) {  // a new session, or the server lost it
+      auto server_now = ServerNow(deadline);
+      if (!server_now) return fail_all(server_now.error());
+      now = *server_now;
+    } else {
+      return fail_all(Failure("clock", read[clock].rc).value());
+    }
+
+    // The lease nodes that decide a re-claim (the tick's) and busy (the run node's tick).
+    Batch leases(zh_.get());
+    for (std::size_t n = 0; n < chunk.size(); ++n) {
+      const ClaimRequest& req = reqs[chunk[n]];
+      ClaimPlan& p = plans[n];
+      if (read[p.record].rc == ZOK && req.recover &&
+          Get(Decode(read[p.record].value), "state") == "running") {
+        p.read_lease = true;
+        p.lease = leases.Get(p.lease_path);
+      }
+      if (req.forbid_overlap && read[p.run].rc == ZOK) {
+        p.run_tick = ToInt(Get(Decode(read[p.run].value), "tick"));
+        if (p.run_tick != req.tick_unix) {
+          p.read_holder = true;
+          p.holder = leases.Get(Path(req.job, "l", p.run_tick));
+        }
+      }
+    }
+    if (auto ok = Await(leases, deadline, "claim"); !ok) return fail_all(ok.error());
+
+    std::vector<std::size_t> writing;  // positions in plans
+    for (std::size_t n = 0; n < chunk.size(); ++n) {
+      auto decided = Decide(reqs[chunk[n]], plans[n], read, leases, now);
+      if (!decided) {
+        on_answer(chunk[n], tl::unexpected(decided.error()));
+      } else if (*decided) {
+        on_answer(chunk[n], std::move(**decided));
+      } else {
+        writing.push_back(n);
+      }
+    }
+    if (writing.empty()) return {};
+    // Only now: no answer but won writes (the folders are the multis' parents).
+    std::vector<std::string> jobs;
+    for (const std::size_t n : writing) jobs.push_back(reqs[chunk[n]].job);
+    if (auto ok = EnsureJobs(jobs, deadline); !ok) {
+      failed = ok.error();
+      for (const std::size_t n : writing) on_answer(chunk[n], tl::unexpected(ok.error()));
+      return {};
+    }
+    std::vector<Batch> writes;
+    writes.reserve(writing.size());
+    for (const std::size_t n : writing) {
+      writes.emplace_back(zh_.get());
+      writes.back().Multi(std::move(plans[n].ops));
+    }
+    std::vector<std::size_t> retry;
+    for (std::size_t w = 0; w < writing.size(); ++w) {
+      const ClaimPlan& p = plans[writing[w]];
+      const ClaimRequest& req = reqs[p.index];
+      Batch& write = writes[w];
+      if (!write.Wait(deadline)) {
+        on_answer(p.index, MakeError(context_ + ": claim",
+                                     "no answer within " +
+                                         std::to_string(options_.op_timeout.count()) +
+                                         "ms (the claim may or may not be recorded)"));
+        continue;
+      }
+      const int rc = write[0].rc;
+      if (rc == ZOK) {
+        last_contact_ = steady_clock::now();
+        ClaimOutcome won;
+        won.status = ClaimStatus::kWon;
+        won.fence = p.fence;
+        on_answer(p.index, won);
+        continue;
+      }
+      if (rc == ZNONODE) known_jobs_.erase(req.job);  // the folders may be gone
+      if (IsRace(rc)) {
+        retry.push_back(p.index);
+        continue;
+      }
+      if (rc == ZCONNECTIONLOSS) {
+        auto resolved = Ambiguous(req, p.lease_path, p.fence, deadline);
+        if (!resolved) {
+          on_answer(p.index, tl::unexpected(resolved.error()));
+        } else if (*resolved) {
+          on_answer(p.index, **resolved);
+        } else {
+          retry.push_back(p.index);
+        }
+        continue;
+      }
+      on_answer(p.index, Failure("claim", rc));
+    }
+    return retry;
+  }
+
+  // The checks of the claim on what the chunk's reads found (the order at the top of
+  // this file): an outcome decided without writing, nullopt when the claim goes on to
+  // its multi (plan.ops and plan.fence set), or an Error for a read that failed.
+  Result<std::optional<ClaimOutcome>> Decide(const ClaimRequest& req, ClaimPlan& plan,
+                                             const Batch& read, const Batch& leases,
+                                             std::int64_t now) {
+    const Reply& record = read[plan.record];
+    const Reply& head = read[plan.head];
     if (record.rc != ZOK && record.rc != ZNONODE) return Failure("claim", record.rc);
     if (head.rc != ZOK && head.rc != ZNONODE) return Failure("claim", head.rc);
     const Fields head_fields = head.rc == ZOK ? Decode(head.value) : Fields{};
@@ -848,16 +1115,13 @@ class ZookeeperBackend final : public Backend {
       reset.holder_tick_unix = head_tick;
       return reset;
     }
-
-    std::vector<Op> ops;
+    std::vector<Op>& ops = plan.ops;
     Fields mine = {{"state", "running"},
                    {"owner", req.owner_token},
                    {"node", req.node},
                    {"hash", req.config_hash},
                    {"lease_ms", std::to_string(req.lease.count())}};
-    std::size_t record_op = 0;               // the op that writes `mine`; its fence is added last
-    std::optional<std::int64_t> expired_at;  // re-claim: when the dead lease expired
-    std::int64_t now = 0;
+    std::size_t record_op = 0;  // the op that writes `mine`; its fence is added last
     if (record.rc == ZOK) {
       const Fields f = Decode(record.value);
       ClaimOutcome lost;
@@ -867,23 +1131,17 @@ class ZookeeperBackend final : public Backend {
       lost.holder_config_hash = Get(f, "hash");
       lost.holder_running = Get(f, "state") == "running";
       if (!lost.holder_running || !req.recover) return lost;
-      Batch lease(zh_.get());
-      lease.Get(lease_path);
-      if (auto ok = Await(lease, deadline, "claim"); !ok) return tl::unexpected(ok.error());
-      if (lease[0].rc != ZOK && lease[0].rc != ZNONODE) return Failure("claim", lease[0].rc);
-      auto server_now = ServerNow(deadline);
-      if (!server_now) return tl::unexpected(server_now.error());
-      now = *server_now;
-      if (lease[0].rc == ZOK) {
-        if (Live(lease[0], now)) return lost;
-        expired_at = lease[0].stat.mtime + ToInt(Get(Decode(lease[0].value), "lease_ms"));
-        ops.push_back({Op::kDelete, lease_path, "", lease[0].stat.version});
-      } else {
-        expired_at = now;  // the session died at an unknown moment: count from now
+      const Reply& lease = leases[plan.lease];
+      if (lease.rc != ZOK && lease.rc != ZNONODE) return Failure("claim", lease.rc);
+      std::int64_t expired_at = now;  // the session died at an unknown moment: count from now
+      if (lease.rc == ZOK) {
+        if (Live(lease, now)) return lost;
+        expired_at = lease.stat.mtime + ToInt(Get(Decode(lease.value), "lease_ms"));
+        ops.push_back({Op::kDelete, plan.lease_path, "", lease.stat.version});
       }
       record_op = ops.size();
-      ops.push_back({Op::kSet, record_path, "", record.stat.version});
-      if (req.starting_deadline && now > *expired_at + req.starting_deadline->count()) {
+      ops.push_back({Op::kSet, plan.record_path, "", record.stat.version});
+      if (req.starting_deadline && now > expired_at + req.starting_deadline->count()) {
         return ClaimOutcome{ClaimStatus::kMissed};
       }
     } else {
@@ -894,74 +1152,47 @@ class ZookeeperBackend final : public Backend {
         superseded.holder_tick_unix = head_tick;
         return superseded;
       }
-      auto server_now = ServerNow(deadline);
-      if (!server_now) return tl::unexpected(server_now.error());
-      now = *server_now;
       if (req.starting_deadline && now > req.tick_unix * 1000 + req.starting_deadline->count()) {
         return ClaimOutcome{ClaimStatus::kMissed};
       }
       record_op = ops.size();
-      ops.push_back({Op::kCreate, record_path, "", -1, ZOO_PERSISTENT});
+      ops.push_back({Op::kCreate, plan.record_path, "", -1, ZOO_PERSISTENT});
     }
-    ops.push_back({Op::kCreate, lease_path,
+    ops.push_back({Op::kCreate, plan.lease_path,
                    Encode({{"owner", req.owner_token},
                            {"node", req.node},
                            {"lease_ms", std::to_string(req.lease.count())}}),
                    -1, ZOO_EPHEMERAL});
     if (req.forbid_overlap) {
-      Batch run(zh_.get());
-      run.Get(run_path);
-      if (auto ok = Await(run, deadline, "claim"); !ok) return tl::unexpected(ok.error());
-      if (run[0].rc != ZOK && run[0].rc != ZNONODE) return Failure("claim", run[0].rc);
-      if (run[0].rc == ZOK) {
-        const Fields f = Decode(run[0].value);
-        const std::int64_t run_tick = ToInt(Get(f, "tick"));
-        if (run_tick != req.tick_unix) {
-          Batch holder(zh_.get());
-          holder.Get(Path(req.job, "l", run_tick));
-          if (auto ok = Await(holder, deadline, "claim"); !ok) return tl::unexpected(ok.error());
-          if (holder[0].rc == ZOK && Get(Decode(holder[0].value), "owner") == Get(f, "owner") &&
-              Live(holder[0], now)) {
+      const Reply& run = read[plan.run];
+      if (run.rc != ZOK && run.rc != ZNONODE) return Failure("claim", run.rc);
+      if (run.rc == ZOK) {
+        if (plan.read_holder) {
+          const Fields f = Decode(run.value);
+          const Reply& holder = leases[plan.holder];
+          if (holder.rc == ZOK && Get(Decode(holder.value), "owner") == Get(f, "owner") &&
+              Live(holder, now)) {
             ClaimOutcome busy;
             busy.status = ClaimStatus::kBusy;
             busy.holder_node = Get(f, "node");
-            busy.holder_tick_unix = run_tick;
+            busy.holder_tick_unix = plan.run_tick;
             busy.holder_config_hash = Get(f, "hash");
             return busy;
           }
         }
-        ops.push_back({Op::kDelete, run_path, "", run[0].stat.version});  // stale marker
+        ops.push_back({Op::kDelete, plan.run_path, "", run.stat.version});  // stale marker
       }
-      ops.push_back({Op::kCreate, run_path,
+      ops.push_back({Op::kCreate, plan.run_path,
                      Encode({{"owner", req.owner_token},
                              {"tick", std::to_string(req.tick_unix)},
                              {"node", req.node},
                              {"hash", req.config_hash}}),
                      -1, ZOO_EPHEMERAL});
     }
-    const std::uint64_t fence = MoveHead(req, head, head_fields, head_path, now, ops);
-    mine["fence"] = std::to_string(fence);
+    plan.fence = MoveHead(req, head, head_fields, plan.head_path, now, ops);
+    mine["fence"] = std::to_string(plan.fence);
     ops[record_op].data = Encode(mine);
-    // Only now: no answer but won writes (the folders are the multi's parents).
-    if (auto ok = EnsureJob(req.job, deadline); !ok) return tl::unexpected(ok.error());
-    Batch write(zh_.get());
-    write.Multi(std::move(ops));
-    if (!write.Wait(deadline)) {
-      return MakeError(context_ + ": claim", "no answer within " +
-                                                 std::to_string(options_.op_timeout.count()) +
-                                                 "ms (the claim may or may not be recorded)");
-    }
-    if (write[0].rc == ZOK) {
-      last_contact_ = steady_clock::now();
-      ClaimOutcome won;
-      won.status = ClaimStatus::kWon;
-      won.fence = fence;
-      return won;
-    }
-    if (write[0].rc == ZNONODE) known_jobs_.erase(req.job);  // the folders may be gone
-    if (IsRace(write[0].rc)) return std::optional<ClaimOutcome>();
-    if (write[0].rc == ZCONNECTIONLOSS) return Ambiguous(req, lease_path, fence, deadline);
-    return Failure("claim", write[0].rc);
+    return std::optional<ClaimOutcome>();
   }
 
   // Appends the ops that move the job's head for a won claim of req (set by version,
@@ -1053,16 +1284,25 @@ class ZookeeperBackend final : public Backend {
     return {};
   }
 
-  // The folders of a job, created once per session (persistent; never pruned); with
-  // the roots for the first job of a session.
-  Result<void> EnsureJob(const std::string& job, steady_clock::time_point deadline) {
-    if (known_jobs_.contains(job)) return {};
-    const std::string dir = base_ + "/" + job;
-    std::vector<std::string> paths = known_jobs_.empty() ? roots_ : std::vector<std::string>{};
-    for (const std::string& p : {dir, dir + "/t", dir + "/l", dir + "/o"}) paths.push_back(p);
+  // The folders of jobs, created once per session (persistent; never pruned), all in
+  // one pipeline; with the roots for the first jobs of a session.
+  Result<void> EnsureJobs(const std::vector<std::string>& jobs, steady_clock::time_point deadline) {
+    std::vector<std::string> paths;
+    std::vector<std::string> added;
+    for (const std::string& job : jobs) {
+      if (known_jobs_.contains(job)) continue;
+      if (paths.empty() && known_jobs_.empty()) paths = roots_;
+      const std::string dir = base_ + "/" + job;
+      for (const std::string& p : {dir, dir + "/t", dir + "/l", dir + "/o"}) paths.push_back(p);
+      added.push_back(job);
+    }
+    if (added.empty()) return {};
     if (auto ok = CreateAll(paths, deadline); !ok) return ok;
-    known_jobs_.insert(job);
+    known_jobs_.insert(added.begin(), added.end());
     return {};
+  }
+  Result<void> EnsureJob(const std::string& job, steady_clock::time_point deadline) {
+    return EnsureJobs({job}, deadline);
   }
 
   // Creates every path in order (pipelined), existing ones being fine.
@@ -1252,6 +1492,9 @@ class ZookeeperBackend final : public Backend {
   steady_clock::time_point last_contact_{};  // the last answer from the server
   bool adopted_ = false;  // zh_'s session has connected and scratch_ names it
   std::set<std::string> known_jobs_;         // jobs whose folders exist (this session)
+  // Runs that end together complete together (group commit, lock/complete_batcher.h).
+  CompleteBatcher completer_{
+      [this](std::span<const CompleteRequest> reqs) { return CompleteBatch(reqs); }};
 };
 
 }  // namespace

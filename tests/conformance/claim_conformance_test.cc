@@ -101,6 +101,63 @@ TEMPLATE_LIST_TEST_CASE("conformance: one winner among concurrent claimers on ma
   }
 }
 
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: three replicas race one batch of 300 ticks each, in their own orders: one "
+    "winner per tick, and the wins complete in one batch",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  constexpr int kReplicas = 3;
+  constexpr int kJobs = 300;  // more than one chunk on etcd (120) and ZooKeeper (250)
+  const std::int64_t tick = NowUnix(h.clock());
+  std::vector<std::unique_ptr<Backend>> replicas;
+  std::vector<std::vector<ClaimRequest>> reqs(kReplicas);
+  for (int r = 0; r < kReplicas; ++r) {
+    replicas.push_back(h.OpenReplica());
+    for (int j = 0; j < kJobs; ++j) {
+      const int job = (j + r * kJobs / kReplicas) % kJobs;  // each its own slice first
+      auto req = Req(h, "batch-" + std::to_string(job), tick, "node-" + std::to_string(r),
+                     "tok-" + std::to_string(r) + "-" + std::to_string(job));
+      req.forbid_overlap = false;
+      reqs[r].push_back(req);
+    }
+  }
+  std::vector<std::vector<Result<ClaimOutcome>>> outs(kReplicas);
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kReplicas; ++r) {
+    threads.emplace_back([&, r] {
+      while (!go.load()) std::this_thread::yield();
+      outs[r] = replicas[r]->ClaimBatch(reqs[r]);
+    });
+  }
+  go = true;
+  for (auto& th : threads) th.join();
+  std::map<std::string, int> winners;
+  for (int r = 0; r < kReplicas; ++r) {
+    REQUIRE(outs[r].size() == reqs[r].size());
+    std::vector<CompleteRequest> completes;
+    for (std::size_t i = 0; i < outs[r].size(); ++i) {
+      REQUIRE(outs[r][i]);
+      if (outs[r][i]->status == ClaimStatus::kWon) {
+        ++winners[reqs[r][i].job];
+        completes.push_back({HeldOf(reqs[r][i], *outs[r][i]), Completion{"done", 0, 1ms}});
+      } else {
+        CHECK(Name(outs[r][i]->status) == std::string("lost"));
+      }
+    }
+    for (const auto& done : replicas[r]->CompleteBatch(completes)) {
+      REQUIRE(done);
+      CHECK(*done == CompleteStatus::kCompleted);
+    }
+  }
+  CHECK(winners.size() == static_cast<std::size_t>(kJobs));
+  for (const auto& [job, count] : winners) CHECK(count == 1);
+  const ClaimOutcome again = MustClaim(*replicas[0], Req(h, "batch-7", tick, "node-0", "tok-x"));
+  CHECK(again.status == ClaimStatus::kLost);
+  CHECK_FALSE(again.holder_running);
+}
+
 TEMPLATE_LIST_TEST_CASE("conformance: one winner among concurrent claimers in several processes",
                         "[conformance]", AllHarnesses) {
   TestType h;

@@ -2,13 +2,12 @@
 // the next member, failing closed within op_timeout when no member answers, a
 // restart of etcd (the holder keeps its lease, a dead holder is taken over within
 // one lease after the restart, fences keep growing), the TTL rounding, and batches
-// (concurrent batches of several txns, the lease shared by the runs of a batch).
+// (the lease shared by the runs of a batch).
 #include "lock/etcd/etcd_backend.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <thread>
 
 #include "lock/registry.h"
@@ -215,57 +214,6 @@ TEST_CASE(
   // Everything is gone: the earlier tick can be claimed again, above every old fence.
   claim(*b, t0 - 1, "tok-after");
   claim(*b, t0, "tok-after-0");
-}
-
-TEST_CASE(
-    "etcd: three replicas claim 300 ticks each in one batch at once: one winner per tick, "
-    "and the wins complete in one batch",
-    "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
-  const std::int64_t tick = NowUnix();
-  constexpr int kJobs = 300;  // three chunks of at most 120 claims
-  std::vector<std::unique_ptr<Backend>> replicas;
-  for (int r = 0; r < 3; ++r) replicas.push_back(Open(server.url(), 10s));
-  std::vector<std::vector<ClaimRequest>> reqs(3);
-  std::vector<std::vector<tickd::Result<ClaimOutcome>>> outs(3);
-  for (int r = 0; r < 3; ++r) {
-    for (int j = 0; j < kJobs; ++j) {
-      // Each replica in its own order, as the scheduler spreads them.
-      const int job = (j + r * 100) % kJobs;
-      reqs[r].push_back(Req("job-" + std::to_string(job), tick, "node-" + std::to_string(r),
-                            "tok-" + std::to_string(r) + "-" + std::to_string(job)));
-    }
-  }
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 3; ++r) {
-    threads.emplace_back([&, r] { outs[r] = replicas[r]->ClaimBatch(reqs[r]); });
-  }
-  for (auto& t : threads) t.join();
-  std::map<std::string, int> winners;
-  for (int r = 0; r < 3; ++r) {
-    REQUIRE(outs[r].size() == reqs[r].size());
-    std::vector<CompleteRequest> completes;
-    for (std::size_t i = 0; i < outs[r].size(); ++i) {
-      REQUIRE(outs[r][i]);
-      if (outs[r][i]->status == ClaimStatus::kWon) {
-        ++winners[reqs[r][i].job];
-        completes.push_back({HeldOf(reqs[r][i], *outs[r][i]), Completion{"done", 0, 1ms}});
-      } else {
-        CHECK(outs[r][i]->status == ClaimStatus::kLost);
-      }
-    }
-    for (const auto& done : replicas[r]->CompleteBatch(completes)) {
-      REQUIRE(done);
-      CHECK(*done == CompleteStatus::kCompleted);
-    }
-  }
-  CHECK(winners.size() == static_cast<std::size_t>(kJobs));
-  for (const auto& [job, count] : winners) CHECK(count == 1);
-  const ClaimOutcome again = MustClaim(*replicas[0], Req("job-7", tick, "node-0", "tok-again"));
-  CHECK(again.status == ClaimStatus::kLost);
-  CHECK_FALSE(again.holder_running);
 }
 
 TEST_CASE(
