@@ -37,9 +37,9 @@ struct BatchArgs {
 struct BatchTally {
   std::mutex mu;
   Winners winners;
-  std::vector<double> claim_ms;    // each claim's answer − T
-  std::vector<double> batch_ms;    // a replica's last answer of T − T
-  std::vector<double> done_ms;     // claims and completes of T answered − T
+  std::vector<double> claim_ms;  // each claim's answer − T
+  std::vector<double> batch_ms;  // a replica's last answer of T − T
+  std::vector<double> done_ms;   // claims and completes of T answered − T
   std::atomic<int> errors{0};
   std::atomic<int> missed{0};
   std::atomic<long> claims{0};
@@ -68,8 +68,8 @@ inline void ClaimTickBatched(lock::Backend& backend, int replica, int jobs, std:
     r.forbid_overlap = false;
     if (!paced) r.starting_deadline = std::nullopt;  // saturation ticks are not due yet
     r.config_hash = "h";
-    r.node_wall = std::chrono::time_point_cast<std::chrono::milliseconds>(
-        std::chrono::system_clock::now());
+    r.node_wall =
+        std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
     r.observe = true;
   }
   std::vector<std::optional<Result<lock::ClaimOutcome>>> outcomes(reqs.size());

@@ -35,8 +35,9 @@ std::unique_ptr<tickd::lock::Backend> Open(const tickd::testing::EtcdServer& ser
 
 // `etcdctl check perf` against the member: prints its verdict lines.
 void Reference(const tickd::testing::EtcdServer& server, const char* load) {
-  const std::string cmd = "ETCDCTL_API=3 etcdctl --endpoints=http://127.0.0.1:" +
-                          std::to_string(server.port()) + " check perf --load=" + load + " 2>&1";
+  const std::string cmd =
+      "ETCDCTL_API=3 etcdctl --endpoints=http://127.0.0.1:" + std::to_string(server.port()) +
+      " check perf --load=" + load + " 2>&1";
   std::printf("reference: etcdctl check perf --load=%s\n", load);
   std::fflush(stdout);
   FILE* p = ::popen(cmd.c_str(), "r");

@@ -111,6 +111,7 @@
 #include <utility>
 #include <vector>
 
+#include "lock/claim_waves.h"
 #include "lock/complete_batcher.h"
 #include "lock/registry.h"
 
@@ -526,57 +527,18 @@ class EtcdBackend final : public Backend {
   }
 
   std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
-    std::vector<Result<ClaimOutcome>> out(reqs.size(),
-                                          MakeError(context_ + ": claim", "no answer"));
-    ClaimBatchAsAnswered(reqs, [&](std::size_t i, Result<ClaimOutcome> r) {
-      out[i] = std::move(r);
-    });
-    return out;
+    return CollectAnswers(*this, reqs);
   }
 
-  // The claims of one instant, in waves: a wave holds at most one claim of each job
-  // (a txn may not put a key twice, and a job's ticks are decided in the order of
-  // `reqs`). Each wave goes in chunks of kClaimsPerTxn: one read txn, then one txn
-  // whose nested txns are the chunk's claims, each with its own compare, success and
-  // failure (the single claim's txn). One lease per TTL serves every claim of the
-  // batch, granted before the first write that needs it and revoked at the end when
-  // nothing won under it. A claim whose txn failed only because its job's head moved
-  // (another tick of the job was claimed meanwhile) goes into the next wave, at most
-  // 3 tries. Answers are handed over chunk by chunk. After a transport failure (no
-  // answer) the rest of the batch answers that error at once: fail closed, and the
-  // scheduler's turn does not wait op_timeout once per chunk.
   void ClaimBatchAsAnswered(std::span<const ClaimRequest> reqs,
                             const ClaimAnswer& on_answer) override {
     BatchLeases leases;
-    std::vector<std::size_t> pending(reqs.size());
-    for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
-    std::vector<int> tries(reqs.size(), 0);
-    std::optional<Error> failed;
-    while (!pending.empty()) {
-      std::vector<std::size_t> wave, later;
-      std::set<std::string_view> jobs;
-      for (const std::size_t i : pending) {
-        (jobs.insert(reqs[i].job).second ? wave : later).push_back(i);
-      }
-      for (std::size_t first = 0; first < wave.size(); first += kClaimsPerTxn) {
-        const std::span<const std::size_t> chunk(
-            wave.data() + first, std::min(kClaimsPerTxn, wave.size() - first));
-        if (failed) {
-          for (const std::size_t i : chunk) on_answer(i, tl::unexpected(*failed));
-          continue;
-        }
-        for (const std::size_t i : ClaimChunk(reqs, chunk, leases, on_answer, failed)) {
-          if (++tries[i] < 3) {
-            later.push_back(i);
-          } else {
-            on_answer(i, MakeError(context_ + ": claim " + reqs[i].job,
-                                   "other claims of the job kept moving its head; try again"));
-          }
-        }
-      }
-      std::sort(later.begin(), later.end());  // a retried claim stays before its job's later ticks
-      pending = std::move(later);
-    }
+    const Error gave_up(context_ + ": claim",
+                        "other claims of the job kept moving its head; try again");
+    ClaimInWaves(reqs, kClaimsPerTxn, 3, on_answer, gave_up,
+                 [&](std::span<const std::size_t> chunk, std::optional<Error>& failed) {
+                   return ClaimChunk(reqs, chunk, leases, on_answer, failed);
+                 });
     for (const auto& lease : leases) {
       if (lease.wins == 0) Revoke(lease.id, Due());
     }
@@ -642,7 +604,8 @@ class EtcdBackend final : public Backend {
     answers.reserve(reqs.size());
     for (auto& o : out) {
       answers.push_back(o ? std::move(*o)
-                          : Result<CompleteStatus>(MakeError(context_ + ": complete", "no answer")));
+                          : Result<CompleteStatus>(
+                                MakeError(context_ + ": complete", "no answer")));
     }
     return answers;
   }
@@ -1033,7 +996,8 @@ class EtcdBackend final : public Backend {
     Json nested = Json::array();
     for (ClaimPlan& plan : plans) {
       const ClaimRequest& req = reqs[plan.index];
-      auto lease = leases.For(req.lease, [&](std::int64_t ttl_s) { return Grant(ttl_s, deadline); });
+      auto lease =
+          leases.For(req.lease, [&](std::int64_t ttl_s) { return Grant(ttl_s, deadline); });
       if (!lease) {
         failed = lease.error();
         for (const ClaimPlan& p : plans) on_answer(p.index, tl::unexpected(lease.error()));
@@ -1212,7 +1176,9 @@ class EtcdBackend final : public Backend {
     const Deadline deadline = Due();
     std::vector<Keys> keys;
     keys.reserve(chunk.size());
-    for (const std::size_t i : chunk) keys.push_back(KeysOf(reqs[i].held.job, reqs[i].held.tick_unix));
+    for (const std::size_t i : chunk) {
+      keys.push_back(KeysOf(reqs[i].held.job, reqs[i].held.tick_unix));
+    }
     auto states = ReadTicks(keys, deadline);
     if (!states) {
       for (const std::size_t i : chunk) out[i] = tl::unexpected(states.error());
@@ -1246,8 +1212,8 @@ class EtcdBackend final : public Backend {
         compare.push_back(ModifiedAt(k.run, state.run_mod_revision));
         success.push_back(Delete(k.run));
       }
-      nested.push_back(
-          Json{{"request_txn", {{"compare", std::move(compare)}, {"success", std::move(success)}}}});
+      nested.push_back(Json{
+          {"request_txn", {{"compare", std::move(compare)}, {"success", std::move(success)}}}});
       writing.push_back(n);
     }
     if (writing.empty()) return;

@@ -123,6 +123,7 @@
 #include <utility>
 #include <vector>
 
+#include "lock/claim_waves.h"
 #include "lock/complete_batcher.h"
 
 namespace tickd::lock {
@@ -473,23 +474,9 @@ class ZookeeperBackend final : public Backend {
   }
 
   std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
-    std::vector<Result<ClaimOutcome>> out(reqs.size(),
-                                          MakeError(context_ + ": claim", "no answer"));
-    ClaimBatchAsAnswered(reqs, [&](std::size_t i, Result<ClaimOutcome> r) {
-      out[i] = std::move(r);
-    });
-    return out;
+    return CollectAnswers(*this, reqs);
   }
 
-  // The claims of one instant, in waves holding at most one claim of each job (a
-  // job's ticks are decided in the order of `reqs`), each wave in chunks of
-  // kClaimsPerChunk: every read of the chunk pipelined with one clock read, then the
-  // lease nodes some decisions need, pipelined, then one multi per claim, all
-  // pipelined. Round trips per chunk: 2 (3 when a re-claim or forbid needs a lease
-  // node), whatever its size. A multi is all or nothing, so each claim has its own:
-  // one lost race fails only that claim, which is read again in the next wave (at
-  // most kMaxRaces tries). After a failure of the connection the rest of the batch
-  // answers that error at once.
   void ClaimBatchAsAnswered(std::span<const ClaimRequest> reqs,
                             const ClaimAnswer& on_answer) override {
     std::lock_guard lock(mu_);
@@ -497,34 +484,11 @@ class ZookeeperBackend final : public Backend {
       for (std::size_t i = 0; i < reqs.size(); ++i) on_answer(i, tl::unexpected(ok.error()));
       return;
     }
-    std::vector<std::size_t> pending(reqs.size());
-    for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
-    std::vector<int> tries(reqs.size(), 0);
-    std::optional<Error> failed;
-    while (!pending.empty()) {
-      std::vector<std::size_t> wave, later;
-      std::set<std::string_view> jobs;
-      for (const std::size_t i : pending) {
-        (jobs.insert(reqs[i].job).second ? wave : later).push_back(i);
-      }
-      for (std::size_t first = 0; first < wave.size(); first += kClaimsPerChunk) {
-        const std::span<const std::size_t> chunk(
-            wave.data() + first, std::min(kClaimsPerChunk, wave.size() - first));
-        if (failed) {
-          for (const std::size_t i : chunk) on_answer(i, tl::unexpected(*failed));
-          continue;
-        }
-        for (const std::size_t i : ClaimChunk(reqs, chunk, on_answer, failed)) {
-          if (++tries[i] < kMaxRaces) {
-            later.push_back(i);
-          } else {
-            on_answer(i, MakeError(context_ + ": claim", "kept losing version races; try again"));
-          }
-        }
-      }
-      std::sort(later.begin(), later.end());  // a retried claim stays before its job's later ticks
-      pending = std::move(later);
-    }
+    ClaimInWaves(reqs, kClaimsPerChunk, kMaxRaces, on_answer,
+                 Error{context_ + ": claim", "kept losing version races; try again"},
+                 [&](std::span<const std::size_t> chunk, std::optional<Error>& failed) {
+                   return ClaimChunk(reqs, chunk, on_answer, failed);
+                 });
   }
 
   Result<RenewStatus> Renew(const HeldClaim& held) override {
