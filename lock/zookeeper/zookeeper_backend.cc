@@ -69,7 +69,9 @@
 //   ephemeralOwner is our session id; then the fence is the record's. Else an Error.
 // renew: get the lease node; ours (token and ephemeralOwner == our session)? setData
 //   with its version. kLost when it is gone, not ours, the version moved, or the
-//   server's time of the set is already past the old mtime + lease_ms.
+//   server's time of the set is already past the old mtime + lease_ms; in that last
+//   case the set made the node look renewed, so it is deleted (by the new version):
+//   a lease that expired on the server's clock is never revived.
 // Session state bounds a lease too: on EXPIRED every lease of the session is lost
 // (Renew says kLost; the handle is closed and a new session opened on the next call).
 // While the client is CONNECTING, the server may expire the session once
@@ -525,7 +527,16 @@ class ZookeeperBackend final : public Backend {
     if (write[0].rc != ZOK) return Failure("renew", write[0].rc);
     const std::int64_t old_until =
         read[0].stat.mtime + ToInt(Get(Decode(read[0].value), "lease_ms"));
-    return write[0].stat.mtime > old_until ? RenewStatus::kLost : RenewStatus::kRenewed;
+    if (write[0].stat.mtime <= old_until) return RenewStatus::kRenewed;
+    // Too late: the lease had run out on the server's clock before this renewal, but
+    // the set gave the node a fresh mtime, so it would look live again to a replica
+    // about to re-claim the tick. An expired lease is never revived (the backend
+    // contract): the node goes, by the version the set gave it. Best effort: if the
+    // delete gets no answer, the node runs out again one lease later.
+    Batch drop(zh_.get());
+    drop.Delete(lease_path, write[0].stat.version);
+    (void)Await(drop, deadline, "renew");
+    return RenewStatus::kLost;
   }
 
   // Runs that end together share one CompleteBatch (lock/complete_batcher.h).

@@ -2,7 +2,8 @@
 // expired session loses its leases, and the survivor takes over at once), a server
 // crash and restart (durable fences and records), a restart without its data (fences
 // still grow; the same backend connects again and hears store-reset), failing closed
-// within op_timeout (closed port, frozen server), holder_running, and the URL forms.
+// within op_timeout (closed port, frozen server), holder_running, the URL forms, and a
+// late renewal that must not revive an expired lease.
 // One server for the whole binary (tests/zookeeper/zookeeper_server.h), a chroot per
 // case.
 #include "lock/zookeeper/zookeeper_backend.h"
@@ -312,4 +313,29 @@ TEST_CASE(
   const auto renewed_new = a->Renew(HeldOf(next, again));
   REQUIRE(renewed_new.has_value());
   CHECK(*renewed_new == RenewStatus::kRenewed);
+}
+
+TEST_CASE(
+    "zookeeper: a renewal that comes after the lease ran out is lost and does not revive "
+    "the lease: a recover claimer takes the tick over at once",
+    "[zookeeper]") {
+  if (!Available()) return;
+  const std::string chroot = ZookeeperServer::NextChroot();
+  auto holder = Open(chroot);
+  auto survivor = Open(chroot);
+  const std::int64_t tick = NowUnix();
+  auto req = Req("late", tick, "node-a", "tok-a");
+  req.lease = 500ms;
+  const ClaimOutcome won = tickd::testing::MustClaim(*holder, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  std::this_thread::sleep_for(1200ms);  // the session lives on; the lease runs out
+  const auto renewed = holder->Renew(HeldOf(req, won));
+  REQUIRE(renewed);
+  CHECK(*renewed == RenewStatus::kLost);
+  // Before, the late renewal's setData made the lease node look renewed for another
+  // lease, and the survivor heard lost until it ran out again.
+  auto take = Req("late", tick, "node-b", "tok-b");
+  const ClaimOutcome taken = tickd::testing::MustClaim(*survivor, take);
+  CHECK(taken.status == ClaimStatus::kWon);
+  CHECK(taken.fence > won.fence);
 }
