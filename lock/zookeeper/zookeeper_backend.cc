@@ -110,6 +110,8 @@
 #include <utility>
 #include <vector>
 
+#include "lock/registry.h"
+
 namespace tickd::lock {
 namespace {
 
@@ -433,7 +435,7 @@ class ZookeeperBackend final : public Backend {
         base_(endpoint_.chroot + "/tickd"),
         clients_(endpoint_.chroot + "/tickd-clients"),
         roots_(Roots(endpoint_.chroot, base_, clients_)),
-        context_("zookeeper " + options.url) {}
+        context_("zookeeper " + RedactUrl(options.url)) {}
 
   ~ZookeeperBackend() override {
     std::lock_guard lock(mu_);
@@ -1335,7 +1337,7 @@ Result<std::unique_ptr<Backend>> NewZookeeperBackend(const ZookeeperOptions& opt
   auto endpoint = ParseZookeeperUrl(options.url);
   if (!endpoint) {
     Error e = endpoint.error();
-    e.context = "zookeeper " + options.url;
+    e.context = "zookeeper " + RedactUrl(options.url);  // a refused user:password@ too
     return tl::unexpected(std::move(e));
   }
   auto backend = std::make_unique<ZookeeperBackend>(options, std::move(*endpoint));

@@ -172,3 +172,13 @@ TEST_CASE("zookeeper ACL: replicas with the same credentials share claims; a wro
     CHECK(wrong.error().ToString().find("not-the-password") == std::string::npos);
   }
 }
+
+TEST_CASE("zookeeper ACL: credentials in the URL are refused without being printed",
+          "[zookeeper][auth]") {
+  ZookeeperOptions options;
+  options.url = "zookeeper://tickd:Url-Secret-2231@127.0.0.1:2181/app";
+  auto refused = NewZookeeperBackend(options);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().ToString().find("lock.username") != std::string::npos);
+  CHECK(refused.error().ToString().find("Url-Secret-2231") == std::string::npos);
+}
