@@ -650,7 +650,8 @@ std::optional<std::string> Loader::ReadableFile(const Entry& e) {
   auto raw = Text(e);
   if (!raw) return std::nullopt;
   const std::string file = Resolve(*raw);
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (a load never hangs).
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st {};
   std::string problem;
   if (fd < 0) {
@@ -1142,7 +1143,13 @@ std::string Job::ConfigHash() const {
 
 tl::expected<std::string, std::string> ReadLockPassword(const LockSettings& lock) {
   if (!lock.password_file.empty()) {
-    const int fd = ::open(lock.password_file.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(lock.password_file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st {};
+    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+      ::close(fd);
+      return tl::unexpected("lock.password_file: " + lock.password_file +
+                            ": not a regular file");
+    }
     if (fd < 0) {
       return tl::unexpected("lock.password_file: " + lock.password_file + ": " +
                             std::strerror(errno));

@@ -1,6 +1,8 @@
 // `lock.username`, `lock.password_file`, `lock.tls`: paths resolve against the job
 // file's folder, missing or unreadable files are errors naming the key, the password
 // is read from its file (never kept in the Config), and no message shows a password.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include "config/config.h"
@@ -87,6 +89,7 @@ TEST_CASE("lock: bad secrets and certificate settings are errors naming the key"
   dir.Write("ok.pw", kSecret, 0600);
   dir.Write("ca.crt", "ca", 0644);
   dir.Write("client.crt", "cert", 0644);
+  REQUIRE(::mkfifo((dir.path() / "fifo.pw").c_str(), 0600) == 0);  // must not hang the load
   struct Case {
     std::string lock;
     std::string expected;  // a part of the one error
@@ -97,6 +100,7 @@ TEST_CASE("lock: bad secrets and certificate settings are errors naming the key"
            ": No such file or directory"},
       {"  url: postgres://h/db\n  password_file: empty.pw\n", "is empty"},
       {"  url: postgres://h/db\n  password_file: .\n", "not a regular file"},
+      {"  url: postgres://h/db\n  password_file: fifo.pw\n", "not a regular file"},
       {"  url: postgres://h/db\n  password_file: ok.pw\n  password_env: PW\n",
        "set one of password_file and password_env"},
       {"  url: postgres://h/db\n  tls:\n    ca_file: nope.crt\n", "lock.tls.ca_file: "},
