@@ -118,14 +118,14 @@ int CmdRun(const RunArgs& args) {
     log.Log(LogLevel::kWarn, "config", {{"file", args.config_path}, {"warning", w.ToString()}});
   }
 
-  lock::BackendOptions backend_options;
-  backend_options.backend = cfg.lock.backend;
-  backend_options.url = cfg.lock.url;
-  if (!cfg.lock.password_env.empty()) {
-    if (const char* pw = std::getenv(cfg.lock.password_env.c_str())) backend_options.password = pw;
+  auto backend_options_or = BackendOptionsFor(cfg);
+  if (!backend_options_or) {
+    log.Log(LogLevel::kError, "start",
+            {{"node", node}, {"error", backend_options_or.error().ToString()}});
+    std::cerr << "tickd: " << backend_options_or.error().ToString() << "\n";
+    return kExitFailure;
   }
-  backend_options.op_timeout = cfg.lock.op_timeout;
-  backend_options.retention = cfg.lock.retention;
+  const lock::BackendOptions& backend_options = *backend_options_or;
   // A store that is briefly unavailable at start (a server still starting, SQLite
   // busy while another replica creates the schema) is retried for a few seconds.
   auto backend = lock::OpenBackend(backend_options, clock);

@@ -21,18 +21,27 @@ std::string NodeIdFor(const std::string& flag, const config::Config& cfg) {
   return std::string(host) + "-" + std::to_string(::getpid());
 }
 
-Result<std::unique_ptr<lock::Backend>> OpenConfiguredBackend(const config::Config& cfg,
-                                                             Clock& clock) {
+Result<lock::BackendOptions> BackendOptionsFor(const config::Config& cfg) {
   lock::BackendOptions options;
   options.backend = cfg.lock.backend;
   options.url = cfg.lock.url;
-  if (!cfg.lock.password_env.empty()) {
-    if (const char* pw = std::getenv(cfg.lock.password_env.c_str())) options.password = pw;
-  }
+  options.username = cfg.lock.username;
+  options.tls = cfg.lock.tls;
+  auto password = config::ReadLockPassword(cfg.lock);
+  if (!password) return MakeError("lock backend " + cfg.lock.backend, password.error());
+  options.password = std::move(*password);
   options.op_timeout = cfg.lock.op_timeout;
+  options.retention = cfg.lock.retention;
+  return options;
+}
+
+Result<std::unique_ptr<lock::Backend>> OpenConfiguredBackend(const config::Config& cfg,
+                                                             Clock& clock) {
+  auto options = BackendOptionsFor(cfg);
+  if (!options) return tl::unexpected(options.error());
   // Readers never prune: retention is the daemons' business.
-  options.retention = std::chrono::milliseconds(0);
-  return lock::OpenBackend(options, clock);
+  options->retention = std::chrono::milliseconds(0);
+  return lock::OpenBackend(*options, clock);
 }
 
 std::variant<OpsContext, int> OpenOpsContext(const std::string& config_path, Clock& clock) {

@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "config/config.h"
+#include "lock/registry.h"
 #include "lock/backend.h"
 
 namespace tickd::app {
@@ -26,7 +27,12 @@ std::variant<OpsContext, int> OpenOpsContext(const std::string& config_path, Clo
 // <hostname>-<pid>.
 std::string NodeIdFor(const std::string& flag, const config::Config& cfg);
 
-// Opens the backend of `cfg` (the password from lock.password_env).
+// The options that open the backend of `cfg`: URL, user, TLS files and the password,
+// read now from lock.password_file or lock.password_env (an Error names the file when
+// it cannot be read). Retention as configured.
+Result<lock::BackendOptions> BackendOptionsFor(const config::Config& cfg);
+
+// Opens the backend of `cfg` (BackendOptionsFor), for readers: retention 0, no pruning.
 Result<std::unique_ptr<lock::Backend>> OpenConfiguredBackend(const config::Config& cfg,
                                                              Clock& clock);
 

@@ -48,8 +48,14 @@ constexpr std::string_view kTopKeys[] = {"version",  "node", "lock",
                                          "defaults", "jobs", "http",
                                          "max_concurrent_runs", "shutdown_grace"};
 constexpr std::string_view kNodeKeys[] = {"id", "clock_skew_warning"};
-constexpr std::string_view kLockKeys[] = {"backend",      "url",        "lease",
-                                          "password_env", "op_timeout", "retention"};
+constexpr std::string_view kLockKeys[] = {"backend",       "url",          "lease",
+                                          "username",      "password_file", "password_env",
+                                          "tls",           "op_timeout",    "retention"};
+constexpr std::string_view kTlsKeys[] = {"ca_file", "cert_file", "key_file"};
+// The backends that talk to a server, and so may authenticate; of these, the ones
+// whose client library speaks TLS (Debian's hiredis and ZooKeeper C client do not).
+constexpr std::string_view kNetworkBackends[] = {"redis", "etcd", "postgres", "zookeeper"};
+constexpr std::string_view kTlsBackends[] = {"etcd", "postgres"};
 constexpr std::string_view kHttpKeys[] = {"listen"};
 constexpr std::string_view kJobKeys[] = {
     "name",     "schedule",    "shell",      "run",         "plugin",  "dialect",
@@ -196,6 +202,11 @@ class Loader {
 
   void LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_mark,
                 LockSettings& lock);
+  void LoadTls(const Entry& e, lock::TlsFiles& tls);
+  void CheckLockSecurity(const std::vector<Entry>& entries, const LockSettings& lock);
+  // A file the daemon will read (a secret, a certificate): resolved against the job
+  // file's folder, and an error naming the key unless it is a readable regular file.
+  std::optional<std::string> ReadableFile(const Entry& e);
   void LoadHttp(const Entry& e, HttpSettings& http);
   void ApplyJobKeys(const YAML::Node& map, const std::string& path, bool in_defaults,
                     Draft& draft);
@@ -456,6 +467,7 @@ void Loader::Load(const YAML::Node& root, Config& config) {
       lock_mark = e->mark;
     }
     LoadLock(lock_entries, lock_mark, config.lock);
+    CheckLockSecurity(lock_entries, config.lock);
   }
   if (const Entry* e = find("http"); e && RequireMap(e->value, e->mark, "http")) {
     for (const Entry& h : Entries(e->value, "http", kHttpKeys)) LoadHttp(h, config.http);
@@ -543,6 +555,27 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
       if (auto d = Duration(e, false)) lock.op_timeout = *d;
     } else if (e.key == "retention") {
       if (auto d = Duration(e, false)) lock.retention = *d;
+    } else if (e.key == "username") {
+      if (auto name = Text(e)) lock.username = *name;
+    } else if (e.key == "password_file") {
+      auto file = ReadableFile(e);
+      if (!file) continue;
+      lock.password_file = *file;
+      // The file's content is checked here too, so that `validate` catches an empty
+      // one; the content itself is not kept.
+      auto password = ReadLockPassword(lock);
+      if (!password) {
+        Fail(e.mark, password.error());
+      } else if (password->empty()) {
+        Fail(e.mark, "lock.password_file: " + *file + " is empty");
+      }
+      struct stat st {};
+      if (::stat(file->c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+        Warn(e.mark, "lock.password_file: " + *file +
+                         " can be read by group or others; fix: chmod 600 " + *file);
+      }
+    } else if (e.key == "tls") {
+      LoadTls(e, lock.tls);
     } else if (e.key == "password_env") {
       auto name = Text(e);
       if (!name) continue;
@@ -610,6 +643,150 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
   if (scheme != lock.backend) {
     Fail(url_mark, "lock.url: must start with " + lock.backend + ":// for backend " +
                        lock.backend);
+  }
+}
+
+std::optional<std::string> Loader::ReadableFile(const Entry& e) {
+  auto raw = Text(e);
+  if (!raw) return std::nullopt;
+  const std::string file = Resolve(*raw);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (a load never hangs).
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  std::string problem;
+  if (fd < 0) {
+    problem = std::strerror(errno);
+  } else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    problem = "not a regular file";
+  }
+  if (fd >= 0) ::close(fd);
+  if (!problem.empty()) {
+    Fail(e.mark, e.path + ": " + file + ": " + problem);
+    return std::nullopt;
+  }
+  return file;
+}
+
+void Loader::LoadTls(const Entry& e, lock::TlsFiles& tls) {
+  tls.enabled = true;
+  if (e.value.IsNull()) return;  // `tls:` or `tls: {}`: the system's CAs, no client certificate
+  if (!RequireMap(e.value, e.mark, e.path)) return;
+  const Entry* cert = nullptr;
+  const Entry* key = nullptr;
+  const std::vector<Entry> entries = Entries(e.value, e.path, kTlsKeys);
+  for (const Entry& t : entries) {
+    auto file = ReadableFile(t);
+    if (t.key == "ca_file") {
+      if (file) tls.ca_file = *file;
+    } else if (t.key == "cert_file") {
+      cert = &t;
+      if (file) tls.cert_file = *file;
+    } else {
+      key = &t;
+      if (!file) continue;
+      tls.key_file = *file;
+      struct stat st {};
+      if (::stat(file->c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+        Warn(t.mark, t.path + ": " + *file + " can be read by group or others (libpq refuses "
+                     "such a key); fix: chmod 600 " + *file);
+      }
+    }
+  }
+  if ((cert == nullptr) != (key == nullptr)) {
+    Fail(cert ? cert->mark : key->mark,
+         e.path + ": cert_file and key_file go together (the client certificate and its key)");
+  }
+}
+
+namespace {
+
+// The user and the password written in a URL's userinfo (scheme://user:password@host),
+// or in a `password=` parameter (libpq).
+struct UrlCredentials {
+  std::string user;
+  std::optional<std::string> password;
+};
+
+UrlCredentials CredentialsInUrl(std::string_view url) {
+  UrlCredentials out;
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return out;
+  const std::string_view rest = url.substr(scheme_end + 3);
+  const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = authority.substr(0, at);
+    const auto colon = userinfo.find(':');
+    out.user = std::string(userinfo.substr(0, colon));
+    if (colon != std::string_view::npos) out.password = std::string(userinfo.substr(colon + 1));
+  }
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    std::string_view query = rest.substr(q + 1);
+    while (!query.empty()) {
+      const auto amp = query.find('&');
+      const std::string_view param = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+      if (param.rfind("password=", 0) == 0) out.password = std::string(param.substr(9));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// After LoadLock: the checks that need the backend and several keys at once. A
+// password never appears in a message.
+void Loader::CheckLockSecurity(const std::vector<Entry>& entries, const LockSettings& lock) {
+  auto entry = [&entries](std::string_view key) -> const Entry* {
+    for (const Entry& e : entries) {
+      if (e.key == key) return &e;
+    }
+    return nullptr;
+  };
+  const bool network = std::find(std::begin(kNetworkBackends), std::end(kNetworkBackends),
+                                 lock.backend) != std::end(kNetworkBackends);
+  if (!network) {
+    for (std::string_view key : {"username", "password_file", "tls"}) {
+      if (const Entry* e = entry(key)) {
+        Warn(e->mark, e->path + ": ignored: backend " + lock.backend + " has no server");
+      }
+    }
+    return;
+  }
+  if (const Entry* e = entry("tls");
+      e && std::find(std::begin(kTlsBackends), std::end(kTlsBackends), lock.backend) ==
+               std::end(kTlsBackends)) {
+    Fail(e->mark, lock.backend == "redis"
+                      ? "lock.tls: Debian's hiredis is built without TLS; run stunnel on this "
+                        "host in front of the server's TLS port and point lock.url at it "
+                        "(README: Securing the store)"
+                      : "lock.tls: not available for " + lock.backend +
+                            " (Debian's ZooKeeper C client has no TLS); restrict the "
+                            "ensemble's network and use digest authentication");
+  }
+  const Entry* file = entry("password_file");
+  const Entry* env = entry("password_env");
+  if (file && env) {
+    Fail(file->mark, "lock.password_file: set one of password_file and password_env, not both");
+  }
+  const UrlCredentials in_url = CredentialsInUrl(lock.url);
+  const Entry* url = entry("url");
+  if (const Entry* user = entry("username");
+      user && !in_url.user.empty() && in_url.user != lock.username) {
+    Fail(user->mark, "lock.username: '" + lock.username + "' differs from the URL's user '" +
+                         in_url.user + "'; keep one");
+  }
+  if (in_url.password && url != nullptr) {
+    if (file || env) {
+      Warn(url->mark, "lock.url: its password wins over lock." +
+                          std::string(file ? "password_file" : "password_env"));
+    }
+    // Written in the file itself rather than expanded from ${VAR}: anyone who can read
+    // the job file can read the password.
+    if (CredentialsInUrl(url->value.Scalar()).password.value_or("").find("${") ==
+        std::string::npos) {
+      Warn(url->mark, "lock.url: holds a password in clear; prefer lock.password_file or "
+                      "lock.password_env (tickd prints it as ***)");
+    }
   }
 }
 
@@ -962,6 +1139,41 @@ std::string Job::ConfigHash() const {
   h.Field("retries.backoff", retries.backoff.count());
   h.Field("enabled", enabled ? 1 : 0);
   return h.Hex();
+}
+
+tl::expected<std::string, std::string> ReadLockPassword(const LockSettings& lock) {
+  if (!lock.password_file.empty()) {
+    const int fd = ::open(lock.password_file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st {};
+    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+      ::close(fd);
+      return tl::unexpected("lock.password_file: " + lock.password_file +
+                            ": not a regular file");
+    }
+    if (fd < 0) {
+      return tl::unexpected("lock.password_file: " + lock.password_file + ": " +
+                            std::strerror(errno));
+    }
+    std::string password;
+    char buffer[4096];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0 && password.size() < 65536) {
+      password.append(buffer, n);
+    }
+    const int read_errno = errno;
+    ::close(fd);
+    if (n < 0) {
+      return tl::unexpected("lock.password_file: " + lock.password_file + ": " +
+                            std::strerror(read_errno));
+    }
+    // `echo secret > file` writes a newline that is not part of the password.
+    while (!password.empty() && (password.back() == '\n' || password.back() == '\r')) {
+      password.pop_back();
+    }
+    return password;
+  }
+  if (!lock.password_env.empty()) return GetEnvVar(lock.password_env).value_or("");
+  return std::string();
 }
 
 std::string ConfigError::ToString() const {

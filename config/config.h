@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cron/schedule.h"
+#include "lock/tls_files.h"
 
 namespace tickd::config {
 
@@ -70,7 +71,14 @@ struct LockSettings {
   std::string url;                   // default sqlite://<job file folder>/tickd.db; a relative
                                      // sqlite path is resolved against that folder
                                      // ("sqlite:///abs/dir/tickd.db"); "" for none/memory
+  // Authentication (network backends). The password comes from password_file or
+  // password_env (never both); a password in the URL wins over either (with a
+  // warning). The config keeps where the password is, never the password itself:
+  // ReadLockPassword() reads it when the store is opened.
+  std::string username;              // "" = the URL's user, if any (a different one is an error)
+  std::string password_file;         // absolute; its content minus trailing newlines
   std::string password_env;          // name of an environment variable holding the password
+  lock::TlsFiles tls;                // lock.tls: {ca_file, cert_file, key_file} (etcd, postgres)
   milliseconds lease{15'000};        // renewed every lease/3 while a job runs
   milliseconds op_timeout{2'000};    // every backend call answers within this
   milliseconds retention{7LL * 24 * 3'600'000};  // how long finished ticks are remembered
@@ -117,6 +125,11 @@ struct LoadOptions {
   // "last firing is past" warnings; nullopt = the real clock. For tests.
   std::optional<cron::Instant> now;
 };
+
+// The password of `lock` from its password_file or password_env ("" when neither is
+// set, or the variable is unset). The error names the key and the file, never the
+// content. Read when the store is opened, so a rotated file is picked up by a restart.
+tl::expected<std::string, std::string> ReadLockPassword(const LockSettings& lock);
 
 // Reads, expands ${VAR}/${VAR:-default} and validates the job file. Returns every
 // error found (not just the first), or the config. Never throws.

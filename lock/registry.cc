@@ -69,6 +69,7 @@ Result<std::unique_ptr<Backend>> OpenSqlite(const BackendOptions& options, Clock
 Result<std::unique_ptr<Backend>> OpenRedis(const BackendOptions& options, Clock&) {
   RedisOptions redis;
   redis.url = options.url;
+  redis.username = options.username;
   redis.password = options.password;
   redis.op_timeout = options.op_timeout;
   redis.retention = options.retention;
@@ -81,6 +82,8 @@ Result<std::unique_ptr<Backend>> OpenRedis(const BackendOptions& options, Clock&
 Result<std::unique_ptr<Backend>> OpenZookeeper(const BackendOptions& options, Clock&) {
   ZookeeperOptions zookeeper;
   zookeeper.url = options.url;
+  zookeeper.username = options.username;
+  zookeeper.password = options.password;
   zookeeper.op_timeout = options.op_timeout;
   return NewZookeeperBackend(zookeeper);
 }
@@ -91,6 +94,9 @@ Result<std::unique_ptr<Backend>> OpenZookeeper(const BackendOptions& options, Cl
 Result<std::unique_ptr<Backend>> OpenEtcd(const BackendOptions& options, Clock&) {
   EtcdOptions etcd;
   etcd.url = options.url;
+  etcd.username = options.username;
+  etcd.password = options.password;
+  etcd.tls = options.tls;
   etcd.op_timeout = options.op_timeout;
   return NewEtcdBackend(etcd);
 }
@@ -101,7 +107,9 @@ Result<std::unique_ptr<Backend>> OpenEtcd(const BackendOptions& options, Clock&)
 Result<std::unique_ptr<Backend>> OpenPostgres(const BackendOptions& options, Clock&) {
   PostgresOptions postgres;
   postgres.url = options.url;
+  postgres.username = options.username;
   postgres.password = options.password;
+  postgres.tls = options.tls;
   postgres.op_timeout = options.op_timeout;
   postgres.retention = options.retention;
   return NewPostgresBackend(postgres);

@@ -9,13 +9,17 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "lock/backend.h"
+#include "lock/tls_files.h"
 
 namespace tickd::lock {
 
 struct BackendOptions {
   std::string backend = "sqlite";    // sqlite | redis | etcd | postgres | zookeeper | none | memory
   std::string url;                   // e.g. sqlite://./tickd.db; relative paths already resolved
-  std::string password;              // from the URL or an environment variable; never logged
+  std::string password;              // from lock.password_file or lock.password_env (a password
+                                     // in the URL wins); never logged
+  std::string username;              // lock.username ("" = the URL's user, if any)
+  TlsFiles tls;                      // lock.tls (etcd, postgres)
   milliseconds op_timeout{2'000};    // every backend call returns within this
   milliseconds retention{7 * 24 * 3'600'000LL};  // how long tick records are kept
 };

@@ -24,6 +24,8 @@ packages=(
   libsystemd-dev             # sd_notify: Type=notify, watchdog
   dpkg-dev                   # cpack -G DEB (dpkg-shlibdeps) and the package test
   chromium                   # the status page's browser test (headless)
+  openssl                    # TLS tests: certificates made at test time; stunnel4: the
+  stunnel4                   #   tested route to a Redis TLS port (Debian's hiredis has no TLS)
 )
 
 missing=()

@@ -414,7 +414,8 @@ Result<Endpoints> ParseUrl(const std::string& url) {
     return MakeError("", "unexpected path after the hosts (use ?prefix=P for a key prefix)");
   }
   if (rest.find('@') != std::string_view::npos) {
-    return MakeError("", "etcd authentication (user:password@) is not supported yet");
+    return MakeError("", "credentials do not go in an etcd URL: set lock.username and "
+                         "lock.password_file");
   }
   while (!rest.empty()) {
     const auto comma = rest.find(',');
@@ -468,6 +469,15 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// The headers of every request: JSON, no "Expect: 100-continue" round trip, and the
+// auth token when there is one.
+HeadersPtr JsonHeaders(const std::string& token) {
+  curl_slist* h = curl_slist_append(nullptr, "Content-Type: application/json");
+  h = curl_slist_append(h, "Expect:");
+  if (!token.empty()) h = curl_slist_append(h, ("Authorization: " + token).c_str());
+  return HeadersPtr(h, &curl_slist_free_all);
+}
+
 bool CouldNotConnect(CURL* curl, CURLcode rc) {
   if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) return true;
   curl_off_t connected_us = 0;
@@ -486,14 +496,18 @@ class EtcdBackend final : public Backend {
         endpoints_(std::move(endpoints)),
         context_("etcd " + RedactUrl(options.url)),
         curl_(curl_easy_init(), &curl_easy_cleanup),
-        headers_(nullptr, &curl_slist_free_all) {
-    curl_slist* h = curl_slist_append(nullptr, "Content-Type: application/json");
-    h = curl_slist_append(h, "Expect:");
-    headers_.reset(h);
-  }
+        headers_(JsonHeaders("")),
+        auth_headers_(nullptr, &curl_slist_free_all) {}
 
   Result<void> Open() {
     if (!curl_) return MakeError(context_, "cannot create an HTTP handle");
+    const TlsFiles& tls = options_.tls;
+    if (tls.enabled) {  // kept by the handle for every request
+      CURL* c = curl_.get();
+      if (!tls.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, tls.ca_file.c_str());
+      if (!tls.cert_file.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, tls.cert_file.c_str());
+      if (!tls.key_file.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, tls.key_file.c_str());
+    }
     auto status = Post("/v3/maintenance/status", Json::object(), Due());
     if (!status) return tl::unexpected(status.error());
     return {};
@@ -1385,15 +1399,50 @@ class EtcdBackend final : public Backend {
   // POSTs `request` to the current member; a member that cannot be reached (or
   // answers 503) passes the request to the next one while time is left. Any other
   // failure (no answer after sending) is returned: the caller decides what it means.
+  // With authentication, a request refused for an expired token is sent once more
+  // with a new one (etcd refused it before doing anything: the retry is no repeat).
   Result<Reply> Post(std::string_view path, const Json& request, Deadline deadline) {
     const std::string body = request.dump();
     std::lock_guard lock(mu_);
+    if (options_.username.empty()) return PostLocked(path, body, deadline);
+    if (token_.empty()) {
+      if (auto ok = AuthenticateLocked(deadline); !ok) return tl::unexpected(ok.error());
+    }
+    bool token_refused = false;
+    auto reply = PostLocked(path, body, deadline, &token_refused);
+    if (!token_refused) return reply;
+    if (auto ok = AuthenticateLocked(deadline); !ok) return tl::unexpected(ok.error());
+    return PostLocked(path, body, deadline);
+  }
+
+  // REQUIRES: mu_ held. A new token for options_.username; its header goes with every
+  // request after this.
+  Result<void> AuthenticateLocked(Deadline deadline) {
+    token_.clear();
+    auth_headers_.reset();
+    const Json request = {{"name", options_.username}, {"password", options_.password}};
+    auto reply = PostLocked("/v3/auth/authenticate", request.dump(), deadline);
+    if (!reply) return tl::unexpected(reply.error());
+    token_ = Str(reply->body, "token");
+    if (token_.empty()) {
+      return MakeError(context_ + ": /v3/auth/authenticate",
+                       "no token in the answer (is authentication enabled on the cluster?)");
+    }
+    auth_headers_ = JsonHeaders(token_);
+    return {};
+  }
+
+  // REQUIRES: mu_ held. One request (see Post); *token_refused is set when the member
+  // refused our token (expired, or the member restarted and forgot it).
+  Result<Reply> PostLocked(std::string_view path, const std::string& body, Deadline deadline,
+                           bool* token_refused = nullptr) {
     std::string last_error = "no time left";
     for (std::size_t attempt = 0; attempt < endpoints_.hosts.size(); ++attempt) {
       const milliseconds left = Left(deadline);
       if (left <= milliseconds(0)) break;
       const std::string& host = endpoints_.hosts[current_];
-      const std::string url = "http://" + host + std::string(path);
+      const std::string url =
+          (options_.tls.enabled ? "https://" : "http://") + host + std::string(path);
       // Members not tried yet share what is left for connecting.
       const milliseconds connect =
           std::max(milliseconds(1), left / static_cast<long>(endpoints_.hosts.size() - attempt));
@@ -1401,7 +1450,9 @@ class EtcdBackend final : public Backend {
       Reply reply;
       CURL* c = curl_.get();
       curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-      curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers_.get());
+      curl_easy_setopt(c, CURLOPT_HTTPHEADER,
+                       auth_headers_ && path != "/v3/auth/authenticate" ? auth_headers_.get()
+                                                                         : headers_.get());
       curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
       curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
       curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
@@ -1442,6 +1493,9 @@ class EtcdBackend final : public Backend {
       if (path == "/v3/lease/revoke" && message.find("not found") != std::string::npos) {
         return reply;
       }
+      if (token_refused != nullptr && message.find("invalid auth token") != std::string::npos) {
+        *token_refused = true;
+      }
       return MakeError(context_ + ": " + std::string(path), last_error);
     }
     return MakeError(context_ + ": " + std::string(path), last_error);
@@ -1453,6 +1507,8 @@ class EtcdBackend final : public Backend {
   std::mutex mu_;              // guards the HTTP handle and current_
   CurlPtr curl_;
   HeadersPtr headers_;
+  std::string token_;         // etcd's auth token ("" = none yet, or no authentication)
+  HeadersPtr auth_headers_;   // headers_ plus "Authorization: <token_>"
   std::size_t current_ = 0;  // the member tried first
   std::mutex leases_mu_;
   std::map<LeaseKey, std::int64_t> leases_;           // guarded by leases_mu_

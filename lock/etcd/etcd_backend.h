@@ -10,14 +10,24 @@
 
 #include "base/error.h"
 #include "lock/backend.h"
+#include "lock/tls_files.h"
 
 namespace tickd::lock {
 
 struct EtcdOptions {
   // etcd://host:port[,host:port…][?prefix=P]; the port defaults to 2379 and the key
-  // prefix to "/tickd/". Plain HTTP (no TLS, no etcd authentication in this version).
-  // Several endpoints (members of one cluster): a connection failure tries the next.
+  // prefix to "/tickd/". Several endpoints (members of one cluster): a connection
+  // failure tries the next. Credentials never go in the URL (see username).
   std::string url;
+  // etcd authentication: with a username, the backend asks /v3/auth/authenticate for
+  // a token and sends it with every request; a token that expired (simple tokens live
+  // 5 minutes by default, --auth-token-ttl) is renewed and the request sent once more.
+  // The password is never logged, never part of an error.
+  std::string username;
+  std::string password;
+  // Enabled: https to every member, the server checked against ca_file (or the
+  // system's CAs) and, when set, a client certificate (for --client-cert-auth).
+  TlsFiles tls;
   // Every call returns within this, with an Error when no member answered: fail closed.
   std::chrono::milliseconds op_timeout{2'000};
 };

@@ -870,8 +870,26 @@ class PostgresBackend final : public Backend {
       keys.push_back("password");
       values.push_back(options_.password.c_str());
     }
+    if (!options_.username.empty()) {
+      keys.push_back("user");
+      values.push_back(options_.username.c_str());
+    }
     keys.push_back("dbname");
     values.push_back(options_.url.c_str());
+    // After the URL, so lock.tls wins over sslmode=… written in it: an operator who
+    // asked for verified TLS never gets less because of a URL parameter.
+    const TlsFiles& tls = options_.tls;
+    if (tls.enabled) {
+      keys.push_back("sslmode");
+      values.push_back("verify-full");
+      for (const auto& [key, file] : {std::pair{"sslrootcert", &tls.ca_file},
+                                      std::pair{"sslcert", &tls.cert_file},
+                                      std::pair{"sslkey", &tls.key_file}}) {
+        if (file->empty()) continue;
+        keys.push_back(key);
+        values.push_back(file->c_str());
+      }
+    }
     keys.push_back(nullptr);
     values.push_back(nullptr);
     conn_.reset(PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1));

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "lock/backend.h"
+#include "lock/tls_files.h"
 
 namespace tickd::lock {
 
@@ -18,9 +19,16 @@ struct PostgresOptions {
   // postgres://[user[:password]@]host[:port]/dbname[?param=value…] (postgresql://
   // too): a libpq connection URI, so every libpq parameter (sslmode, …) works.
   std::string url;
-  // Used when the URL carries no password (the daemon fills it from the variable
-  // named by lock.password_env). Never logged, never part of an error.
+  // Used when the URL carries none: the role (lock.username) and its password
+  // (lock.password_file or lock.password_env). The password is never logged, never
+  // part of an error.
+  std::string username;
   std::string password;
+  // lock.tls: when enabled, sslmode=verify-full (the server's certificate must be
+  // signed by ca_file and name the URL's host) with sslrootcert = ca_file and, when
+  // set, the client certificate (sslcert/sslkey, for pg_hba `cert`). These win over
+  // the same parameters in the URL.
+  TlsFiles tls;
   // Every call (connect included) returns within this, with an Error when the
   // database did not answer: fail closed. Also sent as the session's
   // statement_timeout and lock_timeout, so the server gives up when we do.

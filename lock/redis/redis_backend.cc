@@ -530,6 +530,7 @@ class RedisBackend final : public Backend {
                  RedactUrl(options.url.empty() ? "redis://127.0.0.1:6379/0" : options.url)),
         conn_(nullptr, &redisFree) {
     for (std::size_t i = 1; i < kLanes; ++i) lanes_.emplace_back(nullptr, &redisFree);
+    if (endpoint_.user.empty()) endpoint_.user = options.username;
     if (endpoint_.password.empty()) endpoint_.password = options.password;
   }
 

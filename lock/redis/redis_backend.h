@@ -17,8 +17,11 @@ struct RedisOptions {
   // redis://[user:password@]host:port[/db][?prefix=P]; host defaults to 127.0.0.1,
   // port to 6379, db to 0, prefix to "tickd:". Percent-escapes in user/password work.
   std::string url;
-  // Used when the URL carries no password (the daemon fills it from the variable
-  // named by lock.password_env). Never logged, never part of an error.
+  // Used when the URL carries none: the ACL user (lock.username) and its password
+  // (lock.password_file or lock.password_env). The password is never logged, never
+  // part of an error. No TLS: Debian's hiredis is built without it (README, Securing
+  // the store: stunnel in front of the server's tls-port).
+  std::string username;
   std::string password;
   // Every call (connect included) returns within this, with an Error when the
   // server did not answer: fail closed.

@@ -127,6 +127,7 @@
 
 #include "lock/claim_waves.h"
 #include "lock/complete_batcher.h"
+#include "lock/registry.h"
 
 namespace tickd::lock {
 namespace {
@@ -222,9 +223,13 @@ struct Op {
 // Calls issued together and awaited together. The completions run on the client's
 // completion thread and may arrive after the caller gave up: they only touch the
 // shared State, which lives until the last of them ran.
+// The ACL of the nodes that zh's session creates (defined after Session).
+const ACL_vector* CreateAcl(zhandle_t* zh);
+
 class Batch {
  public:
-  explicit Batch(zhandle_t* zh) : zh_(zh), state_(std::make_shared<State>()) {}
+  explicit Batch(zhandle_t* zh)
+      : zh_(zh), acl_(CreateAcl(zh)), state_(std::make_shared<State>()) {}
 
   std::size_t Get(const std::string& path) {
     return Issue([&](Slot* slot) { return zoo_aget(zh_, path.c_str(), 0, &OnData, slot); });
@@ -238,7 +243,7 @@ class Batch {
   std::size_t Create(const std::string& path, const std::string& data, int mode) {
     return Issue([&](Slot* slot) {
       return zoo_acreate(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
-                         &ZOO_OPEN_ACL_UNSAFE, mode, &OnString, slot);
+                         acl_, mode, &OnString, slot);
     });
   }
   std::size_t Delete(const std::string& path, int version) {
@@ -263,8 +268,7 @@ class Batch {
       const int len = static_cast<int>(op.data.size());
       switch (op.kind) {
         case Op::kCreate:
-          zoo_create_op_init(&s.zops[k], op.path.c_str(), op.data.data(), len, &ZOO_OPEN_ACL_UNSAFE,
-                             op.mode, s.path_bufs[k].data(),
+          zoo_create_op_init(&s.zops[k], op.path.c_str(), op.data.data(), len, acl_, op.mode, s.path_bufs[k].data(),
                              static_cast<int>(s.path_bufs[k].size()));
           break;
         case Op::kDelete:
@@ -397,6 +401,7 @@ class Batch {
   }
 
   zhandle_t* zh_;
+  const ACL_vector* acl_;
   std::shared_ptr<State> state_;
 };
 
@@ -408,7 +413,17 @@ struct Session {
   // When the connection of a session that had connected was lost, while it is not
   // connected again.
   std::optional<steady_clock::time_point> lost_at;
+  // Authenticated (digest): nodes are created with ZOO_CREATOR_ALL_ACL, so that only
+  // sessions with the same credentials can read, change or delete them. Otherwise
+  // open, and the ensemble's network is the only protection.
+  bool authenticated = false;
 };
+
+const ACL_vector* CreateAcl(zhandle_t* zh) {
+  const auto* session = static_cast<const Session*>(zoo_get_context(zh));
+  return session != nullptr && session->authenticated ? &ZOO_CREATOR_ALL_ACL
+                                                      : &ZOO_OPEN_ACL_UNSAFE;
+}
 
 void Watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
   if (type != ZOO_SESSION_EVENT || ctx == nullptr) return;
@@ -440,7 +455,7 @@ class ZookeeperBackend final : public Backend {
         base_(endpoint_.chroot + "/tickd"),
         clients_(endpoint_.chroot + "/tickd-clients"),
         roots_(Roots(endpoint_.chroot, base_, clients_)),
-        context_("zookeeper " + options.url) {}
+        context_("zookeeper " + RedactUrl(options.url)) {}
 
   ~ZookeeperBackend() override {
     std::lock_guard lock(mu_);
@@ -1424,6 +1439,18 @@ class ZookeeperBackend final : public Backend {
                               static_cast<int>(options_.session_timeout.count()), nullptr,
                               session_.get(), 0, &DropLog));
     adopted_ = false;
+    if (zh_ && !options_.username.empty()) {
+      // Queued before the session connects, and sent again by the client on every
+      // reconnect: no call of ours runs unauthenticated. A digest is never refused
+      // (it only names who we are); the ACLs decide what that identity may do.
+      const std::string identity = options_.username + ":" + options_.password;
+      if (zoo_add_auth(zh_.get(), "digest", identity.data(), static_cast<int>(identity.size()),
+                       nullptr, nullptr) != ZOK) {
+        CloseLocked();
+        return false;
+      }
+      session_->authenticated = true;
+    }
     return zh_ != nullptr;
   }
 
@@ -1495,8 +1522,8 @@ Result<ZookeeperEndpoint> ParseZookeeperUrl(std::string_view url) {
   }
   if (rest.find('@') != std::string_view::npos) {
     return MakeError("",
-                     "credentials in a zookeeper URL are not supported (tickd creates "
-                     "open-ACL nodes; restrict access to the ensemble by network)");
+                     "credentials do not go in a zookeeper URL: set lock.username and "
+                     "lock.password_file (digest authentication)");
   }
   if (rest.empty()) return MakeError("", "no host in the URL");
   for (bool more = true; more;) {
@@ -1527,7 +1554,7 @@ Result<std::unique_ptr<Backend>> NewZookeeperBackend(const ZookeeperOptions& opt
   auto endpoint = ParseZookeeperUrl(options.url);
   if (!endpoint) {
     Error e = endpoint.error();
-    e.context = "zookeeper " + options.url;
+    e.context = "zookeeper " + RedactUrl(options.url);  // a refused user:password@ too
     return tl::unexpected(std::move(e));
   }
   auto backend = std::make_unique<ZookeeperBackend>(options, std::move(*endpoint));

@@ -30,6 +30,13 @@ struct ZookeeperOptions {
   // whose session expires loses every lease it holds. Keep it ≥ 1.5 × lock.lease so
   // that the lease, not the session, bounds a disconnected holder (see the .cc).
   std::chrono::milliseconds session_timeout{30'000};
+  // Digest authentication (lock.username, lock.password_file / password_env): when
+  // set, every session authenticates and every node tickd creates (the chroot's
+  // missing folders included) carries ZOO_CREATOR_ALL_ACL, so clients without these
+  // credentials can neither read, change nor delete them. The password is never
+  // logged. No TLS: Debian's ZooKeeper C client is built without it.
+  std::string username;
+  std::string password;
 };
 
 // Parses the URL, connects (waits for the session, ≤ op_timeout) and creates the

@@ -4,6 +4,9 @@
 // etcd's floor of 1 s (etcd raises shorter TTLs to 1.5 election timeouts, rounded up
 // to whole seconds). Kill() + Start() restart it on the same ports with the same data
 // (a crash and a restart). Header-only, no client library.
+// With EtcdServerTls: clients speak https and must show a certificate signed by the
+// CA (--client-cert-auth); ready then means only that the port accepts connections
+// (no https client here), so a test retries its first request.
 #pragma once
 
 #include <fcntl.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,11 +27,18 @@
 
 namespace tickd::testing {
 
+struct EtcdServerTls {
+  std::string ca_file;    // signs the clients' certificates
+  std::string cert_file;  // the server's (also shown by its JSON gateway to itself)
+  std::string key_file;
+  std::vector<std::string> extra_args;  // e.g. --auth-token-ttl=1
+};
+
 class EtcdServer {
  public:
   static constexpr const char* kBinary = "/usr/bin/etcd";
 
-  EtcdServer() {
+  explicit EtcdServer(std::optional<EtcdServerTls> tls = std::nullopt) : tls_(std::move(tls)) {
     if (!Available()) return;
     client_port_ = FreeLoopbackPort();
     peer_port_ = FreeLoopbackPort();
@@ -49,7 +60,8 @@ class EtcdServer {
   // Starts the member and waits until it answers /health with a leader (≤ 10 s).
   bool Start() {
     if (pid_ > 0) return true;
-    const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+    const std::string client =
+        (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(client_port_);
     const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
     std::vector<std::string> args = {kBinary,
                                      "--name=default",
@@ -64,6 +76,11 @@ class EtcdServer {
                                      "--logger=zap",
                                      "--log-level=error",
                                      "--log-outputs=" + dir_.path() + "/etcd.log"};
+    if (tls_) {
+      args.insert(args.end(), {"--cert-file=" + tls_->cert_file, "--key-file=" + tls_->key_file,
+                               "--trusted-ca-file=" + tls_->ca_file, "--client-cert-auth"});
+      args.insert(args.end(), tls_->extra_args.begin(), tls_->extra_args.end());
+    }
     pid_ = SpawnServer(std::move(args));
     return pid_ > 0 &&
            WaitUntilServing(pid_, [this] { return Healthy(); }, std::chrono::seconds(10));
@@ -86,6 +103,7 @@ class EtcdServer {
 
   // GET /health answers {"health":"true"} once the member has a leader.
   bool Healthy() const {
+    if (tls_) return AcceptsOnLoopback(client_port_);
     const int fd = ConnectLoopback(client_port_);
     if (fd < 0) return false;
     timeval tv{1, 0};
@@ -100,6 +118,7 @@ class EtcdServer {
     return answer.find("\"health\":\"true\"") != std::string::npos;
   }
 
+  const std::optional<EtcdServerTls> tls_;
   TempDir dir_;
   int client_port_ = 0;
   int peer_port_ = 0;

@@ -7,6 +7,8 @@
 // kernel; only a crash of the machine could lose it. Kill() + Start() is a crash and
 // a restart (crash recovery) on the same port and data. Optionally the server alone
 // runs under libfaketime (e.g. "+0 x2": its clock runs twice as fast).
+// With PostgresServerTls: ssl=on with the given certificates and pg_hba.conf replaced
+// by the given lines (e.g. `hostssl … cert` for client certificates).
 // Header-only; needs libpq (PkgConfig::LIBPQ) for Query().
 #pragma once
 
@@ -22,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -31,6 +34,13 @@
 #include "tests/support/server_process.h"
 
 namespace tickd::testing {
+
+struct PostgresServerTls {
+  std::string ca_file;    // checks client certificates (ssl_ca_file)
+  std::string cert_file;  // the server's; copied with the key into the server's folder,
+  std::string key_file;   // owned by the server's user (PostgreSQL insists)
+  std::string hba;        // the whole pg_hba.conf
+};
 
 class PostgresServer {
  public:
@@ -42,11 +52,15 @@ class PostgresServer {
 
   // faketime: a FAKETIME value for the server only ("" = the real clock). fsync: the
   // server's default durability (benchmarks); false: fsync=off (tests, see above).
-  explicit PostgresServer(std::string faketime = "", bool fsync = false)
-      : faketime_(std::move(faketime)), fsync_(fsync), password_(kDefaultPassword) {
+  explicit PostgresServer(std::string faketime = "", bool fsync = false,
+                          std::optional<PostgresServerTls> tls = std::nullopt)
+      : faketime_(std::move(faketime)),
+        fsync_(fsync),
+        password_(kDefaultPassword),
+        tls_(std::move(tls)) {
     if (!Available()) return;
     port_ = FreeLoopbackPort();
-    if (InitDb()) Start();
+    if (InitDb() && (!tls_ || ConfigureTls())) Start();
   }
   ~PostgresServer() { Stop(); }
   PostgresServer(const PostgresServer&) = delete;
@@ -89,6 +103,11 @@ class PostgresServer {
                              dir_.path(), "-p", std::to_string(port_), "-c",
                              "listen_addresses=127.0.0.1", "-c", "max_connections=200"});
     if (!fsync_) args.insert(args.end(), {"-c", "fsync=off", "-c", "full_page_writes=off"});
+    if (tls_) {
+      args.insert(args.end(), {"-c", "ssl=on", "-c", "ssl_cert_file=" + dir_.path() + "/server.crt",
+                               "-c", "ssl_key_file=" + dir_.path() + "/server.key", "-c",
+                               "ssl_ca_file=" + dir_.path() + "/ca.crt"});
+    }
     const pid_t pid = Spawn(args, dir_.path() + "/server.log", /*own_group=*/true);
     if (pid < 0) return false;
     pid_ = pid;
@@ -204,6 +223,32 @@ class PostgresServer {
     return initialized_;
   }
 
+  // Copies the certificates where the server's user can read them and writes
+  // pg_hba.conf (both owned by that user; the key mode 0600, which PostgreSQL requires).
+  bool ConfigureTls() {
+    const std::pair<std::string, std::string> copies[] = {
+        {tls_->ca_file, dir_.path() + "/ca.crt"},
+        {tls_->cert_file, dir_.path() + "/server.crt"},
+        {tls_->key_file, dir_.path() + "/server.key"}};
+    std::error_code ec;
+    for (const auto& [from, to] : copies) {
+      if (!std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing,
+                                      ec)) {
+        return false;
+      }
+    }
+    const std::string hba = dir_.path() + "/data/pg_hba.conf";
+    std::ofstream(hba, std::ios::trunc) << tls_->hba;
+    ::chmod((dir_.path() + "/server.key").c_str(), 0600);
+    if (::geteuid() == 0) {
+      const passwd* pw = ::getpwnam("postgres");
+      for (const std::string& p : {copies[0].second, copies[1].second, copies[2].second, hba}) {
+        if (pw == nullptr || ::chown(p.c_str(), pw->pw_uid, pw->pw_gid) != 0) return false;
+      }
+    }
+    return true;
+  }
+
   // The postmaster's children (backends, checkpointer, …): each calls setsid(), so
   // they are not in the postmaster's process group; /proc names them by parent.
   std::vector<pid_t> Children() const {
@@ -259,6 +304,7 @@ class PostgresServer {
   std::string faketime_;
   bool fsync_;
   std::string password_;
+  std::optional<PostgresServerTls> tls_;
   TempDir dir_;
   int port_ = 0;
   pid_t pid_ = -1;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,14 @@
 #include "tests/support/server_process.h"
 
 namespace tickd::testing {
+
+// Clients must speak TLS (redis-server's own tls-port; the plain port is off) and
+// show a certificate signed by ca_file.
+struct RedisServerTls {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+};
 
 class RedisServer {
  public:
@@ -28,8 +37,9 @@ class RedisServer {
   // aof: appendonly yes + appendfsync always (durable fences); false: no persistence.
   // `extra`: more command-line options (a cluster node's).
   explicit RedisServer(bool aof = true, std::string password = kDefaultPassword,
-                       std::vector<std::string> extra = {})
-      : aof_(aof), password_(std::move(password)), extra_(std::move(extra)) {
+                       std::vector<std::string> extra = {},
+                       std::optional<RedisServerTls> tls = std::nullopt)
+      : aof_(aof), password_(std::move(password)), extra_(std::move(extra)), tls_(std::move(tls)) {
     if (!Available()) return;
     port_ = FreeLoopbackPort();
     Start();
@@ -61,6 +71,12 @@ class RedisServer {
       args.push_back("--requirepass");
       args.push_back(password_);
     }
+    if (tls_) {
+      args.insert(args.end(), {"--port", "0", "--tls-port", std::to_string(port_),
+                               "--tls-cert-file", tls_->cert_file, "--tls-key-file",
+                               tls_->key_file, "--tls-ca-cert-file", tls_->ca_file,
+                               "--tls-auth-clients", "yes"});
+    }
     args.insert(args.end(), extra_.begin(), extra_.end());
     pid_ = SpawnServer(std::move(args));
     return pid_ > 0 && WaitUntilServing(
@@ -86,6 +102,7 @@ class RedisServer {
   bool aof_;
   std::string password_;
   std::vector<std::string> extra_;
+  std::optional<RedisServerTls> tls_;
   TempDir dir_;
   int port_ = 0;
   pid_t pid_ = -1;
