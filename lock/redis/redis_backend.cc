@@ -3,7 +3,9 @@
 // script), never a replica's. All keys of one job carry the hash tag `{job}`, so the
 // scripts touch one slot and run unchanged on Redis Cluster (claim and complete are
 // given the job's base key "P{job}:" and derive the others from it); on a cluster
-// each command goes to the node of its slot and follows MOVED (SendRouted). With prefix P:
+// each command goes to the node of its slot and follows MOVED and ASK (SendRouted; a
+// script call follows ASK only once its slot has left the migrating node: FollowAsk).
+// With prefix P:
 //
 //   P{job}:t:<T>   tick record (hash): state running|done, owner token, node, fence,
 //                  config hash, lease_until, outcome, exit, duration; and the
@@ -502,6 +504,22 @@ std::vector<ReplyPtr> NoReplies(std::size_t n) {
 // "MOVED <slot> <host>:<port>": the slot is served elsewhere now.
 bool IsMoved(const redisReply* r) {
   return r != nullptr && r->type == REDIS_REPLY_ERROR && Str(r).starts_with("MOVED ");
+}
+
+// "ASK <slot> <host>:<port>": the slot is being migrated there, and this node does not
+// hold the command's keys: ask that node, this once.
+bool IsAsk(const redisReply* r) {
+  return r != nullptr && r->type == REDIS_REPLY_ERROR && Str(r).starts_with("ASK ");
+}
+
+// A redirection's slot and "host:port" ("MOVED 3999 127.0.0.1:6381", "ASK …").
+std::pair<std::string, std::string> RedirectionTarget(const redisReply* r) {
+  const std::string_view text = Str(r);
+  const auto first = text.find(' ');
+  const auto second = text.find(' ', first + 1);
+  if (first == std::string_view::npos || second == std::string_view::npos) return {};
+  return {std::string(text.substr(first + 1, second - first - 1)),
+          std::string(text.substr(second + 1))};
 }
 
 // A script call, built once as "EVALSHA <sha> numkeys keys... args..."; the sha (or,
@@ -1098,15 +1116,16 @@ class RedisBackend final : public Backend {
   // node that serves its key's hash slot (slots_, from CLUSTER SLOTS), all nodes at
   // the same time; a job's keys share one slot, so each script call has one node. A
   // MOVED answer (the slot moved since the map was read) reloads the map and sends
-  // that command again, twice at most; it is not handed to on_reply meanwhile. What
-  // still says MOVED, or ASK (a slot in the middle of a migration), stays an error
-  // reply: the caller fails closed for those jobs.
+  // that command again, twice at most; it is not handed to on_reply meanwhile. An ASK
+  // answer (the slot is being migrated and the command's keys are not on the node
+  // asked) is followed once, map unchanged (FollowAsk). What still says MOVED or ASK
+  // stays an error reply: the caller fails closed for those jobs.
   Result<std::vector<ReplyPtr>> SendRouted(const std::vector<Command>& cmds,
                                            steady_clock::time_point deadline,
                                            const ReplyHook* on_reply) {
     std::vector<ReplyPtr> replies = NoReplies(cmds.size());
     const ReplyHook hand_over = [&](std::size_t i, const redisReply* r) {
-      if (on_reply != nullptr && !IsMoved(r)) (*on_reply)(i, r);
+      if (on_reply != nullptr && !IsMoved(r) && !IsAsk(r)) (*on_reply)(i, r);
     };
     std::vector<std::size_t> pending(cmds.size());
     std::iota(pending.begin(), pending.end(), std::size_t{0});
@@ -1125,20 +1144,78 @@ class RedisBackend final : public Backend {
       }
       auto parts = SendParallel(ctxs, groups, cmds, deadline, &hand_over);
       std::vector<std::size_t> moved;
+      std::vector<std::pair<redisContext*, std::size_t>> asked;  // (the node asked, command)
       for (std::size_t k = 0; k < parts.size(); ++k) {
         if (!parts[k]) return Fail(parts[k].error().detail);
         for (std::size_t j = 0; j < parts[k]->size(); ++j) {
           const std::size_t i = groups[k][j];
           replies[i] = std::move((*parts[k])[j]);
           if (IsMoved(replies[i].get())) moved.push_back(i);
+          if (IsAsk(replies[i].get())) asked.emplace_back(ctxs[k], i);
         }
       }
+      if (auto ok = FollowAsk(asked, cmds, replies, deadline, on_reply); !ok)
+        return Fail(ok.error().detail);
       if (moved.empty() || round == 2) break;
       if (auto ok = LoadSlots(deadline); !ok) return Fail(ok.error().detail);
       pending = std::move(moved);
     }
     backoff_.Succeeded();
     return replies;
+  }
+
+  // REQUIRES: mu_ held, cluster_. Follows the ASK answers to cmds[i] from the node
+  // `from` (`asked`): each command goes, once, to the node the ASK names, right after
+  // an ASKING (the slot map stays as it is: the slot moves for good only when the
+  // migration ends, and then MOVED says so). Its answer replaces the ASK in replies[i]
+  // and is handed to on_reply.
+  // Script calls need more care. The importing node runs a command after ASKING when
+  // it holds the keys the command declares, and a script declares only its job's key
+  // base "P{job}:", which never exists: the importing node would decide a claim with
+  // whatever part of the job's keys (head, record, run key) MIGRATE has moved so far,
+  // the rest read as missing: a tick already claimed could be won again. So a script
+  // call follows ASK only when the migrating node holds no key of the slot any more
+  // (CLUSTER COUNTKEYSINSLOT = 0: every key of the job is on the importing node, and no
+  // new key can appear on the migrating one, which redirects missing keys); otherwise
+  // its ASK stays an error reply (fail closed) until the migration ends.
+  Result<void> FollowAsk(const std::vector<std::pair<redisContext*, std::size_t>>& asked,
+                         const std::vector<Command>& cmds, std::vector<ReplyPtr>& replies,
+                         steady_clock::time_point deadline, const ReplyHook* on_reply) {
+    std::map<std::pair<redisContext*, std::string>, bool> slot_empty;  // (from, slot)
+    std::map<std::string, std::vector<std::size_t>> by_target;
+    for (const auto& [from, i] : asked) {
+      const Command& cmd = cmds[i];
+      const auto [slot, target] = RedirectionTarget(replies[i].get());
+      if (target.empty()) continue;
+      if (cmd.front() == "EVAL" || cmd.front() == "EVALSHA") {
+        auto [it, fresh] = slot_empty.try_emplace({from, slot}, false);
+        if (fresh) {
+          auto count = SendOn(from, std::vector<Command>{{"CLUSTER", "COUNTKEYSINSLOT", slot}},
+                              deadline);
+          if (!count) return tl::unexpected(count.error());
+          const redisReply* r = count->front().get();
+          it->second = r->type == REDIS_REPLY_INTEGER && r->integer == 0;
+        }
+        if (!it->second) continue;
+      }
+      by_target[target].push_back(i);
+    }
+    for (const auto& [target, indices] : by_target) {
+      auto node = NodeAt(target, deadline);
+      if (!node) return tl::unexpected(node.error());
+      std::vector<Command> asking;
+      for (const std::size_t i : indices) {
+        asking.push_back({"ASKING"});
+        asking.push_back(cmds[i]);
+      }
+      auto answers = SendOn(*node, asking, deadline);
+      if (!answers) return tl::unexpected(answers.error());
+      for (std::size_t k = 0; k < indices.size(); ++k) {
+        replies[indices[k]] = std::move((*answers)[2 * k + 1]);
+        if (on_reply != nullptr) (*on_reply)(indices[k], replies[indices[k]].get());
+      }
+    }
+    return {};
   }
 
   // REQUIRES: mu_ held, connected, cluster_. The connection to the node serving
@@ -1153,7 +1230,12 @@ class RedisBackend final : public Backend {
       return MakeError(context_, "no node serves hash slot " + std::to_string(slot) +
                                      " (the cluster is not ready)");
     }
-    const std::string& node = std::prev(range)->node;
+    return NodeAt(std::prev(range)->node, deadline);
+  }
+
+  // REQUIRES: mu_ held, connected, cluster_. The connection to the node at
+  // "host:port", opened when missing.
+  Result<redisContext*> NodeAt(const std::string& node, steady_clock::time_point deadline) {
     if (node == SeedAddress()) return conn_.get();
     ContextPtr& c = nodes_.try_emplace(node, nullptr, &redisFree).first->second;
     if (!c) {
