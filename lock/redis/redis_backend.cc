@@ -316,6 +316,11 @@ return 'released'
 enum class Script { kClaim, kRenew, kComplete, kPrune };
 constexpr std::string_view kScripts[] = {kClaimLua, kRenewLua, kCompleteLua, kPruneLua};
 
+struct HostPort {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+};
+
 struct Endpoint {
   std::string host = "127.0.0.1";
   int port = 6379;
@@ -323,6 +328,12 @@ struct Endpoint {
   std::string user;
   std::string password;
   std::string prefix = "tickd:";
+  // redis-sentinel://: the sentinels to ask, and the name of the master they watch;
+  // host:port above is then the master they named last.
+  std::vector<HostPort> sentinels;
+  std::string master_name;
+  // ?wait=N: a won claim counts only once N replicas acknowledged it (WAIT).
+  int wait_replicas = 0;
 };
 
 std::string PercentDecode(std::string_view s) {
@@ -340,16 +351,47 @@ std::string PercentDecode(std::string_view s) {
   return out;
 }
 
-// redis://[user[:password]@]host[:port][/db][?prefix=P]
+bool ParseInt(std::string_view text, int& out) {
+  return !text.empty() &&
+         std::from_chars(text.data(), text.data() + text.size(), out).ptr == text.data() + text.size();
+}
+
+// host[:port], [v6]:port, :port or "" into `out` (which holds the defaults).
+Result<void> ParseHostPort(std::string_view text, HostPort& out) {
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {  // [::1]:6379
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return MakeError("", "unclosed '[' in the host");
+    out.host = std::string(text.substr(1, close - 1));
+    text.remove_prefix(close + 1);
+    if (!text.empty() && text.front() == ':') port = text.substr(1);
+  } else {
+    const auto colon = text.rfind(':');
+    if (!text.substr(0, colon).empty()) out.host = std::string(text.substr(0, colon));
+    if (colon != std::string_view::npos) port = text.substr(colon + 1);
+  }
+  if (!port.empty() && (!ParseInt(port, out.port) || out.port <= 0 || out.port > 65535)) {
+    return MakeError("", "bad port '" + std::string(port) + "'");
+  }
+  return {};
+}
+
+// redis://[user[:password]@]host[:port][/db][?prefix=P&wait=N]
+// redis-sentinel://[user[:password]@]host[:port][,host[:port]…]/master[/db][?…]
+// (sentinel port 26379 by default; user and password are the master's and also sent
+// to a sentinel that asks for them).
 Result<Endpoint> ParseUrl(const std::string& url) {
   constexpr std::string_view kScheme = "redis://";
+  constexpr std::string_view kSentinelScheme = "redis-sentinel://";
   Endpoint ep;
   if (url.empty()) return ep;
-  if (url.compare(0, kScheme.size(), kScheme) != 0) {
-    return MakeError("", "the URL must start with redis:// (redis://[user:password@]host:port/db)");
+  const bool sentinel = url.starts_with(kSentinelScheme);
+  if (!sentinel && !url.starts_with(kScheme)) {
+    return MakeError("", "the URL must start with redis:// (redis://[user:password@]host:port/db) "
+                         "or redis-sentinel:// (redis-sentinel://host:port,host:port/master/db)");
   }
   std::string_view rest(url);
-  rest.remove_prefix(kScheme.size());
+  rest.remove_prefix(sentinel ? kSentinelScheme.size() : kScheme.size());
   std::string_view query;
   if (const auto q = rest.find('?'); q != std::string_view::npos) {
     query = rest.substr(q + 1);
@@ -367,26 +409,28 @@ Result<Endpoint> ParseUrl(const std::string& url) {
     ep.user = PercentDecode(userinfo.substr(0, colon));
     if (colon != std::string_view::npos) ep.password = PercentDecode(userinfo.substr(colon + 1));
   }
-  std::string_view port;
-  if (!rest.empty() && rest.front() == '[') {  // [::1]:6379
-    const auto close = rest.find(']');
-    if (close == std::string_view::npos) return MakeError("", "unclosed '[' in the host");
-    ep.host = std::string(rest.substr(1, close - 1));
-    rest.remove_prefix(close + 1);
-    if (!rest.empty() && rest.front() == ':') port = rest.substr(1);
+  if (sentinel) {
+    while (true) {
+      const auto comma = rest.find(',');
+      HostPort hp{"127.0.0.1", 26379};
+      if (auto ok = ParseHostPort(rest.substr(0, comma), hp); !ok) return tl::unexpected(ok.error());
+      ep.sentinels.push_back(std::move(hp));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    const auto slash = path.find('/');
+    ep.master_name = PercentDecode(path.substr(0, slash));
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+    if (ep.master_name.empty()) {
+      return MakeError("", "names no master (redis-sentinel://host:port[,host:port…]/master[/db])");
+    }
   } else {
-    const auto colon = rest.rfind(':');
-    if (!rest.substr(0, colon).empty()) ep.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos) port = rest.substr(colon + 1);
+    HostPort hp;
+    if (auto ok = ParseHostPort(rest, hp); !ok) return tl::unexpected(ok.error());
+    ep.host = std::move(hp.host);
+    ep.port = hp.port;
   }
-  auto parse_int = [](std::string_view text, int& out) {
-    return !text.empty() && std::from_chars(text.data(), text.data() + text.size(), out).ptr ==
-                                text.data() + text.size();
-  };
-  if (!port.empty() && (!parse_int(port, ep.port) || ep.port <= 0 || ep.port > 65535)) {
-    return MakeError("", "bad port '" + std::string(port) + "'");
-  }
-  if (!path.empty() && (!parse_int(path, ep.db) || ep.db < 0)) {
+  if (!path.empty() && (!ParseInt(path, ep.db) || ep.db < 0)) {
     return MakeError("", "bad database index '" + std::string(path) + "' (want /0, /1, …)");
   }
   while (!query.empty()) {
@@ -395,9 +439,14 @@ Result<Endpoint> ParseUrl(const std::string& url) {
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     if (param.rfind("prefix=", 0) == 0) {
       ep.prefix = PercentDecode(param.substr(7));
+    } else if (param.rfind("wait=", 0) == 0) {
+      if (!ParseInt(param.substr(5), ep.wait_replicas) || ep.wait_replicas < 0) {
+        return MakeError("", "bad wait '" + std::string(param.substr(5)) +
+                                 "' (want the number of replicas a claim must reach, e.g. wait=1)");
+      }
     } else if (!param.empty()) {
       const std::string key(param.substr(0, param.find('=')));
-      return MakeError("", "unknown URL parameter '" + key + "' (known: prefix)");
+      return MakeError("", "unknown URL parameter '" + key + "' (known: prefix, wait)");
     }
   }
   return ep;
@@ -576,6 +625,11 @@ class RedisBackend final : public Backend {
                                                                            : std::string_view());
     }
     std::vector<std::string> warnings;
+    if (!endpoint_.sentinels.empty() && endpoint_.wait_replicas == 0) {
+      warnings.push_back(context_ +
+                         ": replication is asynchronous and no ?wait is set: a failover can "
+                         "forget the last claims, so a tick could run twice (see ?wait=N)");
+    }
     if (values[0] != "yes") {
       warnings.push_back(context_ +
                          ": appendonly is off: a restart of the server loses tick records, so "
@@ -641,7 +695,29 @@ class RedisBackend final : public Backend {
         on_answer(i, std::move(r));
       }
     };
-    auto replies = RunScripts(calls, jobs, per_call, &answer_call);
+    // ?wait=N: no answer is handed over before WAIT said how many replicas hold them.
+    const int wait = endpoint_.wait_replicas;
+    int acked = 0;
+    auto replies = RunScripts(calls, jobs, per_call, wait > 0 ? nullptr : &answer_call,
+                              wait > 0 ? &acked : nullptr);
+    if (replies && acked < wait) {
+      // A won claim only the master holds is not run: a failover now could forget it
+      // and let another replica win the tick again. Lost, busy… stand (nothing to run).
+      const Error unsure(context_, "claim won, but only " + std::to_string(acked) + " of " +
+                                       std::to_string(wait) +
+                                       " replicas acknowledged it in time (?wait): not run");
+      for (std::size_t k = 0; k < replies->size(); ++k) {
+        const redisReply* reply = (*replies)[k].get();
+        for (std::size_t i = k * per_call; i < std::min(reqs.size(), (k + 1) * per_call); ++i) {
+          const redisReply* item = ItemOfCall(reply, i, per_call, reqs.size());
+          if (item->type == REDIS_REPLY_ARRAY && item->elements > 0 &&
+              Str(item->element[0]) == "won") {
+            answered[i] = 1;
+            on_answer(i, tl::unexpected(unsure));
+          }
+        }
+      }
+    }
     if (replies) {
       for (std::size_t k = 0; k < replies->size(); ++k) answer_call(k, (*replies)[k].get());
     }
@@ -989,10 +1065,14 @@ class RedisBackend final : public Backend {
   // `weight`: how many claims or completes one call carries (for SendSpread).
   // `on_reply` (optional) sees each reply as it is read, with its index in `calls`
   // (an index past them is the SADD's).
+  // `acked` (optional): then, on the same connection and under the same lock, WAIT
+  // for endpoint_.wait_replicas replicas (at most until the deadline) and store how
+  // many acknowledged every write so far.
   Result<std::vector<ReplyPtr>> RunScripts(std::vector<ScriptCall>& calls,
                                            const std::vector<std::string_view>& jobs,
                                            std::size_t weight = 1,
-                                           const ReplyHook* on_reply = nullptr) {
+                                           const ReplyHook* on_reply = nullptr,
+                                           int* acked = nullptr) {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = EnsureConnected(deadline); !ok) return tl::unexpected(ok.error());
@@ -1024,11 +1104,22 @@ class RedisBackend final : public Backend {
         retry.back()[1] = kScripts[static_cast<std::size_t>(calls[i].script)];
       }
     }
-    if (retry.empty()) return replies;
-    auto again = SendLocked(retry, deadline);
-    if (!again) return again;
-    for (std::size_t k = 0; k < missing.size(); ++k)
-      (*replies)[missing[k]] = std::move((*again)[k]);
+    if (!retry.empty() && conn_) {  // (a demoted master's answers dropped conn_)
+      auto again = SendLocked(retry, deadline);
+      if (!again) return again;
+      for (std::size_t k = 0; k < missing.size(); ++k)
+        (*replies)[missing[k]] = std::move((*again)[k]);
+    }
+    if (acked != nullptr && conn_) {
+      // The server answers WAIT within its timeout: leave it a quarter of what is left
+      // to reach us before the socket's own timeout.
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+      const std::string timeout_ms = std::to_string(std::max<std::int64_t>(1, left.count() * 3 / 4));
+      auto waited = SendLocked(
+          {{"WAIT", std::to_string(endpoint_.wait_replicas), timeout_ms}}, deadline);
+      if (!waited) return tl::unexpected(waited.error());
+      *acked = static_cast<int>(Int(waited->front().get()));
+    }
     return replies;
   }
 
@@ -1047,8 +1138,27 @@ class RedisBackend final : public Backend {
     if (cluster_) return SendRouted(cmds, deadline, on_reply);
     auto replies = SendOn(conn_.get(), cmds, deadline, on_reply);
     if (!replies) return Fail(replies.error().detail);
-    backoff_.Succeeded();
+    DropIfNoMaster(*replies);
     return replies;
+  }
+
+  // REQUIRES: mu_ held. A server that answers as no writable master any more —
+  // READONLY (demoted to a replica by a failover), NOREPLICAS (min-replicas-to-write:
+  // cut off from its replicas), MASTERDOWN, LOADING — keeps the connection only for
+  // those answers, which the callers see as errors (fail closed): the next call
+  // connects again, through the sentinels when the URL names them.
+  void DropIfNoMaster(const std::vector<ReplyPtr>& replies) {
+    for (const ReplyPtr& r : replies) {
+      if (!r || r->type != REDIS_REPLY_ERROR) continue;
+      const std::string_view text = Str(r.get());
+      for (const std::string_view code : {"READONLY", "NOREPLICAS", "MASTERDOWN", "LOADING"}) {
+        if (text.starts_with(code)) {
+          Fail(std::string(text));
+          return;
+        }
+      }
+    }
+    backoff_.Succeeded();
   }
 
   // REQUIRES: mu_ held, connected. As SendLocked, but a pipeline of 2 × kLaneMin
@@ -1068,7 +1178,8 @@ class RedisBackend final : public Backend {
     if (cluster_) return SendRouted(cmds, deadline, on_reply);
     std::vector<redisContext*> ctxs = {conn_.get()};
     const std::size_t total = cmds.size() * weight;
-    if (total >= 2 * kLaneMin) {
+    // WAIT (?wait) counts the writes of one connection: a batch then stays on conn_.
+    if (total >= 2 * kLaneMin && endpoint_.wait_replicas == 0) {
       OpenLanes(deadline);
       for (const ContextPtr& lane : lanes_) {
         if (lane && ctxs.size() < total / kLaneMin) ctxs.push_back(lane.get());
@@ -1085,7 +1196,7 @@ class RedisBackend final : public Backend {
       for (std::size_t j = 0; j < parts[k]->size(); ++j)
         replies[dealt[k][j]] = std::move((*parts[k])[j]);
     }
-    backoff_.Succeeded();
+    DropIfNoMaster(replies);
     return replies;
   }
 
@@ -1395,17 +1506,110 @@ class RedisBackend final : public Backend {
     nodes_.clear();
     indexed_jobs_.clear();
     bool refused = false;
-    auto conn = Dial(endpoint_.host, endpoint_.port, deadline, &refused, &cluster_);
+    auto conn = endpoint_.sentinels.empty()
+                    ? Dial(endpoint_.host, endpoint_.port, deadline, &refused, &cluster_)
+                    : DialMaster(deadline, &refused);
     if (!conn && refused) {
       backoff_.FailedHard(conn.error().detail);
       return tl::unexpected(conn.error());
     }
     if (!conn) return Fail(conn.error().detail);
     conn_ = std::move(*conn);
+    if (cluster_ && !endpoint_.sentinels.empty()) {
+      return Fail("the master named by the sentinels is a Redis Cluster node: use redis://");
+    }
+    if (cluster_ && endpoint_.wait_replicas > 0) {
+      backoff_.FailedHard("?wait is not supported on Redis Cluster");
+      return MakeError(context_, "?wait is not supported on Redis Cluster");
+    }
     if (cluster_) {
       if (auto ok = LoadSlots(deadline); !ok) return Fail(ok.error().detail);
     }
     return {};
+  }
+
+  // REQUIRES: mu_ held. Redis Sentinel: asks the sentinels in turn (starting with the
+  // one that answered last) for the address of the master they watch (`SENTINEL
+  // get-master-addr-by-name`), connects to it (Dial) and checks with `ROLE` that it is
+  // a master: a sentinel that has not yet seen a failover names the demoted one. The
+  // first master found is the connection; endpoint_ then holds its address (lanes
+  // connect there too). Each sentinel gets a share of the time left, so a silent one
+  // does not use up the deadline of the others. *refused: the master refused the
+  // credentials (as Dial).
+  Result<ContextPtr> DialMaster(steady_clock::time_point deadline, bool* refused) {
+    std::string tried;  // what each sentinel said, for the error
+    const std::size_t n = endpoint_.sentinels.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t which = (next_sentinel_ + k) % n;
+      const HostPort& sentinel = endpoint_.sentinels[which];
+      const auto share = (deadline - steady_clock::now()) / static_cast<int>(n - k + 1);
+      const auto until = steady_clock::now() + share;
+      tried += (tried.empty() ? "" : "; ") + sentinel.host + ":" + std::to_string(sentinel.port);
+      auto master = AskSentinel(sentinel, until);
+      if (!master) {
+        tried += ": " + master.error().detail;
+        continue;
+      }
+      tried += " names " + master->host + ":" + std::to_string(master->port);
+      auto conn = Dial(master->host, master->port, deadline, refused);
+      if (!conn) {
+        if (refused != nullptr && *refused) return conn;
+        tried += ": " + conn.error().detail;
+        continue;
+      }
+      auto role = SendOn(conn->get(), std::vector<Command>{{"ROLE"}}, deadline);
+      if (!role) {
+        tried += ": ROLE: " + role.error().detail;
+        continue;
+      }
+      const redisReply* r = role->front().get();
+      const std::string_view is =
+          r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? Str(r->element[0]) : Str(r);
+      if (is != "master") {
+        tried += ", which says it is " + (is.empty() ? std::string("no master") : std::string(is));
+        continue;
+      }
+      next_sentinel_ = which;
+      endpoint_.host = master->host;
+      endpoint_.port = master->port;
+      return conn;
+    }
+    return MakeError(context_, "no sentinel named a master '" + endpoint_.master_name +
+                                   "' that answers as one (" + tried + ")");
+  }
+
+  // The address one sentinel gives for the master (no connection is kept). A sentinel
+  // that asks for a password (NOAUTH) gets the URL's user and password.
+  Result<HostPort> AskSentinel(const HostPort& sentinel, steady_clock::time_point deadline) const {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+    ContextPtr conn(redisConnectWithTimeout(sentinel.host.c_str(), sentinel.port, ToTimeval(left)),
+                    &redisFree);
+    if (!conn) return MakeError(context_, "cannot allocate a connection");
+    if (conn->err) return MakeError(context_, std::string("cannot connect: ") + conn->errstr);
+    const Command ask = {"SENTINEL", "get-master-addr-by-name", endpoint_.master_name};
+    auto replies = SendOn(conn.get(), std::vector<Command>{ask}, deadline);
+    if (replies && Str(replies->front().get()).starts_with("NOAUTH") &&
+        !endpoint_.password.empty()) {
+      replies = SendOn(conn.get(),
+                       std::vector<Command>{AuthCommand(), ask}, deadline);
+      if (replies) replies->erase(replies->begin());
+    }
+    if (!replies) return tl::unexpected(replies.error());
+    const redisReply* r = replies->front().get();
+    if (r->type == REDIS_REPLY_NIL) return MakeError(context_, "knows no master of that name");
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+      return MakeError(context_, "unexpected answer '" + std::string(Str(r)) + "'");
+    }
+    HostPort master{std::string(Str(r->element[0])), 0};
+    if (!ParseInt(Str(r->element[1]), master.port)) {
+      return MakeError(context_, "bad port in the answer");
+    }
+    return master;
+  }
+
+  Command AuthCommand() const {
+    return endpoint_.user.empty() ? Command{"AUTH", endpoint_.password}
+                                  : Command{"AUTH", endpoint_.user, endpoint_.password};
   }
 
   // A new connection to host:port (the URL's server, or a node of its cluster):
@@ -1467,6 +1671,8 @@ class RedisBackend final : public Backend {
   // hash slots, and a connection to each node other than the URL's (conn_), opened
   // when first needed (SendRouted).
   bool cluster_ = false;
+  // Redis Sentinel: the sentinel to ask first (the one that answered last).
+  std::size_t next_sentinel_ = 0;
   struct SlotRange {
     int first;
     int last;
