@@ -597,7 +597,7 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
   const std::size_t sep = lock.url.find("://");
   if (sep != std::string::npos) scheme = lock.url.substr(0, sep);
   if (scheme == "postgresql") scheme = "postgres";
-  if (scheme == "rediss") scheme = "redis";
+  if (scheme == "rediss" || scheme == "redis-sentinel") scheme = "redis";
   const YAML::Mark url_mark = url_entry ? url_entry->mark : lock_mark;
   if (!backend_set && url_entry != nullptr && !scheme.empty() &&
       std::find(std::begin(kBackends), std::end(kBackends), scheme) != std::end(kBackends)) {

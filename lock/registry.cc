@@ -158,7 +158,8 @@ Result<std::unique_ptr<Backend>> OpenBackend(const BackendOptions& options, Cloc
                               (options.url.empty() ? "" : " (" + RedactUrl(options.url) + ")");
   if (name.empty()) return MakeError(context, "no backend named and no URL scheme to choose one");
   if (name != "none" && name != "memory" && !scheme.empty() && scheme != name &&
-      !(name == "postgres" && scheme == "postgresql")) {
+      !(name == "postgres" && scheme == "postgresql") &&
+      !(name == "redis" && scheme == "redis-sentinel")) {
     return MakeError(context, "the URL scheme '" + std::string(scheme) +
                                   "' does not match the backend '" + std::string(name) + "'");
   }

@@ -14,6 +14,7 @@ packages=(
   faketime                   # skewed replicas in the end-to-end tests and the nemesis
   iproute2 nftables          # the nemesis: network namespaces, veths, partitions (root)
   redis-server               # the Redis backend's tests start a real server
+  redis-sentinel             # … and Sentinel setups (tests/redis/redis_sentinel.h)
   zookeeper libzookeeper-mt-dev default-jre-headless  # ZooKeeper backend + its tests' server
   etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start
   etcd-client  # etcdctl: etcd_claim_bench measures the store's reference rate (check perf)

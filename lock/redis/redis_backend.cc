@@ -3,7 +3,9 @@
 // script), never a replica's. All keys of one job carry the hash tag `{job}`, so the
 // scripts touch one slot and run unchanged on Redis Cluster (claim and complete are
 // given the job's base key "P{job}:" and derive the others from it); on a cluster
-// each command goes to the node of its slot and follows MOVED (SendRouted). With prefix P:
+// each command goes to the node of its slot and follows MOVED and ASK (SendRouted; a
+// script call follows ASK only once its slot has left the migrating node: FollowAsk).
+// With prefix P:
 //
 //   P{job}:t:<T>   tick record (hash): state running|done, owner token, node, fence,
 //                  config hash, lease_until, outcome, exit, duration; and the
@@ -314,6 +316,11 @@ return 'released'
 enum class Script { kClaim, kRenew, kComplete, kPrune };
 constexpr std::string_view kScripts[] = {kClaimLua, kRenewLua, kCompleteLua, kPruneLua};
 
+struct HostPort {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+};
+
 struct Endpoint {
   std::string host = "127.0.0.1";
   int port = 6379;
@@ -321,6 +328,12 @@ struct Endpoint {
   std::string user;
   std::string password;
   std::string prefix = "tickd:";
+  // redis-sentinel://: the sentinels to ask, and the name of the master they watch;
+  // host:port above is then the master they named last.
+  std::vector<HostPort> sentinels;
+  std::string master_name;
+  // ?wait=N: a won claim counts only once N replicas acknowledged it (WAIT).
+  int wait_replicas = 0;
 };
 
 std::string PercentDecode(std::string_view s) {
@@ -338,16 +351,47 @@ std::string PercentDecode(std::string_view s) {
   return out;
 }
 
-// redis://[user[:password]@]host[:port][/db][?prefix=P]
+bool ParseInt(std::string_view text, int& out) {
+  return !text.empty() &&
+         std::from_chars(text.data(), text.data() + text.size(), out).ptr == text.data() + text.size();
+}
+
+// host[:port], [v6]:port, :port or "" into `out` (which holds the defaults).
+Result<void> ParseHostPort(std::string_view text, HostPort& out) {
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {  // [::1]:6379
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return MakeError("", "unclosed '[' in the host");
+    out.host = std::string(text.substr(1, close - 1));
+    text.remove_prefix(close + 1);
+    if (!text.empty() && text.front() == ':') port = text.substr(1);
+  } else {
+    const auto colon = text.rfind(':');
+    if (!text.substr(0, colon).empty()) out.host = std::string(text.substr(0, colon));
+    if (colon != std::string_view::npos) port = text.substr(colon + 1);
+  }
+  if (!port.empty() && (!ParseInt(port, out.port) || out.port <= 0 || out.port > 65535)) {
+    return MakeError("", "bad port '" + std::string(port) + "'");
+  }
+  return {};
+}
+
+// redis://[user[:password]@]host[:port][/db][?prefix=P&wait=N]
+// redis-sentinel://[user[:password]@]host[:port][,host[:port]…]/master[/db][?…]
+// (sentinel port 26379 by default; user and password are the master's and also sent
+// to a sentinel that asks for them).
 Result<Endpoint> ParseUrl(const std::string& url) {
   constexpr std::string_view kScheme = "redis://";
+  constexpr std::string_view kSentinelScheme = "redis-sentinel://";
   Endpoint ep;
   if (url.empty()) return ep;
-  if (url.compare(0, kScheme.size(), kScheme) != 0) {
-    return MakeError("", "the URL must start with redis:// (redis://[user:password@]host:port/db)");
+  const bool sentinel = url.starts_with(kSentinelScheme);
+  if (!sentinel && !url.starts_with(kScheme)) {
+    return MakeError("", "the URL must start with redis:// (redis://[user:password@]host:port/db) "
+                         "or redis-sentinel:// (redis-sentinel://host:port,host:port/master/db)");
   }
   std::string_view rest(url);
-  rest.remove_prefix(kScheme.size());
+  rest.remove_prefix(sentinel ? kSentinelScheme.size() : kScheme.size());
   std::string_view query;
   if (const auto q = rest.find('?'); q != std::string_view::npos) {
     query = rest.substr(q + 1);
@@ -365,26 +409,28 @@ Result<Endpoint> ParseUrl(const std::string& url) {
     ep.user = PercentDecode(userinfo.substr(0, colon));
     if (colon != std::string_view::npos) ep.password = PercentDecode(userinfo.substr(colon + 1));
   }
-  std::string_view port;
-  if (!rest.empty() && rest.front() == '[') {  // [::1]:6379
-    const auto close = rest.find(']');
-    if (close == std::string_view::npos) return MakeError("", "unclosed '[' in the host");
-    ep.host = std::string(rest.substr(1, close - 1));
-    rest.remove_prefix(close + 1);
-    if (!rest.empty() && rest.front() == ':') port = rest.substr(1);
+  if (sentinel) {
+    while (true) {
+      const auto comma = rest.find(',');
+      HostPort hp{"127.0.0.1", 26379};
+      if (auto ok = ParseHostPort(rest.substr(0, comma), hp); !ok) return tl::unexpected(ok.error());
+      ep.sentinels.push_back(std::move(hp));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    const auto slash = path.find('/');
+    ep.master_name = PercentDecode(path.substr(0, slash));
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+    if (ep.master_name.empty()) {
+      return MakeError("", "names no master (redis-sentinel://host:port[,host:port…]/master[/db])");
+    }
   } else {
-    const auto colon = rest.rfind(':');
-    if (!rest.substr(0, colon).empty()) ep.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos) port = rest.substr(colon + 1);
+    HostPort hp;
+    if (auto ok = ParseHostPort(rest, hp); !ok) return tl::unexpected(ok.error());
+    ep.host = std::move(hp.host);
+    ep.port = hp.port;
   }
-  auto parse_int = [](std::string_view text, int& out) {
-    return !text.empty() && std::from_chars(text.data(), text.data() + text.size(), out).ptr ==
-                                text.data() + text.size();
-  };
-  if (!port.empty() && (!parse_int(port, ep.port) || ep.port <= 0 || ep.port > 65535)) {
-    return MakeError("", "bad port '" + std::string(port) + "'");
-  }
-  if (!path.empty() && (!parse_int(path, ep.db) || ep.db < 0)) {
+  if (!path.empty() && (!ParseInt(path, ep.db) || ep.db < 0)) {
     return MakeError("", "bad database index '" + std::string(path) + "' (want /0, /1, …)");
   }
   while (!query.empty()) {
@@ -393,9 +439,14 @@ Result<Endpoint> ParseUrl(const std::string& url) {
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     if (param.rfind("prefix=", 0) == 0) {
       ep.prefix = PercentDecode(param.substr(7));
+    } else if (param.rfind("wait=", 0) == 0) {
+      if (!ParseInt(param.substr(5), ep.wait_replicas) || ep.wait_replicas < 0) {
+        return MakeError("", "bad wait '" + std::string(param.substr(5)) +
+                                 "' (want the number of replicas a claim must reach, e.g. wait=1)");
+      }
     } else if (!param.empty()) {
       const std::string key(param.substr(0, param.find('=')));
-      return MakeError("", "unknown URL parameter '" + key + "' (known: prefix)");
+      return MakeError("", "unknown URL parameter '" + key + "' (known: prefix, wait)");
     }
   }
   return ep;
@@ -504,6 +555,22 @@ bool IsMoved(const redisReply* r) {
   return r != nullptr && r->type == REDIS_REPLY_ERROR && Str(r).starts_with("MOVED ");
 }
 
+// "ASK <slot> <host>:<port>": the slot is being migrated there, and this node does not
+// hold the command's keys: ask that node, this once.
+bool IsAsk(const redisReply* r) {
+  return r != nullptr && r->type == REDIS_REPLY_ERROR && Str(r).starts_with("ASK ");
+}
+
+// A redirection's slot and "host:port" ("MOVED 3999 127.0.0.1:6381", "ASK …").
+std::pair<std::string, std::string> RedirectionTarget(const redisReply* r) {
+  const std::string_view text = Str(r);
+  const auto first = text.find(' ');
+  const auto second = text.find(' ', first + 1);
+  if (first == std::string_view::npos || second == std::string_view::npos) return {};
+  return {std::string(text.substr(first + 1, second - first - 1)),
+          std::string(text.substr(second + 1))};
+}
+
 // A script call, built once as "EVALSHA <sha> numkeys keys... args..."; the sha (or,
 // after NOSCRIPT, EVAL and the body) is filled in when it is sent.
 struct ScriptCall {
@@ -559,6 +626,11 @@ class RedisBackend final : public Backend {
                                                                            : std::string_view());
     }
     std::vector<std::string> warnings;
+    if (!endpoint_.sentinels.empty() && endpoint_.wait_replicas == 0) {
+      warnings.push_back(context_ +
+                         ": replication is asynchronous and no ?wait is set: a failover can "
+                         "forget the last claims, so a tick could run twice (see ?wait=N)");
+    }
     if (values[0] != "yes") {
       warnings.push_back(context_ +
                          ": appendonly is off: a restart of the server loses tick records, so "
@@ -624,7 +696,29 @@ class RedisBackend final : public Backend {
         on_answer(i, std::move(r));
       }
     };
-    auto replies = RunScripts(calls, jobs, per_call, &answer_call);
+    // ?wait=N: no answer is handed over before WAIT said how many replicas hold them.
+    const int wait = endpoint_.wait_replicas;
+    int acked = 0;
+    auto replies = RunScripts(calls, jobs, per_call, wait > 0 ? nullptr : &answer_call,
+                              wait > 0 ? &acked : nullptr);
+    if (replies && acked < wait) {
+      // A won claim only the master holds is not run: a failover now could forget it
+      // and let another replica win the tick again. Lost, busy… stand (nothing to run).
+      const Error unsure(context_, "claim won, but only " + std::to_string(acked) + " of " +
+                                       std::to_string(wait) +
+                                       " replicas acknowledged it in time (?wait): not run");
+      for (std::size_t k = 0; k < replies->size(); ++k) {
+        const redisReply* reply = (*replies)[k].get();
+        for (std::size_t i = k * per_call; i < std::min(reqs.size(), (k + 1) * per_call); ++i) {
+          const redisReply* item = ItemOfCall(reply, i, per_call, reqs.size());
+          if (item->type == REDIS_REPLY_ARRAY && item->elements > 0 &&
+              Str(item->element[0]) == "won") {
+            answered[i] = 1;
+            on_answer(i, tl::unexpected(unsure));
+          }
+        }
+      }
+    }
     if (replies) {
       for (std::size_t k = 0; k < replies->size(); ++k) answer_call(k, (*replies)[k].get());
     }
@@ -972,10 +1066,14 @@ class RedisBackend final : public Backend {
   // `weight`: how many claims or completes one call carries (for SendSpread).
   // `on_reply` (optional) sees each reply as it is read, with its index in `calls`
   // (an index past them is the SADD's).
+  // `acked` (optional): then, on the same connection and under the same lock, WAIT
+  // for endpoint_.wait_replicas replicas (at most until the deadline) and store how
+  // many acknowledged every write so far.
   Result<std::vector<ReplyPtr>> RunScripts(std::vector<ScriptCall>& calls,
                                            const std::vector<std::string_view>& jobs,
                                            std::size_t weight = 1,
-                                           const ReplyHook* on_reply = nullptr) {
+                                           const ReplyHook* on_reply = nullptr,
+                                           int* acked = nullptr) {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = EnsureConnected(deadline); !ok) return tl::unexpected(ok.error());
@@ -1007,11 +1105,22 @@ class RedisBackend final : public Backend {
         retry.back()[1] = kScripts[static_cast<std::size_t>(calls[i].script)];
       }
     }
-    if (retry.empty()) return replies;
-    auto again = SendLocked(retry, deadline);
-    if (!again) return again;
-    for (std::size_t k = 0; k < missing.size(); ++k)
-      (*replies)[missing[k]] = std::move((*again)[k]);
+    if (!retry.empty() && conn_) {  // (a demoted master's answers dropped conn_)
+      auto again = SendLocked(retry, deadline);
+      if (!again) return again;
+      for (std::size_t k = 0; k < missing.size(); ++k)
+        (*replies)[missing[k]] = std::move((*again)[k]);
+    }
+    if (acked != nullptr && conn_) {
+      // The server answers WAIT within its timeout: leave it a quarter of what is left
+      // to reach us before the socket's own timeout.
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+      const std::string timeout_ms = std::to_string(std::max<std::int64_t>(1, left.count() * 3 / 4));
+      auto waited = SendLocked(
+          {{"WAIT", std::to_string(endpoint_.wait_replicas), timeout_ms}}, deadline);
+      if (!waited) return tl::unexpected(waited.error());
+      *acked = static_cast<int>(Int(waited->front().get()));
+    }
     return replies;
   }
 
@@ -1030,8 +1139,27 @@ class RedisBackend final : public Backend {
     if (cluster_) return SendRouted(cmds, deadline, on_reply);
     auto replies = SendOn(conn_.get(), cmds, deadline, on_reply);
     if (!replies) return Fail(replies.error().detail);
-    backoff_.Succeeded();
+    DropIfNoMaster(*replies);
     return replies;
+  }
+
+  // REQUIRES: mu_ held. A server that answers as no writable master any more —
+  // READONLY (demoted to a replica by a failover), NOREPLICAS (min-replicas-to-write:
+  // cut off from its replicas), MASTERDOWN, LOADING — keeps the connection only for
+  // those answers, which the callers see as errors (fail closed): the next call
+  // connects again, through the sentinels when the URL names them.
+  void DropIfNoMaster(const std::vector<ReplyPtr>& replies) {
+    for (const ReplyPtr& r : replies) {
+      if (!r || r->type != REDIS_REPLY_ERROR) continue;
+      const std::string_view text = Str(r.get());
+      for (const std::string_view code : {"READONLY", "NOREPLICAS", "MASTERDOWN", "LOADING"}) {
+        if (text.starts_with(code)) {
+          Fail(std::string(text));
+          return;
+        }
+      }
+    }
+    backoff_.Succeeded();
   }
 
   // REQUIRES: mu_ held, connected. As SendLocked, but a pipeline of 2 × kLaneMin
@@ -1051,7 +1179,8 @@ class RedisBackend final : public Backend {
     if (cluster_) return SendRouted(cmds, deadline, on_reply);
     std::vector<redisContext*> ctxs = {conn_.get()};
     const std::size_t total = cmds.size() * weight;
-    if (total >= 2 * kLaneMin) {
+    // WAIT (?wait) counts the writes of one connection: a batch then stays on conn_.
+    if (total >= 2 * kLaneMin && endpoint_.wait_replicas == 0) {
       OpenLanes(deadline);
       for (const ContextPtr& lane : lanes_) {
         if (lane && ctxs.size() < total / kLaneMin) ctxs.push_back(lane.get());
@@ -1068,7 +1197,7 @@ class RedisBackend final : public Backend {
       for (std::size_t j = 0; j < parts[k]->size(); ++j)
         replies[dealt[k][j]] = std::move((*parts[k])[j]);
     }
-    backoff_.Succeeded();
+    DropIfNoMaster(replies);
     return replies;
   }
 
@@ -1099,15 +1228,16 @@ class RedisBackend final : public Backend {
   // node that serves its key's hash slot (slots_, from CLUSTER SLOTS), all nodes at
   // the same time; a job's keys share one slot, so each script call has one node. A
   // MOVED answer (the slot moved since the map was read) reloads the map and sends
-  // that command again, twice at most; it is not handed to on_reply meanwhile. What
-  // still says MOVED, or ASK (a slot in the middle of a migration), stays an error
-  // reply: the caller fails closed for those jobs.
+  // that command again, twice at most; it is not handed to on_reply meanwhile. An ASK
+  // answer (the slot is being migrated and the command's keys are not on the node
+  // asked) is followed once, map unchanged (FollowAsk). What still says MOVED or ASK
+  // stays an error reply: the caller fails closed for those jobs.
   Result<std::vector<ReplyPtr>> SendRouted(const std::vector<Command>& cmds,
                                            steady_clock::time_point deadline,
                                            const ReplyHook* on_reply) {
     std::vector<ReplyPtr> replies = NoReplies(cmds.size());
     const ReplyHook hand_over = [&](std::size_t i, const redisReply* r) {
-      if (on_reply != nullptr && !IsMoved(r)) (*on_reply)(i, r);
+      if (on_reply != nullptr && !IsMoved(r) && !IsAsk(r)) (*on_reply)(i, r);
     };
     std::vector<std::size_t> pending(cmds.size());
     std::iota(pending.begin(), pending.end(), std::size_t{0});
@@ -1126,20 +1256,78 @@ class RedisBackend final : public Backend {
       }
       auto parts = SendParallel(ctxs, groups, cmds, deadline, &hand_over);
       std::vector<std::size_t> moved;
+      std::vector<std::pair<redisContext*, std::size_t>> asked;  // (the node asked, command)
       for (std::size_t k = 0; k < parts.size(); ++k) {
         if (!parts[k]) return Fail(parts[k].error().detail);
         for (std::size_t j = 0; j < parts[k]->size(); ++j) {
           const std::size_t i = groups[k][j];
           replies[i] = std::move((*parts[k])[j]);
           if (IsMoved(replies[i].get())) moved.push_back(i);
+          if (IsAsk(replies[i].get())) asked.emplace_back(ctxs[k], i);
         }
       }
+      if (auto ok = FollowAsk(asked, cmds, replies, deadline, on_reply); !ok)
+        return Fail(ok.error().detail);
       if (moved.empty() || round == 2) break;
       if (auto ok = LoadSlots(deadline); !ok) return Fail(ok.error().detail);
       pending = std::move(moved);
     }
     backoff_.Succeeded();
     return replies;
+  }
+
+  // REQUIRES: mu_ held, cluster_. Follows the ASK answers to cmds[i] from the node
+  // `from` (`asked`): each command goes, once, to the node the ASK names, right after
+  // an ASKING (the slot map stays as it is: the slot moves for good only when the
+  // migration ends, and then MOVED says so). Its answer replaces the ASK in replies[i]
+  // and is handed to on_reply.
+  // Script calls need more care. The importing node runs a command after ASKING when
+  // it holds the keys the command declares, and a script declares only its job's key
+  // base "P{job}:", which never exists: the importing node would decide a claim with
+  // whatever part of the job's keys (head, record, run key) MIGRATE has moved so far,
+  // the rest read as missing: a tick already claimed could be won again. So a script
+  // call follows ASK only when the migrating node holds no key of the slot any more
+  // (CLUSTER COUNTKEYSINSLOT = 0: every key of the job is on the importing node, and no
+  // new key can appear on the migrating one, which redirects missing keys); otherwise
+  // its ASK stays an error reply (fail closed) until the migration ends.
+  Result<void> FollowAsk(const std::vector<std::pair<redisContext*, std::size_t>>& asked,
+                         const std::vector<Command>& cmds, std::vector<ReplyPtr>& replies,
+                         steady_clock::time_point deadline, const ReplyHook* on_reply) {
+    std::map<std::pair<redisContext*, std::string>, bool> slot_empty;  // (from, slot)
+    std::map<std::string, std::vector<std::size_t>> by_target;
+    for (const auto& [from, i] : asked) {
+      const Command& cmd = cmds[i];
+      const auto [slot, target] = RedirectionTarget(replies[i].get());
+      if (target.empty()) continue;
+      if (cmd.front() == "EVAL" || cmd.front() == "EVALSHA") {
+        auto [it, fresh] = slot_empty.try_emplace({from, slot}, false);
+        if (fresh) {
+          auto count = SendOn(from, std::vector<Command>{{"CLUSTER", "COUNTKEYSINSLOT", slot}},
+                              deadline);
+          if (!count) return tl::unexpected(count.error());
+          const redisReply* r = count->front().get();
+          it->second = r->type == REDIS_REPLY_INTEGER && r->integer == 0;
+        }
+        if (!it->second) continue;
+      }
+      by_target[target].push_back(i);
+    }
+    for (const auto& [target, indices] : by_target) {
+      auto node = NodeAt(target, deadline);
+      if (!node) return tl::unexpected(node.error());
+      std::vector<Command> asking;
+      for (const std::size_t i : indices) {
+        asking.push_back({"ASKING"});
+        asking.push_back(cmds[i]);
+      }
+      auto answers = SendOn(*node, asking, deadline);
+      if (!answers) return tl::unexpected(answers.error());
+      for (std::size_t k = 0; k < indices.size(); ++k) {
+        replies[indices[k]] = std::move((*answers)[2 * k + 1]);
+        if (on_reply != nullptr) (*on_reply)(indices[k], replies[indices[k]].get());
+      }
+    }
+    return {};
   }
 
   // REQUIRES: mu_ held, connected, cluster_. The connection to the node serving
@@ -1154,7 +1342,12 @@ class RedisBackend final : public Backend {
       return MakeError(context_, "no node serves hash slot " + std::to_string(slot) +
                                      " (the cluster is not ready)");
     }
-    const std::string& node = std::prev(range)->node;
+    return NodeAt(std::prev(range)->node, deadline);
+  }
+
+  // REQUIRES: mu_ held, connected, cluster_. The connection to the node at
+  // "host:port", opened when missing.
+  Result<redisContext*> NodeAt(const std::string& node, steady_clock::time_point deadline) {
     if (node == SeedAddress()) return conn_.get();
     ContextPtr& c = nodes_.try_emplace(node, nullptr, &redisFree).first->second;
     if (!c) {
@@ -1314,17 +1507,110 @@ class RedisBackend final : public Backend {
     nodes_.clear();
     indexed_jobs_.clear();
     bool refused = false;
-    auto conn = Dial(endpoint_.host, endpoint_.port, deadline, &refused, &cluster_);
+    auto conn = endpoint_.sentinels.empty()
+                    ? Dial(endpoint_.host, endpoint_.port, deadline, &refused, &cluster_)
+                    : DialMaster(deadline, &refused);
     if (!conn && refused) {
       backoff_.FailedHard(conn.error().detail);
       return tl::unexpected(conn.error());
     }
     if (!conn) return Fail(conn.error().detail);
     conn_ = std::move(*conn);
+    if (cluster_ && !endpoint_.sentinels.empty()) {
+      return Fail("the master named by the sentinels is a Redis Cluster node: use redis://");
+    }
+    if (cluster_ && endpoint_.wait_replicas > 0) {
+      backoff_.FailedHard("?wait is not supported on Redis Cluster");
+      return MakeError(context_, "?wait is not supported on Redis Cluster");
+    }
     if (cluster_) {
       if (auto ok = LoadSlots(deadline); !ok) return Fail(ok.error().detail);
     }
     return {};
+  }
+
+  // REQUIRES: mu_ held. Redis Sentinel: asks the sentinels in turn (starting with the
+  // one that answered last) for the address of the master they watch (`SENTINEL
+  // get-master-addr-by-name`), connects to it (Dial) and checks with `ROLE` that it is
+  // a master: a sentinel that has not yet seen a failover names the demoted one. The
+  // first master found is the connection; endpoint_ then holds its address (lanes
+  // connect there too). Each sentinel gets a share of the time left, so a silent one
+  // does not use up the deadline of the others. *refused: the master refused the
+  // credentials (as Dial).
+  Result<ContextPtr> DialMaster(steady_clock::time_point deadline, bool* refused) {
+    std::string tried;  // what each sentinel said, for the error
+    const std::size_t n = endpoint_.sentinels.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t which = (next_sentinel_ + k) % n;
+      const HostPort& sentinel = endpoint_.sentinels[which];
+      const auto share = (deadline - steady_clock::now()) / static_cast<int>(n - k + 1);
+      const auto until = steady_clock::now() + share;
+      tried += (tried.empty() ? "" : "; ") + sentinel.host + ":" + std::to_string(sentinel.port);
+      auto master = AskSentinel(sentinel, until);
+      if (!master) {
+        tried += ": " + master.error().detail;
+        continue;
+      }
+      tried += " names " + master->host + ":" + std::to_string(master->port);
+      auto conn = Dial(master->host, master->port, deadline, refused);
+      if (!conn) {
+        if (refused != nullptr && *refused) return conn;
+        tried += ": " + conn.error().detail;
+        continue;
+      }
+      auto role = SendOn(conn->get(), std::vector<Command>{{"ROLE"}}, deadline);
+      if (!role) {
+        tried += ": ROLE: " + role.error().detail;
+        continue;
+      }
+      const redisReply* r = role->front().get();
+      const std::string_view is =
+          r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? Str(r->element[0]) : Str(r);
+      if (is != "master") {
+        tried += ", which says it is " + (is.empty() ? std::string("no master") : std::string(is));
+        continue;
+      }
+      next_sentinel_ = which;
+      endpoint_.host = master->host;
+      endpoint_.port = master->port;
+      return conn;
+    }
+    return MakeError(context_, "no sentinel named a master '" + endpoint_.master_name +
+                                   "' that answers as one (" + tried + ")");
+  }
+
+  // The address one sentinel gives for the master (no connection is kept). A sentinel
+  // that asks for a password (NOAUTH) gets the URL's user and password.
+  Result<HostPort> AskSentinel(const HostPort& sentinel, steady_clock::time_point deadline) const {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+    ContextPtr conn(redisConnectWithTimeout(sentinel.host.c_str(), sentinel.port, ToTimeval(left)),
+                    &redisFree);
+    if (!conn) return MakeError(context_, "cannot allocate a connection");
+    if (conn->err) return MakeError(context_, std::string("cannot connect: ") + conn->errstr);
+    const Command ask = {"SENTINEL", "get-master-addr-by-name", endpoint_.master_name};
+    auto replies = SendOn(conn.get(), std::vector<Command>{ask}, deadline);
+    if (replies && Str(replies->front().get()).starts_with("NOAUTH") &&
+        !endpoint_.password.empty()) {
+      replies = SendOn(conn.get(),
+                       std::vector<Command>{AuthCommand(), ask}, deadline);
+      if (replies) replies->erase(replies->begin());
+    }
+    if (!replies) return tl::unexpected(replies.error());
+    const redisReply* r = replies->front().get();
+    if (r->type == REDIS_REPLY_NIL) return MakeError(context_, "knows no master of that name");
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+      return MakeError(context_, "unexpected answer '" + std::string(Str(r)) + "'");
+    }
+    HostPort master{std::string(Str(r->element[0])), 0};
+    if (!ParseInt(Str(r->element[1]), master.port)) {
+      return MakeError(context_, "bad port in the answer");
+    }
+    return master;
+  }
+
+  Command AuthCommand() const {
+    return endpoint_.user.empty() ? Command{"AUTH", endpoint_.password}
+                                  : Command{"AUTH", endpoint_.user, endpoint_.password};
   }
 
   // A new connection to host:port (the URL's server, or a node of its cluster):
@@ -1386,6 +1672,8 @@ class RedisBackend final : public Backend {
   // hash slots, and a connection to each node other than the URL's (conn_), opened
   // when first needed (SendRouted).
   bool cluster_ = false;
+  // Redis Sentinel: the sentinel to ask first (the one that answered last).
+  std::size_t next_sentinel_ = 0;
   struct SlotRange {
     int first;
     int last;

@@ -290,6 +290,9 @@ TEST_CASE("lock url: relative sqlite paths resolve, the scheme may name the back
   CHECK(redis.backend == "redis");
   CHECK(redis.url == "redis://h:6379/0");
   CHECK(load_lock("  url: postgresql://u@h/db\n").backend == "postgres");
+  CHECK(load_lock("  url: redis-sentinel://h1:26379,h2:26379/m/0\n").backend == "redis");
+  CHECK(load_lock("  backend: redis\n  url: redis-sentinel://h1/m\n").url ==
+        "redis-sentinel://h1/m");
   const LockSettings none = load_lock("  backend: none\n");
   CHECK(none.backend == "none");
   CHECK(none.url.empty());

@@ -19,6 +19,8 @@ TEST_CASE("RedactUrl masks the password of the userinfo and of query parameters"
         "postgres://db/tickd?user=a&password=***&x=1");
   CHECK(RedactUrl("etcd://h1:2379,h2:2379") == "etcd://h1:2379,h2:2379");
   CHECK(RedactUrl("redis://user@h:6379") == "redis://user@h:6379");
+  CHECK(RedactUrl("redis-sentinel://u:secret@h1:26379,h2/m/0") ==
+        "redis-sentinel://u:***@h1:26379,h2/m/0");
   CHECK(RedactUrl("sqlite:///var/lib/tickd/a@b.db") == "sqlite:///var/lib/tickd/a@b.db");
 }
 
@@ -57,6 +59,14 @@ TEST_CASE("OpenBackend chooses by name or URL scheme and names the backend in er
   auto mismatch = OpenBackend(options, clock);
   REQUIRE_FALSE(mismatch);
   CHECK(mismatch.error().ToString().find("does not match") != std::string::npos);
+
+  // redis-sentinel:// is the redis backend's (it fails here for want of a sentinel).
+  options.backend = "redis";
+  options.url = "redis-sentinel://127.0.0.1:1/m";
+  options.op_timeout = std::chrono::milliseconds(200);
+  auto sentinel = OpenBackend(options, clock);
+  REQUIRE_FALSE(sentinel);
+  CHECK(sentinel.error().ToString().find("does not match") == std::string::npos);
 }
 
 TEST_CASE("memory://NAME stores are shared by every opener of the name") {

@@ -891,23 +891,12 @@ TEST_CASE("redis cluster: jobs go to the node of their slot, and follow a slot t
   REQUIRE(claimed->status == ClaimStatus::kWon);
   // Move the job's slot and its keys to another node, as a resharding does; `a` still
   // has the old map.
-  const std::string slot = cluster.Cli(0, "CLUSTER KEYSLOT 'tickd:{moving}:head'");
-  std::size_t from = 0;
-  while (from < cluster.size() && cluster.Cli(from, "CLUSTER COUNTKEYSINSLOT " + slot) == "0")
-    ++from;
-  REQUIRE(from < cluster.size());
-  const std::size_t to = (from + 1) % cluster.size();
-  const std::string from_id = cluster.Cli(from, "CLUSTER MYID");
-  const std::string to_id = cluster.Cli(to, "CLUSTER MYID");
-  CHECK(cluster.Cli(to, "CLUSTER SETSLOT " + slot + " IMPORTING " + from_id) == "OK");
-  CHECK(cluster.Cli(from, "CLUSTER SETSLOT " + slot + " MIGRATING " + to_id) == "OK");
-  std::string keys = cluster.Cli(from, "CLUSTER GETKEYSINSLOT " + slot + " 100");
-  std::replace(keys.begin(), keys.end(), '\n', ' ');
-  CHECK(cluster.Cli(from, "MIGRATE 127.0.0.1 " + std::to_string(cluster.node(to).port()) +
-                              " '' 0 5000 AUTH '" + cluster.password() + "' KEYS " + keys) == "OK");
-  for (std::size_t i = 0; i < cluster.size(); ++i)
-    CHECK(cluster.Cli(i, "CLUSTER SETSLOT " + slot + " NODE " + to_id) == "OK");
-  CHECK(cluster.Cli(from, "CLUSTER COUNTKEYSINSLOT " + slot) == "0");
+  tickd::testing::SlotMigration migration(cluster, "tickd:{moving}:head");
+  REQUIRE(migration.found());
+  CHECK(migration.Open());
+  CHECK(migration.MoveKeys());
+  CHECK(migration.Finish());
+  CHECK(migration.KeysOn(migration.from()) == "0");
 
   // MOVED: the calls are sent again to the new node, and the claim's state came along.
   const auto done = a->Complete(HeldClaim{"moving", tick, "a-moving", claimed->fence, 15s},
@@ -923,4 +912,69 @@ TEST_CASE("redis cluster: jobs go to the node of their slot, and follow a slot t
   REQUIRE(again);
   CHECK(again->status == ClaimStatus::kLost);
   CHECK(again->holder_node == "node-a");
+}
+
+TEST_CASE("redis cluster: ASK is followed during a slot's migration, never on half a job's keys",
+          "[redis]") {
+  if (!Available()) return;
+  tickd::testing::RedisCluster cluster;
+  REQUIRE(cluster.running());
+  RedisOptions options;
+  options.url = cluster.url();
+  options.password = cluster.password();
+  auto a = Open(options);
+  const std::int64_t tick = NowUnix();
+  const auto claimed = a->Claim(Req("asking", tick, "node-a", "a-1"));
+  REQUIRE(claimed);
+  REQUIRE(claimed->status == ClaimStatus::kWon);
+
+  // Open the migration of the job's slot (both nodes marked), no key moved yet.
+  tickd::testing::SlotMigration migration(cluster, "tickd:{asking}:head");
+  REQUIRE(migration.found());
+  REQUIRE(migration.Open());
+
+  // A plain command on a key the migrating node lacks answers ASK: followed, the
+  // observation lands on the importing node.
+  Observation obs;
+  obs.job = "asking";
+  obs.tick_unix = tick + 5;
+  obs.node = "node-a";
+  obs.outcome = "missed";
+  obs.node_wall = tickd::WallTime(std::chrono::milliseconds(tick * 1000 + 5'000));
+  obs.config_hash = "hash";
+  const auto recorded = a->Record(obs);
+  REQUIRE(recorded);
+  CHECK(migration.KeysOn(migration.to()) == "1");
+
+  // A claim while the job's keys are split between the nodes is not decided: the
+  // importing node would see no head and no record of T.
+  const auto split = a->Claim(Req("asking", tick, "node-b", "b-1"));
+  REQUIRE_FALSE(split);
+  CHECK(split.error().detail.find("ASK") != std::string::npos);
+
+  // Every key moved, the slot still migrating: claims follow ASK to the importing node
+  // and are decided on the whole job.
+  REQUIRE(migration.MoveKeys());
+  REQUIRE(migration.KeysOn(migration.from()) == "0");
+  const auto lost = a->Claim(Req("asking", tick, "node-b", "b-1"));
+  REQUIRE(lost);
+  CHECK(lost->status == ClaimStatus::kLost);
+  CHECK(lost->holder_node == "node-a");
+  const auto first_done = a->Complete(HeldClaim{"asking", tick, "a-1", claimed->fence, 15s},
+                                      Completion{"done", 0, 1ms});
+  REQUIRE(first_done);
+  CHECK(*first_done == CompleteStatus::kCompleted);
+  const auto next = a->Claim(Req("asking", tick + 1, "node-b", "b-2"));
+  REQUIRE(next);
+  CHECK(next->status == ClaimStatus::kWon);
+  CHECK(next->fence > claimed->fence);
+  const auto done = a->Complete(HeldClaim{"asking", tick + 1, "b-2", next->fence, 15s},
+                                Completion{"done", 0, 1ms});
+  REQUIRE(done);
+  CHECK(*done == CompleteStatus::kCompleted);
+  const auto history = a->History("asking", 10);
+  REQUIRE(history);
+  CHECK(history->size() == 3);  // T, T+1, and the observation of T+5
+  // The slot map was not changed by ASK: the migrating node is still asked first.
+  CHECK(migration.KeysOn(migration.from()) == "0");
 }

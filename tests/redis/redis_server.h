@@ -108,11 +108,11 @@ class RedisServer {
   pid_t pid_ = -1;
 };
 
-// redis-cli against the server on `port`: its output (not a tty: no type
+// redis-cli against the server on `port` (no AUTH when `password` is empty): its output (not a tty: no type
 // annotations), stderr included, trailing newlines and spaces removed.
 inline std::string RedisCli(int port, const std::string& password, const std::string& args) {
-  const std::string cmd = "redis-cli -p " + std::to_string(port) + " -a '" + password +
-                          "' --no-auth-warning " + args + " 2>&1";
+  const std::string auth = password.empty() ? "" : "-a '" + password + "' --no-auth-warning ";
+  const std::string cmd = "redis-cli -p " + std::to_string(port) + " " + auth + args + " 2>&1";
   std::string out;
   if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
     char buf[512];
@@ -170,6 +170,54 @@ class RedisCluster {
  private:
   std::vector<std::unique_ptr<RedisServer>> servers_;
   bool running_ = false;
+};
+
+// Moves the hash slot of `key` from the node holding its keys to the next node, in
+// the steps of a resharding: Open() marks it IMPORTING / MIGRATING (the nodes then
+// answer ASK), MoveKeys() MIGRATEs every key of the slot, Finish() gives the slot to
+// the importing node on every node (clients then hear MOVED). Each step says whether
+// every node answered OK.
+class SlotMigration {
+ public:
+  SlotMigration(RedisCluster& cluster, const std::string& key) : cluster_(cluster) {
+    slot_ = cluster.Cli(0, "CLUSTER KEYSLOT '" + key + "'");
+    while (from_ < cluster.size() && cluster.Cli(from_, "CLUSTER COUNTKEYSINSLOT " + slot_) == "0")
+      ++from_;
+    to_ = (from_ + 1) % cluster.size();
+  }
+  bool found() const { return from_ < cluster_.size(); }
+  std::size_t from() const { return from_; }
+  std::size_t to() const { return to_; }
+  // How many keys of the slot node i holds.
+  std::string KeysOn(std::size_t i) const {
+    return cluster_.Cli(i, "CLUSTER COUNTKEYSINSLOT " + slot_);
+  }
+  bool Open() {
+    return cluster_.Cli(to_, "CLUSTER SETSLOT " + slot_ + " IMPORTING " + Id(from_)) == "OK" &&
+           cluster_.Cli(from_, "CLUSTER SETSLOT " + slot_ + " MIGRATING " + Id(to_)) == "OK";
+  }
+  bool MoveKeys() {
+    std::string keys = cluster_.Cli(from_, "CLUSTER GETKEYSINSLOT " + slot_ + " 1000");
+    for (char& c : keys) c = c == '\n' ? ' ' : c;
+    return cluster_.Cli(from_, "MIGRATE 127.0.0.1 " + std::to_string(cluster_.node(to_).port()) +
+                                   " '' 0 5000 AUTH '" + cluster_.password() + "' KEYS " +
+                                   keys) == "OK";
+  }
+  bool Finish() {
+    bool ok = true;
+    const std::string to_id = Id(to_);
+    for (std::size_t i = 0; i < cluster_.size(); ++i)
+      ok = cluster_.Cli(i, "CLUSTER SETSLOT " + slot_ + " NODE " + to_id) == "OK" && ok;
+    return ok;
+  }
+
+ private:
+  std::string Id(std::size_t i) const { return cluster_.Cli(i, "CLUSTER MYID"); }
+
+  RedisCluster& cluster_;
+  std::string slot_;
+  std::size_t from_ = 0;
+  std::size_t to_ = 0;
 };
 
 }  // namespace tickd::testing
