@@ -281,11 +281,11 @@ void Scheduler::BuildInitialQueue(std::int64_t now_ms) {
     std::optional<std::int64_t> latest = job->prev ? job->prev(now_s + 1) : std::nullopt;
     if (latest) {
       if (*latest * 1000 + job->StartingDeadline(*latest).count() >= now_ms) {
-        queue_.push(TickEntry(*latest, name));  // still startable: compete for it now
+        queue_.push(TickEntry(*job, *latest));  // still startable: compete for it now
         continue;
       }
       if (job->job.misfire == config::Misfire::kRunOnce) {
-        queue_.push(TickEntry(*latest, name, EntryKind::kCatchUp));
+        queue_.push(TickEntry(*job, *latest, EntryKind::kCatchUp));
       }
     }
     PushNext(*job, now_s);
@@ -323,7 +323,7 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
 
 void Scheduler::PushNext(const ScheduledJob& job, std::int64_t after) {
   if (!job.next) return;
-  if (std::optional<std::int64_t> t = job.next(after)) queue_.push(TickEntry(*t, job.job.name));
+  if (std::optional<std::int64_t> t = job.next(after)) queue_.push(TickEntry(job, *t));
 }
 
 void Scheduler::ProcessDue(std::int64_t now_ms) {
@@ -382,7 +382,7 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
     }
     t = job.next(*t);
   }
-  if (t) queue_.push(TickEntry(*t, job.job.name));
+  if (t) queue_.push(TickEntry(job, *t));
   if (count > options_.missed_log_limit) {
     log_.Log(LogLevel::kWarn, "missed",
              {{"job", job.job.name},
@@ -464,8 +464,9 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
   const SteadyTime claim_sent = clock_.Steady();
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (kinds[i] != EntryKind::kTick) continue;  // catch-ups and rechecks are late by design
+    // Measured from the due instant: a jittered run is not late for its jitter.
     metrics().FireLateness(reqs[i].job,
-                           reqs[i].node_wall - WallTime(std::chrono::seconds(reqs[i].tick_unix)));
+                           reqs[i].node_wall - WallTime(milliseconds(jobs[i]->DueMs(reqs[i].tick_unix))));
   }
   // A won tick whose observation the claim wrote starts as soon as its answer is in
   // (a backend may answer a big batch call by call); everything else is handled once

@@ -92,14 +92,17 @@ class Scheduler {
     kRecheck,  // recover: true: a lost tick claimed again in case its holder died
   };
   struct Entry {
-    std::int64_t due_ms = 0;  // when the loop acts on it (wall, ms)
+    std::int64_t due_ms = 0;  // when the loop acts on it (wall, ms): T + jitter offset
     std::int64_t tick = 0;
     std::string job;
     EntryKind kind = EntryKind::kTick;
     bool operator>(const Entry& o) const { return due_ms > o.due_ms; }
   };
-  static Entry TickEntry(std::int64_t tick, std::string job, EntryKind kind = EntryKind::kTick) {
-    return Entry{tick * 1000, tick, std::move(job), kind};
+  // Tick `tick` of `job`, acted on when it is due (ScheduledJob::DueMs: T, or later
+  // with jitter).
+  static Entry TickEntry(const ScheduledJob& job, std::int64_t tick,
+                         EntryKind kind = EntryKind::kTick) {
+    return Entry{job.DueMs(tick), tick, job.job.name, kind};
   }
   using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
 

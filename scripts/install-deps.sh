@@ -23,6 +23,8 @@ packages=(
   libsystemd-dev             # sd_notify: Type=notify, watchdog
   dpkg-dev                   # cpack -G DEB (dpkg-shlibdeps) and the package test
   chromium                   # the status page's browser test (headless)
+  prometheus                 # promtool: /metrics lint, the alert rules' check and unit tests
+                             # (no server is started: Debian starts it only under systemd)
 )
 
 missing=()
