@@ -123,8 +123,9 @@ class Scheduler {
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
                 SteadyTime claim_sent);
   Metrics& metrics() const { return options_.metrics ? *options_.metrics : NullMetrics(); }
-  void LogTick(const lock::ClaimRequest& req, std::string_view outcome, std::vector<Field> extra,
-               LogLevel level = LogLevel::kInfo);
+  // The job's `tick` line (docs/design.md §6); `due=` when the job has jitter.
+  void LogTick(const ScheduledJob& job, const lock::ClaimRequest& req, std::string_view outcome,
+               std::vector<Field> extra, LogLevel level = LogLevel::kInfo);
   // Records this replica's view of a tick in the ledger, best effort; inside
   // ClaimGroup only once the group's runs have started (observe_later_).
   void Observe(const lock::ClaimRequest& req, std::string_view outcome, std::uint64_t fence);

@@ -581,6 +581,12 @@ TEST_CASE("jitter: every replica claims tick T at its due instant, one wins") {
     won_ticks.insert(m[1].str() + "@" + TickOf(l));
   }
   CHECK(won_ticks.size() == dues.size());  // one winner per (job, T)
+  // Each tick line says when the tick was due (docs/design.md §6).
+  for (const Due& d : dues) {
+    const auto lines = sim.Grep({" info tick ", "job=" + d.job + " ", "tick=" + FormatTick(d.tick),
+                                 " due=" + FormatTimestamp(WallTime(milliseconds(d.due_ms)))});
+    CHECK(lines.size() == 3);
+  }
   CHECK(sim.Grep({"outcome=missed"}).empty());
 }
 

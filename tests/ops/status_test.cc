@@ -132,6 +132,28 @@ TEST_CASE("status over the memory backend") {
   CheckReport(*a, *b, clock);
 }
 
+TEST_CASE("status shows when the next tick of a jittered job is due") {
+  FakeClock clock{WallTime(seconds(kT + 90))};
+  auto store = lock::NewMemoryBackend(clock);
+  config::Job job = MakeJob("jittered");
+  job.jitter = milliseconds(20'000);
+  auto report = CollectStatus({job, MakeJob("plain")}, *store, clock.Wall(), "", 1);
+  REQUIRE(report);
+  const JobStatus& js = report->jobs[0];
+  REQUIRE(js.next_tick);
+  REQUIRE(js.next_due_ms);
+  const std::int64_t offset =
+      cron::JitterOffset("jittered", cron::Instant(seconds(kNext)), job.jitter).count();
+  CHECK(*js.next_due_ms == kNext * 1000 + offset);
+  CHECK_FALSE(report->jobs[1].next_due_ms);  // no jitter: due at T, nothing to add
+  const std::string due = FormatTimestamp(WallTime(milliseconds(*js.next_due_ms)));
+  CHECK(FormatStatusText(*report, false).find("  due=" + due + "\n") != std::string::npos);
+  auto json = nlohmann::json::parse(FormatStatusJson(*report));
+  CHECK(json["jobs"][0]["next_due"] == due);
+  CHECK(json["jobs"][0]["next_due_unix_ms"] == *js.next_due_ms);
+  CHECK(json["jobs"][1]["next_due"].is_null());
+}
+
 TEST_CASE("status over the sqlite backend") {
   FakeClock clock{WallTime(seconds(kT + 90))};
   const auto dir =
