@@ -13,7 +13,11 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 
 struct NextArgs {
-  std::string expression;
+  std::optional<std::string> expression;  // EXPR; not with config_path
+  std::string job;                   // --job: what `H` hashes, whose jitter offsets
+  std::optional<std::string> jitter; // --jitter DURATION: print due instants (needs --job)
+  std::string config_path;           // -c: the schedule, its options and jitter of --job
+                                     // from this job file instead of EXPR and options
   std::string dialect = "cron";
   std::string timezone = "UTC";
   std::optional<std::string> from;   // RFC 3339; default now

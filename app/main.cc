@@ -44,7 +44,17 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"run", "skip"}));
   next->add_option("--dst-overlap", next_args.dst_overlap, "auto, first or both")
       ->check(CLI::IsMember({"auto", "first", "both"}));
-  next->add_option("EXPR", next_args.expression, "Cron expression")->required();
+  next->add_option("EXPR", next_args.expression, "Cron expression (not with -c)");
+  next->add_option("--job", next_args.job, "Job name: what H hashes, whose jitter offsets");
+  CLI::Option* next_jitter =
+      next->add_option("--jitter", next_args.jitter, "Print due instants with this jitter");
+  next->add_option("-c,--config", next_args.config_path,
+                   "Job file: the schedule and jitter of --job from it")
+      ->excludes(next_jitter)
+      ->excludes("--dialect")
+      ->excludes("--tz")
+      ->excludes("--dst-gap")
+      ->excludes("--dst-overlap");
 
   // Hidden (empty group): the child of a plugin run with isolation: process (DESIGN §8).
   tickd::app::PluginHostArgs plugin_host_args;

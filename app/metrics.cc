@@ -13,26 +13,31 @@ struct Family {
   std::vector<std::string> labels;
 };
 
-// Every family of DESIGN §9, in the order /metrics shows them.
+// Every family of DESIGN §9, in the order /metrics shows them. The job's label is
+// `job_name`, not `job`: Prometheus attaches its own `job` label (the scrape target's)
+// and would rename ours to `exported_job`.
 const std::vector<Family>& Families() {
   static const std::vector<Family> kFamilies = {
-      {"tickd_ticks_total", "counter", "Ticks this replica tried, by outcome.", {"job", "outcome"}},
+      {"tickd_ticks_total", "counter", "Ticks this replica tried, by outcome.", {"job_name", "outcome"}},
       {"tickd_runs_total",
        "counter",
        "Runs this replica finished, by outcome.",
-       {"job", "outcome"}},
-      {"tickd_run_duration_seconds", "histogram", "How long runs took.", {"job"}},
+       {"job_name", "outcome"}},
+      {"tickd_run_duration_seconds", "histogram", "How long runs took.", {"job_name"}},
       {"tickd_claim_duration_seconds",
        "histogram",
        "Claim round trips to the lock backend.",
        {"backend"}},
-      {"tickd_fire_lateness_seconds", "histogram", "Start of the claim minus the tick T.", {"job"}},
-      {"tickd_lease_lost_total", "counter", "Runs whose lease was lost.", {"job"}},
+      {"tickd_fire_lateness_seconds",
+       "histogram",
+       "Start of the claim minus the instant the tick was due (T, plus its jitter offset).",
+       {"job_name"}},
+      {"tickd_lease_lost_total", "counter", "Runs whose lease was lost.", {"job_name"}},
       {"tickd_backend_errors_total", "counter", "Failed lock backend calls.", {"backend"}},
       {"tickd_config_mismatch_total",
        "counter",
        "Claims whose holder had another config hash for the job.",
-       {"job"}},
+       {"job_name"}},
       {"tickd_clock_skew_seconds",
        "gauge",
        "Peer's wall clock minus ours when both tried the same tick.",

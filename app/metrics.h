@@ -3,19 +3,20 @@
 // renders the Prometheus text exposition format for /metrics.
 //
 // Metric names are a contract (docs/design.md §9):
-//   tickd_ticks_total{job,outcome}            every tick line (won lost busy missed
-//                                             superseded error)
-//   tickd_runs_total{job,outcome}             every run line (done failed timeout …)
-//   tickd_run_duration_seconds{job}           histogram of run durations
-//   tickd_claim_duration_seconds{backend}     histogram of claim round trips
-//   tickd_fire_lateness_seconds{job}          histogram of (start of claim − T)
-//   tickd_lease_lost_total{job}
+//   tickd_ticks_total{job_name,outcome}      every tick line (won lost busy missed
+//                                            superseded error)
+//   tickd_runs_total{job_name,outcome}       every run line (done failed timeout …)
+//   tickd_run_duration_seconds{job_name}     histogram of run durations
+//   tickd_claim_duration_seconds{backend}    histogram of claim round trips
+//   tickd_fire_lateness_seconds{job_name}    histogram of (start of claim − due instant)
+//   tickd_lease_lost_total{job_name}
 //   tickd_backend_errors_total{backend}
-//   tickd_config_mismatch_total{job}
-//   tickd_clock_skew_seconds{peer}            gauge: peer's wall clock − ours, at the
-//                                             last tick both tried
-//   tickd_tzdata_info{version}                gauge, 1: this replica's tz database
-//   tickd_tzdata_mismatch                     gauge: peers whose tz database differs
+//   tickd_config_mismatch_total{job_name}
+//   tickd_clock_skew_seconds{peer}           gauge: peer's wall clock − ours, at the
+//                                            last tick both tried
+//   tickd_tzdata_info{version}               gauge, 1: this replica's tz database
+//   tickd_tzdata_mismatch                    gauge: peers whose tz database differs
+// The job's label is `job_name`: Prometheus's own `job` label names the scrape target.
 #pragma once
 
 #include <atomic>

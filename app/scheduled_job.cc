@@ -22,6 +22,11 @@ milliseconds ScheduledJob::StartingDeadline(std::int64_t tick_unix) const {
   return std::min<milliseconds>(kDefaultStartingDeadline, seconds(*following - tick_unix));
 }
 
+std::int64_t ScheduledJob::DueMs(std::int64_t tick_unix) const {
+  const cron::Instant tick{seconds(tick_unix)};
+  return tick_unix * 1000 + cron::JitterOffset(job.name, tick, job.jitter).count();
+}
+
 Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(const config::Job& job) {
   auto parsed = cron::Schedule::Parse(job.schedule_text, job.schedule_options);
   if (!parsed) return MakeError("job " + job.name, parsed.error().message);

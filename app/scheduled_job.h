@@ -41,6 +41,10 @@ struct ScheduledJob {
   // How late tick T may still start: the job's starting_deadline, else
   // min(60 s, the gap to the following tick).
   std::chrono::milliseconds StartingDeadline(std::int64_t tick_unix) const;
+  // When the run of tick T is due, in wall unix milliseconds: T, plus the job's jitter
+  // offset (cron::JitterOffset) when it has `jitter`. Tick T stays the claim key; the
+  // offset is shorter than the starting deadline (the loader checks it).
+  std::int64_t DueMs(std::int64_t tick_unix) const;
 };
 
 using JobSet = std::vector<std::shared_ptr<const ScheduledJob>>;

@@ -281,11 +281,11 @@ void Scheduler::BuildInitialQueue(std::int64_t now_ms) {
     std::optional<std::int64_t> latest = job->prev ? job->prev(now_s + 1) : std::nullopt;
     if (latest) {
       if (*latest * 1000 + job->StartingDeadline(*latest).count() >= now_ms) {
-        queue_.push(TickEntry(*latest, name));  // still startable: compete for it now
+        queue_.push(TickEntry(*job, *latest));  // still startable: compete for it now
         continue;
       }
       if (job->job.misfire == config::Misfire::kRunOnce) {
-        queue_.push(TickEntry(*latest, name, EntryKind::kCatchUp));
+        queue_.push(TickEntry(*job, *latest, EntryKind::kCatchUp));
       }
     }
     PushNext(*job, now_s);
@@ -323,7 +323,7 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
 
 void Scheduler::PushNext(const ScheduledJob& job, std::int64_t after) {
   if (!job.next) return;
-  if (std::optional<std::int64_t> t = job.next(after)) queue_.push(TickEntry(*t, job.job.name));
+  if (std::optional<std::int64_t> t = job.next(after)) queue_.push(TickEntry(job, *t));
 }
 
 void Scheduler::ProcessDue(std::int64_t now_ms) {
@@ -368,7 +368,7 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
       req.node = options_.node;
       req.config_hash = job.config_hash;
       req.node_wall = clock_.Wall();
-      LogTick(req, "missed", {});
+      LogTick(job, req, "missed", {});
       Observe(req, "missed", 0);
     }
     ++count;
@@ -382,7 +382,7 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
     }
     t = job.next(*t);
   }
-  if (t) queue_.push(TickEntry(*t, job.job.name));
+  if (t) queue_.push(TickEntry(job, *t));
   if (count > options_.missed_log_limit) {
     log_.Log(LogLevel::kWarn, "missed",
              {{"job", job.job.name},
@@ -441,7 +441,7 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     // killed) would answer won and the two runs would overlap.
     if (req.forbid_overlap) {
       if (const auto running = LocalRunOf(req.job)) {
-        LogTick(req, "busy",
+        LogTick(*job, req, "busy",
                 {{"holder", options_.node}, {"holder_tick", FormatTick(*running)}});
         Observe(req, "busy", 0);
         continue;
@@ -449,7 +449,7 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     }
     if (auto held_back = HeldBackByStoreReset(req.job, req.tick_unix, now_ms, req.known_tick)) {
       if (e.kind != EntryKind::kRecheck) {
-        LogTick(req, "store-reset", std::move(*held_back), LogLevel::kWarn);
+        LogTick(*job, req, "store-reset", std::move(*held_back), LogLevel::kWarn);
         Observe(req, "store-reset", 0);
       }
       continue;
@@ -464,8 +464,9 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
   const SteadyTime claim_sent = clock_.Steady();
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (kinds[i] != EntryKind::kTick) continue;  // catch-ups and rechecks are late by design
+    // Measured from the due instant: a jittered run is not late for its jitter.
     metrics().FireLateness(reqs[i].job,
-                           reqs[i].node_wall - WallTime(std::chrono::seconds(reqs[i].tick_unix)));
+                           reqs[i].node_wall - WallTime(milliseconds(jobs[i]->DueMs(reqs[i].tick_unix))));
   }
   // A won tick whose observation the claim wrote starts as soon as its answer is in
   // (a backend may answer a big batch call by call); everything else is handled once
@@ -531,7 +532,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
   }
   if (!result) {
     metrics().BackendError(backend_.name());
-    LogTick(req, "error", {{"error", result.error().ToString()}}, LogLevel::kWarn);
+    LogTick(*job, req, "error", {{"error", result.error().ToString()}}, LogLevel::kWarn);
     Observe(req, "error", 0);
     return;
   }
@@ -539,9 +540,9 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
   switch (o.status) {
     case lock::ClaimStatus::kWon: {
       if (kind == EntryKind::kRecheck) {
-        LogTick(req, "won", {{"fence", o.fence}, {"recovered", "true"}});
+        LogTick(*job, req, "won", {{"fence", o.fence}, {"recovered", "true"}});
       } else {
-        LogTick(req, "won", {{"fence", o.fence}});
+        LogTick(*job, req, "won", {{"fence", o.fence}});
       }
       lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease};
       if (active_runs() >= options_.max_concurrent_runs) {
@@ -568,30 +569,30 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       return;
     }
     case lock::ClaimStatus::kLost:
-      LogTick(req, "lost", {{"winner", o.holder_node}});
+      LogTick(*job, req, "lost", {{"winner", o.holder_node}});
       if (!o.observed) Observe(req, "lost", 0);
       if (job->job.recover && o.holder_running) ScheduleRecheck(*job, req.tick_unix);
       break;
     case lock::ClaimStatus::kBusy:
-      LogTick(req, "busy",
+      LogTick(*job, req, "busy",
               {{"holder", o.holder_node}, {"holder_tick", FormatTick(o.holder_tick_unix)}});
       if (!o.observed) Observe(req, "busy", 0);
       break;
     case lock::ClaimStatus::kMissed:
-      LogTick(req, "missed", {});
+      LogTick(*job, req, "missed", {});
       if (!o.observed) Observe(req, "missed", 0);
       return;
     case lock::ClaimStatus::kSuperseded: {
       // A later tick of the job was claimed first: claims are monotonic per job.
       std::vector<Field> later = {{"later_tick", FormatTick(o.holder_tick_unix)}};
       if (!o.holder_node.empty()) later.emplace_back("later_node", o.holder_node);
-      LogTick(req, "superseded", std::move(later));
+      LogTick(*job, req, "superseded", std::move(later));
       if (!o.observed) Observe(req, "superseded", 0);
       return;
     }
     case lock::ClaimStatus::kStoreReset:
       // The store forgot a claim this replica saw: Remember has held the job back.
-      LogTick(req, "store-reset",
+      LogTick(*job, req, "store-reset",
               {{"known_tick", FormatTick(req.known_tick)},
                {"store_tick", o.holder_tick_unix > 0 ? FormatTick(o.holder_tick_unix) : "none"},
                {"until", FormatTimestamp(WallTime(milliseconds(WallMs(clock_)) + options_.lease))}},
@@ -720,13 +721,17 @@ void Scheduler::ReapFinished() {
   finished.clear();  // joins, outside the lock: a finishing run takes it in on_done
 }
 
-void Scheduler::LogTick(const lock::ClaimRequest& req, std::string_view outcome,
-                        std::vector<Field> extra, LogLevel level) {
+void Scheduler::LogTick(const ScheduledJob& job, const lock::ClaimRequest& req,
+                        std::string_view outcome, std::vector<Field> extra, LogLevel level) {
   std::vector<Field> fields = {{"job", req.job},
                                {"tick", FormatTick(req.tick_unix)},
                                {"node", req.node},
                                {"outcome", outcome}};
   for (Field& f : extra) fields.push_back(std::move(f));
+  // With jitter the claim is sent at the due instant, not at T (docs/design.md §6).
+  if (job.job.jitter > milliseconds(0)) {
+    fields.emplace_back("due", FormatTimestamp(WallTime(milliseconds(job.DueMs(req.tick_unix)))));
+  }
   log_.Log(level, "tick", fields);
   metrics().TickOutcome(req.job, outcome);
 }

@@ -92,14 +92,17 @@ class Scheduler {
     kRecheck,  // recover: true: a lost tick claimed again in case its holder died
   };
   struct Entry {
-    std::int64_t due_ms = 0;  // when the loop acts on it (wall, ms)
+    std::int64_t due_ms = 0;  // when the loop acts on it (wall, ms): T + jitter offset
     std::int64_t tick = 0;
     std::string job;
     EntryKind kind = EntryKind::kTick;
     bool operator>(const Entry& o) const { return due_ms > o.due_ms; }
   };
-  static Entry TickEntry(std::int64_t tick, std::string job, EntryKind kind = EntryKind::kTick) {
-    return Entry{tick * 1000, tick, std::move(job), kind};
+  // Tick `tick` of `job`, acted on when it is due (ScheduledJob::DueMs: T, or later
+  // with jitter).
+  static Entry TickEntry(const ScheduledJob& job, std::int64_t tick,
+                         EntryKind kind = EntryKind::kTick) {
+    return Entry{job.DueMs(tick), tick, job.job.name, kind};
   }
   using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
 
@@ -120,8 +123,9 @@ class Scheduler {
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
                 SteadyTime claim_sent);
   Metrics& metrics() const { return options_.metrics ? *options_.metrics : NullMetrics(); }
-  void LogTick(const lock::ClaimRequest& req, std::string_view outcome, std::vector<Field> extra,
-               LogLevel level = LogLevel::kInfo);
+  // The job's `tick` line (docs/design.md §6); `due=` when the job has jitter.
+  void LogTick(const ScheduledJob& job, const lock::ClaimRequest& req, std::string_view outcome,
+               std::vector<Field> extra, LogLevel level = LogLevel::kInfo);
   // Records this replica's view of a tick in the ledger, best effort; inside
   // ClaimGroup only once the group's runs have started (observe_later_).
   void Observe(const lock::ClaimRequest& req, std::string_view outcome, std::uint64_t fence);

@@ -169,6 +169,9 @@ Result<StatusReport> CollectStatus(const std::vector<config::Job>& jobs, lock::B
     if (job.enabled) {
       if (auto scheduled = MakeScheduledJob(job); scheduled && (*scheduled)->next) {
         js.next_tick = (*scheduled)->next(now_s);
+        if (js.next_tick && job.jitter > milliseconds(0)) {
+          js.next_due_ms = (*scheduled)->DueMs(*js.next_tick);
+        }
       }
     }
     Result<std::vector<lock::TickHistory>> history = backend.History(job.name, last);
@@ -205,6 +208,7 @@ std::string FormatStatusText(const StatusReport& report, bool color) {
     } else if (js.next_tick) {
       head += FormatTick(*js.next_tick) + " (in " +
               FormatSeconds(milliseconds(*js.next_tick * 1000 - now_ms)) + ")";
+      if (js.next_due_ms) head += "  due=" + FormatTimestamp(WallTime(milliseconds(*js.next_due_ms)));
     } else {
       head += "none";
     }
@@ -297,6 +301,9 @@ std::string FormatStatusJson(const StatusReport& report) {
                     {"enabled", js.enabled},
                     {"next_tick", js.next_tick ? json(FormatTick(*js.next_tick)) : json(nullptr)},
                     {"next_tick_unix", js.next_tick ? json(*js.next_tick) : json(nullptr)},
+                    {"next_due", js.next_due_ms ? json(FormatTimestamp(WallTime(milliseconds(*js.next_due_ms))))
+                                                : json(nullptr)},
+                    {"next_due_unix_ms", js.next_due_ms ? json(*js.next_due_ms) : json(nullptr)},
                     {"ticks", std::move(ticks)}});
   }
   json replicas = json::array();

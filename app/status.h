@@ -26,6 +26,8 @@ struct JobStatus {
   std::string timezone;
   bool enabled = true;
   std::optional<std::int64_t> next_tick;  // unix s; nullopt: disabled or no further firing
+  // With jitter: when the next tick's run is due (unix ms, T + the offset); else nullopt.
+  std::optional<std::int64_t> next_due_ms;
   std::vector<lock::TickHistory> ticks;   // newest first
 };
 

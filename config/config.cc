@@ -33,6 +33,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/duration.h"
+#include "base/fnv1a.h"
 #include "config/expand.h"
 #include "config/suggest.h"
 #include "jobs/plugin_loader.h"
@@ -61,7 +62,7 @@ constexpr std::string_view kJobKeys[] = {
     "name",     "schedule",    "shell",      "run",         "plugin",  "dialect",
     "timezone", "timeout",     "kill_grace", "env",         "workdir", "concurrency",
     "misfire",  "starting_deadline", "recover", "on_lease_lost", "retries", "dst_gap",
-    "dst_overlap", "enabled"};
+    "dst_overlap", "enabled", "jitter"};
 constexpr std::string_view kRetriesKeys[] = {"attempts", "backoff"};
 constexpr std::string_view kPluginKeys[] = {"path", "config", "isolation"};
 constexpr std::string_view kBackends[] = {"sqlite",    "redis", "etcd",  "postgres",
@@ -141,7 +142,8 @@ struct Draft {
   bool has_schedule = false;
   bool zone_ok = true;                    // false: timezone already reported bad
   bool deadline_on_job = false;           // starting_deadline set on the job itself
-  YAML::Mark name_mark, schedule_mark, deadline_mark;
+  bool jitter_on_job = false;             // jitter set on the job itself
+  YAML::Mark name_mark, schedule_mark, deadline_mark, jitter_mark;
 };
 
 class Loader {
@@ -911,6 +913,12 @@ void Loader::ApplyJobKeys(const YAML::Node& map, const std::string& path, bool i
       if (auto v = Enum(e, kDstOverlapNames)) job.schedule_options.dst_overlap = *v;
     } else if (k == "enabled") {
       if (auto v = Bool(e)) job.enabled = *v;
+    } else if (k == "jitter") {
+      if (auto v = Duration(e, true)) {
+        job.jitter = *v;
+        draft.jitter_on_job = !in_defaults;
+        draft.jitter_mark = e.mark;
+      }
     }
   }
 }
@@ -1029,6 +1037,7 @@ void Loader::FinishJob(Draft& draft, const std::string& path, const YAML::Mark& 
   if (!draft.has_schedule) {
     Fail(job_mark, path + ": missing 'schedule'");
   } else if (draft.zone_ok) {
+    job.schedule_options.job_name = job.name;  // what `H` hashes
     auto schedule = cron::Schedule::Parse(job.schedule_text, job.schedule_options);
     if (!schedule) {
       Fail(draft.schedule_mark, path + ".schedule: " + schedule.error().message);
@@ -1068,6 +1077,17 @@ void Loader::FinishJob(Draft& draft, const std::string& path, const YAML::Mark& 
       job.starting_deadline = *period;
     }
   }
+
+  // A tick due at T + jitter must still be startable: the claim's deadline counts
+  // from T (the claim key), so jitter has to stay below it. Not clamped even when
+  // inherited: a quietly shortened jitter would bunch the load it was set to spread.
+  if (job.jitter > milliseconds(0) && job.jitter >= *job.starting_deadline) {
+    Fail(draft.jitter_mark,
+         path + ".jitter: " + FormatDuration(job.jitter) +
+             (draft.jitter_on_job ? "" : " (from defaults)") +
+             " must be shorter than the job's starting_deadline (" +
+             FormatDuration(*job.starting_deadline) + ")");
+  }
 }
 
 // FNV-1a, 64 bit: tiny, stable across platforms and builds, good enough to tell
@@ -1091,13 +1111,8 @@ class Fnv1a {
   }
 
  private:
-  void Bytes(std::string_view s) {
-    for (unsigned char c : s) {
-      hash_ ^= c;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+  void Bytes(std::string_view s) { hash_ = Fnv1a64(s, hash_); }
+  std::uint64_t hash_ = kFnv1aOffsetBasis;
 };
 
 }  // namespace
@@ -1138,6 +1153,9 @@ std::string Job::ConfigHash() const {
   h.Field("retries.attempts", retries.attempts);
   h.Field("retries.backoff", retries.backoff.count());
   h.Field("enabled", enabled ? 1 : 0);
+  // Only when set, so that a job without jitter keeps the hash it had before jitter
+  // existed (replicas of two versions do not report config-mismatch for it).
+  if (jitter > milliseconds(0)) h.Field("jitter", jitter.count());
   return h.Hex();
 }
 

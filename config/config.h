@@ -55,6 +55,10 @@ struct Job {
   bool recover = false;              // at-least-once: re-claim a tick whose holder died
   OnLeaseLost on_lease_lost = OnLeaseLost::kTerminate;
   Retries retries;
+  // Spreads the runs of one tick over [T, T + jitter): tick T stays the claim key, the
+  // run is due at T + cron::JitterOffset(name, T, jitter), the same on every replica
+  // (docs/design.md §2). 0 = due at T. Always shorter than starting_deadline.
+  milliseconds jitter{0};
   bool enabled = true;
   int line = 0;                      // where the job starts in the file (1-based), for messages
   std::string config_dir;            // the job file's folder (absolute); ConfigHash() hashes

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/duration.h"
+#include "base/fnv1a.h"
 
 namespace tickd::cron::internal {
 namespace {
@@ -59,7 +60,9 @@ constexpr Macro kMacros[] = {
 // error names the expression, the field and the column.
 class FieldParser {
  public:
-  FieldParser(std::string_view expr, Dialect dialect) : expr_(expr), dialect_(dialect) {}
+  // `hash_name` is what `H` hashes (the job's name); empty: `H` is an error.
+  FieldParser(std::string_view expr, Dialect dialect, std::string_view hash_name = {})
+      : expr_(expr), dialect_(dialect), hash_name_(hash_name) {}
 
   tl::expected<Spec, ParseError> Run() {
     std::array<std::string_view, 8> texts;
@@ -343,11 +346,93 @@ class FieldParser {
     return true;
   }
 
+  // The step after '/' (1 to the field's span - 1).
+  tl::expected<int, ParseError> Step(std::string_view step_text, int step_col) const {
+    if (!AllDigits(step_text)) {
+      return tl::unexpected(Error(step_col, step_text.empty() ? "missing step after '/'"
+                                                              : "step '" + std::string(step_text) +
+                                                                    "' is not a number"));
+    }
+    const int step = step_text.size() > 6 ? 1'000'000 : std::stoi(std::string(step_text));
+    if (step < 1 || step >= Span()) {
+      return tl::unexpected(Error(step_col, "step " + std::to_string(step) +
+                                                " is out of range 1-" + std::to_string(Span() - 1)));
+    }
+    return step;
+  }
+
+  // Where "*" and "a/n" end: 7 is only another spelling of Sunday, so they end at
+  // Saturday.
+  int OpenMax() const { return field_ == Field::kDow && dialect_ != Dialect::kQuartz ? 6 : Max(); }
+
+  // Jenkins' `H` (docs/design.md §2): a value taken from a hash of the job's name, so
+  // that jobs written alike ("H * * * *") spread over the field instead of all firing at
+  // once, while every replica derives the same value from the same name. h = FNV-1a 64
+  // of "<job name>:<field name>"; `H` = lo + h mod (hi - lo + 1) over the field's range
+  // (day of month: 1-28, so it fires every month), `H(a-b)` the same within a-b, `H/n`
+  // and `H(a-b)/n` every n from lo + h mod min(n, hi - lo + 1).
+  std::optional<ParseError> ParseHash(std::string_view elem, int col, bool is_list, Spec& spec) {
+    if (is_list) return Error(col, "'H' cannot be combined with other values in a list");
+    if (field_ == Field::kYear) return Error(col, "'H' is not allowed in the year field");
+    if (hash_name_.empty()) {
+      return Error(col, "'H' needs a job name to hash (it is the job's name in a job file; "
+                        "give tickd next --job NAME)");
+    }
+    int lo = Min(), hi = field_ == Field::kDom ? 28 : OpenMax();
+    std::string_view rest = elem.substr(1);
+    auto rest_col = [&] { return col + static_cast<int>(elem.size() - rest.size()); };
+    if (!rest.empty() && rest[0] == '(') {
+      const std::size_t close = rest.find(')');
+      const std::string_view range = rest.substr(1, close == std::string_view::npos
+                                                        ? std::string_view::npos
+                                                        : close - 1);
+      const std::size_t dash = range.find('-');
+      if (close == std::string_view::npos || dash == std::string_view::npos) {
+        return Error(rest_col(), "H( takes a range and a ')', e.g. H(0-29)");
+      }
+      const int range_col = rest_col() + 1;
+      auto first = Value(range.substr(0, dash), range_col);
+      if (!first) return first.error();
+      auto last = Value(range.substr(dash + 1), range_col + static_cast<int>(dash) + 1);
+      if (!last) return last.error();
+      if (*first > *last) {
+        return Error(range_col, "range " + std::string(range) + " goes backwards (" +
+                                    std::to_string(*first) + " > " + std::to_string(*last) + ")");
+      }
+      lo = *first;
+      hi = *last;
+      rest = rest.substr(close + 1);
+    }
+    int step = 0;
+    if (!rest.empty()) {
+      if (rest[0] != '/') {
+        return Error(rest_col(), "unexpected '" + std::string(rest) +
+                                     "' after H (H, H(a-b), H/n or H(a-b)/n)");
+      }
+      rest = rest.substr(1);
+      auto parsed = Step(rest, rest_col());
+      if (!parsed) return parsed.error();
+      step = *parsed;
+    }
+    std::uint64_t h = Fnv1a64(hash_name_);
+    h = Fnv1a64(":", h);
+    h = Fnv1a64(kFieldNames[static_cast<int>(field_)], h);
+    const std::uint64_t size = static_cast<std::uint64_t>(hi - lo + 1);
+    if (step == 0) {
+      SetValue(spec, lo + static_cast<int>(h % size));
+      return std::nullopt;
+    }
+    const std::uint64_t offset = h % std::min<std::uint64_t>(static_cast<std::uint64_t>(step), size);
+    for (int v = lo + static_cast<int>(offset); v <= hi; v += step) SetValue(spec, v);
+    return std::nullopt;
+  }
+
   std::optional<ParseError> ParseElement(std::string_view elem, int col, bool is_list,
                                          Spec& spec) {
     if (elem.find('?') != std::string_view::npos) {
       return Error(col, "'?' must be the whole field");
     }
+    if (!elem.empty() && elem[0] == 'H') return ParseHash(elem, col, is_list, spec);
     auto special = ParseSpecial(elem, col, is_list, spec);
     if (!special) return special.error();
     if (*special) return std::nullopt;
@@ -359,20 +444,11 @@ class FieldParser {
       base = elem.substr(0, slash);
       const std::string_view step_text = elem.substr(slash + 1);
       const int step_col = col + static_cast<int>(slash) + 1;
-      if (!AllDigits(step_text)) {
-        return Error(step_col, step_text.empty() ? "missing step after '/'"
-                                                 : "step '" + std::string(step_text) +
-                                                       "' is not a number");
-      }
-      step = step_text.size() > 6 ? 1'000'000 : std::stoi(std::string(step_text));
-      if (step < 1 || step >= Span()) {
-        return Error(step_col, "step " + std::to_string(step) + " is out of range 1-" +
-                                   std::to_string(Span() - 1));
-      }
+      auto parsed = Step(step_text, step_col);
+      if (!parsed) return parsed.error();
+      step = *parsed;
     }
-    // 7 is only another spelling of Sunday: "*" and "a/n" end at Saturday.
-    const int open_max = field_ == Field::kDow && dialect_ != Dialect::kQuartz ? 6 : Max();
-    int lo = Min(), hi = open_max;
+    int lo = Min(), hi = OpenMax();
     if (base != "*") {
       const std::size_t dash = base.find('-');
       auto first = Value(base.substr(0, dash), col);
@@ -402,6 +478,7 @@ class FieldParser {
 
   std::string_view expr_;
   Dialect dialect_;
+  std::string_view hash_name_;
   int index_ = 0;
   Field field_ = Field::kSecond;
 };
@@ -439,7 +516,8 @@ ParseError MakeParseError(std::string_view expr, int field, std::string_view fie
   return e;
 }
 
-tl::expected<Spec, ParseError> ParseSpec(std::string_view expr, Dialect dialect) {
+tl::expected<Spec, ParseError> ParseSpec(std::string_view expr, Dialect dialect,
+                                         std::string_view hash_name) {
   std::size_t start = 0;
   while (start < expr.size() && IsSpace(expr[start])) ++start;
   if (start < expr.size() && expr[start] == '@') {
@@ -476,7 +554,7 @@ tl::expected<Spec, ParseError> ParseSpec(std::string_view expr, Dialect dialect)
             "' (use @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or "
             "@every <duration>)"));
   }
-  return FieldParser(expr, dialect).Run();
+  return FieldParser(expr, dialect, hash_name).Run();
 }
 
 }  // namespace tickd::cron::internal

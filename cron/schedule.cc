@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <limits>
+#include <string>
 
+#include "base/fnv1a.h"
 #include "cron/parser.h"
 #include "cron/spec.h"
 #include "cron/zone.h"
@@ -138,7 +140,7 @@ std::optional<Instant> Schedule::Impl::PrevZoned(std::int64_t before) const {
 
 tl::expected<Schedule, ParseError> Schedule::Parse(std::string_view expr,
                                                    const ScheduleOptions& options) {
-  auto spec = internal::ParseSpec(expr, options.dialect);
+  auto spec = internal::ParseSpec(expr, options.dialect, options.job_name);
   if (!spec) return tl::unexpected(spec.error());
 
   auto impl = std::make_unique<Impl>();
@@ -256,6 +258,18 @@ std::optional<DstOverlap> DstOverlapFromName(std::string_view name) {
   if (name == "first") return DstOverlap::kFirst;
   if (name == "both") return DstOverlap::kBoth;
   return std::nullopt;
+}
+
+std::chrono::milliseconds JitterOffset(std::string_view job_name, Instant tick,
+                                       std::chrono::milliseconds jitter) {
+  if (jitter.count() <= 0) return std::chrono::milliseconds(0);
+  const auto tick_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      tick.time_since_epoch());
+  std::uint64_t h = Fnv1a64(job_name);
+  h = Fnv1a64("@", h);
+  h = Fnv1a64(std::to_string(tick_ms.count()), h);
+  return std::chrono::milliseconds(
+      static_cast<std::int64_t>(h % static_cast<std::uint64_t>(jitter.count())));
 }
 
 std::string_view DialectName(Dialect d) {

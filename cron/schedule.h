@@ -47,6 +47,9 @@ struct ScheduleOptions {
   std::string timezone = "UTC";  // IANA name from the system tz database
   DstGap dst_gap = DstGap::kRun;
   DstOverlap dst_overlap = DstOverlap::kAuto;
+  // What `H` hashes (docs/design.md §2): the job's name, the same on every replica.
+  // Empty: an expression with `H` does not parse.
+  std::string job_name;
 };
 
 // A parse failure. `message` is the whole line to show a user, e.g.
@@ -103,6 +106,13 @@ class Schedule {
   explicit Schedule(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The jitter offset of tick `tick` of the job `job_name` (docs/design.md §2): the run
+// of tick T is due at T + this, in [0, jitter). FNV-1a 64 of "<job name>@<T in unix
+// milliseconds>" modulo jitter in milliseconds, so every replica computes the same
+// instant and the offset changes from tick to tick. 0 when jitter <= 0.
+std::chrono::milliseconds JitterOffset(std::string_view job_name, Instant tick,
+                                       std::chrono::milliseconds jitter);
 
 // Dialect / DST option names as written in job files and on the command line.
 std::optional<Dialect> DialectFromName(std::string_view name);   // cron|quartz|spring

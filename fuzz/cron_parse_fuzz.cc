@@ -46,6 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.timezone = kZones[data[1] % 6];
   options.dst_gap = data[2] % 2 == 0 ? tickd::cron::DstGap::kRun : tickd::cron::DstGap::kSkip;
   options.dst_overlap = kOverlaps[data[2] / 2 % 3];
+  options.job_name = "fuzz-job";  // what `H` hashes
   const std::string_view expr(reinterpret_cast<const char*>(data) + 3, size - 3);
 
   // The RFC 3339 parser takes user text too (tickd next --from).

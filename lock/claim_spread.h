@@ -25,17 +25,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/fnv1a.h"
+
 namespace tickd::lock {
 
 // Which slice of `replicas` the job named `job` falls in (FNV-1a of the name: the
 // same in every build and on every machine).
 inline std::size_t SpreadSlice(std::string_view job, std::size_t replicas) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (const char c : job) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
-  }
-  return replicas <= 1 ? 0 : static_cast<std::size_t>(h % replicas);
+  return replicas <= 1 ? 0 : static_cast<std::size_t>(Fnv1a64(job) % replicas);
 }
 
 // The positions of `jobs` in the order replica `rank` of `replicas` sends them: its

@@ -6,6 +6,9 @@ install(FILES ${CMAKE_CURRENT_LIST_DIR}/tickd.service
         DESTINATION lib/systemd/system COMPONENT tickd)
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/jobs.example.yaml
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT tickd)
+# Prometheus alerting rules and their promtool unit tests (docs/design.md §9).
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/tickd-alerts.yml ${CMAKE_CURRENT_LIST_DIR}/tickd-alerts.test.yml
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/prometheus COMPONENT tickd)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
         COMPONENT tickd)
 

@@ -25,9 +25,9 @@ targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(cron_parse config_load)
 build=${BUILD_DIR:-$here/build-fuzz}
 
-# Per target: the longest input tried, and extra flags (the job-file dictionary).
+# Per target: the longest input tried, and extra flags (its dictionary).
 declare -A max_len=([cron_parse]=256 [config_load]=4096)
-declare -A extra=([cron_parse]="" [config_load]="-dict=$here/fuzz/config_load.dict")
+declare -A extra=([cron_parse]="-dict=$here/fuzz/cron_parse.dict" [config_load]="-dict=$here/fuzz/config_load.dict")
 binaries=()
 for t in "${targets[@]}"; do
   if [[ -z ${max_len[$t]+set} ]]; then

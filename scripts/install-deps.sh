@@ -27,6 +27,8 @@ packages=(
   chromium                   # the status page's browser test (headless)
   openssl                    # TLS tests: certificates made at test time; stunnel4: the
   stunnel4                   #   tested route to a Redis TLS port (Debian's hiredis has no TLS)
+  prometheus                 # promtool: /metrics lint, the alert rules' check and unit tests
+                             # (no server is started: Debian starts it only under systemd)
 )
 
 missing=()

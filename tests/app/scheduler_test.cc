@@ -2,6 +2,7 @@
 // memory backend and one FakeClock.
 #include "app/scheduler.h"
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -517,3 +518,76 @@ TEST_CASE("owner tokens are 128 random bits in hex, a new one each time", "[sche
   }
   CHECK(seen.size() == 1000);
 }
+
+namespace tickd::app::testing {
+
+// docs/design.md §2: with jitter, tick T is claimed (by every replica, T still the key)
+// at its due instant T + offset, not before, and the offset changes from tick to tick.
+TEST_CASE("jitter: every replica claims tick T at its due instant, one wins") {
+  std::int64_t now_ms = kT0 * 1000 - 1'000;
+  Sim sim{WallTime(milliseconds(now_ms))};
+  auto jittered = [](const std::string& name) {
+    return EveryJob(name, 60, [](config::Job& j) { j.jitter = milliseconds(9'000); });
+  };
+  const JobSet jobs = {jittered("spread-a"), jittered("spread-b")};
+  for (const char* node : {"node-a", "node-b", "node-c"}) sim.AddReplica(node, jobs);
+
+  struct Due {
+    std::int64_t due_ms;
+    std::string job;
+    std::int64_t tick;
+  };
+  std::vector<Due> dues;
+  std::set<std::int64_t> offsets;
+  for (int k = 0; k < 5; ++k) {
+    const std::int64_t tick = kT0 + 60 * k;
+    for (const auto& job : jobs) {
+      dues.push_back({job->DueMs(tick), job->job.name, tick});
+      offsets.insert(job->DueMs(tick) - tick * 1000);
+    }
+  }
+  std::sort(dues.begin(), dues.end(), [](const Due& a, const Due& b) { return a.due_ms < b.due_ms; });
+  CHECK(offsets.size() >= 8);  // 10 hashed offsets in [0, 9 s): nearly all different
+  for (std::int64_t off : offsets) CHECK((off >= 0 && off < 9'000));
+
+  auto claims_of = [&](const Due& d) {
+    std::vector<lock::ClaimRequest> out;
+    for (const auto& c : sim.backend.claims()) {
+      if (c.job == d.job && c.tick_unix == d.tick) out.push_back(c);
+    }
+    return out;
+  };
+  for (const Due& d : dues) {
+    INFO(d.job << " tick " << d.tick << " due " << d.due_ms);
+    if (d.due_ms - 1 > now_ms) {
+      sim.Step(milliseconds(d.due_ms - 1 - now_ms));
+      now_ms = d.due_ms - 1;
+      sim.WaitQuiet();
+      CHECK(claims_of(d).empty());  // not a millisecond early
+    }
+    sim.Step(milliseconds(d.due_ms - now_ms));
+    now_ms = d.due_ms;
+    sim.WaitQuiet();
+    const auto claims = claims_of(d);
+    REQUIRE(claims.size() == 3);
+    for (const auto& c : claims) CHECK(c.node_wall == WallTime(milliseconds(d.due_ms)));
+  }
+  const auto won = sim.Grep({" info tick ", "outcome=won"});
+  CHECK(won.size() == dues.size());
+  std::set<std::string> won_ticks;
+  for (const std::string& l : won) {
+    std::smatch m;
+    REQUIRE(std::regex_search(l, m, std::regex(" job=([^ ]+)")));
+    won_ticks.insert(m[1].str() + "@" + TickOf(l));
+  }
+  CHECK(won_ticks.size() == dues.size());  // one winner per (job, T)
+  // Each tick line says when the tick was due (docs/design.md §6).
+  for (const Due& d : dues) {
+    const auto lines = sim.Grep({" info tick ", "job=" + d.job + " ", "tick=" + FormatTick(d.tick),
+                                 " due=" + FormatTimestamp(WallTime(milliseconds(d.due_ms)))});
+    CHECK(lines.size() == 3);
+  }
+  CHECK(sim.Grep({"outcome=missed"}).empty());
+}
+
+}  // namespace tickd::app::testing

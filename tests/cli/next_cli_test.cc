@@ -242,6 +242,51 @@ TEST_CASE("next rejects a bad --tz, --from, -n or option with status 2", "[cli]"
   CHECK(results[1].err.rfind("--from yesterday: ", 0) == 0);
 }
 
+// H hashes "<job>:<field>" (FNV-1a 64); "cleanup-orders:minute" mod 15 = 5. The jitter
+// offset hashes "<job>@<T in unix ms>": mod 30000 that is 24096 ms for 00:05 and 4568 ms
+// for 00:20 (docs/design.md §2; pinned: every replica and other tools compute the same).
+TEST_CASE("next --job computes H, --jitter the due instants", "[cli][spread]") {
+  CheckNext({"-n", "2", "--from", "2026-01-01T00:00:00Z", "--job", "cleanup-orders",
+             "H/15 * * * *"},
+            {"2026-01-01T00:05:00+00:00", "2026-01-01T00:20:00+00:00"});
+  const std::vector<std::string> due = {
+      "2026-01-01T00:05:24.096+00:00 tick=2026-01-01T00:05:00+00:00",
+      "2026-01-01T00:20:04.568+00:00 tick=2026-01-01T00:20:00+00:00"};
+  CheckNext({"-n", "2", "--from", "2026-01-01T00:00:00Z", "--job", "cleanup-orders", "--jitter",
+             "30s", "H/15 * * * *"},
+            due);
+
+  // The same from a job file: its schedule, options and jitter.
+  ScratchDir dir;
+  const std::string file = (dir.path() / "jobs.yaml").string();
+  std::ofstream(file) << "version: 1\njobs:\n  - name: cleanup-orders\n"
+                         "    schedule: \"H/15 * * * *\"\n    jitter: 30s\n    shell: \"true\"\n";
+  CheckNext({"-n", "2", "--from", "2026-01-01T00:00:00Z", "-c", file, "--job", "cleanup-orders"},
+            due);
+
+  const std::vector<std::vector<std::string>> bad = {
+      {"next", "H * * * *"},                                    // H without --job
+      {"next", "--jitter", "30s", "0 * * * *"},                 // jitter without --job
+      {"next", "--job", "a", "--jitter", "soon", "0 * * * *"},  // not a duration
+      {"next", "-c", file},                                     // -c without --job
+      {"next", "-c", file, "--job", "nosuch"},                  // not in the file
+      {"next", "-c", file, "--job", "cleanup-orders", "* * * * *"},  // both
+      {"next", "-c", file, "--job", "cleanup-orders", "--tz", "UTC"},  // options from the file
+      {"next", "-c", (dir.path() / "missing.yaml").string(), "--job", "a"},
+  };
+  const auto results = RunTickdMany(bad, 4);
+  for (size_t i = 0; i < bad.size(); ++i) {
+    INFO("run " << i << " stderr: " << results[i].err);
+    CheckBadInput(results[i]);
+  }
+  CheckOneLineError(results[0]);
+  CHECK(results[0].err.rfind("H * * * *: field 1 (minute) at column 1: 'H' needs a job name", 0) ==
+        0);
+  CHECK(results[1].err == "--jitter needs --job NAME\n");
+  CHECK(results[2].err.rfind("--jitter soon: ", 0) == 0);
+  CHECK(results[4].err == "--job nosuch: no such job in " + file + "\n");
+}
+
 TEST_CASE("--help and --version exit 0", "[cli]") {
   auto r = RunTickd({"--version"});
   CHECK(r.exit_code == 0);

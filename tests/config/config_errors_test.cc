@@ -208,6 +208,33 @@ TEST_CASE("an explicit starting_deadline longer than the period is an error", "[
                  "(30s); use at most 30s");
 }
 
+TEST_CASE("jitter must be shorter than the starting deadline", "[config][errors][spread]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\njobs:\n  - name: a\n    schedule: \"@every 30s\"\n"
+                         "    shell: x\n    jitter: 30s\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK_ERROR(r, "FILE:6:13: jobs[0].jitter: 30s must be shorter than the job's "
+                 "starting_deadline (30s)");
+  // Inherited from defaults: an error too (at the defaults' line), not clamped.
+  auto d = LoadText(dir, "version: 1\ndefaults:\n  jitter: 2m\njobs:\n  - name: a\n"
+                         "    schedule: \"@hourly\"\n    shell: x\n");
+  REQUIRE(d.errors.size() == 1);
+  CHECK_ERROR(d, "FILE:3:11: jobs[0].jitter: 2m (from defaults) must be shorter than the job's "
+                 "starting_deadline (1m)");
+  auto bad = LoadText(dir, std::string(kJobHead) + "    shell: x\n    jitter: soon\n");
+  REQUIRE(bad.errors.size() == 1);
+  CHECK_ERROR(bad, "FILE:6:13: jobs[0].jitter: ");
+}
+
+TEST_CASE("a bad H form is an error at the schedule", "[config][errors][spread]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\njobs:\n  - name: a\n    schedule: \"H,5 * * * *\"\n"
+                         "    shell: x\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK_ERROR(r, "FILE:4:15: jobs[0].schedule: H,5 * * * *: field 1 (minute) at column 1: 'H' "
+                 "cannot be combined with other values in a list");
+}
+
 TEST_CASE("lock url must match the backend; network backends need one", "[config][errors]") {
   TempDir dir;
   auto r = LoadText(dir, "version: 1\nlock:\n  backend: sqlite\n  url: redis://h\njobs: []\n");

@@ -349,6 +349,30 @@ jobs:
   changed = a1;
   changed.starting_deadline = milliseconds(1'000);
   CHECK(changed.ConfigHash() != a1.ConfigHash());
+  changed = a1;
+  changed.jitter = milliseconds(10'000);
+  CHECK(changed.ConfigHash() != a1.ConfigHash());
+  changed.jitter = milliseconds(0);  // no jitter: the hash a tickd without jitter computed
+  CHECK(changed.ConfigHash() == a1.ConfigHash());
+}
+
+TEST_CASE("jitter and H: per job or from defaults", "[config][spread]") {
+  TempDir dir;
+  const std::string file = dir.Write("jobs.yaml", R"(version: 1
+defaults:
+  shell: "true"
+  jitter: 20s
+jobs:
+  - {name: hashed, schedule: "H H(0-5) * * *"}
+  - {name: own, schedule: "@every 1m", jitter: 45s}
+  - {name: none, schedule: "@every 1m", jitter: 0s}
+)");
+  const Config c = MustLoad(file);
+  CHECK(FindJob(c, "hashed").jitter == milliseconds(20'000));
+  // What `H` hashes is the job's name, set by the loader.
+  CHECK(FindJob(c, "hashed").schedule_options.job_name == "hashed");
+  CHECK(FindJob(c, "own").jitter == milliseconds(45'000));
+  CHECK(FindJob(c, "none").jitter == milliseconds(0));
 }
 
 TEST_CASE("jobs.example.yaml at the repo root is valid", "[config][example]") {

@@ -1,7 +1,9 @@
 // Parsing: dialect rules, error lines (field and column), macros, @every.
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include "cron/schedule.h"
 
@@ -154,6 +156,114 @@ TEST_CASE("RFC 3339 round trip", "[cron][parser]") {
     INFO(bad);
     CHECK_FALSE(ParseRfc3339(bad));
   }
+}
+
+}  // namespace tickd::cron
+
+namespace tickd::cron {
+namespace {
+
+// The schedule of `expr` for the job `job` (what `H` hashes).
+Schedule ForJob(std::string_view expr, std::string job, Dialect d = Dialect::kCron) {
+  ScheduleOptions o = In(d);
+  o.job_name = std::move(job);
+  auto s = Schedule::Parse(expr, o);
+  INFO(expr << ": " << (s ? std::string() : s.error().message));
+  REQUIRE(s);
+  return *s;
+}
+
+std::string HashErrorOf(std::string_view expr, std::string job = "cleanup-orders") {
+  ScheduleOptions o;
+  o.job_name = std::move(job);
+  auto s = Schedule::Parse(expr, o);
+  return s ? "(parsed)" : s.error().message;
+}
+
+std::vector<std::string> NextN(const Schedule& s, std::string_view from, int n) {
+  std::vector<std::string> out;
+  Instant at = T(from);
+  for (int i = 0; i < n; ++i) {
+    auto next = s.Next(at);
+    if (!next) break;
+    out.push_back(FormatRfc3339(*next, nullptr));
+    at = *next;
+  }
+  return out;
+}
+
+}  // namespace
+
+// The values are pinned: h = FNV-1a 64 of "<job>:<field>" is a contract (docs/design.md
+// §2) that other tools compute too, so a change here would move every job's ticks.
+// FNV-1a 64 of "cleanup-orders:minute" = 8475557879997364115 (mod 60 = 35, mod 30 = 5).
+TEST_CASE("H takes its value from a hash of the job name and the field", "[cron][parser][hash]") {
+  const std::string from = "2026-01-01T00:00:00Z";
+  CHECK(NextN(ForJob("H * * * *", "cleanup-orders"), from, 2) ==
+        std::vector<std::string>{"2026-01-01T00:35:00Z", "2026-01-01T01:35:00Z"});
+  CHECK(NextN(ForJob("H(0-29) 3 * * *", "cleanup-orders"), from, 1) ==
+        std::vector<std::string>{"2026-01-01T03:05:00Z"});
+  CHECK(NextN(ForJob("H/15 * * * *", "cleanup-orders"), from, 4) ==
+        std::vector<std::string>{"2026-01-01T00:05:00Z", "2026-01-01T00:20:00Z",
+                                 "2026-01-01T00:35:00Z", "2026-01-01T00:50:00Z"});
+  // hour: "nightly-report:hour" mod 24 = 21, minute mod 60 = 47.
+  CHECK(NextN(ForJob("H H * * *", "nightly-report"), from, 1) ==
+        std::vector<std::string>{"2026-01-01T21:47:00Z"});
+  // Seconds first (6 fields): second mod 60 = 3.
+  CHECK(NextN(ForJob("H H * * * *", "cleanup-orders"), from, 1) ==
+        std::vector<std::string>{"2026-01-01T00:35:03Z"});
+  // Day of month spreads over 1-28 so that it fires every month: mod 28 = 24 → 25.
+  CHECK(NextN(ForJob("0 0 H * *", "cleanup-orders"), from, 2) ==
+        std::vector<std::string>{"2026-01-25T00:00:00Z", "2026-02-25T00:00:00Z"});
+  // A range narrower than the step fires once in it.
+  CHECK(NextN(ForJob("H(10-12)/30 0 * * *", "cleanup-orders"), from, 1).size() == 1);
+  // Quartz and Spring take H in every field but the year.
+  CHECK(NextN(ForJob("H H 4 ? * *", "cleanup-orders", Dialect::kQuartz), from, 1) ==
+        std::vector<std::string>{"2026-01-01T04:35:03Z"});
+  CHECK(NextN(ForJob("H H 4 * * *", "cleanup-orders", Dialect::kSpring), from, 1) ==
+        std::vector<std::string>{"2026-01-01T04:35:03Z"});
+  // `H` is a fixed hour, not "every hour".
+  CHECK_FALSE(ForJob("0 H * * *", "cleanup-orders").every_hour());
+}
+
+TEST_CASE("H spreads jobs written alike over the field", "[cron][parser][hash]") {
+  std::set<std::string> minutes;
+  for (int i = 0; i < 100; ++i) {
+    auto next = ForJob("H * * * *", "job-" + std::to_string(i)).Next(T("2026-01-01T00:00:00Z"));
+    REQUIRE(next);
+    minutes.insert(FormatRfc3339(*next, nullptr));
+  }
+  // 100 names over 60 minutes: a uniform hash leaves about 11 minutes empty.
+  CHECK(minutes.size() >= 40);
+  // Different fields of one job hash differently.
+  CHECK(NextN(ForJob("H H * * *", "a"), "2026-01-01T00:00:00Z", 1) !=
+        NextN(ForJob("H H * * *", "b"), "2026-01-01T00:00:00Z", 1));
+}
+
+TEST_CASE("H errors name the field and the column", "[cron][parser][hash]") {
+  CHECK(HashErrorOf("H * * * *", "") ==
+        "H * * * *: field 1 (minute) at column 1: 'H' needs a job name to hash (it is the job's "
+        "name in a job file; give tickd next --job NAME)");
+  CHECK(HashErrorOf("H,5 * * * *") ==
+        "H,5 * * * *: field 1 (minute) at column 1: 'H' cannot be combined with other values in "
+        "a list");
+  CHECK(HashErrorOf("H(30-10) * * * *") ==
+        "H(30-10) * * * *: field 1 (minute) at column 3: range 30-10 goes backwards (30 > 10)");
+  CHECK(HashErrorOf("H/0 * * * *") ==
+        "H/0 * * * *: field 1 (minute) at column 3: step 0 is out of range 1-59");
+  CHECK(HashErrorOf("H/ * * * *") ==
+        "H/ * * * *: field 1 (minute) at column 3: missing step after '/'");
+  CHECK(HashErrorOf("0 H(0-24) * * *") ==
+        "0 H(0-24) * * *: field 2 (hour) at column 7: 24 is out of range 0-23");
+  CHECK(HashErrorOf("H(5) * * * *") ==
+        "H(5) * * * *: field 1 (minute) at column 2: H( takes a range and a ')', e.g. H(0-29)");
+  CHECK(HashErrorOf("H(0-5 * * * *") ==
+        "H(0-5 * * * *: field 1 (minute) at column 2: H( takes a range and a ')', e.g. H(0-29)");
+  CHECK(HashErrorOf("Hx * * * *") ==
+        "Hx * * * *: field 1 (minute) at column 2: unexpected 'x' after H (H, H(a-b), H/n or "
+        "H(a-b)/n)");
+  CHECK(HashErrorOf("0 0 0 1 1 * H") ==
+        "0 0 0 1 1 * H: field 7 (year) at column 13: 'H' is not allowed in the year field");
 }
 
 }  // namespace tickd::cron

@@ -27,6 +27,19 @@ const BadFile kBadFiles[] = {
      "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n"
      "  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n",
      ":6:11", "duplicate"},
+    {"H in a list", "version: 1\njobs:\n  - name: a\n    schedule: \"H,5 * * * *\"\n    shell: true\n",
+     ":4:15", "'H' cannot be combined with other values in a list"},
+    {"H range backwards",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"H(30-10) * * * *\"\n    shell: true\n",
+     ":4:15", "range 30-10 goes backwards"},
+    {"jitter not below the deadline",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"@every 30s\"\n    jitter: 45s\n"
+     "    shell: true\n",
+     ":5:13", "jitter: 45s must be shorter than the job's starting_deadline (30s)"},
+    {"jitter not a duration",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"H * * * *\"\n    jitter: -5s\n"
+     "    shell: true\n",
+     ":5:13", "jobs[0].jitter: "},
 };
 
 fs::path WriteFile(const fs::path& dir, const std::string& text, mode_t mode) {

@@ -49,5 +49,12 @@ TEST_CASE("redis: server killed and restarted mid-run; the password is in no log
   ScenarioServerRestart(*backend, testing::RedisServer::kDefaultPassword);
 }
 
+TEST_CASE("redis: H and jitter spread the runs; each tick once, at its due instant",
+          "[e2e][redis][spread]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioSpread(*backend);
+}
+
 }  // namespace
 }  // namespace tickd::e2e

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <ctime>
 #include <map>
@@ -11,6 +12,8 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+
+#include "cron/schedule.h"
 
 namespace tickd::e2e {
 
@@ -391,6 +394,136 @@ void ScenarioServerRestart(BackendFixture& backend, const std::string& secret) {
     CHECK(claimed_after);
     // The password reaches the replica through the environment: never a log line.
     CHECK(r->LogText().find(secret) == std::string::npos);
+  }
+}
+
+namespace {
+
+// "2026-11-21T14:00:05.312+00:00" or "...Z" → unix milliseconds (the fraction kept).
+long long UnixMs(const std::string& rfc3339) {
+  const auto seconds = cron::ParseRfc3339(rfc3339);
+  REQUIRE(seconds.has_value());
+  long long ms = 0;
+  const std::size_t dot = rfc3339.find('.');
+  if (dot != std::string::npos) {
+    int digits = 0;
+    for (std::size_t i = dot + 1; i < rfc3339.size() && std::isdigit(static_cast<unsigned char>(rfc3339[i])); ++i) {
+      if (digits++ < 3) ms = ms * 10 + (rfc3339[i] - '0');
+    }
+    for (; digits < 3; ++digits) ms *= 10;
+  }
+  return seconds->time_since_epoch().count() * 1000 + ms;
+}
+
+long long NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void ScenarioSpread(BackendFixture& backend) {
+  Cluster cluster(backend);
+  const std::string record =
+      "echo \"start $TICKD_JOB $TICKD_TICK_UNIX $TICKD_NODE $(date +%s.%N)\" >> spread-runs.txt";
+  const fs::path file = cluster.WriteJobFile(
+      "jobs:\n"
+      "  - {name: spread-a, schedule: \"H/5 * * * * *\", jitter: 2s, shell: '" + record + "'}\n"
+      "  - {name: spread-b, schedule: \"H/3 * * * * *\", jitter: 1500ms, shell: '" + record + "'}\n"
+      "  - {name: spread-c, schedule: \"H/4 * * * * *\", jitter: 3s, shell: '" + record + "'}\n"
+      "  - {name: hashed, schedule: \"H/2 * * * * *\", shell: '" + record + "'}\n");
+  const long long started_ms = NowMs();
+  for (const char* node : {"node-a", "node-b", "node-c"}) cluster.StartReplica(node);
+  std::this_thread::sleep_for(16s);
+  const long long stopped_ms = NowMs();
+  StopAll(cluster);
+  INFO("folder " << cluster.dir());
+
+  // What `tickd next` says: (job, T) → due instant (ms). Judged: ticks from 3 s after
+  // the start (every replica is up) whose due instant is 2 s before the stop.
+  std::map<std::pair<std::string, long long>, long long> due_of;
+  const std::string from = UtcRfc3339(started_ms / 1000);
+  for (const std::string job : {"spread-a", "spread-b", "spread-c", "hashed"}) {
+    auto [status, output] =
+        RunCommand({TICKD_BINARY, "next", "-c", file.string(), "--job", job, "--from", from, "-n", "40"});
+    INFO("tickd next --job " << job << ":\n" << output);
+    REQUIRE(status == 0);
+    std::istringstream in(output);
+    int jittered = 0;
+    for (std::string line; std::getline(in, line);) {
+      const std::size_t sep = line.find(" tick=");
+      const long long tick_ms = UnixMs(sep == std::string::npos ? line : line.substr(sep + 6));
+      const long long due_ms = UnixMs(line.substr(0, sep));
+      CHECK(due_ms >= tick_ms);
+      jittered += due_ms > tick_ms ? 1 : 0;
+      if (tick_ms >= started_ms + 3'000 && due_ms <= stopped_ms - 2'000) {
+        due_of[{job, tick_ms / 1000}] = due_ms;
+      }
+    }
+    CHECK((std::string(job) == "hashed" ? jittered == 0 : jittered > 0));
+  }
+  // 11 s judged: about 2 ticks of spread-a and spread-c, 3 of spread-b, 5 of hashed.
+  REQUIRE(due_of.size() >= 10);
+
+  // Runs: exactly one per judged tick, started at its due instant; none off the schedule.
+  std::map<std::pair<std::string, long long>, std::vector<double>> starts;
+  for (const std::string& line : ReadLines(cluster.dir() / "spread-runs.txt")) {
+    std::istringstream in(line);
+    std::string event, job, node;
+    long long tick = 0;
+    double at = 0;
+    if (in >> event >> job >> tick >> node >> at) starts[{job, tick}].push_back(at);
+  }
+  constexpr long long kSlackMs = 1'500;  // a loaded machine: claim + spawn + date
+  for (const auto& [key, at] : starts) {
+    // Every tick that ran is on the schedule `tickd next` prints (judged or not).
+    INFO(key.first << " tick " << key.second);
+    auto [status, output] = RunCommand({TICKD_BINARY, "next", "-c", file.string(), "--job",
+                                        key.first, "--from", UtcRfc3339(key.second - 1), "-n", "1"});
+    REQUIRE(status == 0);
+    const std::size_t sep = output.find(" tick=");
+    const std::string tick_text = sep == std::string::npos ? output : output.substr(sep + 6);
+    CHECK(UnixMs(tick_text.substr(0, tick_text.find('\n'))) == key.second * 1000);
+  }
+  for (const auto& [key, due_ms] : due_of) {
+    INFO(key.first << " tick " << UtcRfc3339(key.second) << " due " << due_ms);
+    auto it = starts.find(key);
+    REQUIRE(it != starts.end());
+    REQUIRE(it->second.size() == 1);
+    const long long at_ms = static_cast<long long>(it->second[0] * 1000);
+    CHECK(at_ms >= due_ms - 1);  // `date` has more digits than the due instant
+    CHECK(at_ms <= due_ms + kSlackMs);
+  }
+
+  // Every replica claimed each judged tick at its due instant and agrees on the winner.
+  std::map<std::pair<std::string, long long>, std::vector<LogLine>> tick_lines;
+  for (const LogLine& l : cluster.AllLines()) {
+    if (l.event != "tick") continue;
+    tick_lines[{l.Get("job"), UnixMs(l.Get("tick")) / 1000}].push_back(l);
+  }
+  for (const auto& [key, due_ms] : due_of) {
+    INFO(key.first << " tick " << UtcRfc3339(key.second) << " due " << due_ms);
+    const auto& lines = tick_lines[key];
+    REQUIRE(lines.size() == 3);
+    int won = 0;
+    std::string winner;
+    for (const LogLine& l : lines) {
+      INFO(l.raw);
+      CHECK(UnixMs(l.ts) >= due_ms);  // never claimed before it was due
+      CHECK(UnixMs(l.ts) <= due_ms + kSlackMs);
+      if (l.Get("outcome") == "won") {
+        ++won;
+        winner = l.Get("node");
+      }
+    }
+    CHECK(won == 1);
+    for (const LogLine& l : lines) {
+      if (l.Get("outcome") != "won") {
+        CHECK(l.Get("outcome") == "lost");
+        CHECK(l.Get("winner") == winner);
+      }
+    }
   }
 }
 

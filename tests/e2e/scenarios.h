@@ -29,4 +29,11 @@ void ScenarioGracefulShutdown(BackendFixture& backend);
 // on claiming, and `secret` (the store's password) appears in no log line.
 void ScenarioServerRestart(BackendFixture& backend, const std::string& secret);
 
+// Load spreading (docs/design.md §2): three replicas, jobs with `H` in the seconds
+// field, three of them with `jitter`. Every tick that `tickd next -c FILE --job J`
+// prints runs exactly once; every replica claims it at the due instant `tickd next`
+// printed (its tick line is never earlier, and not much later), and the run starts
+// then; no tick outside the schedule runs.
+void ScenarioSpread(BackendFixture& backend);
+
 }  // namespace tickd::e2e

@@ -31,5 +31,11 @@ TEST_CASE("sqlite: SIGTERM drains and exits 0", "[e2e][sqlite]") {
   ScenarioGracefulShutdown(*backend);
 }
 
+TEST_CASE("sqlite: H and jitter spread the runs; each tick once, at its due instant",
+          "[e2e][sqlite][spread]") {
+  auto backend = MakeSqliteFixture();
+  ScenarioSpread(*backend);
+}
+
 }  // namespace
 }  // namespace tickd::e2e

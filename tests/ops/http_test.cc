@@ -58,15 +58,15 @@ TEST_CASE("http endpoints of a running two-replica cluster") {
        {"# TYPE tickd_ticks_total counter", "# TYPE tickd_runs_total counter",
         "# TYPE tickd_run_duration_seconds histogram",
         "tickd_claim_duration_seconds_count{backend=\"sqlite\"}",
-        "tickd_fire_lateness_seconds_bucket{job=\"beat\",le=",
+        "tickd_fire_lateness_seconds_bucket{job_name=\"beat\",le=",
         "# TYPE tickd_lease_lost_total counter", "# TYPE tickd_backend_errors_total counter",
         "# TYPE tickd_config_mismatch_total counter", "# TYPE tickd_clock_skew_seconds gauge"}) {
     INFO(name);
     CHECK(metrics->body.find(name) != std::string::npos);
   }
   CHECK((
-      metrics->body.find("tickd_ticks_total{job=\"beat\",outcome=\"won\"}") != std::string::npos ||
-      metrics->body.find("tickd_ticks_total{job=\"beat\",outcome=\"lost\"}") != std::string::npos));
+      metrics->body.find("tickd_ticks_total{job_name=\"beat\",outcome=\"won\"}") != std::string::npos ||
+      metrics->body.find("tickd_ticks_total{job_name=\"beat\",outcome=\"lost\"}") != std::string::npos));
 
   // /api/status: every finished tick's winner is the node whose log has its run line.
   std::map<std::string, std::string> ran;  // tick → node
@@ -147,7 +147,7 @@ TEST_CASE("a replica with a skewed clock and another job file is reported") {
   const double skew = std::stod(body.substr(at + skew_key.size()));
   CHECK(skew > 2.0);
   CHECK(skew < 4.0);
-  CHECK(body.find("tickd_config_mismatch_total{job=\"beat\"} ") != std::string::npos);
+  CHECK(body.find("tickd_config_mismatch_total{job_name=\"beat\"} ") != std::string::npos);
 }
 
 // The ticks of `job` in a status document (/api/status or `tickd status --json`) that

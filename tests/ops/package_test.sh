@@ -15,7 +15,9 @@ dpkg-deb --info "$deb" | tee "$scratch/info"
 grep -q "Package: tickd" "$scratch/info"
 grep -q "Depends:.*libyaml-cpp" "$scratch/info"
 dpkg-deb --contents "$deb" | tee "$scratch/contents"
-for f in ./usr/bin/tickd ./usr/lib/systemd/system/tickd.service ./usr/share/doc/tickd/examples/jobs.example.yaml; do
+for f in ./usr/bin/tickd ./usr/lib/systemd/system/tickd.service ./usr/share/doc/tickd/examples/jobs.example.yaml \
+  ./usr/share/doc/tickd/examples/prometheus/tickd-alerts.yml \
+  ./usr/share/doc/tickd/examples/prometheus/tickd-alerts.test.yml; do
   grep -q " $f\$" "$scratch/contents" || { echo "missing in package: $f"; exit 1; }
 done
 
@@ -29,4 +31,12 @@ sed "s|sqlite:///var/lib/tickd/tickd.db|sqlite://$root/tickd.db|" \
   "$root/usr/share/doc/tickd/examples/jobs.example.yaml" >"$root/etc/tickd/jobs.yaml"
 chmod 644 "$root/etc/tickd/jobs.yaml"
 "$root/usr/bin/tickd" validate -c "$root/etc/tickd/jobs.yaml"
+# The packaged alert rules are the ones tested, and pass promtool where it is installed.
+cmp "$root/usr/share/doc/tickd/examples/prometheus/tickd-alerts.yml" \
+  "$(dirname "$0")/../../packaging/tickd-alerts.yml"
+if command -v promtool >/dev/null; then
+  (cd "$root/usr/share/doc/tickd/examples/prometheus" && promtool test rules tickd-alerts.test.yml)
+else
+  echo "promtool not found: the packaged rules are not unit-tested here (ops_promtool_test skips too)"
+fi
 echo "package test: ok"

@@ -132,6 +132,28 @@ TEST_CASE("status over the memory backend") {
   CheckReport(*a, *b, clock);
 }
 
+TEST_CASE("status shows when the next tick of a jittered job is due") {
+  FakeClock clock{WallTime(seconds(kT + 90))};
+  auto store = lock::NewMemoryBackend(clock);
+  config::Job job = MakeJob("jittered");
+  job.jitter = milliseconds(20'000);
+  auto report = CollectStatus({job, MakeJob("plain")}, *store, clock.Wall(), "", 1);
+  REQUIRE(report);
+  const JobStatus& js = report->jobs[0];
+  REQUIRE(js.next_tick);
+  REQUIRE(js.next_due_ms);
+  const std::int64_t offset =
+      cron::JitterOffset("jittered", cron::Instant(seconds(kNext)), job.jitter).count();
+  CHECK(*js.next_due_ms == kNext * 1000 + offset);
+  CHECK_FALSE(report->jobs[1].next_due_ms);  // no jitter: due at T, nothing to add
+  const std::string due = FormatTimestamp(WallTime(milliseconds(*js.next_due_ms)));
+  CHECK(FormatStatusText(*report, false).find("  due=" + due + "\n") != std::string::npos);
+  auto json = nlohmann::json::parse(FormatStatusJson(*report));
+  CHECK(json["jobs"][0]["next_due"] == due);
+  CHECK(json["jobs"][0]["next_due_unix_ms"] == *js.next_due_ms);
+  CHECK(json["jobs"][1]["next_due"].is_null());
+}
+
 TEST_CASE("status over the sqlite backend") {
   FakeClock clock{WallTime(seconds(kT + 90))};
   const auto dir =
@@ -201,16 +223,16 @@ TEST_CASE("metrics render the DESIGN §9 names in the Prometheus text format") {
   CHECK(m.SinceLoopTurn() == milliseconds(0));
   const std::string text = m.Render();
   for (const char* line :
-       {"tickd_ticks_total{job=\"cleanup\",outcome=\"won\"} 2\n",
-        "tickd_runs_total{job=\"cleanup\",outcome=\"done\"} 1\n",
-        "tickd_run_duration_seconds_bucket{job=\"cleanup\",le=\"0.25\"} 0\n",
-        "tickd_run_duration_seconds_bucket{job=\"cleanup\",le=\"0.5\"} 1\n",
-        "tickd_run_duration_seconds_count{job=\"cleanup\"} 1\n",
+       {"tickd_ticks_total{job_name=\"cleanup\",outcome=\"won\"} 2\n",
+        "tickd_runs_total{job_name=\"cleanup\",outcome=\"done\"} 1\n",
+        "tickd_run_duration_seconds_bucket{job_name=\"cleanup\",le=\"0.25\"} 0\n",
+        "tickd_run_duration_seconds_bucket{job_name=\"cleanup\",le=\"0.5\"} 1\n",
+        "tickd_run_duration_seconds_count{job_name=\"cleanup\"} 1\n",
         "tickd_claim_duration_seconds_bucket{backend=\"sqlite\",le=\"+Inf\"} 1\n",
-        "tickd_fire_lateness_seconds_sum{job=\"cleanup\"} 0.004\n",
-        "tickd_lease_lost_total{job=\"cleanup\"} 1\n",
+        "tickd_fire_lateness_seconds_sum{job_name=\"cleanup\"} 0.004\n",
+        "tickd_lease_lost_total{job_name=\"cleanup\"} 1\n",
         "tickd_backend_errors_total{backend=\"sqlite\"} 1\n",
-        "tickd_config_mismatch_total{job=\"cleanup\"} 1\n",
+        "tickd_config_mismatch_total{job_name=\"cleanup\"} 1\n",
         "tickd_clock_skew_seconds{peer=\"node-b\"} -2.5\n",
         "tickd_tzdata_info{version=\"2025b\"} 1\n", "tickd_tzdata_mismatch 2\n",
         "# TYPE tickd_tzdata_mismatch gauge\n", "# TYPE tickd_run_duration_seconds histogram\n",
