@@ -26,6 +26,7 @@ struct JobStatus {
   std::string timezone;
   bool enabled = true;
   std::optional<std::int64_t> next_tick;  // unix s; nullopt: disabled or no further firing
+  std::optional<lock::Pause> paused;      // the pause that holds now (`tickd pause`), if any
   std::vector<lock::TickHistory> ticks;   // newest first
 };
 

@@ -26,6 +26,11 @@ std::variant<OpsContext, int> OpenOpsContext(const std::string& config_path, Clo
 // <hostname>-<pid>.
 std::string NodeIdFor(const std::string& flag, const config::Config& cfg);
 
+// The job named `name` in `cfg`, or null after printing "<file>: no job named …
+// (jobs: …)" on stderr (the caller exits kExitBadInput).
+const config::Job* FindJobOrSay(const config::Config& cfg, const std::string& config_path,
+                                const std::string& name);
+
 // Opens the backend of `cfg` (the password from lock.password_env).
 Result<std::unique_ptr<lock::Backend>> OpenConfiguredBackend(const config::Config& cfg,
                                                              Clock& clock);
