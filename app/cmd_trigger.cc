@@ -62,17 +62,8 @@ int CmdTrigger(const TriggerArgs& args) {
   auto opened = OpenOpsContext(args.config_path, clock);
   if (const int* status = std::get_if<int>(&opened)) return *status;
   OpsContext& ctx = std::get<OpsContext>(opened);
-  const config::Job* job = nullptr;
-  for (const config::Job& j : ctx.config.jobs) {
-    if (j.name == args.job) job = &j;
-  }
-  if (job == nullptr) {
-    std::string names;
-    for (const config::Job& j : ctx.config.jobs) names += (names.empty() ? "" : ", ") + j.name;
-    std::cerr << args.config_path << ": no job named " << args.job
-              << " (jobs: " << (names.empty() ? "none" : names) << ")\n";
-    return kExitBadInput;
-  }
+  const config::Job* job = FindJobOrSay(ctx.config, args.config_path, args.job);
+  if (job == nullptr) return kExitBadInput;
   auto scheduled = MakeScheduledJob(*job);
   if (!scheduled) {
     std::cerr << args.config_path << ": " << scheduled.error().ToString() << "\n";

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tickd::app {
 
@@ -71,5 +72,17 @@ struct LocksArgs {
   bool json = false;
 };
 int CmdLocks(const LocksArgs& args);                   // app/cmd_locks.cc
+
+// `tickd pause` and `tickd resume` (the same arguments; resume ignores until/reason).
+struct PauseArgs {
+  std::string config_path;
+  std::vector<std::string> jobs;     // the jobs, or
+  bool all = false;                  // every job
+  std::string until;                 // RFC 3339 or a duration from now; "" = until resumed
+  std::string reason;                // shown by status and in the daemons' pause lines
+  std::string node_id;               // who paused (default as for run)
+};
+int CmdPause(const PauseArgs& args);                   // app/cmd_pause.cc
+int CmdResume(const PauseArgs& args);                  // app/cmd_pause.cc
 
 }  // namespace tickd::app

@@ -84,6 +84,23 @@ int Main(int argc, char** argv) {
   locks->add_flag("--yes", locks_args.yes, "Confirm --release");
   locks->add_flag("--json", locks_args.json, "JSON for scripts");
 
+  tickd::app::PauseArgs pause_args;
+  CLI::App* pause = cli.add_subcommand("pause", "Pause jobs on every replica (until resumed)");
+  pause->add_option("-c,--config", pause_args.config_path, "Job file")->required();
+  pause->add_option("JOB", pause_args.jobs, "Jobs to pause");
+  pause->add_flag("--all", pause_args.all, "Pause every job");
+  pause->add_option("--until", pause_args.until,
+                    "End of the pause: RFC 3339, or a duration from now (2h)");
+  pause->add_option("--reason", pause_args.reason, "Why, for the operators");
+  pause->add_option("--node-id", pause_args.node_id, "Who pauses (default: hostname-pid)");
+
+  tickd::app::PauseArgs resume_args;
+  CLI::App* resume = cli.add_subcommand("resume", "End the pause of jobs");
+  resume->add_option("-c,--config", resume_args.config_path, "Job file")->required();
+  resume->add_option("JOB", resume_args.jobs, "Jobs to resume");
+  resume->add_flag("--all", resume_args.all, "End every pause");
+  resume->add_option("--node-id", resume_args.node_id, "Who resumes (default: hostname-pid)");
+
   try {
     cli.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -104,6 +121,8 @@ int Main(int argc, char** argv) {
   if (*status) return tickd::app::CmdStatus(status_args);
   if (*trigger) return tickd::app::CmdTrigger(trigger_args);
   if (*locks) return tickd::app::CmdLocks(locks_args);
+  if (*pause) return tickd::app::CmdPause(pause_args);
+  if (*resume) return tickd::app::CmdResume(resume_args);
   return kExitBadInput;
 }
 

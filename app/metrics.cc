@@ -50,6 +50,7 @@ const std::vector<Family>& Families() {
        "gauge",
        "Peers whose tz database version differs from this replica's.",
        {}},
+      {"tickd_job_paused", "gauge", "1 while the job is paused (tickd pause).", {"job_name"}},
   };
   return kFamilies;
 }
@@ -170,6 +171,15 @@ void PrometheusMetrics::TzdataVersion(std::string_view version) {
 void PrometheusMetrics::TzdataMismatch(std::size_t peers) {
   std::lock_guard lock(mu_);
   counters_["tickd_tzdata_mismatch"][{}] = static_cast<double>(peers);
+}
+
+void PrometheusMetrics::JobsPaused(const std::vector<std::string>& jobs,
+                                   const std::vector<std::string>& paused) {
+  std::lock_guard lock(mu_);
+  auto& gauge = counters_["tickd_job_paused"];
+  gauge.clear();  // a job removed from the file leaves the family
+  for (const std::string& job : jobs) gauge[{job}] = 0;
+  for (const std::string& job : paused) gauge[{job}] = 1;
 }
 
 void PrometheusMetrics::LoopTurn() {

@@ -16,6 +16,9 @@
 //                                            last tick both tried
 //   tickd_tzdata_info{version}               gauge, 1: this replica's tz database
 //   tickd_tzdata_mismatch                    gauge: peers whose tz database differs
+//   tickd_job_paused{job_name}               gauge, 1 per job paused by `tickd pause`
+//                                            when the replica last looked (before
+//                                            an instant's claims); 0 once resumed
 // The job's label is `job_name`: Prometheus's own `job` label names the scrape target.
 #pragma once
 
@@ -54,6 +57,9 @@ class Metrics {
   virtual void TzdataVersion(std::string_view /*version*/) {}
   // How many peers run a known tz database version other than ours.
   virtual void TzdataMismatch(std::size_t /*peers*/) {}
+  // Of `jobs` (every job the replica schedules), those paused by `tickd pause`.
+  virtual void JobsPaused(const std::vector<std::string>& /*jobs*/,
+                          const std::vector<std::string>& /*paused*/) {}
   // The scheduler loop finished a turn (heartbeat for /healthz and the watchdog).
   virtual void LoopTurn() {}
 };
@@ -76,6 +82,8 @@ class PrometheusMetrics final : public Metrics {
   void ClockSkew(std::string_view peer, Seconds skew) override;
   void TzdataVersion(std::string_view version) override;
   void TzdataMismatch(std::size_t peers) override;
+  void JobsPaused(const std::vector<std::string>& jobs,
+                  const std::vector<std::string>& paused) override;
   void LoopTurn() override;
 
   // Time since the last LoopTurn (or since construction).

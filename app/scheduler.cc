@@ -195,6 +195,58 @@ void Scheduler::EndGrace() {
   cv_.notify_all();
 }
 
+void Scheduler::RefreshPauses(std::int64_t now_ms) {
+  Result<std::vector<lock::Pause>> read =
+      CallBackend("pauses", [&] { return backend_.ListPauses(); });
+  if (!read) {
+    metrics().BackendError(backend_.name());
+    if (!pauses_unreadable_) {
+      log_.Log(LogLevel::kWarn, "pause",
+               {{"node", options_.node},
+                {"outcome", "error"},
+                {"kept", pauses_.size()},
+                {"error", read.error().ToString()}});
+    }
+    pauses_unreadable_ = true;
+  } else {
+    pauses_unreadable_ = false;
+    pauses_ = std::move(*read);
+  }
+  // What changed since the last read, on the jobs this replica schedules.
+  std::set<std::string> paused;
+  std::vector<std::string> names;
+  for (const auto& [name, job] : jobs_) {
+    names.push_back(name);
+    const lock::Pause* p = PauseOf(name, now_ms / 1000);
+    if (p == nullptr) continue;
+    paused.insert(name);
+    if (paused_jobs_.contains(name)) continue;
+    std::vector<Field> fields = {{"job", name},
+                                 {"node", options_.node},
+                                 {"outcome", "paused"},
+                                 {"paused_by", p->by}};
+    if (p->until) fields.emplace_back("until", FormatTimestamp(*p->until));
+    if (!p->reason.empty()) fields.emplace_back("reason", p->reason);
+    log_.Log(LogLevel::kInfo, "pause", fields);
+  }
+  for (const std::string& name : paused_jobs_) {
+    if (!paused.contains(name) && jobs_.contains(name)) {
+      log_.Log(LogLevel::kInfo, "pause",
+               {{"job", name}, {"node", options_.node}, {"outcome", "resumed"}});
+    }
+  }
+  paused_jobs_ = std::move(paused);
+  metrics().JobsPaused(names, std::vector<std::string>(paused_jobs_.begin(), paused_jobs_.end()));
+}
+
+const lock::Pause* Scheduler::PauseOf(const std::string& job, std::int64_t tick) const {
+  const WallTime at{std::chrono::seconds(tick)};
+  for (const lock::Pause& p : pauses_) {
+    if (lock::PauseHolds(p, job, at)) return &p;
+  }
+  return nullptr;
+}
+
 std::optional<std::int64_t> Scheduler::LocalRunOf(const std::string& job) const {
   std::lock_guard lock(mu_);
   for (const auto& r : runs_) {
@@ -343,6 +395,7 @@ void Scheduler::ProcessDue(std::int64_t now_ms) {
     }
     due.push_back(std::move(e));
   }
+  if (!due.empty()) RefreshPauses(now_ms);
   std::stable_sort(due.begin(), due.end(),
                    [](const Entry& a, const Entry& b) { return a.tick < b.tick; });
   for (std::size_t i = 0; i < due.size();) {
@@ -436,6 +489,17 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     req.recover = job->job.recover;
     req.config_hash = job->config_hash;
     req.node_wall = clock_.Wall();
+    // Paused (`tickd pause`): no claim. A recheck of a lost tick just ends: the tick
+    // line was logged at its first claim.
+    if (const lock::Pause* pause = PauseOf(req.job, req.tick_unix)) {
+      if (e.kind == EntryKind::kRecheck) continue;
+      std::vector<Field> fields = {{"reason", "paused"}, {"paused_by", pause->by}};
+      if (pause->until) fields.emplace_back("until", FormatTimestamp(*pause->until));
+      if (pause->job == lock::kAllJobs) fields.emplace_back("all", "true");
+      LogTick(*job, req, "skipped", std::move(fields));
+      Observe(req, "skipped", 0);
+      continue;
+    }
     // forbid: a run of the job still going here is busy whatever the store says — a
     // store that lost its data (or a lease this replica just lost, its run still being
     // killed) would answer won and the two runs would overlap.

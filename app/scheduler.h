@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <queue>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -144,6 +145,12 @@ class Scheduler {
   std::optional<std::vector<Field>> HeldBackByStoreReset(const std::string& job,
                                                          std::int64_t tick, std::int64_t now_ms,
                                                          std::int64_t& known_tick);
+  // `tickd pause` (docs/design.md §1 rule 13): reads the store's pauses, once per
+  // turn that has ticks due, before their claims. A failed read keeps the pauses read
+  // before (a pause holds through a store hiccup); changes are logged and exported.
+  void RefreshPauses(std::int64_t now_ms);
+  // The pause that stops (job, tick), or null.
+  const lock::Pause* PauseOf(const std::string& job, std::int64_t tick) const;
   // The tick of a run of `job` this replica has not completed yet, if any.
   std::optional<std::int64_t> LocalRunOf(const std::string& job) const;
   void ReapFinished();
@@ -163,6 +170,9 @@ class Scheduler {
   std::map<std::string, std::shared_ptr<const ScheduledJob>> jobs_;
   Heap queue_;
   std::int64_t next_prune_ms_ = 0;  // wall ms; 0: at the first turn
+  std::vector<lock::Pause> pauses_;          // as last read (RefreshPauses)
+  std::set<std::string> paused_jobs_;         // of jobs_, those paused at the last read
+  bool pauses_unreadable_ = false;            // the last read failed (logged once)
   // While ClaimGroup runs: where Observe puts the ledger writes it defers.
   std::vector<lock::Observation>* observe_later_ = nullptr;
 

@@ -159,6 +159,8 @@ Result<StatusReport> CollectStatus(const std::vector<config::Job>& jobs, lock::B
   report.generated = now;
   report.backend = std::string(backend.name());
   const std::int64_t now_s = WallMs(now) / 1000;
+  Result<std::vector<lock::Pause>> pauses = backend.ListPauses();
+  if (!pauses) return tl::unexpected(pauses.error());
   for (const config::Job& job : jobs) {
     if (!only_job.empty() && job.name != only_job) continue;
     JobStatus js;
@@ -173,6 +175,10 @@ Result<StatusReport> CollectStatus(const std::vector<config::Job>& jobs, lock::B
           js.next_due_ms = (*scheduled)->DueMs(*js.next_tick);
         }
       }
+    }
+    for (const lock::Pause& p : *pauses) {
+      // A job's own pause first: it is the one `tickd resume JOB` ends.
+      if (lock::PauseHolds(p, job.name, now) && (!js.paused || p.job == job.name)) js.paused = p;
     }
     Result<std::vector<lock::TickHistory>> history = backend.History(job.name, last);
     if (!history) return tl::unexpected(history.error());
@@ -211,6 +217,13 @@ std::string FormatStatusText(const StatusReport& report, bool color) {
       if (js.next_due_ms) head += "  due=" + FormatTimestamp(WallTime(milliseconds(*js.next_due_ms)));
     } else {
       head += "none";
+    }
+    if (js.paused) {
+      std::string paused = "PAUSED by " + js.paused->by;
+      if (js.paused->job == lock::kAllJobs) paused += " (every job)";
+      if (js.paused->until) paused += " until " + FormatTimestamp(*js.paused->until);
+      if (!js.paused->reason.empty()) paused += ": " + js.paused->reason;
+      head += "  " + (color ? "\033[33m" + paused + "\033[0m" : paused);
     }
     out += head + "\n";
     if (js.ticks.empty()) {
@@ -295,10 +308,19 @@ std::string FormatStatusJson(const StatusReport& report) {
                         skew ? json(static_cast<double>(skew->count()) / 1000.0) : json(nullptr)},
                        {"observations", std::move(observations)}});
     }
+    json paused = nullptr;
+    if (js.paused) {
+      paused = {{"all", js.paused->job == lock::kAllJobs},
+                {"by", js.paused->by},
+                {"since", FormatTimestamp(js.paused->since)},
+                {"until", js.paused->until ? json(FormatTimestamp(*js.paused->until)) : json(nullptr)},
+                {"reason", js.paused->reason}};
+    }
     jobs.push_back({{"name", js.name},
                     {"schedule", js.schedule},
                     {"timezone", js.timezone},
                     {"enabled", js.enabled},
+                    {"paused", std::move(paused)},
                     {"next_tick", js.next_tick ? json(FormatTick(*js.next_tick)) : json(nullptr)},
                     {"next_tick_unix", js.next_tick ? json(*js.next_tick) : json(nullptr)},
                     {"next_due", js.next_due_ms ? json(FormatTimestamp(WallTime(milliseconds(*js.next_due_ms))))

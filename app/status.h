@@ -28,6 +28,7 @@ struct JobStatus {
   std::optional<std::int64_t> next_tick;  // unix s; nullopt: disabled or no further firing
   // With jitter: when the next tick's run is due (unix ms, T + the offset); else nullopt.
   std::optional<std::int64_t> next_due_ms;
+  std::optional<lock::Pause> paused;      // the pause that holds now (`tickd pause`), if any
   std::vector<lock::TickHistory> ticks;   // newest first
 };
 

@@ -21,6 +21,18 @@ std::string NodeIdFor(const std::string& flag, const config::Config& cfg) {
   return std::string(host) + "-" + std::to_string(::getpid());
 }
 
+const config::Job* FindJobOrSay(const config::Config& cfg, const std::string& config_path,
+                                const std::string& name) {
+  for (const config::Job& j : cfg.jobs) {
+    if (j.name == name) return &j;
+  }
+  std::string names;
+  for (const config::Job& j : cfg.jobs) names += (names.empty() ? "" : ", ") + j.name;
+  std::cerr << config_path << ": no job named " << name
+            << " (jobs: " << (names.empty() ? "none" : names) << ")\n";
+  return nullptr;
+}
+
 Result<lock::BackendOptions> BackendOptionsFor(const config::Config& cfg) {
   lock::BackendOptions options;
   options.backend = cfg.lock.backend;

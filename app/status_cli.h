@@ -27,6 +27,11 @@ std::variant<OpsContext, int> OpenOpsContext(const std::string& config_path, Clo
 // <hostname>-<pid>.
 std::string NodeIdFor(const std::string& flag, const config::Config& cfg);
 
+// The job named `name` in `cfg`, or null after printing "<file>: no job named …
+// (jobs: …)" on stderr (the caller exits kExitBadInput).
+const config::Job* FindJobOrSay(const config::Config& cfg, const std::string& config_path,
+                                const std::string& name);
+
 // The options that open the backend of `cfg`: URL, user, TLS files and the password,
 // read now from lock.password_file or lock.password_env (an Error names the file when
 // it cannot be read). Retention as configured.

@@ -218,6 +218,25 @@ enum class ForceReleaseStatus {
   kHolderAlive,  // the holder still holds a live lease: nothing changed
 };
 
+// A job paused cluster-wide by `tickd pause` (docs/design.md §1 rule 13): while it
+// holds, no replica claims the job's ticks; each replica logs them `skipped`.
+struct Pause {
+  std::string job;                   // a job name, or kAllJobs: every job of the store
+  std::optional<WallTime> until;     // ends by itself at this instant; nullopt: until resumed
+  WallTime since;                    // when it was set, on the clock of who set it
+  std::string by;                    // who set it (the node id of `tickd pause`)
+  std::string reason;                // free text for the operators; may be empty
+};
+
+// Pause::job of a pause of every job (not a valid job name: names are [a-z0-9._-]).
+inline constexpr std::string_view kAllJobs = "*";
+
+// Whether `pause` stops the tick of `job` at T: it names the job or every job, and
+// T is before its end.
+inline bool PauseHolds(const Pause& pause, std::string_view job, WallTime tick) {
+  return (pause.job == job || pause.job == kAllJobs) && (!pause.until || tick < *pause.until);
+}
+
 // A Backend decides, for each tick of each job, which replica runs it.
 // Thread-safe. No call waits for another replica; each returns within the
 // backend's operation timeout. Errors are returned, never thrown: an error from
@@ -303,6 +322,18 @@ class Backend {
   // (kHolderAlive). kNotRunning when (job, T) has no running record. An Error when the
   // backend did not answer (the release may or may not have happened).
   virtual Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) = 0;
+
+  // Pauses (`tickd pause` / `tickd resume`), kept in the store so every replica sees
+  // them. A pause is read by the scheduler before each instant's claims; it is not
+  // part of the claim's atomic decision (docs/design.md §1 rule 13).
+  // Sets `pause`, replacing any pause of the same Pause::job.
+  virtual Result<void> SetPause(const Pause& pause) = 0;
+  // Removes the pause of `job` (kAllJobs: the pause of every job, not the pauses of
+  // single jobs). False when there was none.
+  virtual Result<bool> ClearPause(std::string_view job) = 0;
+  // Every pause stored, ended ones included (the caller judges them with PauseHolds),
+  // in job order.
+  virtual Result<std::vector<Pause>> ListPauses() = 0;
 };
 
 }  // namespace tickd::lock

@@ -19,6 +19,8 @@
 //                                 of the job ever claimed, node = who claimed it,
 //                                 epoch_ms, n = claims since the epoch). No lease.
 //   P jobs/<job>                  the job names (History of every job, Prune).
+//   P pauses/<job>                `tickd pause` (JSON, lock/pause_record.h; job '*':
+//                                 every job). No lease. Ranged before each instant.
 //
 // claim: one read transaction (ranges over tick/<T>/[l,r,u], run and head), then:
 //   0. the request knows a later claimed tick than the head holds (known_tick > the
@@ -113,6 +115,7 @@
 
 #include "lock/claim_waves.h"
 #include "lock/complete_batcher.h"
+#include "lock/pause_record.h"
 #include "lock/registry.h"
 
 namespace tickd::lock {
@@ -740,6 +743,34 @@ class EtcdBackend final : public Backend {
     return removed;
   }
 
+  Result<void> SetPause(const Pause& pause) override {
+    auto reply = Post("/v3/kv/put",
+                      Json{{"key", B64(PauseKey(pause.job))}, {"value", B64(EncodePause(pause))}},
+                      Due());
+    if (!reply) return tl::unexpected(reply.error());
+    return {};
+  }
+
+  Result<bool> ClearPause(std::string_view job) override {
+    auto reply = Post("/v3/kv/deleterange", Json{{"key", B64(PauseKey(std::string(job)))}}, Due());
+    if (!reply) return tl::unexpected(reply.error());
+    return Int(reply->body, "deleted") > 0;
+  }
+
+  Result<std::vector<Pause>> ListPauses() override {
+    const std::string prefix = PauseKey("");
+    auto reply = Post("/v3/kv/range",
+                      Json{{"key", B64(prefix)}, {"range_end", B64(PrefixEnd(prefix))}}, Due());
+    if (!reply) return tl::unexpected(reply.error());
+    std::vector<Pause> out;
+    for (const Kv& kv : KvsOf(reply->body)) {  // in key order: job order
+      if (auto p = DecodePause(std::string_view(kv.key).substr(prefix.size()), kv.value)) {
+        out.push_back(std::move(*p));
+      }
+    }
+    return out;
+  }
+
   Result<std::vector<RunningClaim>> ListRunning() override {
     const Deadline deadline = Due();
     auto jobs = Jobs(deadline);
@@ -852,6 +883,9 @@ class EtcdBackend final : public Backend {
     return endpoints_.prefix + "job/" + job + "/";
   }
   std::string JobKey(const std::string& job) const { return endpoints_.prefix + "jobs/" + job; }
+  std::string PauseKey(const std::string& job) const {
+    return endpoints_.prefix + "pauses/" + job;
+  }
 
   Keys KeysOf(const std::string& job, std::int64_t tick) const {
     Keys k;

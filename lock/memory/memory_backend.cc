@@ -224,6 +224,24 @@ class MemoryBackend final : public Backend {
     return ForceReleaseStatus::kReleased;
   }
 
+  Result<void> SetPause(const Pause& pause) override {
+    std::lock_guard lock(mu_);
+    pauses_[pause.job] = pause;
+    return {};
+  }
+
+  Result<bool> ClearPause(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    return pauses_.erase(std::string(job)) > 0;
+  }
+
+  Result<std::vector<Pause>> ListPauses() override {
+    std::lock_guard lock(mu_);
+    std::vector<Pause> out;
+    for (const auto& [job, pause] : pauses_) out.push_back(pause);
+    return out;
+  }
+
  private:
   TickRecord NewRecord(const ClaimRequest& req, SteadyTime now) {
     TickRecord rec;
@@ -286,6 +304,7 @@ class MemoryBackend final : public Backend {
   std::map<std::string, std::uint64_t> fences_;
   std::map<std::string, std::int64_t> heads_;
   std::map<Key, std::vector<Observation>> ledger_;
+  std::map<std::string, Pause> pauses_;
 };
 
 // Forwards to a shared backend; see NewSharedBackendHandle.
@@ -311,6 +330,9 @@ class SharedBackendHandle final : public Backend {
   Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) override {
     return shared_->ForceRelease(job, tick_unix);
   }
+  Result<void> SetPause(const Pause& pause) override { return shared_->SetPause(pause); }
+  Result<bool> ClearPause(std::string_view job) override { return shared_->ClearPause(job); }
+  Result<std::vector<Pause>> ListPauses() override { return shared_->ListPauses(); }
 
  private:
   std::shared_ptr<Backend> shared_;

@@ -44,6 +44,14 @@ class NoneBackend final : public Backend {
     return ForceReleaseStatus::kNotRunning;
   }
 
+  // Nothing is shared, so a pause would hold on no other replica: refused, and
+  // nothing is ever paused.
+  Result<void> SetPause(const Pause&) override {
+    return MakeError("none", "lock backend none keeps no shared state: nothing can be paused");
+  }
+  Result<bool> ClearPause(std::string_view) override { return false; }
+  Result<std::vector<Pause>> ListPauses() override { return std::vector<Pause>{}; }
+
  private:
   std::atomic<std::uint64_t> fence_{0};
   std::unique_ptr<Backend> ledger_;

@@ -21,6 +21,8 @@
 //                            version-2 database (fences were n alone) gets its epoch
 //                            at migration, and its next fence is above its old ones.
 //   tickd_observations(job, tick, node)   the ledger: what each replica saw.
+//   tickd_pauses(job)        `tickd pause`: since, until (NULL: until resumed), by,
+//                            reason; read before each instant's claims.
 //   tickd_claim(...)         a plpgsql function: the whole claim below, server-side
 //                            (ten arguments, the last known_tick; the nine-argument
 //                            call of schema version 3 stays as a wrapper passing 0,
@@ -306,6 +308,14 @@ BEGIN
     $claim3$;
     UPDATE tickd_schema SET version = 4;
   END IF;
+  -- `tickd pause` (one row per paused job, '*': every job). Additive, so no new schema
+  -- version: a replica of an older tickd keeps connecting (it does not honour pauses).
+  CREATE TABLE IF NOT EXISTS tickd_pauses(
+    job text PRIMARY KEY,
+    since_ms bigint NOT NULL,
+    until_ms bigint,                        -- NULL: until `tickd resume`
+    paused_by text NOT NULL DEFAULT '',
+    reason text NOT NULL DEFAULT '');
 END
 $migrate$)sql";
 
@@ -641,6 +651,48 @@ class PostgresBackend final : public Backend {
     const std::string answer = ToText(r->get(), 0, 0);
     if (answer == "released") return ForceReleaseStatus::kReleased;
     return answer == "alive" ? ForceReleaseStatus::kHolderAlive : ForceReleaseStatus::kNotRunning;
+  }
+
+  Result<void> SetPause(const Pause& pause) override {
+    const auto ms = [](WallTime t) { return std::to_string(t.time_since_epoch().count()); };
+    auto r = RunOne({"INSERT INTO tickd_pauses(job, since_ms, until_ms, paused_by, reason) "
+                     "VALUES ($1, $2::bigint, $3::bigint, $4, $5) "
+                     "ON CONFLICT (job) DO UPDATE SET since_ms = EXCLUDED.since_ms, "
+                     "until_ms = EXCLUDED.until_ms, paused_by = EXCLUDED.paused_by, "
+                     "reason = EXCLUDED.reason",
+                     {pause.job, ms(pause.since),
+                      pause.until ? std::optional(ms(*pause.until)) : std::nullopt, pause.by,
+                      pause.reason}},
+                    PGRES_COMMAND_OK, "pause " + pause.job);
+    if (!r) return tl::unexpected(r.error());
+    return {};
+  }
+
+  Result<bool> ClearPause(std::string_view job) override {
+    auto r = RunOne({"DELETE FROM tickd_pauses WHERE job = $1", {std::string(job)}},
+                    PGRES_COMMAND_OK, "resume " + std::string(job));
+    if (!r) return tl::unexpected(r.error());
+    return std::string_view(PQcmdTuples(r->get())) != "0";
+  }
+
+  Result<std::vector<Pause>> ListPauses() override {
+    auto r = RunOne({"SELECT job, since_ms, until_ms, paused_by, reason "
+                     "FROM tickd_pauses ORDER BY job",
+                     {}},
+                    PGRES_TUPLES_OK, "pauses");
+    if (!r) return tl::unexpected(r.error());
+    const PGresult* res = r->get();
+    std::vector<Pause> out;
+    for (int row = 0; row < PQntuples(res); ++row) {
+      Pause p;
+      p.job = ToText(res, row, 0);
+      p.since = WallTime(milliseconds(ToInt(res, row, 1)));
+      if (!PQgetisnull(res, row, 2)) p.until = WallTime(milliseconds(ToInt(res, row, 2)));
+      p.by = ToText(res, row, 3);
+      p.reason = ToText(res, row, 4);
+      out.push_back(std::move(p));
+    }
+    return out;
   }
 
  private:

@@ -29,6 +29,9 @@
 //   P{job}:ticks   ledger index (sorted set of T); trimmed by Prune, which also sets
 //                  its PX retention (a new index has none until the next Prune).
 //   Pjobs          the set of job names (for History of every job); outside the tag.
+//   Ppauses        `tickd pause`: hash, field = job name ('*': every job), value = the
+//                  pause as JSON (lock/pause_record.h); no TTL. Read with HGETALL
+//                  before each instant's claims; outside the tag.
 //
 // claim decides in this order, because an existing record is a stronger answer than
 // the deadline (a replica that arrives late must hear who won):
@@ -92,6 +95,7 @@
 #include <vector>
 
 #include "lock/complete_batcher.h"
+#include "lock/pause_record.h"
 #include "lock/reconnect.h"
 #include "lock/registry.h"
 
@@ -928,6 +932,40 @@ class RedisBackend final : public Backend {
       removed += static_cast<int>(Int(r.get()));
     }
     return removed;
+  }
+
+  Result<void> SetPause(const Pause& pause) override {
+    auto replies = Pipeline({{"HSET", endpoint_.prefix + "pauses", pause.job, EncodePause(pause)}});
+    if (!replies) return tl::unexpected(replies.error());
+    if (const redisReply* r = replies->front().get(); r->type == REDIS_REPLY_ERROR) {
+      return MakeError(context_ + ": pause " + pause.job, std::string(Str(r)));
+    }
+    return {};
+  }
+
+  Result<bool> ClearPause(std::string_view job) override {
+    auto replies = Pipeline({{"HDEL", endpoint_.prefix + "pauses", std::string(job)}});
+    if (!replies) return tl::unexpected(replies.error());
+    const redisReply* r = replies->front().get();
+    if (r->type == REDIS_REPLY_ERROR) {
+      return MakeError(context_ + ": resume " + std::string(job), std::string(Str(r)));
+    }
+    return Int(r) > 0;
+  }
+
+  Result<std::vector<Pause>> ListPauses() override {
+    auto replies = Pipeline({{"HGETALL", endpoint_.prefix + "pauses"}});
+    if (!replies) return tl::unexpected(replies.error());
+    const redisReply* r = replies->front().get();
+    if (r->type == REDIS_REPLY_ERROR) return MakeError(context_ + ": pauses", std::string(Str(r)));
+    std::vector<Pause> out;
+    for (std::size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+      if (auto p = DecodePause(Str(r->element[i]), Str(r->element[i + 1]))) {
+        out.push_back(std::move(*p));
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const Pause& a, const Pause& b) { return a.job < b.job; });
+    return out;
   }
 
  private:

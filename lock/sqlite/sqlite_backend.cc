@@ -121,6 +121,13 @@ CREATE TABLE IF NOT EXISTS tickd_observations(
   config_hash TEXT NOT NULL DEFAULT '',
   fence INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (job, tick, node));
+-- `tickd pause`: one row per paused job ('*': every job); read before each instant.
+CREATE TABLE IF NOT EXISTS tickd_pauses(
+  job TEXT PRIMARY KEY,
+  since_ms INTEGER NOT NULL,
+  until_ms INTEGER,                   -- NULL: until `tickd resume`
+  paused_by TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '');
 -- The newest ticks of all jobs (History, the skew watch, tickd status) and pruning.
 CREATE INDEX IF NOT EXISTS tickd_ticks_by_tick ON tickd_ticks(tick, job);
 CREATE INDEX IF NOT EXISTS tickd_observations_by_tick ON tickd_observations(tick, job);
@@ -576,6 +583,46 @@ class SqliteBackend final : public Backend {
     if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return tl::unexpected(r.error());
     auto out = PruneLocked(older_than, where);
     if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK", where);
+    return out;
+  }
+
+  Result<void> SetPause(const Pause& pause) override {
+    std::lock_guard lock(mu_);
+    Stmt st(db_,
+            "INSERT OR REPLACE INTO tickd_pauses(job, since_ms, until_ms, paused_by, reason) "
+            "VALUES (?1, ?2, ?3, ?4, ?5)");
+    st.Bind(1, pause.job).Bind(2, ToMs(pause.since));
+    if (pause.until) st.Bind(3, ToMs(*pause.until));
+    st.Bind(4, pause.by).Bind(5, pause.reason);
+    if (st.Step() != SQLITE_DONE) return MakeError("sqlite: pause " + pause.job, st.ErrorText());
+    return {};
+  }
+
+  Result<bool> ClearPause(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Stmt st(db_, "DELETE FROM tickd_pauses WHERE job = ?1");
+    st.Bind(1, job);
+    if (st.Step() != SQLITE_DONE) {
+      return MakeError("sqlite: resume " + std::string(job), st.ErrorText());
+    }
+    return sqlite3_changes(db_) > 0;
+  }
+
+  Result<std::vector<Pause>> ListPauses() override {
+    std::lock_guard lock(mu_);
+    Stmt st(db_,
+            "SELECT job, since_ms, until_ms, paused_by, reason FROM tickd_pauses ORDER BY job");
+    std::vector<Pause> out;
+    while (st.Step() == SQLITE_ROW) {
+      Pause p;
+      p.job = st.Text(0);
+      p.since = WallTime(milliseconds(st.Int(1)));
+      if (!st.IsNull(2)) p.until = WallTime(milliseconds(st.Int(2)));
+      p.by = st.Text(3);
+      p.reason = st.Text(4);
+      out.push_back(std::move(p));
+    }
+    if (st.Failed()) return MakeError("sqlite: pauses", st.ErrorText());
     return out;
   }
 

@@ -12,6 +12,8 @@
 //                     counts the job's claims since the epoch.
 //   B/<job>/o/<T>/<node>  ledger observations, persistent.
 //   <chroot>/tickd-clients/<session id>  this session's scratch node, ephemeral.
+//   <chroot>/tickd-pauses/<job>  `tickd pause` (JSON, lock/pause_record.h; job '*':
+//                     every job), persistent. Read before each instant's claims.
 //
 // The server's clock. ZooKeeper has no "what time is it" call, but every write stamps
 // the node's mtime with the server's wall clock (the leader's, in an ensemble). So
@@ -128,6 +130,7 @@
 #include "lock/claim_waves.h"
 #include "lock/complete_batcher.h"
 #include "lock/registry.h"
+#include "lock/pause_record.h"
 
 namespace tickd::lock {
 namespace {
@@ -454,7 +457,8 @@ class ZookeeperBackend final : public Backend {
         endpoint_(std::move(endpoint)),
         base_(endpoint_.chroot + "/tickd"),
         clients_(endpoint_.chroot + "/tickd-clients"),
-        roots_(Roots(endpoint_.chroot, base_, clients_)),
+        pauses_(endpoint_.chroot + "/tickd-pauses"),
+        roots_(Roots(endpoint_.chroot, base_, clients_, pauses_)),
         context_("zookeeper " + RedactUrl(options.url)) {}
 
   ~ZookeeperBackend() override {
@@ -864,6 +868,59 @@ class ZookeeperBackend final : public Backend {
     return out;
   }
 
+  Result<void> SetPause(const Pause& pause) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return ok;
+    const std::string path = pauses_ + "/" + NodeName(pause.job);
+    const std::string data = EncodePause(pause);
+    Batch create(zh_.get());
+    create.Create(path, data, ZOO_PERSISTENT);
+    if (auto ok = Await(create, deadline, "pause"); !ok) return ok;
+    if (create[0].rc == ZOK) return {};
+    if (create[0].rc != ZNODEEXISTS) return Failure("pause " + pause.job, create[0].rc);
+    Batch set(zh_.get());
+    set.Set(path, data, -1);
+    if (auto ok = Await(set, deadline, "pause"); !ok) return ok;
+    if (set[0].rc != ZOK) return Failure("pause " + pause.job, set[0].rc);
+    return {};
+  }
+
+  Result<bool> ClearPause(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    Batch del(zh_.get());
+    del.Delete(pauses_ + "/" + NodeName(std::string(job)), -1);
+    if (auto ok = Await(del, deadline, "resume"); !ok) return tl::unexpected(ok.error());
+    if (del[0].rc == ZNONODE) return false;
+    if (del[0].rc != ZOK) return Failure("resume " + std::string(job), del[0].rc);
+    return true;
+  }
+
+  Result<std::vector<Pause>> ListPauses() override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    Batch list(zh_.get());
+    list.Children(pauses_);
+    if (auto ok = Await(list, deadline, "pauses"); !ok) return tl::unexpected(ok.error());
+    if (list[0].rc == ZNONODE) return std::vector<Pause>{};
+    if (list[0].rc != ZOK) return Failure("pauses", list[0].rc);
+    std::vector<std::string> names = list[0].children;
+    std::sort(names.begin(), names.end());
+    Batch reads(zh_.get());
+    for (const std::string& name : names) reads.Get(pauses_ + "/" + name);
+    if (auto ok = Await(reads, deadline, "pauses"); !ok) return tl::unexpected(ok.error());
+    std::vector<Pause> out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (reads[i].rc == ZNONODE) continue;  // resumed in between
+      if (reads[i].rc != ZOK) return Failure("pauses", reads[i].rc);
+      if (auto p = DecodePause(NodeFromName(names[i]), reads[i].value)) out.push_back(std::move(*p));
+    }
+    return out;
+  }
+
   Result<ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t tick_unix) override {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
@@ -905,7 +962,7 @@ class ZookeeperBackend final : public Backend {
   // Every folder of the chroot, then base and clients: what Open creates, and a new
   // session again (a server may have come back without its data).
   static std::vector<std::string> Roots(std::string_view chroot, const std::string& base,
-                                        const std::string& clients) {
+                                        const std::string& clients, const std::string& pauses) {
     std::vector<std::string> paths;
     std::string prefix;
     for (std::string_view rest = chroot; !rest.empty();) {
@@ -916,6 +973,7 @@ class ZookeeperBackend final : public Backend {
     }
     paths.push_back(base);
     paths.push_back(clients);
+    paths.push_back(pauses);
     return paths;
   }
 
@@ -1485,7 +1543,8 @@ class ZookeeperBackend final : public Backend {
   const ZookeeperEndpoint endpoint_;
   const std::string base_;                   // <chroot>/tickd
   const std::string clients_;                // <chroot>/tickd-clients
-  const std::vector<std::string> roots_;     // the chroot's folders, base_, clients_
+  const std::string pauses_;                 // <chroot>/tickd-pauses
+  const std::vector<std::string> roots_;     // the chroot's folders, base_, clients_, pauses_
   const std::string context_;                // "zookeeper <url>"
   std::mutex mu_;                            // serializes every call; guards everything below
   std::unique_ptr<Session> session_;         // the watcher context of zh_

@@ -236,6 +236,13 @@ class TestBackend final : public lock::Backend {
   Result<lock::ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t t) override {
     return store()->ForceRelease(job, t);
   }
+  std::atomic<bool> pauses_error{false};
+  Result<void> SetPause(const lock::Pause& p) override { return store()->SetPause(p); }
+  Result<bool> ClearPause(std::string_view job) override { return store()->ClearPause(job); }
+  Result<std::vector<lock::Pause>> ListPauses() override {
+    if (pauses_error) return MakeError("test", "pauses unreadable");
+    return store()->ListPauses();
+  }
 
   std::vector<std::pair<lock::HeldClaim, lock::Completion>> completions() {
     std::lock_guard lock(mu_);

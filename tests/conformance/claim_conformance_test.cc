@@ -820,3 +820,49 @@ TEMPLATE_LIST_TEST_CASE(
     CHECK(o.outcome == "busy");
   }
 }
+
+TEMPLATE_LIST_TEST_CASE("conformance: a pause set by one replica is read by every other, "
+                        "replaced, listed in job order and cleared",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  REQUIRE(b->ListPauses()->empty());
+  const WallTime since = h.clock().Wall();
+  const WallTime until = since + 3600s;
+  REQUIRE(a->SetPause(Pause{"reports", std::nullopt, since, "ops-1", ""}));
+  REQUIRE(a->SetPause(Pause{"cleanup", until, since, "ops-1", "incident \"42\": stock"}));
+  REQUIRE(a->SetPause(Pause{std::string(kAllJobs), std::nullopt, since, "ops-2", ""}));
+  auto seen = b->ListPauses();
+  REQUIRE(seen);
+  REQUIRE(seen->size() == 3);
+  CHECK(seen->at(0).job == "*");
+  CHECK(seen->at(1).job == "cleanup");
+  CHECK(seen->at(2).job == "reports");
+  const Pause& cleanup = seen->at(1);
+  CHECK(cleanup.by == "ops-1");
+  CHECK(cleanup.reason == "incident \"42\": stock");
+  CHECK(cleanup.since == since);
+  REQUIRE(cleanup.until);
+  CHECK(*cleanup.until == until);
+  CHECK_FALSE(seen->at(2).until);
+  CHECK(PauseHolds(cleanup, "cleanup", since));
+  CHECK_FALSE(PauseHolds(cleanup, "cleanup", until));
+  CHECK(PauseHolds(seen->at(0), "anything", until));
+  // Setting again replaces: the pause of cleanup now has no end.
+  REQUIRE(b->SetPause(Pause{"cleanup", std::nullopt, since, "ops-3", ""}));
+  seen = a->ListPauses();
+  REQUIRE(seen);
+  REQUIRE(seen->size() == 3);
+  CHECK(seen->at(1).by == "ops-3");
+  CHECK_FALSE(seen->at(1).until);
+  // Clearing says whether there was one; the all-jobs pause is its own entry.
+  CHECK(*b->ClearPause("cleanup") == true);
+  CHECK(*b->ClearPause("cleanup") == false);
+  CHECK(*a->ClearPause(kAllJobs) == true);
+  seen = b->ListPauses();
+  REQUIRE(seen);
+  REQUIRE(seen->size() == 1);
+  CHECK(seen->front().job == "reports");
+}

@@ -2,6 +2,8 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -75,6 +77,42 @@ TEST_CASE("bad job files exit 2 with FILE:LINE:COL", "[e2e]") {
       CHECK(output.find("chmod") != std::string::npos);
     }
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("pause and resume: bad arguments exit 2 saying what is wrong, and change nothing",
+          "[e2e]") {
+  const fs::path dir = fs::temp_directory_path() / ("tickd-pause-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = WriteFile(
+      dir, "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n", 0644);
+  const std::string f = file.string();
+  struct Bad {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {{"pause", "-c", f}, "name the jobs, or --all"},
+      {{"pause", "-c", f, "--all", "a"}, "name the jobs, or --all"},
+      {{"pause", "-c", f, "nosuchjob"}, "no job named nosuchjob (jobs: a)"},
+      {{"pause", "-c", f, "--until", "tomorrow", "a"}, "neither an RFC 3339 instant"},
+      {{"pause", "-c", f, "--until", "2020-01-01T00:00:00Z", "a"}, "not in the future"},
+      {{"resume", "-c", f, "nosuchjob"}, "no job named nosuchjob"},
+      {{"resume", "-c", f}, "name the jobs, or --all"},
+  };
+  for (const Bad& b : bad) {
+    std::vector<std::string> argv = {TICKD_BINARY};
+    argv.insert(argv.end(), b.args.begin(), b.args.end());
+    auto [status, output] = RunCommand(argv);
+    INFO(output);
+    CHECK(status == 2);
+    CHECK(output.find(b.message) != std::string::npos);
+  }
+  // Nothing was paused by any of them.
+  auto [status, output] = RunCommand({TICKD_BINARY, "status", "-c", f});
+  INFO(output);
+  CHECK(status == 0);
+  CHECK(output.find("PAUSED") == std::string::npos);
   fs::remove_all(dir);
 }
 

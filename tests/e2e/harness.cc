@@ -268,12 +268,13 @@ std::vector<std::string> ReadLines(const fs::path& file) {
   return out;
 }
 
-std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv) {
+std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv,
+                                       const std::vector<std::string>& env) {
   char tmpl[] = "/tmp/tickd-cmd-XXXXXX";
   int fd = ::mkstemp(tmpl);
   if (fd < 0) throw std::runtime_error("mkstemp failed");
   ::close(fd);
-  pid_t pid = Spawn(argv, {}, tmpl);
+  pid_t pid = Spawn(argv, env, tmpl);
   int status = 0;
   ::waitpid(pid, &status, 0);
   std::string output = ReadFile(tmpl);

@@ -154,7 +154,9 @@ std::vector<std::string> FakeTimeEnv(double offset_seconds);
 // Lines of a file (e.g. the runs file a job appends to).
 std::vector<std::string> ReadLines(const fs::path& file);
 
-// Runs a command to completion; returns (exit status, stdout+stderr).
-std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv);
+// Runs a command to completion, with `env` added to its environment; returns (exit
+// status, stdout+stderr).
+std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv,
+                                       const std::vector<std::string>& env = {});
 
 }  // namespace tickd::e2e

@@ -42,6 +42,12 @@ TEST_CASE("redis: SIGTERM drains and exits 0", "[e2e][redis]") {
   ScenarioGracefulShutdown(*backend);
 }
 
+TEST_CASE("redis: tickd pause and resume hold on every replica", "[e2e][redis]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioPauseResume(*backend);
+}
+
 TEST_CASE("redis: server killed and restarted mid-run; the password is in no log line",
           "[e2e][redis]") {
   if (!Available()) return;

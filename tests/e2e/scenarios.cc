@@ -294,6 +294,80 @@ void ScenarioPausedHolder(BackendFixture& backend) {
   }
 }
 
+void ScenarioPauseResume(BackendFixture& backend) {
+  Cluster cluster(backend);
+  const fs::path file = cluster.WriteJobFile(
+      "jobs:\n"
+      "  - name: steady\n"
+      "    schedule: \"* * * * * *\"\n"
+      "    shell: " + RecordingShell("true") + "\n"
+      "  - name: beat\n"
+      "    schedule: \"* * * * * *\"\n"
+      "    shell: \"true\"\n");
+  for (const char* node : {"node-a", "node-b", "node-c"}) cluster.StartReplica(node);
+  const fs::path runs_file = cluster.dir() / "runs.txt";
+  REQUIRE(Cluster::WaitUntil([&] { return ReadRuns(runs_file).size() >= 6; }, 15s));
+  const auto tickd = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), TICKD_BINARY);
+    auto [status, output] = RunCommand(args, backend.Env());
+    INFO(output);
+    REQUIRE(status == 0);
+    return output;
+  };
+  const auto now_unix = [] { return static_cast<long long>(std::time(nullptr)); };
+
+  const std::string paused = tickd({"pause", "-c", file.string(), "--node-id", "operator",
+                                    "--reason", "e2e", "steady"});
+  CHECK(paused.find("pause job=steady outcome=paused by=operator") != std::string::npos);
+  // The instant under way when the pause was written may still run (design.md §1 rule
+  // 13); every later one must not.
+  const long long first_paused = now_unix() + 1;
+  std::this_thread::sleep_for(4500ms);
+  const std::string status = tickd({"status", "-c", file.string(), "--job", "steady"});
+  CHECK(status.find("PAUSED by operator: e2e") != std::string::npos);
+  const long long last_paused = now_unix() - 1;
+  for (const RunRecord& r : ReadRuns(runs_file)) CHECK(r.tick < first_paused);
+  const std::string resumed = tickd({"resume", "-c", file.string(), "steady"});
+  CHECK(resumed.find("pause job=steady outcome=resumed") != std::string::npos);
+  const long long first_resumed = now_unix() + 1;
+  REQUIRE(Cluster::WaitUntil(
+      [&] {
+        for (const RunRecord& r : ReadRuns(runs_file)) {
+          if (r.event == "end" && r.tick >= first_resumed + 1) return true;
+        }
+        return false;
+      },
+      10s));
+  StopAll(cluster);
+
+  const auto lines = cluster.AllLines();
+  // Every replica logged every fully paused tick of steady as skipped, naming who paused.
+  for (auto& r : cluster.replicas()) {
+    std::set<std::string> skipped;
+    for (const LogLine& l : r->Lines()) {
+      if (l.event == "tick" && l.Get("job") == "steady" && l.Get("outcome") == "skipped") {
+        CHECK(l.Get("reason") == "paused");
+        CHECK(l.Get("paused_by") == "operator");
+        skipped.insert(l.Get("tick"));
+      }
+    }
+    INFO(r->node() << ":\n" << r->LogText());
+    for (long long t = first_paused; t <= last_paused; ++t) CHECK(skipped.contains(UtcRfc3339(t)));
+  }
+  // beat ran on through the pause, once per tick.
+  std::map<std::string, int> beat_wins;
+  for (const LogLine& l : Events(lines, "tick", "beat")) {
+    if (l.Get("outcome") == "won") ++beat_wins[l.Get("tick")];
+  }
+  for (long long t = first_paused; t <= last_paused; ++t) CHECK(beat_wins[UtcRfc3339(t)] == 1);
+  // steady: every tick that ran, ran once.
+  std::map<long long, int> starts;
+  for (const RunRecord& r : ReadRuns(runs_file)) {
+    if (r.event == "start") ++starts[r.tick];
+  }
+  for (const auto& [tick, n] : starts) CHECK(n == 1);
+}
+
 void ScenarioGracefulShutdown(BackendFixture& backend) {
   Cluster cluster(backend);
   cluster.WriteJobFile(

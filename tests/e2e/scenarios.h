@@ -20,6 +20,12 @@ void ScenarioKillRunningReplica(BackendFixture& backend, bool recover);
 // the next tick; after SIGCONT the paused one logs lease-lost and its job is ended.
 void ScenarioPausedHolder(BackendFixture& backend);
 
+// `tickd pause` of one of two jobs while three replicas run them every second: from
+// the first instant after the pause no replica runs it, each logs its ticks skipped,
+// `tickd status` says PAUSED; the other job runs on; after `tickd resume` it runs again,
+// every tick exactly once.
+void ScenarioPauseResume(BackendFixture& backend);
+
 // SIGTERM: every replica exits 0 within the grace; every won tick is completed.
 void ScenarioGracefulShutdown(BackendFixture& backend);
 

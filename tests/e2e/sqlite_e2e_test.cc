@@ -26,6 +26,11 @@ TEST_CASE("sqlite: a paused holder loses its lease", "[e2e][sqlite]") {
   ScenarioPausedHolder(*backend);
 }
 
+TEST_CASE("sqlite: tickd pause and resume hold on every replica", "[e2e][sqlite]") {
+  auto backend = MakeSqliteFixture();
+  ScenarioPauseResume(*backend);
+}
+
 TEST_CASE("sqlite: SIGTERM drains and exits 0", "[e2e][sqlite]") {
   auto backend = MakeSqliteFixture();
   ScenarioGracefulShutdown(*backend);

@@ -56,6 +56,16 @@ grep -q '<th>tzdata</th>' "$dir/dom.html" || { echo "no tzdata column"; exit 1; 
 grep -q "data-node=\"node-a\" data-tzdata=\"$ours\"" "$dir/dom.html" || { echo "node-a's tzdata $ours not shown"; exit 1; }
 grep -q 'data-node="node-b" data-tzdata="1999z"' "$dir/dom.html" || { echo "node-b's tzdata 1999z not shown"; exit 1; }
 grep -q 'id="tzdata-mismatch"' "$dir/dom.html" || { echo "tzdata mismatch not flagged"; exit 1; }
+# A paused job: the badge says who paused it and why; its ticks are skipped, not run.
+HTTP_PORT=$port "$tickd" pause -c "$dir/jobs.yaml" --node-id operator --reason "incident 42" beat >"$dir/pause.out"
+grep -q 'outcome=paused' "$dir/pause.out" || { echo "pause did not say paused: $(cat "$dir/pause.out")"; exit 1; }
+sleep 3
+chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --user-data-dir="$dir/profile" --dump-dom "http://127.0.0.1:$port/" 2>/dev/null >"$dir/dom-paused.html"
+grep -q '<span class="paused" data-paused-by="operator">paused by operator: incident 42</span>' "$dir/dom-paused.html" ||
+  { echo "the page shows no paused badge"; exit 1; }
+grep -q 'data-outcome="skipped"' "$dir/dom-paused.html" || { echo "no skipped tick row on the page"; exit 1; }
 grep -q "<td class=\"tzdata\">1999z/$ours <span class=\"o-bad\">mismatch</span>" "$dir/dom.html" ||
   grep -q "<td class=\"tzdata\">$ours/1999z <span class=\"o-bad\">mismatch</span>" "$dir/dom.html" ||
   { echo "no tick row flags the tzdata mismatch"; exit 1; }
