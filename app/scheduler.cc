@@ -349,6 +349,7 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
   for (const auto& job : jobs) next_jobs[job->job.name] = job;
   Heap kept_queue;
   std::set<std::string> kept;
+  std::map<std::string, std::int64_t> arrived;  // changed jobs: a tick T <= now not yet claimed
   while (!queue_.empty()) {
     Entry e = queue_.top();
     queue_.pop();
@@ -358,6 +359,8 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
         now_it->second->config_hash == next_it->second->config_hash) {
       kept_queue.push(e);  // unchanged: keeps the ticks it already waits for
       kept.insert(e.job);
+    } else if (e.kind == EntryKind::kTick && e.tick * 1000 <= now_ms) {
+      arrived[e.job] = e.tick;
     }
   }
   jobs_ = std::move(next_jobs);
@@ -367,7 +370,16 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
   job_set.reserve(jobs_.size());
   for (const auto& [name, job] : jobs_) {
     job_set.push_back(job);
-    if (!kept.contains(name)) PushNext(*job, now_s);
+    if (kept.contains(name)) continue;
+    // A changed job whose tick T has come but was not claimed yet (its run was not due:
+    // jitter; or the reload woke the loop just as T came) keeps T when the new
+    // definition has it too: recomputing from now would silently drop it.
+    if (auto a = arrived.find(name);
+        a != arrived.end() && job->next && job->next(a->second - 1) == a->second) {
+      queue_.push(TickEntry(*job, a->second));
+      continue;
+    }
+    PushNext(*job, now_s);
   }
   std::lock_guard lock(mu_);
   job_set_ = std::move(job_set);

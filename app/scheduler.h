@@ -67,8 +67,10 @@ class Scheduler {
   // claimed at once; misfire: run-once jobs claim their latest missed tick.
   void Start(JobSet jobs);
   // Replaces the job set: removed jobs get no more ticks, changed ones (other config
-  // hash) get their next ticks recomputed, unchanged ones keep theirs; running runs
-  // finish under the definition they started with. Returns once the loop took it.
+  // hash) get their next ticks recomputed (a tick already come but not yet claimed —
+  // its jittered run not yet due — is kept when the new schedule has it), unchanged
+  // ones keep theirs; running runs finish under the definition they started with.
+  // Returns once the loop took it.
   void Reload(JobSet jobs);
   // Stops claiming, lets running runs finish for up to `grace`, then terminates them
   // (outcome killed) and waits until every claim is completed.

@@ -505,6 +505,42 @@ TEST_CASE("reload: removed jobs stop, new ones start, unchanged ones keep their 
   CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "job=drop"}).empty());
 }
 
+TEST_CASE("reload: a changed job keeps a tick that came but whose jittered run was not due") {
+  auto jittered = [](const std::string& name, std::int64_t jitter_ms, const std::string& hash) {
+    auto job = std::const_pointer_cast<ScheduledJob>(
+        EveryJob(name, 60, [&](config::Job& j) { j.jitter = milliseconds(jitter_ms); }));
+    job->config_hash = hash;
+    return std::shared_ptr<const ScheduledJob>(job);
+  };
+  // A name whose offsets for tick kT0 leave room: over 2 s under both jitters.
+  std::string name;
+  for (int i = 0; i < 100 && name.empty(); ++i) {
+    const std::string candidate = "late-" + std::to_string(i);
+    if (jittered(candidate, 9'000, "")->DueMs(kT0) >= kT0 * 1000 + 2'000 &&
+        jittered(candidate, 8'000, "")->DueMs(kT0) >= kT0 * 1000 + 2'000) {
+      name = candidate;
+    }
+  }
+  REQUIRE(!name.empty());
+  Sim sim(WallAt(kT0, -1'000));
+  Scheduler& s = sim.AddReplica("a", {jittered(name, 9'000, "hash-old")});
+  sim.Step(seconds(1));  // T has come, its run is not due yet
+  sim.WaitQuiet();
+  CHECK(sim.backend.claims().empty());
+  const auto changed = jittered(name, 8'000, "hash-new");
+  s.Reload({changed});
+  const std::int64_t due_ms = changed->DueMs(kT0);
+  sim.Step(milliseconds(due_ms - 1 - kT0 * 1000));
+  sim.WaitQuiet();
+  CHECK(sim.backend.claims().empty());
+  sim.Step(milliseconds(1));
+  sim.WaitQuiet();
+  const auto claims = sim.backend.claims();
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].tick_unix == kT0);
+  CHECK(claims[0].node_wall == WallTime(milliseconds(due_ms)));
+}
+
 }  // namespace
 }  // namespace tickd::app::testing
 
