@@ -135,8 +135,8 @@ void RunSupervisor::Main() {
 void RunSupervisor::Supervise(Outcome& out) {
   const config::Job& job = tick_.job->job;
   const milliseconds lease = tick_.held.lease;
-  valid_until_ = tick_.claim_sent + LeaseValidity(lease);
-  next_renew_ = tick_.claim_sent + lease / 3;
+  valid_until_ = tick_.claim_sent + LeaseValidity(tick_.lead + lease);
+  next_renew_ = tick_.claim_sent + tick_.lead + lease / 3;
 
   const int attempts = std::max(1, job.retries.attempts);
   for (int attempt = 1; attempt <= attempts; ++attempt) {
@@ -181,6 +181,19 @@ void RunSupervisor::Supervise(Outcome& out) {
                 {"stream", stream},
                 {"line", line}});
     };
+    // Claimed ahead of T: the process is made ready now and released at T.
+    std::unique_ptr<jobs::PreparedStart> prepared;
+    if (attempt == 1 && tick_.lead > milliseconds(0)) {
+      Result<std::unique_ptr<jobs::PreparedStart>> p = runner_.Prepare(job, spec, sink);
+      if (p) prepared = std::move(*p);  // else: started at T the ordinary way
+      if (!WaitForInstant()) {
+        prepared.reset();  // kills the waiting child
+        std::lock_guard lock(mu_);
+        out.outcome = terminate_reason_.value_or(jobs::RunOutcome::kKilled);
+        out.error = "ended before its instant";
+        break;
+      }
+    }
     // A claim can expire before its job starts (the daemon was paused, or the machine
     // starved this thread): starting then could run beside the replica that took the
     // tick over, whatever on_lease_lost says for a run already going. Only the clock
@@ -192,9 +205,15 @@ void RunSupervisor::Supervise(Outcome& out) {
     if (lease_lost_) {
       out.outcome = jobs::RunOutcome::kLeaseLost;
       out.error = "the lease ran out before the job started";
-      break;
+      break;  // `prepared` goes unreleased: its child is killed
     }
-    Result<std::unique_ptr<jobs::Execution>> started = runner_.Start(job, spec, std::move(sink));
+    Result<std::unique_ptr<jobs::Execution>> started =
+        prepared ? prepared->Release() : runner_.Start(job, spec, std::move(sink));
+    if (prepared && tick_.metrics) {
+      tick_.metrics->FireLateness(job.name,
+                                  clock_.Wall() - WallTime(std::chrono::seconds(tick_.held.tick_unix)));
+    }
+    prepared.reset();
     if (!started) {
       out.outcome = jobs::RunOutcome::kFailed;
       out.error = started.error().ToString();
@@ -230,6 +249,18 @@ void RunSupervisor::Supervise(Outcome& out) {
       out.outcome != jobs::RunOutcome::kDone) {
     out.outcome = jobs::RunOutcome::kLeaseLost;
   }
+}
+
+bool RunSupervisor::WaitForInstant() {
+  const WallTime at{std::chrono::seconds(tick_.held.tick_unix)};
+  while (clock_.Wall() < at) {
+    if (clock_.Steady() >= next_renew_) Upkeep();  // only after a step back of the wall clock
+    std::unique_lock lock(mu_);
+    if (terminate_reason_) return false;
+    clock_.WaitUntilWall(cv_, lock, at, RealWait(WatchdogDeadline()));
+  }
+  std::lock_guard lock(mu_);
+  return !terminate_reason_;
 }
 
 jobs::RunResult RunSupervisor::WaitRun(jobs::Execution& exec) {

@@ -22,6 +22,14 @@ class Runner {
   virtual Result<std::unique_ptr<jobs::Execution>> Start(const config::Job& job,
                                                          const jobs::ProcessSpec& spec,
                                                          jobs::OutputSink sink) = 0;
+  // Makes the first attempt ready before its instant; its Release() starts it as
+  // Start would. The default prepares nothing (Release calls Start).
+  virtual Result<std::unique_ptr<jobs::PreparedStart>> Prepare(const config::Job& job,
+                                                               const jobs::ProcessSpec& spec,
+                                                               jobs::OutputSink sink) {
+    return jobs::StartOnRelease(
+        [this, &job, spec, sink = std::move(sink)]() mutable { return Start(job, spec, std::move(sink)); });
+  }
 };
 
 // shell: and run: jobs as child processes (jobs::StartProcess); plugin: jobs in a

@@ -83,6 +83,12 @@ std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
 }
 
+// How long before its instant a claim was made (0: at or after T).
+milliseconds LeadOf(const lock::ClaimRequest& req) {
+  const milliseconds ahead = WallTime(std::chrono::seconds(req.tick_unix)) - req.node_wall;
+  return std::max(milliseconds(0), ahead);
+}
+
 }  // namespace
 
 std::string NewOwnerToken() {
@@ -306,6 +312,8 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
         now_it->second->config_hash == next_it->second->config_hash) {
       kept_queue.push(e);  // unchanged: keeps the ticks it already waits for
       kept.insert(e.job);
+    } else if (e.at_instant && next_it != next_jobs.end()) {
+      kept_queue.push(e);  // a tick of the old schedule already due: claimed at T as planned
     }
   }
   jobs_ = std::move(next_jobs);
@@ -315,8 +323,13 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
   job_set.reserve(jobs_.size());
   for (const auto& [name, job] : jobs_) {
     job_set.push_back(job);
-    if (!kept.contains(name)) PushNext(*job, now_s);
+    if (kept.contains(name)) continue;
+    // Past the ticks already claimed ahead of their instant: those run under the
+    // definition they were claimed with, like runs already going.
+    const auto ahead = claimed_through_.find(name);
+    PushNext(*job, ahead != claimed_through_.end() ? std::max(now_s, ahead->second) : now_s);
   }
+  std::erase_if(claimed_through_, [&](const auto& kv) { return !jobs_.contains(kv.first); });
   std::lock_guard lock(mu_);
   job_set_ = std::move(job_set);
 }
@@ -334,12 +347,26 @@ void Scheduler::ProcessDue(std::int64_t now_ms) {
     auto it = jobs_.find(e.job);
     if (it == jobs_.end()) continue;
     const ScheduledJob& job = *it->second;
-    if (e.kind == EntryKind::kTick) {
+    if (e.kind == EntryKind::kTick && e.at_instant) {
+      // Its following tick was pushed when it came up ahead of its instant.
+      if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
+        lock::ClaimRequest req;
+        req.job = job.job.name;
+        req.tick_unix = e.tick;
+        req.node = options_.node;
+        req.config_hash = job.config_hash;
+        req.node_wall = clock_.Wall();
+        LogTick(req, "missed", {});
+        Observe(req, "missed", 0);
+        continue;
+      }
+    } else if (e.kind == EntryKind::kTick) {
       if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
         SkipMissed(job, e.tick, now_ms);  // pushes the first tick still startable
         continue;
       }
       PushNext(job, e.tick);
+      claimed_through_[e.job] = e.tick;
     }
     due.push_back(std::move(e));
   }
@@ -436,11 +463,19 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     req.recover = job->job.recover;
     req.config_hash = job->config_hash;
     req.node_wall = clock_.Wall();
+    // Claimed ahead of T: the store's lease counts from T (it gets lead + lease).
+    const milliseconds lead = LeadOf(req);
+    req.lease += lead;
     // forbid: a run of the job still going here is busy whatever the store says — a
     // store that lost its data (or a lease this replica just lost, its run still being
     // killed) would answer won and the two runs would overlap.
     if (req.forbid_overlap) {
       if (const auto running = LocalRunOf(req.job)) {
+        if (lead > milliseconds(0) && e.kind == EntryKind::kTick) {
+          // It may still end before T: ask at T, as without a lead.
+          queue_.push(Entry{e.tick * 1000, e.tick, e.job, EntryKind::kTick, true});
+          continue;
+        }
         LogTick(req, "busy",
                 {{"holder", options_.node}, {"holder_tick", FormatTick(*running)}});
         Observe(req, "busy", 0);
@@ -464,6 +499,7 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
   const SteadyTime claim_sent = clock_.Steady();
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (kinds[i] != EntryKind::kTick) continue;  // catch-ups and rechecks are late by design
+    if (LeadOf(reqs[i]) > milliseconds(0)) continue;  // the run's release is measured instead
     metrics().FireLateness(reqs[i].job,
                            reqs[i].node_wall - WallTime(std::chrono::seconds(reqs[i].tick_unix)));
   }
@@ -543,7 +579,9 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       } else {
         LogTick(req, "won", {{"fence", o.fence}});
       }
-      lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease};
+      const milliseconds lead = LeadOf(req);
+      // Renewals extend by lock.lease; the claim's own TTL was lead + lock.lease.
+      lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease - lead};
       if (active_runs() >= options_.max_concurrent_runs) {
         log_.Log(LogLevel::kWarn, "skip",
                  {{"job", req.job},
@@ -564,7 +602,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
         return;
       }
       if (!o.observed) Observe(req, "won", o.fence);
-      StartRun(job, std::move(held), claim_sent);
+      StartRun(job, std::move(held), claim_sent, lead);
       return;
     }
     case lock::ClaimStatus::kLost:
@@ -573,6 +611,12 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       if (job->job.recover && o.holder_running) ScheduleRecheck(*job, req.tick_unix);
       break;
     case lock::ClaimStatus::kBusy:
+      if (kind == EntryKind::kTick && LeadOf(req) > milliseconds(0)) {
+        // Claimed ahead of T while the earlier run still went: it may end before T.
+        // Asked again at T (the ledger's observation of this replica is replaced then).
+        queue_.push(Entry{req.tick_unix * 1000, req.tick_unix, req.job, EntryKind::kTick, true});
+        return;
+      }
       LogTick(req, "busy",
               {{"holder", o.holder_node}, {"holder_tick", FormatTick(o.holder_tick_unix)}});
       if (!o.observed) Observe(req, "busy", 0);
@@ -678,10 +722,11 @@ void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {
 }
 
 void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
-                         SteadyTime claim_sent) {
+                         SteadyTime claim_sent, milliseconds lead) {
+  WonTick won{job, std::move(held), claim_sent, options_.node, false, options_.metrics};
+  won.lead = lead;
   auto run = std::make_unique<RunSupervisor>(
-      clock_, backend_, runner_, log_,
-      WonTick{job, std::move(held), claim_sent, options_.node, false, options_.metrics},
+      clock_, backend_, runner_, log_, std::move(won),
       options_.max_real_wait, [this] {
         std::lock_guard lock(mu_);
         cv_.notify_all();

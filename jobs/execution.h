@@ -83,6 +83,35 @@ class Execution {
 //  - an Error only when the daemon lacks a resource (pipes, fds, processes).
 Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink);
 
+// A run made ready ahead of its instant (docs/design.md §1 "Early claims"): Release()
+// starts it. Destroying it unreleased starts nothing and leaves nothing behind (a
+// prepared child process is killed and reaped). Not thread-safe: one owner.
+class PreparedStart {
+ public:
+  virtual ~PreparedStart() = default;
+  // Starts the run, with the outcomes of StartProcess. Once only.
+  virtual Result<std::unique_ptr<Execution>> Release() = 0;
+};
+
+// Does everything StartProcess does before T and leaves only the exec for Release():
+// the program is looked up, the environment and the pipes are built, and a child is
+// cloned (sharing the daemon's memory, as the vfork-style clone does, so no page
+// tables are copied) that sets itself up (process group, stdio, parent-death signal,
+// workdir, descriptors) and then blocks on a pipe. Release() writes one byte to it
+// and waits until the child has exec'd (or failed to), as StartProcess waits for its
+// clone. The child is killed (SIGKILL) and reaped when the PreparedStart is destroyed
+// unreleased, and dies with the thread that prepared it (parent-death signal), so a
+// daemon that is killed leaves no launcher waiting. REQUIRES: the preparing thread
+// outlives the run (RunSupervisor's does) and calls Release itself.
+// Errors: as StartProcess (a program that cannot start gives a finished Execution
+// at Release, not an Error here).
+Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, OutputSink sink);
+
+// A PreparedStart that does nothing before Release and then calls `start` (runs that
+// cannot be made ready ahead: in-process plugins, test runners).
+std::unique_ptr<PreparedStart> StartOnRelease(
+    std::function<Result<std::unique_ptr<Execution>>()> start);
+
 // {"/bin/sh", "-c", cmd}: the argv of a `shell:` job.
 std::vector<std::string> ShellArgv(const std::string& cmd);
 
