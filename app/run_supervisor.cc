@@ -181,13 +181,15 @@ void RunSupervisor::Supervise(Outcome& out) {
                 {"stream", stream},
                 {"line", line}});
     };
-    // Claimed ahead of T: the process is made ready now and released at T.
+    // Claimed ahead of T: the process is made ready now and starts at T (a prepared
+    // process on its own timer; anything else when this thread releases it).
     std::unique_ptr<jobs::PreparedStart> prepared;
     if (attempt == 1 && tick_.lead > milliseconds(0)) {
-      Result<std::unique_ptr<jobs::PreparedStart>> p = runner_.Prepare(job, spec, sink);
+      const WallTime at{std::chrono::seconds(tick_.held.tick_unix)};
+      Result<std::unique_ptr<jobs::PreparedStart>> p = runner_.Prepare(job, spec, sink, at);
       if (p) prepared = std::move(*p);  // else: started at T the ordinary way
-      if (!WaitForInstant()) {
-        prepared.reset();  // kills the waiting child
+      if (!WaitForInstant(at + (prepared ? prepared->settle() : milliseconds(0)))) {
+        prepared.reset();  // kills the child (before T: the job never ran)
         std::lock_guard lock(mu_);
         out.outcome = terminate_reason_.value_or(jobs::RunOutcome::kKilled);
         out.error = "ended before its instant";
@@ -210,8 +212,10 @@ void RunSupervisor::Supervise(Outcome& out) {
     Result<std::unique_ptr<jobs::Execution>> started =
         prepared ? prepared->Release() : runner_.Start(job, spec, std::move(sink));
     if (prepared && tick_.metrics) {
-      tick_.metrics->FireLateness(job.name,
-                                  clock_.Wall() - WallTime(std::chrono::seconds(tick_.held.tick_unix)));
+      const auto tick_at = std::chrono::system_clock::time_point(std::chrono::seconds(tick_.held.tick_unix));
+      const auto started_at = prepared->started().value_or(
+          std::chrono::system_clock::time_point(clock_.Wall().time_since_epoch()));
+      tick_.metrics->FireLateness(job.name, started_at - tick_at);
     }
     prepared.reset();
     if (!started) {
@@ -251,8 +255,7 @@ void RunSupervisor::Supervise(Outcome& out) {
   }
 }
 
-bool RunSupervisor::WaitForInstant() {
-  const WallTime at{std::chrono::seconds(tick_.held.tick_unix)};
+bool RunSupervisor::WaitForInstant(WallTime at) {
   while (clock_.Wall() < at) {
     if (clock_.Steady() >= next_renew_) Upkeep();  // only after a step back of the wall clock
     std::unique_lock lock(mu_);

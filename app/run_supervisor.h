@@ -91,10 +91,11 @@ class RunSupervisor {
   struct Outcome;
   void Main();
   void Supervise(Outcome& out);
-  // Early claims: waits until the wall clock reads T. False when the run was
-  // terminated meanwhile (shutdown). Renews only if the wait outlasts the steady T
-  // (the wall clock was set back), never before: a start must not wait on the store.
-  bool WaitForInstant();
+  // Early claims: waits until the wall clock reads `at` (T, or T + the prepared
+  // start's settle()). False when the run was terminated meanwhile (shutdown). Renews
+  // only if the wait outlasts the first renewal's time (the wall clock was set back),
+  // never before: a start must not wait on the store.
+  bool WaitForInstant(WallTime at);
   // Runs one attempt to its end, renewing the lease meanwhile.
   jobs::RunResult WaitRun(jobs::Execution& exec);
   // Waits until Steady() >= until (retry backoff) while renewing; false if it was cut

@@ -28,9 +28,13 @@ class ProcessRunner final : public Runner {
 
   Result<std::unique_ptr<jobs::PreparedStart>> Prepare(const config::Job& job,
                                                        const jobs::ProcessSpec& spec,
-                                                       jobs::OutputSink sink) override {
-    if (!job.plugin) return jobs::PrepareProcess(spec, std::move(sink));
-    return Runner::Prepare(job, spec, std::move(sink));  // plugins start at T
+                                                       jobs::OutputSink sink,
+                                                       WallTime start_at) override {
+    if (!job.plugin) {
+      return jobs::PrepareProcess(spec, std::move(sink),
+                                  std::chrono::system_clock::time_point(start_at.time_since_epoch()));
+    }
+    return Runner::Prepare(job, spec, std::move(sink), start_at);  // plugins start at T
   }
 
  private:

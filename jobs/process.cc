@@ -68,6 +68,10 @@ constexpr milliseconds kExitPollInterval{20};  // waitid polling when pidfd_open
 constexpr milliseconds kLongestWait = std::chrono::hours(24 * 365 * 10);
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
 constexpr unsigned long kDefaultTimerSlackNs = 50'000;
+// How long after its instant a prepared process's supervisor looks at it (Release):
+// the processes of an instant start on their own timers, and the threads that
+// supervise them keep off the CPUs until those starts are done.
+constexpr milliseconds kSettleAfterStart{20};
 // The stack of a clone'd child, a few libc calls deep (ChildMain needs well under 4 KiB).
 constexpr std::size_t kChildStackBytes = 64 * 1024;
 
@@ -128,13 +132,17 @@ struct ChildSetup {
   int stdout_fd = -1;
   int stderr_fd = -1;
   const char* workdir = nullptr;  // nullptr: the daemon's
-  // A prepared child (PrepareProcess) waits to read its gate (an eventfd) before it
-  // execs; -1: it execs at once. status_fd is the write end of a pipe: the child
-  // writes one byte to it once it waits at the gate, and it closes when the child
-  // has exec'd (O_CLOEXEC) or exited.
-  int gate_fd = -1;
+  // A prepared child (PrepareProcess; status_fd >= 0) sleeps until the wall clock
+  // reads start_at before it execs; otherwise it execs at once. status_fd is the
+  // write end of a pipe: the child writes one byte to it once it is set up, and it
+  // closes when the child has exec'd (O_CLOEXEC) or exited.
   int status_fd = -1;
-  pid_t parent = 0;  // the daemon: a prepared child whose parent is gone exits
+  timespec start_at{};  // CLOCK_REALTIME
+  pid_t parent = 0;     // the daemon: a prepared child whose parent is gone exits
+  // Written by a prepared child just before its exec (the parent reads them once
+  // status_fd is at EOF): when the job started, on both clocks.
+  timespec started_wall{};
+  timespec started_steady{};
   // Written by the child when a step fails (it then exits 127); read by the parent
   // once the child has exec'd or exited (CLONE_VFORK waits for it; a prepared
   // child's parent reads status_fd to EOF).
@@ -170,27 +178,30 @@ int ChildMain(void* arg) {
   if (setup->workdir != nullptr && chdir(setup->workdir) != 0) ChildFails(setup);
   // No other descriptor goes to the job (libraries in the daemon may open fds
   // without O_CLOEXEC).
-  if (setup->gate_fd < 0) {
+  if (setup->status_fd < 0) {
     if (close_range(STDERR_FILENO + 1, ~0U, 0) != 0) ChildFails(setup);
   } else {
-    // Prepared: all but the gate and the status pipe (both O_CLOEXEC: the exec
-    // closes them), then wait for the release. The parent-death signal was set
-    // above; a parent already gone before it was set is seen here.
+    // Prepared: all but the status pipe (O_CLOEXEC: the exec closes it). The
+    // parent-death signal was set above; a parent already gone before it was set is
+    // seen here.
     if (getppid() != setup->parent) _exit(127);
-    const unsigned lo = static_cast<unsigned>(std::min(setup->gate_fd, setup->status_fd));
-    const unsigned hi = static_cast<unsigned>(std::max(setup->gate_fd, setup->status_fd));
-    if (lo > STDERR_FILENO + 1 && close_range(STDERR_FILENO + 1, lo - 1, 0) != 0) ChildFails(setup);
-    if (hi > lo + 1 && close_range(lo + 1, hi - 1, 0) != 0) ChildFails(setup);
-    if (close_range(hi + 1, ~0U, 0) != 0) ChildFails(setup);
-    // Ready: the parent-death signal is set (its parent thread waits for this byte,
-    // so it cannot have gone before), and only the exec is left.
+    const unsigned status = static_cast<unsigned>(setup->status_fd);
+    if (status > STDERR_FILENO + 1 && close_range(STDERR_FILENO + 1, status - 1, 0) != 0) {
+      ChildFails(setup);
+    }
+    if (close_range(status + 1, ~0U, 0) != 0) ChildFails(setup);
+    // Ready: its parent thread waits for this byte, so it cannot have gone before the
+    // parent-death signal was set; only the wait and the exec are left.
     const char ready = 'r';
     if (write(setup->status_fd, &ready, 1) != 1) ChildFails(setup);
-    std::uint64_t go = 0;
-    ssize_t n;
-    while ((n = read(setup->gate_fd, &go, sizeof go)) < 0 && errno == EINTR) {
+    // The start is this child's own absolute timer: at T nothing else has to run
+    // first (no thread of the daemon wakes to release it). An absolute CLOCK_REALTIME
+    // sleep follows a step of the wall clock. Signals are blocked; SIGKILL (a cancel)
+    // ends it.
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &setup->start_at, nullptr) == EINTR) {
     }
-    if (n != sizeof go) _exit(127);
+    clock_gettime(CLOCK_REALTIME, &setup->started_wall);
+    clock_gettime(CLOCK_MONOTONIC, &setup->started_steady);
   }
   // The daemon may run with a fine timer slack (exact wake-ups at T); its jobs get
   // the kernel's default.
@@ -660,37 +671,32 @@ Result<std::unique_ptr<Execution>> FromSpawn(SpawnPlan& plan, const Spawned& chi
       spec, std::move(sink), start));
 }
 
-// A child cloned ahead of T, blocked on its gate until Release().
+// A child cloned ahead of T, asleep until its start_at.
 class PreparedProcess final : public PreparedStart {
  public:
   PreparedProcess(std::unique_ptr<SpawnPlan> plan, std::unique_ptr<char[]> stack,
-                  ::tickd::jobs::Spawned child, Fd gate, Fd status, ProcessSpec spec,
-                  OutputSink sink)
+                  ::tickd::jobs::Spawned child, Fd status, ProcessSpec spec, OutputSink sink)
       : plan_(std::move(plan)),
         stack_(std::move(stack)),
         child_(child),
-        gate_(std::move(gate)),
         status_(std::move(status)),
         spec_(std::move(spec)),
         sink_(std::move(sink)) {}
 
   ~PreparedProcess() override {
     if (child_.pid < 0) return;  // released
-    // Never released: the child dies before its exec (SIGKILL cannot be blocked) and
-    // is reaped; only then is the memory it ran on freed.
+    // Never released: the child dies (SIGKILL cannot be blocked) — before its exec
+    // when this comes before start_at — and is reaped; only then is the memory it
+    // ran on freed.
     kill(child_.pid, SIGKILL);
     while (waitpid(child_.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     if (child_.pidfd >= 0) close(child_.pidfd);
   }
 
+  std::chrono::milliseconds settle() const override { return kSettleAfterStart; }
+
   Result<std::unique_ptr<Execution>> Release() override {
-    const SteadyClock::time_point start = SteadyClock::now();
-    const std::uint64_t go = 1;
-    ssize_t n;
-    while ((n = write(gate_.get(), &go, sizeof go)) < 0 && errno == EINTR) {
-    }
-    gate_.Reset();
     // EOF once the child has exec'd (the exec closed the O_CLOEXEC write end) or
     // exited: from then on it no longer runs on plan_ and stack_.
     char byte;
@@ -698,25 +704,38 @@ class PreparedProcess final : public PreparedStart {
     }
     status_.Reset();
     ::tickd::jobs::Spawned child = std::exchange(child_, ::tickd::jobs::Spawned{});
-    if (n != sizeof go && plan_->setup.error == 0) plan_->setup.error = errno;  // never released
-    if (plan_->setup.error != 0) {
+    const ChildSetup& setup = plan_->setup;
+    if (setup.error != 0) {
       if (child.pidfd >= 0) close(child.pidfd);
-      kill(child.pid, SIGKILL);  // a child that missed the byte is still waiting
       while (waitpid(child.pid, nullptr, 0) < 0 && errno == EINTR) {
       }
-      child = {-1, -1, plan_->setup.error};
+      child = {-1, -1, setup.error};
+    }
+    SteadyClock::time_point start = SteadyClock::now();
+    if (setup.started_steady.tv_sec != 0) {
+      start = SteadyClock::time_point(std::chrono::duration_cast<SteadyClock::duration>(
+          std::chrono::seconds(setup.started_steady.tv_sec) +
+          std::chrono::nanoseconds(setup.started_steady.tv_nsec)));
+      started_ = std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::seconds(setup.started_wall.tv_sec) +
+              std::chrono::nanoseconds(setup.started_wall.tv_nsec)));
     }
     return FromSpawn(*plan_, child, spec_, std::move(sink_), start);
+  }
+
+  std::optional<std::chrono::system_clock::time_point> started() const override {
+    return started_;
   }
 
  private:
   std::unique_ptr<SpawnPlan> plan_;
   std::unique_ptr<char[]> stack_;
   ::tickd::jobs::Spawned child_;  // pid -1 once released
-  Fd gate_;                       // an eventfd: writing 1 releases the child
   Fd status_;                     // read end: EOF when the child exec'd or exited
   const ProcessSpec spec_;
   OutputSink sink_;
+  std::optional<std::chrono::system_clock::time_point> started_;
 };
 
 }  // namespace
@@ -735,7 +754,8 @@ Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputS
   return FromSpawn(**plan, child, spec, std::move(sink), start);
 }
 
-Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, OutputSink sink) {
+Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, OutputSink sink,
+                                                      std::chrono::system_clock::time_point start_at) {
   std::unique_ptr<Execution> cannot_start;
   Result<std::unique_ptr<SpawnPlan>> plan = MakePlan(spec, cannot_start);
   if (!plan) return tl::unexpected(plan.error());
@@ -750,16 +770,17 @@ Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, O
   if (p.resolve_error != 0) {
     return finished(*FromSpawn(p, {-1, -1, p.resolve_error}, spec, std::move(sink), SteadyClock::now()));
   }
-  // An eventfd, not a pipe: writing it cannot raise SIGPIPE when the child is gone.
-  Fd gate(eventfd(0, EFD_CLOEXEC));
-  if (!gate.valid()) return MakeError("jobs: eventfd", ErrnoText(errno));
   int status[2];
   if (pipe2(status, O_CLOEXEC) != 0) return MakeError("jobs: status pipe", ErrnoText(errno));
   Fd status_read(status[0]);
   Fd status_write(status[1]);
   std::unique_ptr<char[]> stack(new (std::nothrow) char[kChildStackBytes]);
   if (!stack) return MakeError("jobs: start " + p.program, ErrnoText(ENOMEM));
-  p.setup.gate_fd = gate.get();
+  const auto since_epoch = start_at.time_since_epoch();
+  const auto whole = std::chrono::floor<std::chrono::seconds>(since_epoch);
+  p.setup.start_at.tv_sec = static_cast<time_t>(whole.count());
+  p.setup.start_at.tv_nsec = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - whole).count());
   p.setup.status_fd = status_write.get();
   p.setup.parent = getpid();
   const ::tickd::jobs::Spawned child = CloneChild(p.setup, stack.get(), 0);
@@ -770,13 +791,12 @@ Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, O
   status_write.Reset();
   p.out.write.Reset();
   p.err.write.Reset();
-  // Wait until it is ready (or failed: EOF, and setup.error says why at the release).
+  // Wait until it is set up (or failed: EOF, and setup.error says why at the release).
   char ready;
   while (read(status_read.get(), &ready, 1) < 0 && errno == EINTR) {
   }
   return std::unique_ptr<PreparedStart>(std::make_unique<PreparedProcess>(
-      std::move(*plan), std::move(stack), child, std::move(gate), std::move(status_read),
-      spec, std::move(sink)));
+      std::move(*plan), std::move(stack), child, std::move(status_read), spec, std::move(sink)));
 }
 
 }  // namespace tickd::jobs

@@ -411,31 +411,40 @@ TEST_CASE("a job dies with the thread that started it (its daemon)", "[jobs]") {
   ::unlink(pid_file.c_str());
 }
 
-std::unique_ptr<PreparedStart> Prepare(const ProcessSpec& spec, Collector& c) {
-  auto prepared = PrepareProcess(spec, c.Sink());
+// Prepared to start `in` from now (default: long after the test).
+std::unique_ptr<PreparedStart> Prepare(const ProcessSpec& spec, Collector& c,
+                                       std::chrono::milliseconds in = 60s) {
+  auto prepared = PrepareProcess(spec, c.Sink(), std::chrono::system_clock::now() + in);
   REQUIRE(prepared.has_value());
   return std::move(*prepared);
 }
 
-TEST_CASE("a prepared process runs only once released, with its environment", "[jobs]") {
+TEST_CASE("a prepared process starts at its instant, not before, with its environment", "[jobs]") {
   const std::string marker = "/tmp/tickd-prepared-" + std::to_string(getpid());
   ::unlink(marker.c_str());
   const int before = Children();
   Collector c;
   ProcessSpec spec = Shell("touch " + marker + "; echo \"fence=$TICKD_FENCE\"");
   spec.env["TICKD_FENCE"] = "42";
-  auto prepared = Prepare(spec, c);
+  const auto start_at = std::chrono::system_clock::now() + 300ms;
+  auto prepared = PrepareProcess(spec, c.Sink(), start_at);
+  REQUIRE(prepared.has_value());
   CHECK(Children() == before + 1);  // cloned and waiting
   std::this_thread::sleep_for(100ms);
-  CHECK(::access(marker.c_str(), F_OK) != 0);  // nothing ran before the release
-  auto started = prepared->Release();
+  CHECK(::access(marker.c_str(), F_OK) != 0);  // nothing ran before its instant
+  CHECK((*prepared)->settle() > 0ms);
+  auto started = (*prepared)->Release();  // waits for the start
+  CHECK(std::chrono::system_clock::now() >= start_at);
   REQUIRE(started.has_value());
+  REQUIRE((*prepared)->started().has_value());
+  CHECK(*(*prepared)->started() >= start_at);
+  CHECK(*(*prepared)->started() < start_at + 100ms);
   RunResult r = Wait(**started);
   CHECK(r.outcome == RunOutcome::kDone);
   CHECK(c.Stream("stdout") == std::vector<std::string>{"fence=42"});
   CHECK(::access(marker.c_str(), F_OK) == 0);
   started->reset();
-  prepared.reset();
+  prepared->reset();
   CHECK(Children() == before);
   ::unlink(marker.c_str());
 }
@@ -479,7 +488,7 @@ TEST_CASE("a prepared process that cannot start is a failed run at its release",
   Collector c;
   ProcessSpec missing;
   missing.argv = {"tickd-no-such-program-xyz"};
-  auto started = Prepare(missing, c)->Release();
+  auto started = Prepare(missing, c, 0ms)->Release();
   REQUIRE(started.has_value());
   RunResult r = Wait(**started);
   CHECK(r.outcome == RunOutcome::kFailed);
@@ -487,14 +496,14 @@ TEST_CASE("a prepared process that cannot start is a failed run at its release",
 
   ProcessSpec not_executable;
   not_executable.argv = {"/etc/hostname"};
-  started = Prepare(not_executable, c)->Release();
+  started = Prepare(not_executable, c, 0ms)->Release();
   REQUIRE(started.has_value());
   r = Wait(**started);
   CHECK(r.exit_code == 126);
 
   ProcessSpec bad_workdir = Shell("true");
   bad_workdir.workdir = "/nonexistent-tickd-dir";
-  started = Prepare(bad_workdir, c)->Release();
+  started = Prepare(bad_workdir, c, 0ms)->Release();
   REQUIRE(started.has_value());
   r = Wait(**started);
   CHECK(r.outcome == RunOutcome::kFailed);
