@@ -497,6 +497,7 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     kinds.push_back(e.kind);
   }
   const SteadyTime claim_sent = clock_.Steady();
+  instant_claims_ = reqs.size();
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (kinds[i] != EntryKind::kTick) continue;  // catch-ups and rechecks are late by design
     if (LeadOf(reqs[i]) > milliseconds(0)) continue;  // the run's release is measured instead
@@ -725,6 +726,7 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
                          SteadyTime claim_sent, milliseconds lead) {
   WonTick won{job, std::move(held), claim_sent, options_.node, false, options_.metrics};
   won.lead = lead;
+  won.instant_claims = instant_claims_;
   auto run = std::make_unique<RunSupervisor>(
       clock_, backend_, runner_, log_, std::move(won),
       options_.max_real_wait, [this] {

@@ -173,8 +173,11 @@ class Scheduler {
   // Per job, the latest tick the loop has taken up (claimed, early or not): a reload
   // schedules the job's changed definition from the tick after it.
   std::map<std::string, std::int64_t> claimed_through_;
-  // While ClaimGroup runs: where Observe puts the ledger writes it defers.
+  // While ClaimGroup runs: where Observe puts the ledger writes it defers, and how
+  // many ticks it claims (the runs it starts keep off the CPUs while the starts of
+  // the instant go on: WonTick::instant_claims).
   std::vector<lock::Observation>* observe_later_ = nullptr;
+  std::size_t instant_claims_ = 0;
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable cv_;

@@ -10,6 +10,8 @@
 #   BACKEND=sqlite (default: the embedded store) | redis (a redis-server started here on a
 #     free loopback port, AOF with fsync on every write, as tests/redis runs it)
 #   CLAIM_LEAD=200ms (default: the job file's default) sets lock.claim_lead (0s: claim at T)
+#   WARMUP=5 (s) before the measured window; LOG_LEVEL=warn for the replicas (info
+#     logs every claim: when each batch was answered relative to T)
 #   TICKD_WRAP prefixes each replica's command and the floor's (e.g. "chrt -f 10")
 # Target (issue #18): p99 <= 5 ms with 100 jobs on SQLite and STAMP=bare.
 set -euo pipefail
@@ -65,10 +67,10 @@ chmod 644 "$dir/jobs.yaml"
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for node in ${NODES:-node-a node-b node-c}; do
-  ${TICKD_WRAP:-} "$build/app/tickd" run -c "$dir/jobs.yaml" --node-id "$node" --log-level warn > "$dir/$node.log" 2>&1 &
+  ${TICKD_WRAP:-} "$build/app/tickd" run -c "$dir/jobs.yaml" --node-id "$node" --log-level "${LOG_LEVEL:-warn}" > "$dir/$node.log" 2>&1 &
   pids+=($!)
 done
-sleep 3   # let every replica start before the measured window
+sleep "${WARMUP:-5}"   # every replica started, its run threads made, before the window
 : > "$dir/lateness.txt"
 sleep "$seconds"
 kill -TERM "${pids[@]}"
