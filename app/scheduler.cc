@@ -5,7 +5,9 @@
  *
  *   1. applies a pending reload (the job set is swapped between turns, never in
  *      the middle of one) and joins the supervisors of finished runs;
- *   2. reads the wall clock and pops every entry with T <= now. An entry whose
+ *   2. reads the wall clock and pops every entry due (a tick is due claim_lead
+ *      before its T: docs/design.md §1 "Early claims"; the claim names T, the
+ *      store's lease counts from T, and the won run starts at T). An entry whose
  *      T + starting_deadline is already past (the daemon was paused, the machine
  *      slept, the wall clock stepped forward) is `missed` without a claim; after a
  *      long pause the misses are logged one by one up to a limit and then summed
@@ -18,8 +20,8 @@
  *      busy / missed / error are only logged (an error fails closed: nothing runs
  *      without `won`). Every outcome is recorded in the ledger, best effort, once
  *      the group's runs have started: a slow store must not hold a start up;
- *   4. sleeps until the next T. Ticks are wall instants but the sleep is on the
- *      monotonic clock, for (T − wall now); after waking the wall clock is read
+ *   4. sleeps until the next entry is due. Ticks are wall instants but the sleep
+ *      is on the monotonic clock, for (due − wall now); after waking the wall clock is read
  *      again, so an NTP step in either direction only moves when the loop looks
  *      next (a step back sleeps again, a step forward makes ticks due or missed).
  *

@@ -301,5 +301,23 @@ TEST_CASE("early claims: shutdown before T starts nothing and completes the clai
   CHECK(sim.Grep({" run ", "outcome=killed"}).size() == 1);
 }
 
+TEST_CASE("early claims: shutdown before T with a grace starts the claimed tick at T") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, true);
+  Scheduler& a = ClaimedBeforeT(sim);
+  std::thread stopping([&] { a.Shutdown(seconds(1)); });  // ends at T + 800 ms
+  sim.clock.Advance(milliseconds(100));
+  LetRunsLook();
+  CHECK(starts.walls().empty());
+  sim.clock.Advance(milliseconds(100));  // T: the tick is ours, nobody else runs it
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  CHECK(starts.walls()[0] == WallAt(kT0));
+  sim.clock.Advance(seconds(1));  // the grace ends (the lease has not): the run is killed
+  stopping.join();
+  const auto done = sim.backend.completions();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].second.outcome == "killed");
+}
+
 }  // namespace
 }  // namespace tickd::app::testing
