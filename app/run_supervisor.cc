@@ -16,6 +16,16 @@ namespace {
 // enough that a short backend hiccup does not cost the lease.
 milliseconds RenewRetryDelay(milliseconds lease) { return std::max(milliseconds(10), lease / 15); }
 
+// How long after T the supervisor of a run prepared ahead of T looks at it: at once
+// when its Release starts it; when it starts itself, once the starts of its instant
+// are likely done (its settle(), plus ~0.1 ms for each start of the instant: what an
+// exec costs on the 2-core benchmark VM, bench/README.md "The daemon"), so the
+// supervisors do not take the CPUs from the starts still going.
+milliseconds LookAfter(const jobs::PreparedStart* prepared, std::size_t instant_starts) {
+  if (prepared == nullptr || prepared->settle() == milliseconds(0)) return milliseconds(0);
+  return prepared->settle() + milliseconds(static_cast<std::int64_t>(instant_starts) / 10);
+}
+
 }  // namespace
 
 milliseconds LeaseValidity(milliseconds lease) { return lease - lease / 100 - milliseconds(2); }
@@ -135,8 +145,8 @@ void RunSupervisor::Main() {
 void RunSupervisor::Supervise(Outcome& out) {
   const config::Job& job = tick_.job->job;
   const milliseconds lease = tick_.held.lease;
-  valid_until_ = tick_.claim_sent + LeaseValidity(lease);
-  next_renew_ = tick_.claim_sent + lease / 3;
+  valid_until_ = tick_.claim_sent + LeaseValidity(tick_.lead + lease);
+  next_renew_ = tick_.claim_sent + tick_.lead + lease / 3;
 
   const int attempts = std::max(1, job.retries.attempts);
   for (int attempt = 1; attempt <= attempts; ++attempt) {
@@ -181,6 +191,22 @@ void RunSupervisor::Supervise(Outcome& out) {
                 {"stream", stream},
                 {"line", line}});
     };
+    // Claimed ahead of T: the process is made ready now and starts at T (a prepared
+    // process on its own timer; anything else when this thread releases it).
+    std::unique_ptr<jobs::PreparedStart> prepared;
+    if (attempt == 1 && tick_.lead > milliseconds(0)) {
+      // Its due instant: T, or later with jitter.
+      const WallTime at{milliseconds(tick_.job->DueMs(tick_.held.tick_unix))};
+      Result<std::unique_ptr<jobs::PreparedStart>> p = runner_.Prepare(job, spec, sink, at);
+      if (p) prepared = std::move(*p);  // else: started at T the ordinary way
+      if (!WaitForInstant(at + LookAfter(prepared.get(), tick_.instant_claims))) {
+        prepared.reset();  // kills the child (before T: the job never ran)
+        std::lock_guard lock(mu_);
+        out.outcome = terminate_reason_.value_or(jobs::RunOutcome::kKilled);
+        out.error = "ended before its instant";
+        break;
+      }
+    }
     // A claim can expire before its job starts (the daemon was paused, or the machine
     // starved this thread): starting then could run beside the replica that took the
     // tick over, whatever on_lease_lost says for a run already going. Only the clock
@@ -192,9 +218,18 @@ void RunSupervisor::Supervise(Outcome& out) {
     if (lease_lost_) {
       out.outcome = jobs::RunOutcome::kLeaseLost;
       out.error = "the lease ran out before the job started";
-      break;
+      break;  // `prepared` goes unreleased: its child is killed
     }
-    Result<std::unique_ptr<jobs::Execution>> started = runner_.Start(job, spec, std::move(sink));
+    Result<std::unique_ptr<jobs::Execution>> started =
+        prepared ? prepared->Release() : runner_.Start(job, spec, std::move(sink));
+    if (prepared && tick_.metrics) {
+      const auto tick_at =
+          std::chrono::system_clock::time_point(milliseconds(tick_.job->DueMs(tick_.held.tick_unix)));
+      const auto started_at = prepared->started().value_or(
+          std::chrono::system_clock::time_point(clock_.Wall().time_since_epoch()));
+      tick_.metrics->FireLateness(job.name, started_at - tick_at);
+    }
+    prepared.reset();
     if (!started) {
       out.outcome = jobs::RunOutcome::kFailed;
       out.error = started.error().ToString();
@@ -230,6 +265,17 @@ void RunSupervisor::Supervise(Outcome& out) {
       out.outcome != jobs::RunOutcome::kDone) {
     out.outcome = jobs::RunOutcome::kLeaseLost;
   }
+}
+
+bool RunSupervisor::WaitForInstant(WallTime at) {
+  while (clock_.Wall() < at) {
+    if (clock_.Steady() >= next_renew_) Upkeep();  // only after a step back of the wall clock
+    std::unique_lock lock(mu_);
+    if (terminate_reason_) return false;
+    clock_.WaitUntilWall(cv_, lock, at, RealWait(WatchdogDeadline()));
+  }
+  std::lock_guard lock(mu_);
+  return !terminate_reason_;
 }
 
 jobs::RunResult RunSupervisor::WaitRun(jobs::Execution& exec) {

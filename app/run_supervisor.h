@@ -42,6 +42,14 @@ struct WonTick {
   std::string node;
   bool manual = false;         // `tickd trigger`: the run line says manual=true
   Metrics* metrics = nullptr;  // run outcomes, lease losses, renewal errors; null: none
+  // Claimed this long before T (lock.claim_lead; 0: at or after T). The claim's lease
+  // was lead + held.lease from claim_sent, so it counts from T; the first attempt is
+  // made ready at once (Runner::Prepare) and released when the wall clock reads T.
+  std::chrono::milliseconds lead{0};
+  // How many ticks of the same instant this replica claimed with it (the other
+  // replicas claim them too, and each start costs the machine ~0.1 ms of CPU): a run
+  // that starts itself at T is looked at once those starts are likely done.
+  std::size_t instant_claims = 1;
 };
 
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
@@ -87,6 +95,11 @@ class RunSupervisor {
   struct Outcome;
   void Main();
   void Supervise(Outcome& out);
+  // Early claims: waits until the wall clock reads `at` (T, or T + the prepared
+  // start's settle()). False when the run was terminated meanwhile (shutdown). Renews
+  // only if the wait outlasts the first renewal's time (the wall clock was set back),
+  // never before: a start must not wait on the store.
+  bool WaitForInstant(WallTime at);
   // Runs one attempt to its end, renewing the lease meanwhile.
   jobs::RunResult WaitRun(jobs::Execution& exec);
   // Waits until Steady() >= until (retry backoff) while renewing; false if it was cut

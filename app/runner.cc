@@ -26,6 +26,17 @@ class ProcessRunner final : public Runner {
     return jobs::StartPluginProcess(plugin_host_, plugin, spec, std::move(sink));
   }
 
+  Result<std::unique_ptr<jobs::PreparedStart>> Prepare(const config::Job& job,
+                                                       const jobs::ProcessSpec& spec,
+                                                       jobs::OutputSink sink,
+                                                       WallTime start_at) override {
+    if (!job.plugin) {
+      return jobs::PrepareProcess(spec, std::move(sink),
+                                  std::chrono::system_clock::time_point(start_at.time_since_epoch()));
+    }
+    return Runner::Prepare(job, spec, std::move(sink), start_at);  // plugins start at T
+  }
+
  private:
   const std::string plugin_host_;
   jobs::PluginRegistry registry_;  // isolation: none — each library opened once

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "config/config.h"
 #include "jobs/execution.h"
@@ -22,6 +23,17 @@ class Runner {
   virtual Result<std::unique_ptr<jobs::Execution>> Start(const config::Job& job,
                                                          const jobs::ProcessSpec& spec,
                                                          jobs::OutputSink sink) = 0;
+  // Makes the first attempt ready to start when the wall clock reads `start_at`
+  // (jobs::PreparedStart). The default prepares nothing: Release calls Start.
+  // REQUIRES: `job` outlives the PreparedStart.
+  virtual Result<std::unique_ptr<jobs::PreparedStart>> Prepare(const config::Job& job,
+                                                               const jobs::ProcessSpec& spec,
+                                                               jobs::OutputSink sink,
+                                                               WallTime /*start_at*/) {
+    return jobs::StartOnRelease([this, &job, spec, sink = std::move(sink)]() mutable {
+      return Start(job, spec, std::move(sink));
+    });
+  }
 };
 
 // shell: and run: jobs as child processes (jobs::StartProcess); plugin: jobs in a

@@ -5,7 +5,9 @@
  *
  *   1. applies a pending reload (the job set is swapped between turns, never in
  *      the middle of one) and joins the supervisors of finished runs;
- *   2. reads the wall clock and pops every entry with T <= now. An entry whose
+ *   2. reads the wall clock and pops every entry due (a tick is due claim_lead
+ *      before its T: docs/design.md §1 "Early claims"; the claim names T, the
+ *      store's lease counts from T, and the won run starts at T). An entry whose
  *      T + starting_deadline is already past (the daemon was paused, the machine
  *      slept, the wall clock stepped forward) is `missed` without a claim; after a
  *      long pause the misses are logged one by one up to a limit and then summed
@@ -18,8 +20,8 @@
  *      busy / missed / error are only logged (an error fails closed: nothing runs
  *      without `won`). Every outcome is recorded in the ledger, best effort, once
  *      the group's runs have started: a slow store must not hold a start up;
- *   4. sleeps until the next T. Ticks are wall instants but the sleep is on the
- *      monotonic clock, for (T − wall now); after waking the wall clock is read
+ *   4. sleeps until the next entry is due. Ticks are wall instants but the sleep
+ *      is on the monotonic clock, for (due − wall now); after waking the wall clock is read
  *      again, so an NTP step in either direction only moves when the loop looks
  *      next (a step back sleeps again, a step forward makes ticks due or missed).
  *
@@ -81,6 +83,13 @@ std::int64_t WallMs(const Clock& clock) { return clock.Wall().time_since_epoch()
 
 std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
+}
+
+// How long before its due instant (wall ms: T, or later with jitter) a claim was
+// made (0: at or after it).
+milliseconds LeadOf(std::int64_t due_ms, const lock::ClaimRequest& req) {
+  const milliseconds ahead = WallTime(milliseconds(due_ms)) - req.node_wall;
+  return std::max(milliseconds(0), ahead);
 }
 
 }  // namespace
@@ -359,6 +368,8 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
         now_it->second->config_hash == next_it->second->config_hash) {
       kept_queue.push(e);  // unchanged: keeps the ticks it already waits for
       kept.insert(e.job);
+    } else if (e.at_instant && next_it != next_jobs.end()) {
+      kept_queue.push(e);  // a tick of the old schedule already due: claimed at T as planned
     } else if (e.kind == EntryKind::kTick && e.tick * 1000 <= now_ms) {
       arrived[e.job] = e.tick;
     }
@@ -379,8 +390,12 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
       queue_.push(TickEntry(*job, a->second));
       continue;
     }
-    PushNext(*job, now_s);
+    // Past the ticks already claimed ahead of their instant: those run under the
+    // definition they were claimed with, like runs already going.
+    const auto ahead = claimed_through_.find(name);
+    PushNext(*job, ahead != claimed_through_.end() ? std::max(now_s, ahead->second) : now_s);
   }
+  std::erase_if(claimed_through_, [&](const auto& kv) { return !jobs_.contains(kv.first); });
   std::lock_guard lock(mu_);
   job_set_ = std::move(job_set);
 }
@@ -398,12 +413,26 @@ void Scheduler::ProcessDue(std::int64_t now_ms) {
     auto it = jobs_.find(e.job);
     if (it == jobs_.end()) continue;
     const ScheduledJob& job = *it->second;
-    if (e.kind == EntryKind::kTick) {
+    if (e.kind == EntryKind::kTick && e.at_instant) {
+      // Its following tick was pushed when it came up ahead of its instant.
+      if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
+        lock::ClaimRequest req;
+        req.job = job.job.name;
+        req.tick_unix = e.tick;
+        req.node = options_.node;
+        req.config_hash = job.config_hash;
+        req.node_wall = clock_.Wall();
+        LogTick(job, req, "missed", {});
+        Observe(req, "missed", 0);
+        continue;
+      }
+    } else if (e.kind == EntryKind::kTick) {
       if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
         SkipMissed(job, e.tick, now_ms);  // pushes the first tick still startable
         continue;
       }
       PushNext(job, e.tick);
+      claimed_through_[e.job] = e.tick;
     }
     due.push_back(std::move(e));
   }
@@ -512,11 +541,20 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
       Observe(req, "skipped", 0);
       continue;
     }
+    // Claimed ahead of its due instant: the store's lease counts from that instant (it
+    // gets lead + lease).
+    const milliseconds lead = LeadOf(job->DueMs(req.tick_unix), req);
+    req.lease += lead;
     // forbid: a run of the job still going here is busy whatever the store says — a
     // store that lost its data (or a lease this replica just lost, its run still being
     // killed) would answer won and the two runs would overlap.
     if (req.forbid_overlap) {
       if (const auto running = LocalRunOf(req.job)) {
+        if (lead > milliseconds(0) && e.kind == EntryKind::kTick) {
+          // It may still end before its instant: ask then, as without a lead.
+          queue_.push(Entry{job->DueMs(e.tick), e.tick, e.job, EntryKind::kTick, true});
+          continue;
+        }
         LogTick(*job, req, "busy",
                 {{"holder", options_.node}, {"holder_tick", FormatTick(*running)}});
         Observe(req, "busy", 0);
@@ -538,9 +576,12 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     kinds.push_back(e.kind);
   }
   const SteadyTime claim_sent = clock_.Steady();
+  instant_claims_ = reqs.size();
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (kinds[i] != EntryKind::kTick) continue;  // catch-ups and rechecks are late by design
-    // Measured from the due instant: a jittered run is not late for its jitter.
+    // Measured from the due instant: a jittered run is not late for its jitter. An
+    // early claim's run is measured at its release instead (RunSupervisor).
+    if (LeadOf(jobs[i]->DueMs(reqs[i].tick_unix), reqs[i]) > milliseconds(0)) continue;
     metrics().FireLateness(reqs[i].job,
                            reqs[i].node_wall - WallTime(milliseconds(jobs[i]->DueMs(reqs[i].tick_unix))));
   }
@@ -620,7 +661,9 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       } else {
         LogTick(*job, req, "won", {{"fence", o.fence}});
       }
-      lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease};
+      const milliseconds lead = LeadOf(job->DueMs(req.tick_unix), req);
+      // Renewals extend by lock.lease; the claim's own TTL was lead + lock.lease.
+      lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease - lead};
       if (active_runs() >= options_.max_concurrent_runs) {
         log_.Log(LogLevel::kWarn, "skip",
                  {{"job", req.job},
@@ -641,7 +684,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
         return;
       }
       if (!o.observed) Observe(req, "won", o.fence);
-      StartRun(job, std::move(held), claim_sent);
+      StartRun(job, std::move(held), claim_sent, lead);
       return;
     }
     case lock::ClaimStatus::kLost:
@@ -650,6 +693,14 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       if (job->job.recover && o.holder_running) ScheduleRecheck(*job, req.tick_unix);
       break;
     case lock::ClaimStatus::kBusy:
+      if (kind == EntryKind::kTick && LeadOf(job->DueMs(req.tick_unix), req) > milliseconds(0)) {
+        // Claimed ahead of its instant while the earlier run still went: it may end
+        // before then. Asked again at the instant (the ledger's observation of this
+        // replica is replaced then).
+        queue_.push(
+            Entry{job->DueMs(req.tick_unix), req.tick_unix, req.job, EntryKind::kTick, true});
+        return;
+      }
       LogTick(*job, req, "busy",
               {{"holder", o.holder_node}, {"holder_tick", FormatTick(o.holder_tick_unix)}});
       if (!o.observed) Observe(req, "busy", 0);
@@ -755,10 +806,12 @@ void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {
 }
 
 void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
-                         SteadyTime claim_sent) {
+                         SteadyTime claim_sent, milliseconds lead) {
+  WonTick won{job, std::move(held), claim_sent, options_.node, false, options_.metrics};
+  won.lead = lead;
+  won.instant_claims = instant_claims_;
   auto run = std::make_unique<RunSupervisor>(
-      clock_, backend_, runner_, log_,
-      WonTick{job, std::move(held), claim_sent, options_.node, false, options_.metrics},
+      clock_, backend_, runner_, log_, std::move(won),
       options_.max_real_wait, [this] {
         std::lock_guard lock(mu_);
         cv_.notify_all();

@@ -31,7 +31,11 @@ namespace tickd::app {
 
 struct SchedulerOptions {
   std::string node;                         // this replica's node id
-  std::chrono::milliseconds lease{15'000};  // lock.lease: TTL of every claim
+  std::chrono::milliseconds lease{15'000};  // lock.lease: TTL of every claim, counted from T
+  // lock.claim_lead: the ticks of an instant are claimed this long before it, and a
+  // won tick's process is made ready then and released at T (docs/design.md §1
+  // "Early claims"). 0: claimed at T. REQUIRES: below 1 s.
+  std::chrono::milliseconds claim_lead{0};
   int max_concurrent_runs = 64;             // won ticks beyond it are skipped, never delayed
   std::size_t missed_log_limit = 10;        // per job per wake-up; the rest is one summary
   std::chrono::milliseconds retention{7LL * 24 * 3'600'000};  // lock.retention: older ticks
@@ -99,13 +103,17 @@ class Scheduler {
     std::int64_t tick = 0;
     std::string job;
     EntryKind kind = EntryKind::kTick;
+    // kTick: claimed at T, not claim_lead before it (an early claim found the job's
+    // previous run still going: it is asked again when it would have been without a lead).
+    bool at_instant = false;
     bool operator>(const Entry& o) const { return due_ms > o.due_ms; }
   };
-  // Tick `tick` of `job`, acted on when it is due (ScheduledJob::DueMs: T, or later
-  // with jitter).
-  static Entry TickEntry(const ScheduledJob& job, std::int64_t tick,
-                         EntryKind kind = EntryKind::kTick) {
-    return Entry{job.DueMs(tick), tick, job.job.name, kind};
+  // Tick `tick` of `job`: a kTick is acted on claim_lead before it is due (its due
+  // instant, ScheduledJob::DueMs: T, or later with jitter), the others when due.
+  Entry TickEntry(const ScheduledJob& job, std::int64_t tick,
+                  EntryKind kind = EntryKind::kTick) const {
+    const std::int64_t lead_ms = kind == EntryKind::kTick ? options_.claim_lead.count() : 0;
+    return Entry{job.DueMs(tick) - lead_ms, tick, job.job.name, kind};
   }
   using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
 
@@ -123,8 +131,10 @@ class Scheduler {
   // recover: true: claims `tick` again in lease/2 (HandleOutcome decides whether to
   // go on: while the backend says it still runs).
   void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);
+  // `lead`: how long before T the claim was sent (0: at or after T); the run is
+  // released at T.
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
-                SteadyTime claim_sent);
+                SteadyTime claim_sent, std::chrono::milliseconds lead);
   Metrics& metrics() const { return options_.metrics ? *options_.metrics : NullMetrics(); }
   // The job's `tick` line (docs/design.md §6); `due=` when the job has jitter.
   void LogTick(const ScheduledJob& job, const lock::ClaimRequest& req, std::string_view outcome,
@@ -175,8 +185,14 @@ class Scheduler {
   std::vector<lock::Pause> pauses_;          // as last read (RefreshPauses)
   std::set<std::string> paused_jobs_;         // of jobs_, those paused at the last read
   bool pauses_unreadable_ = false;            // the last read failed (logged once)
-  // While ClaimGroup runs: where Observe puts the ledger writes it defers.
+  // Per job, the latest tick the loop has taken up (claimed, early or not): a reload
+  // schedules the job's changed definition from the tick after it.
+  std::map<std::string, std::int64_t> claimed_through_;
+  // While ClaimGroup runs: where Observe puts the ledger writes it defers, and how
+  // many ticks it claims (the runs it starts keep off the CPUs while the starts of
+  // the instant go on: WonTick::instant_claims).
   std::vector<lock::Observation>* observe_later_ = nullptr;
+  std::size_t instant_claims_ = 0;
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable cv_;

@@ -1,5 +1,7 @@
 #include "base/clock.h"
 
+#include <algorithm>
+
 namespace tickd {
 
 using std::chrono::milliseconds;
@@ -24,6 +26,14 @@ void RealClock::Wake() {
     woken_ = true;
   }
   cv_.notify_all();
+}
+
+void RealClock::WaitUntilWall(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                              WallTime t, milliseconds max_wait) {
+  // A system_clock deadline makes libstdc++ wait with pthread_cond_clockwait on
+  // CLOCK_REALTIME: one absolute timer, exact to the thread's timer slack.
+  const auto at = std::chrono::system_clock::time_point(t.time_since_epoch());
+  cv.wait_until(lock, std::min(at, std::chrono::system_clock::now() + max_wait));
 }
 
 FakeClock::FakeClock(WallTime start) : wall_(start), steady_(SteadyTime(milliseconds(1'000'000))) {}
@@ -70,6 +80,12 @@ void FakeClock::StepWall(milliseconds by) {
     wall_ += by;
   }
   cv_.notify_all();
+}
+
+void FakeClock::WaitUntilWall(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                              WallTime t, milliseconds max_wait) {
+  if (Wall() >= t) return;
+  cv.wait_for(lock, max_wait);
 }
 
 int FakeClock::sleepers() const {

@@ -26,6 +26,13 @@ class Clock {
   virtual void SleepUntil(SteadyTime deadline) = 0;
   // Ends the current and the next SleepUntil early (used for reload/shutdown).
   virtual void Wake() = 0;
+  // Blocks on `cv` until Wall() >= t, a notify of `cv`, or `max_wait` of real time;
+  // spurious early returns are allowed. REQUIRES: `lock` holds `cv`'s mutex. The
+  // RealClock waits on the wall clock itself (an absolute CLOCK_REALTIME timeout:
+  // no rounding to ms, no drift from a relative wait, and a step of the clock moves
+  // it); a FakeClock cannot wake anyone's `cv` when it moves, so it waits max_wait.
+  virtual void WaitUntilWall(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                             WallTime t, std::chrono::milliseconds max_wait) = 0;
 };
 
 // The real clocks: system_clock and steady_clock.
@@ -35,6 +42,8 @@ class RealClock final : public Clock {
   SteadyTime Steady() const override;
   void SleepUntil(SteadyTime deadline) override;
   void Wake() override;
+  void WaitUntilWall(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, WallTime t,
+                     std::chrono::milliseconds max_wait) override;
 
  private:
   std::mutex mu_;
@@ -52,6 +61,8 @@ class FakeClock final : public Clock {
   SteadyTime Steady() const override;
   void SleepUntil(SteadyTime deadline) override;
   void Wake() override;
+  void WaitUntilWall(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, WallTime t,
+                     std::chrono::milliseconds max_wait) override;
 
   void Advance(std::chrono::milliseconds by);
   void StepWall(std::chrono::milliseconds by);  // a wall-clock step (NTP), steady unchanged

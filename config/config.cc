@@ -51,7 +51,8 @@ constexpr std::string_view kTopKeys[] = {"version",  "node", "lock",
 constexpr std::string_view kNodeKeys[] = {"id", "clock_skew_warning"};
 constexpr std::string_view kLockKeys[] = {"backend",       "url",          "lease",
                                           "username",      "password_file", "password_env",
-                                          "tls",           "op_timeout",    "retention"};
+                                          "tls",           "op_timeout",    "retention",
+                                          "claim_lead"};
 constexpr std::string_view kTlsKeys[] = {"ca_file", "cert_file", "key_file"};
 // The backends that talk to a server, and so may authenticate; of these, the ones
 // whose client library speaks TLS (Debian's hiredis and ZooKeeper C client do not).
@@ -527,6 +528,7 @@ void Loader::Load(const YAML::Node& root, Config& config) {
 void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_mark,
                       LockSettings& lock) {
   const Entry* url_entry = nullptr;
+  const Entry* claim_lead_entry = nullptr;
   bool backend_set = false;
   bool backend_ok = true;
   for (const Entry& e : entries) {
@@ -555,6 +557,11 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
       if (auto d = Duration(e, false)) lock.lease = *d;
     } else if (e.key == "op_timeout") {
       if (auto d = Duration(e, false)) lock.op_timeout = *d;
+    } else if (e.key == "claim_lead") {
+      if (auto d = Duration(e, true)) {
+        lock.claim_lead = *d;
+        claim_lead_entry = &e;
+      }
     } else if (e.key == "retention") {
       if (auto d = Duration(e, false)) lock.retention = *d;
     } else if (e.key == "username") {
@@ -591,6 +598,11 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
         }
       }
     }
+  }
+  // Below 1 s: the ticks of a job are at least a second apart, so the early claim of
+  // one tick never comes before the previous tick's instant.
+  if (claim_lead_entry != nullptr && lock.claim_lead >= milliseconds(1'000)) {
+    Fail(claim_lead_entry->mark, "lock.claim_lead: must be shorter than 1s");
   }
   if (!backend_ok) return;
 

@@ -84,6 +84,9 @@ struct LockSettings {
   std::string password_env;          // name of an environment variable holding the password
   lock::TlsFiles tls;                // lock.tls: {ca_file, cert_file, key_file} (etcd, postgres)
   milliseconds lease{15'000};        // renewed every lease/3 while a job runs
+  // How long before T the ticks of an instant are claimed and their processes made
+  // ready (docs/design.md §1 "Early claims"); 0: at T. Below 1 s.
+  milliseconds claim_lead{200};
   milliseconds op_timeout{2'000};    // every backend call answers within this
   milliseconds retention{7LL * 24 * 3'600'000};  // how long finished ticks are remembered
 };

@@ -16,6 +16,16 @@ class FinishedExecutionImpl final : public Execution {
   const RunResult result_;
 };
 
+class StartOnReleaseImpl final : public PreparedStart {
+ public:
+  explicit StartOnReleaseImpl(std::function<Result<std::unique_ptr<Execution>>()> start)
+      : start_(std::move(start)) {}
+  Result<std::unique_ptr<Execution>> Release() override { return start_(); }
+
+ private:
+  std::function<Result<std::unique_ptr<Execution>>()> start_;
+};
+
 }  // namespace
 
 std::string_view RunOutcomeName(RunOutcome o) {
@@ -38,6 +48,11 @@ std::vector<std::string> ShellArgv(const std::string& cmd) { return {"/bin/sh", 
 
 std::unique_ptr<Execution> FinishedExecution(RunResult result) {
   return std::make_unique<FinishedExecutionImpl>(std::move(result));
+}
+
+std::unique_ptr<PreparedStart> StartOnRelease(
+    std::function<Result<std::unique_ptr<Execution>>()> start) {
+  return std::make_unique<StartOnReleaseImpl>(std::move(start));
 }
 
 }  // namespace tickd::jobs

@@ -83,6 +83,47 @@ class Execution {
 //  - an Error only when the daemon lacks a resource (pipes, fds, processes).
 Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink);
 
+// A run made ready ahead of its instant (docs/design.md §1 "Early claims"). Destroying
+// it unreleased leaves nothing behind (a prepared child process is killed and
+// reaped; before its instant, the job never ran). Not thread-safe: one owner.
+class PreparedStart {
+ public:
+  virtual ~PreparedStart() = default;
+  // The run: with the outcomes of StartProcess. Once only, at its instant + settle()
+  // or later (sooner, it waits for the instant).
+  virtual Result<std::unique_ptr<Execution>> Release() = 0;
+  // How long after the instant Release is best called: 0 when Release is what starts
+  // the run; for a process that starts itself at its instant, long enough for the
+  // other starts of that instant to be done.
+  virtual milliseconds settle() const { return milliseconds(0); }
+  // After Release: when the job started by the job's own clock reading (a prepared
+  // process: just before its exec); nullopt when it is not known.
+  virtual std::optional<std::chrono::system_clock::time_point> started() const {
+    return std::nullopt;
+  }
+};
+
+// Does everything StartProcess does before `start_at`, and leaves only the exec for
+// it: the program is looked up, the environment and the pipes are built, and a child
+// is cloned (sharing the daemon's memory, as the vfork-style clone does, so no page
+// tables are copied) that sets itself up (process group, stdio, parent-death signal,
+// workdir, descriptors), then sleeps on an absolute CLOCK_REALTIME timer until
+// start_at and execs: at the instant, no thread of the daemon has to run first.
+// Release() waits until the child has exec'd (or failed to) and returns the
+// Execution. The child is killed (SIGKILL) and reaped when the PreparedStart is
+// destroyed unreleased, and dies with the thread that prepared it (parent-death
+// signal), so a daemon that is killed leaves no child waiting.
+// REQUIRES: the preparing thread outlives the run (RunSupervisor's does).
+// Errors: as StartProcess (a program that cannot start gives a finished Execution
+// at Release, not an Error here).
+Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, OutputSink sink,
+                                                      std::chrono::system_clock::time_point start_at);
+
+// A PreparedStart that does nothing before Release and then calls `start` (runs that
+// cannot be made ready ahead: in-process plugins, test runners).
+std::unique_ptr<PreparedStart> StartOnRelease(
+    std::function<Result<std::unique_ptr<Execution>>()> start);
+
 // {"/bin/sh", "-c", cmd}: the argv of a `shell:` job.
 std::vector<std::string> ShellArgv(const std::string& cmd);
 

@@ -48,6 +48,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -66,6 +67,13 @@ constexpr milliseconds kExitPollInterval{20};  // waitid polling when pidfd_open
 // Longer waits are clamped to this, so that now() + d cannot overflow.
 constexpr milliseconds kLongestWait = std::chrono::hours(24 * 365 * 10);
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
+constexpr unsigned long kDefaultTimerSlackNs = 50'000;
+// How long after its instant a prepared process's supervisor looks at it (Release):
+// the processes of an instant start on their own timers, and the threads that
+// supervise them keep off the CPUs until those starts are done.
+constexpr milliseconds kSettleAfterStart{20};
+// The stack of a clone'd child, a few libc calls deep (ChildMain needs well under 4 KiB).
+constexpr std::size_t kChildStackBytes = 64 * 1024;
 
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
@@ -124,8 +132,20 @@ struct ChildSetup {
   int stdout_fd = -1;
   int stderr_fd = -1;
   const char* workdir = nullptr;  // nullptr: the daemon's
+  // A prepared child (PrepareProcess; status_fd >= 0) sleeps until the wall clock
+  // reads start_at before it execs; otherwise it execs at once. status_fd is the
+  // write end of a pipe: the child writes one byte to it once it is set up, and it
+  // closes when the child has exec'd (O_CLOEXEC) or exited.
+  int status_fd = -1;
+  timespec start_at{};  // CLOCK_REALTIME
+  pid_t parent = 0;     // the daemon: a prepared child whose parent is gone exits
+  // Written by a prepared child just before its exec (the parent reads them once
+  // status_fd is at EOF): when the job started, on both clocks.
+  timespec started_wall{};
+  timespec started_steady{};
   // Written by the child when a step fails (it then exits 127); read by the parent
-  // once the child has exec'd or exited, which CLONE_VFORK waits for.
+  // once the child has exec'd or exited (CLONE_VFORK waits for it; a prepared
+  // child's parent reads status_fd to EOF).
   int error = 0;
 };
 
@@ -158,7 +178,34 @@ int ChildMain(void* arg) {
   if (setup->workdir != nullptr && chdir(setup->workdir) != 0) ChildFails(setup);
   // No other descriptor goes to the job (libraries in the daemon may open fds
   // without O_CLOEXEC).
-  if (close_range(STDERR_FILENO + 1, ~0U, 0) != 0) ChildFails(setup);
+  if (setup->status_fd < 0) {
+    if (close_range(STDERR_FILENO + 1, ~0U, 0) != 0) ChildFails(setup);
+  } else {
+    // Prepared: all but the status pipe (O_CLOEXEC: the exec closes it). The
+    // parent-death signal was set above; a parent already gone before it was set is
+    // seen here.
+    if (getppid() != setup->parent) _exit(127);
+    const unsigned status = static_cast<unsigned>(setup->status_fd);
+    if (status > STDERR_FILENO + 1 && close_range(STDERR_FILENO + 1, status - 1, 0) != 0) {
+      ChildFails(setup);
+    }
+    if (close_range(status + 1, ~0U, 0) != 0) ChildFails(setup);
+    // Ready: its parent thread waits for this byte, so it cannot have gone before the
+    // parent-death signal was set; only the wait and the exec are left.
+    const char ready = 'r';
+    if (write(setup->status_fd, &ready, 1) != 1) ChildFails(setup);
+    // The start is this child's own absolute timer: at T nothing else has to run
+    // first (no thread of the daemon wakes to release it). An absolute CLOCK_REALTIME
+    // sleep follows a step of the wall clock. Signals are blocked; SIGKILL (a cancel)
+    // ends it.
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &setup->start_at, nullptr) == EINTR) {
+    }
+    clock_gettime(CLOCK_REALTIME, &setup->started_wall);
+    clock_gettime(CLOCK_MONOTONIC, &setup->started_steady);
+  }
+  // The daemon may run with a fine timer slack (exact wake-ups at T); its jobs get
+  // the kernel's default.
+  prctl(PR_SET_TIMERSLACK, kDefaultTimerSlackNs);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -179,40 +226,47 @@ struct Spawned {
   int error = 0;
 };
 
-Spawned SpawnChild(ChildSetup& setup) {
-  // The child's stack: the child is done with it when clone returns (exec'd or
-  // exited), so each thread keeps one for all its spawns. Heap memory, not a mapping
-  // per spawn: unmapping changes the daemon's address space, which interrupts every
-  // other core running one of its threads to flush its TLB. 64 KiB: a few libc calls
-  // deep (ChildMain needs well under 4 KiB).
-  constexpr std::size_t kStackBytes = 64 * 1024;
-  thread_local std::unique_ptr<char[]> stack;
-  if (!stack) stack.reset(new (std::nothrow) char[kStackBytes]);
-  if (!stack) return {-1, -1, ENOMEM};
+// clone()s a child that runs ChildMain on `stack` (kChildStackBytes, which must stay
+// allocated until the child has exec'd or exited), sharing the daemon's memory;
+// `vfork` is CLONE_VFORK (wait for the exec) or 0 (a prepared child: the caller
+// learns of the exec through setup.status_fd). With CLONE_VFORK, a failed step is
+// reported (the child reaped); without it, only a failed clone.
+Spawned CloneChild(ChildSetup& setup, char* stack, int vfork) {
   // The stack grows down from its 16-byte-aligned top.
   void* const top = reinterpret_cast<void*>(
-      (reinterpret_cast<std::uintptr_t>(stack.get()) + kStackBytes) & ~std::uintptr_t{15});
+      (reinterpret_cast<std::uintptr_t>(stack) + kChildStackBytes) & ~std::uintptr_t{15});
   sigset_t all;
   sigset_t old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   int pidfd = -1;
-  pid_t pid = clone(ChildMain, top, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &setup, &pidfd);
+  pid_t pid = clone(ChildMain, top, CLONE_VM | vfork | CLONE_PIDFD | SIGCHLD, &setup, &pidfd);
   if (pid < 0 && errno == EINVAL) {  // a kernel that refuses the flag (older ones ignore it)
     pidfd = -1;
-    pid = clone(ChildMain, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);
+    pid = clone(ChildMain, top, CLONE_VM | vfork | SIGCHLD, &setup);
     if (pid > 0) pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   }
   const int clone_error = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) return {-1, -1, clone_error};
-  if (setup.error != 0) {
+  if (vfork != 0 && setup.error != 0) {
     if (pidfd >= 0) close(pidfd);
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     return {-1, -1, setup.error};
   }
   return {pid, pidfd, 0};
+}
+
+Spawned SpawnChild(ChildSetup& setup) {
+  // The child's stack: the child is done with it when clone returns (exec'd or
+  // exited), so each thread keeps one for all its spawns. Heap memory, not a mapping
+  // per spawn: unmapping changes the daemon's address space, which interrupts every
+  // other core running one of its threads to flush its TLB.
+  thread_local std::unique_ptr<char[]> stack;
+  if (!stack) stack.reset(new (std::nothrow) char[kChildStackBytes]);
+  if (!stack) return {-1, -1, ENOMEM};
+  return CloneChild(setup, stack.get(), CLONE_VFORK);
 }
 
 // Finds argv[0] in the daemon's PATH when it has no '/', as posix_spawnp would, so a
@@ -525,53 +579,85 @@ class ProcessExecution final : public Execution {
 
 }  // namespace
 
-Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink) {
-  if (spec.argv.empty()) return FinishedExecution(CannotStart("empty argv", std::nullopt));
-  const std::string& program = spec.argv[0];
+namespace {
+
+// Everything a spawn needs, built before it; the child runs on this memory
+// (CLONE_VM) until it has exec'd, so it does not move (held by unique_ptr).
+struct SpawnPlan {
+  std::string program;  // argv[0] as given, for messages
+  std::string workdir;
+  std::string resolved;
+  int resolve_error = 0;
+  std::vector<std::string> argv_strings;
+  std::vector<std::string> env_strings;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  Pipe out;
+  Pipe err;
+  Fd wake;
+  ChildSetup setup;
+};
+
+// The plan for `spec`; a finished Execution in `cannot_start` (and nullptr) when the
+// job cannot start at all (empty argv, bad workdir); an Error when the daemon lacks
+// pipes or fds.
+Result<std::unique_ptr<SpawnPlan>> MakePlan(const ProcessSpec& spec,
+                                            std::unique_ptr<Execution>& cannot_start) {
+  if (spec.argv.empty()) {
+    cannot_start = FinishedExecution(CannotStart("empty argv", std::nullopt));
+    return nullptr;
+  }
   if (!spec.workdir.empty()) {
     // Checked here because a failed chdir in the child reports the same ENOENT
     // as a missing program.
     struct stat st {};
     if (stat(spec.workdir.c_str(), &st) != 0) {
-      return FinishedExecution(
+      cannot_start = FinishedExecution(
           CannotStart("workdir " + spec.workdir + ": " + ErrnoText(errno), std::nullopt));
+      return nullptr;
     }
     if (!S_ISDIR(st.st_mode)) {
-      return FinishedExecution(
+      cannot_start = FinishedExecution(
           CannotStart("workdir " + spec.workdir + ": " + ErrnoText(ENOTDIR), std::nullopt));
+      return nullptr;
     }
   }
-
+  auto plan = std::make_unique<SpawnPlan>();
   auto out = MakePipe("stdout");
   if (!out) return tl::unexpected(out.error());
   auto err = MakePipe("stderr");
   if (!err) return tl::unexpected(err.error());
-  Fd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!wake.valid()) return MakeError("jobs: eventfd", ErrnoText(errno));
+  plan->out = std::move(*out);
+  plan->err = std::move(*err);
+  plan->wake = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!plan->wake.valid()) return MakeError("jobs: eventfd", ErrnoText(errno));
 
-  const SteadyClock::time_point start = SteadyClock::now();
+  plan->program = spec.argv[0];
+  plan->workdir = spec.workdir;
   // The daemon's PATH (not spec.env's) is searched when argv[0] has no '/'.
-  auto [resolved, resolve_error] = ResolveProgram(program);
-  std::vector<std::string> argv_strings = spec.argv;
-  std::vector<std::string> env_strings = BuildEnvironment(spec.env);
-  std::vector<char*> argv = CStrings(argv_strings);
-  std::vector<char*> envp = CStrings(env_strings);
+  std::tie(plan->resolved, plan->resolve_error) = ResolveProgram(plan->program);
+  plan->argv_strings = spec.argv;
+  plan->env_strings = BuildEnvironment(spec.env);
+  plan->argv = CStrings(plan->argv_strings);
+  plan->envp = CStrings(plan->env_strings);
 
-  ChildSetup setup;
-  setup.path = resolved.c_str();
-  setup.argv = argv.data();
-  setup.envp = envp.data();
-  setup.stdout_fd = out->write.get();
-  setup.stderr_fd = err->write.get();
-  setup.workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
-  Spawned child;
-  child.error = resolve_error;
-  if (child.error == 0) child = SpawnChild(setup);
+  ChildSetup& setup = plan->setup;
+  setup.path = plan->resolved.c_str();
+  setup.argv = plan->argv.data();
+  setup.envp = plan->envp.data();
+  setup.stdout_fd = plan->out.write.get();
+  setup.stderr_fd = plan->err.write.get();
+  setup.workdir = plan->workdir.empty() ? nullptr : plan->workdir.c_str();
+  return plan;
+}
+
+// The Execution of a spawn that ended with `child` (its error: the job did not start).
+Result<std::unique_ptr<Execution>> FromSpawn(SpawnPlan& plan, const Spawned& child,
+                                           const ProcessSpec& spec, OutputSink sink,
+                                           SteadyClock::time_point start) {
   const int rc = child.error;
-  out->write.Reset();  // the child holds its own copies; EOF comes when it (and its
-  err->write.Reset();  // descendants) close them
   if (rc != 0) {
-    std::string where = program + (spec.workdir.empty() ? "" : " (workdir " + spec.workdir + ")");
+    std::string where = plan.program + (plan.workdir.empty() ? "" : " (workdir " + plan.workdir + ")");
     if (IsResourceError(rc)) return MakeError("jobs: start " + where, ErrnoText(rc));
     // As a shell reports it: 127 not found, 126 found but not executable.
     const int exit_code = rc == ENOENT || rc == ENOTDIR ? 127 : 126;
@@ -579,11 +665,138 @@ Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputS
     r.duration = std::chrono::duration_cast<milliseconds>(SteadyClock::now() - start);
     return FinishedExecution(std::move(r));
   }
-
   // Invalid on kernels without pidfds (< 5.2): waitid polling instead.
   return std::unique_ptr<Execution>(std::make_unique<ProcessExecution>(
-      child.pid, std::move(*out), std::move(*err), Fd(child.pidfd), std::move(wake), spec,
-      std::move(sink), start));
+      child.pid, std::move(plan.out), std::move(plan.err), Fd(child.pidfd), std::move(plan.wake),
+      spec, std::move(sink), start));
+}
+
+// A child cloned ahead of T, asleep until its start_at.
+class PreparedProcess final : public PreparedStart {
+ public:
+  PreparedProcess(std::unique_ptr<SpawnPlan> plan, std::unique_ptr<char[]> stack,
+                  ::tickd::jobs::Spawned child, Fd status, ProcessSpec spec, OutputSink sink)
+      : plan_(std::move(plan)),
+        stack_(std::move(stack)),
+        child_(child),
+        status_(std::move(status)),
+        spec_(std::move(spec)),
+        sink_(std::move(sink)) {}
+
+  ~PreparedProcess() override {
+    if (child_.pid < 0) return;  // released
+    // Never released: the child dies (SIGKILL cannot be blocked) — before its exec
+    // when this comes before start_at — and is reaped; only then is the memory it
+    // ran on freed.
+    kill(child_.pid, SIGKILL);
+    while (waitpid(child_.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    if (child_.pidfd >= 0) close(child_.pidfd);
+  }
+
+  std::chrono::milliseconds settle() const override { return kSettleAfterStart; }
+
+  Result<std::unique_ptr<Execution>> Release() override {
+    // EOF once the child has exec'd (the exec closed the O_CLOEXEC write end) or
+    // exited: from then on it no longer runs on plan_ and stack_.
+    char byte;
+    while (read(status_.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+    status_.Reset();
+    ::tickd::jobs::Spawned child = std::exchange(child_, ::tickd::jobs::Spawned{});
+    const ChildSetup& setup = plan_->setup;
+    if (setup.error != 0) {
+      if (child.pidfd >= 0) close(child.pidfd);
+      while (waitpid(child.pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      child = {-1, -1, setup.error};
+    }
+    SteadyClock::time_point start = SteadyClock::now();
+    if (setup.started_steady.tv_sec != 0) {
+      start = SteadyClock::time_point(std::chrono::duration_cast<SteadyClock::duration>(
+          std::chrono::seconds(setup.started_steady.tv_sec) +
+          std::chrono::nanoseconds(setup.started_steady.tv_nsec)));
+      started_ = std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::seconds(setup.started_wall.tv_sec) +
+              std::chrono::nanoseconds(setup.started_wall.tv_nsec)));
+    }
+    return FromSpawn(*plan_, child, spec_, std::move(sink_), start);
+  }
+
+  std::optional<std::chrono::system_clock::time_point> started() const override {
+    return started_;
+  }
+
+ private:
+  std::unique_ptr<SpawnPlan> plan_;
+  std::unique_ptr<char[]> stack_;
+  ::tickd::jobs::Spawned child_;  // pid -1 once released
+  Fd status_;                     // read end: EOF when the child exec'd or exited
+  const ProcessSpec spec_;
+  OutputSink sink_;
+  std::optional<std::chrono::system_clock::time_point> started_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink) {
+  std::unique_ptr<Execution> cannot_start;
+  Result<std::unique_ptr<SpawnPlan>> plan = MakePlan(spec, cannot_start);
+  if (!plan) return tl::unexpected(plan.error());
+  if (!*plan) return cannot_start;
+  const SteadyClock::time_point start = SteadyClock::now();
+  ::tickd::jobs::Spawned child;
+  child.error = (*plan)->resolve_error;
+  if (child.error == 0) child = SpawnChild((*plan)->setup);
+  (*plan)->out.write.Reset();  // the child holds its own copies; EOF comes when it (and
+  (*plan)->err.write.Reset();  // its descendants) close them
+  return FromSpawn(**plan, child, spec, std::move(sink), start);
+}
+
+Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, OutputSink sink,
+                                                      std::chrono::system_clock::time_point start_at) {
+  std::unique_ptr<Execution> cannot_start;
+  Result<std::unique_ptr<SpawnPlan>> plan = MakePlan(spec, cannot_start);
+  if (!plan) return tl::unexpected(plan.error());
+  auto finished = [](std::unique_ptr<Execution> exec) {
+    auto shared = std::make_shared<std::unique_ptr<Execution>>(std::move(exec));
+    return StartOnRelease([shared]() -> Result<std::unique_ptr<Execution>> {
+      return std::move(*shared);
+    });
+  };
+  if (!*plan) return finished(std::move(cannot_start));
+  SpawnPlan& p = **plan;
+  if (p.resolve_error != 0) {
+    return finished(*FromSpawn(p, {-1, -1, p.resolve_error}, spec, std::move(sink), SteadyClock::now()));
+  }
+  int status[2];
+  if (pipe2(status, O_CLOEXEC) != 0) return MakeError("jobs: status pipe", ErrnoText(errno));
+  Fd status_read(status[0]);
+  Fd status_write(status[1]);
+  std::unique_ptr<char[]> stack(new (std::nothrow) char[kChildStackBytes]);
+  if (!stack) return MakeError("jobs: start " + p.program, ErrnoText(ENOMEM));
+  const auto since_epoch = start_at.time_since_epoch();
+  const auto whole = std::chrono::floor<std::chrono::seconds>(since_epoch);
+  p.setup.start_at.tv_sec = static_cast<time_t>(whole.count());
+  p.setup.start_at.tv_nsec = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - whole).count());
+  p.setup.status_fd = status_write.get();
+  p.setup.parent = getpid();
+  const ::tickd::jobs::Spawned child = CloneChild(p.setup, stack.get(), 0);
+  if (child.error != 0) {
+    return MakeError("jobs: start " + p.program, ErrnoText(child.error));
+  }
+  // The child holds its own copies of these.
+  status_write.Reset();
+  p.out.write.Reset();
+  p.err.write.Reset();
+  // Wait until it is set up (or failed: EOF, and setup.error says why at the release).
+  char ready;
+  while (read(status_read.get(), &ready, 1) < 0 && errno == EINTR) {
+  }
+  return std::unique_ptr<PreparedStart>(std::make_unique<PreparedProcess>(
+      std::move(*plan), std::move(stack), child, std::move(status_read), spec, std::move(sink)));
 }
 
 }  // namespace tickd::jobs

@@ -182,6 +182,17 @@ TEST_CASE("bad durations, numbers and versions", "[config][errors]") {
   CHECK(r.errors.size() == 6);
 }
 
+TEST_CASE("lock.claim_lead: 0s claims at T; 1s or more is an error at its place", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\nlock: {claim_lead: 1s}\njobs:\n  - name: a\n"
+                         "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK_ERROR(r, "FILE:2:20: lock.claim_lead: must be shorter than 1s");
+  CHECK(r.errors.size() == 1);
+  r = LoadText(dir, "version: 1\nlock: {claim_lead: 0s}\njobs:\n  - name: a\n"
+                    "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK(r.errors.empty());
+}
+
 TEST_CASE("an unset ${VAR} names the variable and the place", "[config][errors]") {
   ::unsetenv("TICKD_CFG_TEST_MISSING");
   TempDir dir;

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
@@ -106,9 +107,9 @@ bool GoneWithin(pid_t pid, std::chrono::milliseconds d) {
   return true;
 }
 
-// Children of this test process that are zombies (exited, never reaped).
-int ZombieChildren() {
-  int zombies = 0;
+// The states ('R', 'S', 'Z'…) of this test process's children.
+std::vector<char> ChildStates() {
+  std::vector<char> states;
   DIR* proc = opendir("/proc");
   REQUIRE(proc != nullptr);
   while (dirent* d = readdir(proc)) {
@@ -120,11 +121,20 @@ int ZombieChildren() {
     char state = 0;
     long ppid = 0;
     if (sscanf(content.c_str() + paren + 2, "%c %ld", &state, &ppid) != 2) continue;
-    if (ppid == getpid() && state == 'Z') ++zombies;
+    if (ppid == getpid()) states.push_back(state);
   }
   closedir(proc);
-  return zombies;
+  return states;
 }
+
+// Children of this test process that are zombies (exited, never reaped).
+int ZombieChildren() {
+  const std::vector<char> states = ChildStates();
+  return static_cast<int>(std::count(states.begin(), states.end(), 'Z'));
+}
+
+// Children of this test process (running or zombie).
+int Children() { return static_cast<int>(ChildStates().size()); }
 
 TEST_CASE("RunOutcomeName and ShellArgv", "[jobs]") {
   CHECK(RunOutcomeName(RunOutcome::kDone) == "done");
@@ -399,6 +409,106 @@ TEST_CASE("a job dies with the thread that started it (its daemon)", "[jobs]") {
   RunResult r = Wait(*leaked);
   CHECK(r.signal == SIGKILL);
   ::unlink(pid_file.c_str());
+}
+
+// Prepared to start `in` from now (default: long after the test).
+std::unique_ptr<PreparedStart> Prepare(const ProcessSpec& spec, Collector& c,
+                                       std::chrono::milliseconds in = 60s) {
+  auto prepared = PrepareProcess(spec, c.Sink(), std::chrono::system_clock::now() + in);
+  REQUIRE(prepared.has_value());
+  return std::move(*prepared);
+}
+
+TEST_CASE("a prepared process starts at its instant, not before, with its environment", "[jobs]") {
+  const std::string marker = "/tmp/tickd-prepared-" + std::to_string(getpid());
+  ::unlink(marker.c_str());
+  const int before = Children();
+  Collector c;
+  ProcessSpec spec = Shell("touch " + marker + "; echo \"fence=$TICKD_FENCE\"");
+  spec.env["TICKD_FENCE"] = "42";
+  const auto start_at = std::chrono::system_clock::now() + 300ms;
+  auto prepared = PrepareProcess(spec, c.Sink(), start_at);
+  REQUIRE(prepared.has_value());
+  CHECK(Children() == before + 1);  // cloned and waiting
+  std::this_thread::sleep_for(100ms);
+  CHECK(::access(marker.c_str(), F_OK) != 0);  // nothing ran before its instant
+  CHECK((*prepared)->settle() > 0ms);
+  auto started = (*prepared)->Release();  // waits for the start
+  CHECK(std::chrono::system_clock::now() >= start_at);
+  REQUIRE(started.has_value());
+  REQUIRE((*prepared)->started().has_value());
+  CHECK(*(*prepared)->started() >= start_at);
+  CHECK(*(*prepared)->started() < start_at + 100ms);
+  RunResult r = Wait(**started);
+  CHECK(r.outcome == RunOutcome::kDone);
+  CHECK(c.Stream("stdout") == std::vector<std::string>{"fence=42"});
+  CHECK(::access(marker.c_str(), F_OK) == 0);
+  started->reset();
+  prepared->reset();
+  CHECK(Children() == before);
+  ::unlink(marker.c_str());
+}
+
+TEST_CASE("an unreleased prepared process is killed and reaped: no launcher is left", "[jobs]") {
+  const std::string marker = "/tmp/tickd-unreleased-" + std::to_string(getpid());
+  ::unlink(marker.c_str());
+  const int before = Children();
+  Collector c;
+  for (int i = 0; i < 20; ++i) {
+    auto prepared = Prepare(Shell("touch " + marker), c);
+    CHECK(Children() == before + 1);
+  }
+  CHECK(Children() == before);
+  CHECK(ZombieChildren() == 0);
+  std::this_thread::sleep_for(50ms);
+  CHECK(::access(marker.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("a prepared process dies with the thread that prepared it (its daemon)", "[jobs]") {
+  const std::string marker = "/tmp/tickd-orphan-" + std::to_string(getpid());
+  ::unlink(marker.c_str());
+  const int zombies_before = ZombieChildren();
+  Collector c;
+  std::unique_ptr<PreparedStart> leaked;
+  std::thread daemon([&] { leaked = Prepare(Shell("touch " + marker), c); });
+  daemon.join();
+  // Killed by its parent-death signal: a zombie until the PreparedStart reaps it.
+  bool died = false;
+  for (int i = 0; i < 500 && !died; ++i) {
+    died = ZombieChildren() == zombies_before + 1;
+    if (!died) std::this_thread::sleep_for(10ms);
+  }
+  CHECK(died);
+  leaked.reset();
+  CHECK(ZombieChildren() == zombies_before);
+  CHECK(::access(marker.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("a prepared process that cannot start is a failed run at its release", "[jobs]") {
+  Collector c;
+  ProcessSpec missing;
+  missing.argv = {"tickd-no-such-program-xyz"};
+  auto started = Prepare(missing, c, 0ms)->Release();
+  REQUIRE(started.has_value());
+  RunResult r = Wait(**started);
+  CHECK(r.outcome == RunOutcome::kFailed);
+  CHECK(r.exit_code == 127);
+
+  ProcessSpec not_executable;
+  not_executable.argv = {"/etc/hostname"};
+  started = Prepare(not_executable, c, 0ms)->Release();
+  REQUIRE(started.has_value());
+  r = Wait(**started);
+  CHECK(r.exit_code == 126);
+
+  ProcessSpec bad_workdir = Shell("true");
+  bad_workdir.workdir = "/nonexistent-tickd-dir";
+  started = Prepare(bad_workdir, c, 0ms)->Release();
+  REQUIRE(started.has_value());
+  r = Wait(**started);
+  CHECK(r.outcome == RunOutcome::kFailed);
+  CHECK_FALSE(r.exit_code.has_value());
+  CHECK(ZombieChildren() == 0);
 }
 
 }  // namespace

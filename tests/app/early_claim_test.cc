@@ -1,0 +1,323 @@
+// Early claims (lock.claim_lead, docs/design.md §1 "Early claims") in simulated time:
+// ticks claimed ahead of T, runs released at T, and what happens in between — the
+// winner dying, a reload, a busy previous run or a manual claim, a clock step,
+// shutdown.
+#include <mutex>
+#include <vector>
+
+#include "app/scheduler.h"
+#include "tests/app/sim.h"
+
+namespace tickd::app::testing {
+namespace {
+
+constexpr milliseconds kLead{200};
+
+void EarlyClaims(SchedulerOptions& o) {
+  o.claim_lead = kLead;
+  o.lease = seconds(4);
+}
+
+// Records the simulated wall clock at each start of the Sim's runner; `hold`: the
+// runs go on until the test ends them. The record is shared with the runner's plan:
+// a run may start on its own thread while the test body ends.
+class StartTimes {
+ public:
+  StartTimes(Sim& sim, bool hold) : record_(std::make_shared<Record>()) {
+    sim.runner.plan = [record = record_, clock = &sim.clock, hold](const jobs::ProcessSpec& spec) {
+      std::lock_guard lock(record->mu);
+      record->walls.push_back(clock->Wall());
+      record->envs.push_back(spec.env);
+      return hold ? std::optional<int>() : std::optional<int>(0);
+    };
+  }
+  std::vector<WallTime> walls() {
+    std::lock_guard lock(record_->mu);
+    return record_->walls;
+  }
+  std::map<std::string, std::string> env(std::size_t i) {
+    std::lock_guard lock(record_->mu);
+    return record_->envs.at(i);
+  }
+
+ private:
+  struct Record {
+    std::mutex mu;
+    std::vector<WallTime> walls;
+    std::vector<std::map<std::string, std::string>> envs;
+  };
+  std::shared_ptr<Record> record_;
+};
+
+// Lets the run threads look at the clock for a while (real time): a start that
+// should not happen has had the chance to.
+void LetRunsLook() { std::this_thread::sleep_for(milliseconds(50)); }
+
+TEST_CASE("early claims: claimed claim_lead before T, the lease counts from T, the run starts at T") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, false);
+  Scheduler& a = sim.AddReplica("a", {EveryJob("j", 60)}, EarlyClaims);
+  sim.WaitQuiet();
+  REQUIRE(a.sleeping_until().has_value());
+  CHECK(*a.sleeping_until() == sim.clock.Steady() + milliseconds(800));  // T − lead
+  sim.Step(milliseconds(799));
+  sim.WaitQuiet();
+  CHECK(sim.backend.claims().empty());
+  sim.Step(milliseconds(1));  // T − 200 ms
+  sim.WaitQuiet(false);
+  const auto claims = sim.backend.claims();
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].tick_unix == kT0);
+  CHECK(claims[0].node_wall == WallAt(kT0, -200));
+  CHECK(claims[0].lease == seconds(4) + kLead);  // the store's TTL ends at T + lease
+  CHECK(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won", "fence=1"}).size() == 1);
+  const auto running = sim.store->ListRunning();
+  REQUIRE(running.has_value());
+  REQUIRE(running->size() == 1);
+  CHECK(running->front().lease_left == seconds(4) + kLead);
+
+  sim.Step(milliseconds(199), false);  // T − 1 ms
+  LetRunsLook();
+  CHECK(starts.walls().empty());  // no run before T
+  sim.Step(milliseconds(1), false);  // T
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  CHECK(starts.walls()[0] == WallAt(kT0));
+  CHECK(starts.env(0).at("TICKD_FENCE") == "1");
+  REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
+  const auto done = sim.backend.completions();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].second.outcome == "done");
+  CHECK(done[0].first.lease == seconds(4));  // renewals extend by lock.lease
+}
+
+TEST_CASE("early claims: renewals come lease/3 after T, not after the claim") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, true);
+  Scheduler& a = sim.AddReplica("a", {EveryJob("j", 60)}, [](SchedulerOptions& o) {
+    o.claim_lead = milliseconds(900);
+    o.lease = milliseconds(2'400);  // renew every 800 ms
+  });
+  sim.Step(milliseconds(100), false);  // T − 900 ms: claimed
+  sim.Step(milliseconds(900), false);  // T
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  sim.Step(milliseconds(799), false);  // T + 799 ms: 1,699 ms after the claim
+  LetRunsLook();
+  CHECK(sim.backend.renewals == 0);
+  sim.Step(milliseconds(1), false);  // T + lease/3
+  REQUIRE(Eventually([&] { return sim.backend.renewals == 1; }));
+  sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
+  CHECK(sim.Grep({"outcome=lease-lost"}).empty());
+}
+
+TEST_CASE("early claims: a winner that dies before T is taken over as if it died at T") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, true);
+  TestBackend& a_view = sim.NewView();
+  auto recover = [](config::Job& j) {
+    j.recover = true;
+    j.starting_deadline = seconds(30);
+  };
+  sim.AddReplica("a", {EveryJob("j", 60, recover)}, EarlyClaims, &a_view);
+  sim.Step(milliseconds(800), false);  // T − 200 ms: a wins
+  sim.WaitQuiet(false);
+  REQUIRE(sim.Grep({"node=a", "outcome=won"}).size() == 1);
+  a_view.dead = true;  // a freezes: nothing of it reaches the store any more
+  sim.AddReplica("b", {EveryJob("j", 60, recover)}, EarlyClaims);  // T − 200 ms: lost
+  sim.WaitQuiet(false);
+  REQUIRE(sim.Grep({"node=b", "outcome=lost", "winner=a"}).size() == 1);
+  // The store's lease of a's claim ends at T + lease (4 s), not 4 s after the claim.
+  while (sim.clock.Wall() < WallAt(kT0, 3'900)) sim.Step(milliseconds(100), false);
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"recovered=true"}).empty());
+  for (int i = 0; i < 40 && sim.Grep({"recovered=true"}).empty(); ++i) {
+    sim.Step(milliseconds(100), false);
+  }
+  sim.WaitQuiet(false);
+  const auto recovered = sim.Grep({"node=b", "outcome=won", "recovered=true"});
+  REQUIRE(recovered.size() == 1);
+  CHECK(recovered[0].find("tick=2026-11-21T14:00:00Z") != std::string::npos);
+  CHECK(recovered[0].find("fence=2") != std::string::npos);
+}
+
+TEST_CASE("early claims: a forbid job's previous run still going is asked again at T") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, true);
+  auto long_lease = [](SchedulerOptions& o) {
+    o.claim_lead = kLead;
+    o.lease = std::chrono::minutes(10);
+  };
+  Scheduler& a = sim.AddReplica("a", {EveryJob("slow", 60)}, long_lease);
+  Scheduler& b = sim.AddReplica("b", {EveryJob("slow", 60)}, long_lease);
+  sim.Step(milliseconds(800), false);  // 14:00 − 200 ms: one wins
+  sim.Step(milliseconds(200), false);  // 14:00: its run starts and goes on
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  sim.Step(milliseconds(59'800), false);  // 14:01 − 200 ms: still running
+  sim.WaitQuiet(false);
+  // Here (the holder: its own run) and there (the store says busy): no verdict yet.
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z"}).empty());
+  sim.runner.run(0)->FinishWithExit(0);  // ends before 14:01
+  REQUIRE(Eventually([&] { return a.active_runs() + b.active_runs() == 0; }));
+  sim.Step(milliseconds(200), false);  // 14:01: claimed again, at T
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=won"}).size() == 1);
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=lost"}).size() == 1);
+  CHECK(sim.Grep({"outcome=busy"}).empty());
+  REQUIRE(Eventually([&] { return starts.walls().size() == 2; }));
+  CHECK(starts.walls()[1] == WallAt(kT0 + 60));
+
+  // Still running at T: busy, once per replica, as without a lead.
+  sim.Step(milliseconds(59'800), false);  // 14:02 − 200 ms
+  sim.Step(milliseconds(200), false);     // 14:02
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"tick=2026-11-21T14:02:00Z", "outcome=busy"}).size() == 2);
+  sim.runner.run(1)->FinishWithExit(0);
+}
+
+TEST_CASE("early claims: a manual claim of the second before T races the early claim") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, true);
+  Scheduler& a = sim.AddReplica("a", {EveryJob("j", 60)}, [](SchedulerOptions& o) {
+    o.claim_lead = kLead;
+    o.lease = std::chrono::minutes(10);
+  });
+  // What `tickd trigger` sends at T − 500 ms: the current second, T − 1.
+  sim.Step(milliseconds(500));
+  lock::ClaimRequest trigger;
+  trigger.job = "j";
+  trigger.tick_unix = kT0 - 1;
+  trigger.node = "operator";
+  trigger.owner_token = "manual-token";
+  trigger.lease = std::chrono::minutes(10);
+  trigger.starting_deadline = seconds(10);
+  trigger.node_wall = sim.clock.Wall();
+  const auto manual = sim.store->Claim(trigger);
+  REQUIRE(manual.has_value());
+  REQUIRE(manual->status == lock::ClaimStatus::kWon);
+  sim.Step(milliseconds(300), false);  // T − 200 ms: the early claim hears busy
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"tick=2026-11-21T14:00:00Z"}).empty());
+  // The manual run ends before T: the tick is claimed at T and runs.
+  REQUIRE(sim.store->Complete(lock::HeldClaim{"j", kT0 - 1, "manual-token", manual->fence,
+                                              std::chrono::minutes(10)},
+                              lock::Completion{"done", 0, milliseconds(100)}));
+  sim.Step(milliseconds(200), false);  // T
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  CHECK(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won"}).size() == 1);
+  CHECK(starts.walls()[0] == WallAt(kT0));
+
+  // A manual claim made after the early claim names an earlier second: superseded.
+  sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
+  sim.Step(milliseconds(59'800), false);  // 14:01 − 200 ms: claimed, won
+  sim.WaitQuiet(false);
+  REQUIRE(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=won"}).size() == 1);
+  sim.Step(milliseconds(100), false);  // 14:01 − 100 ms: the trigger, for 14:00:59
+  trigger.tick_unix = kT0 + 59;
+  trigger.owner_token = "manual-token-2";
+  trigger.node_wall = sim.clock.Wall();
+  const auto late = sim.store->Claim(trigger);
+  REQUIRE(late.has_value());
+  CHECK(late->status == lock::ClaimStatus::kSuperseded);
+  sim.Step(milliseconds(100), false);  // 14:01
+  REQUIRE(Eventually([&] { return starts.walls().size() == 2; }));
+  CHECK(starts.walls()[1] == WallAt(kT0 + 60));
+  sim.runner.run(1)->FinishWithExit(0);
+}
+
+TEST_CASE("early claims: a reload between the claim and T runs the claimed tick as claimed") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, false);
+  auto version = [](const std::string& v) {
+    // EveryJob made it non-const: the hash of the changed definition may be set.
+    auto job = std::const_pointer_cast<ScheduledJob>(
+        EveryJob("j", 60, [&](config::Job& j) { j.env["VERSION"] = v; }));
+    job->config_hash = "hash-j-" + v;
+    return std::shared_ptr<const ScheduledJob>(std::move(job));
+  };
+  Scheduler& a = sim.AddReplica("a", {version("1")}, EarlyClaims);
+  sim.Step(milliseconds(800), false);  // T − 200 ms: claimed
+  sim.WaitQuiet(false);
+  a.Reload({version("2")});
+  sim.Step(milliseconds(200), false);  // T
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  CHECK(starts.env(0).at("VERSION") == "1");
+  sim.WaitQuiet();
+  CHECK(sim.backend.claims().size() == 1);  // the claimed tick is not claimed again
+  sim.Step(seconds(60));  // 14:01: the new definition
+  REQUIRE(Eventually([&] { return starts.walls().size() == 2; }));
+  CHECK(starts.env(1).at("VERSION") == "2");
+  CHECK(starts.walls()[1] == WallAt(kT0 + 60));
+}
+
+// Replica "a" with a job every minute, at T − 200 ms: its claim of T is won and its
+// run waits for T.
+Scheduler& ClaimedBeforeT(Sim& sim) {
+  Scheduler& a = sim.AddReplica("a", {EveryJob("j", 60)}, EarlyClaims);
+  sim.Step(milliseconds(800), false);
+  sim.WaitQuiet(false);
+  REQUIRE(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won"}).size() == 1);
+  return a;
+}
+
+TEST_CASE("early claims: a wall clock set back after the claim still starts at T on the wall clock") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, false);
+  Scheduler& a = ClaimedBeforeT(sim);
+  sim.clock.StepWall(-seconds(3));  // NTP sets the clock back: T is 3.2 s away again
+  // Past the steady T and the lease's first renewal: the run waits, the lease lives.
+  for (int i = 0; i < 31; ++i) sim.Step(milliseconds(100), false);
+  LetRunsLook();
+  CHECK(starts.walls().empty());
+  CHECK(sim.clock.Wall() < WallAt(kT0));
+  while (sim.clock.Wall() < WallAt(kT0)) sim.Step(milliseconds(100), false);
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  CHECK(starts.walls()[0] == WallAt(kT0));
+  REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
+  CHECK(sim.backend.renewals >= 1);
+  CHECK(sim.Grep({"outcome=lease-lost"}).empty());
+  CHECK(sim.Grep({" run ", "outcome=done"}).size() == 1);
+}
+
+TEST_CASE("early claims: a wall clock set forward past T after the claim starts the run at once") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, false);
+  ClaimedBeforeT(sim);
+  sim.clock.StepWall(seconds(2));
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  CHECK(starts.walls()[0] == WallAt(kT0, 1'800));
+}
+
+TEST_CASE("early claims: shutdown before T starts nothing and completes the claim as killed") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, false);
+  Scheduler& a = ClaimedBeforeT(sim);
+  REQUIRE(a.active_runs() == 1);
+  a.Shutdown(milliseconds(0));
+  CHECK(starts.walls().empty());
+  const auto done = sim.backend.completions();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].second.outcome == "killed");
+  CHECK(sim.Grep({" run ", "outcome=killed"}).size() == 1);
+}
+
+TEST_CASE("early claims: shutdown before T with a grace starts the claimed tick at T") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, true);
+  Scheduler& a = ClaimedBeforeT(sim);
+  std::thread stopping([&] { a.Shutdown(seconds(1)); });  // ends at T + 800 ms
+  sim.clock.Advance(milliseconds(100));
+  LetRunsLook();
+  CHECK(starts.walls().empty());
+  sim.clock.Advance(milliseconds(100));  // T: the tick is ours, nobody else runs it
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  CHECK(starts.walls()[0] == WallAt(kT0));
+  sim.clock.Advance(seconds(1));  // the grace ends (the lease has not): the run is killed
+  stopping.join();
+  const auto done = sim.backend.completions();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].second.outcome == "killed");
+}
+
+}  // namespace
+}  // namespace tickd::app::testing
