@@ -779,6 +779,11 @@ void Loader::CheckLockSecurity(const std::vector<Entry>& entries, const LockSett
   }
   const Entry* file = entry("password_file");
   const Entry* env = entry("password_env");
+  if (const Entry* user = entry("username");
+      user && lock.backend == "etcd" && !lock.tls.enabled) {
+    Warn(user->mark, "lock.username: without lock.tls the etcd password and token cross the "
+                     "network in clear");
+  }
   if (file && env) {
     Fail(file->mark, "lock.password_file: set one of password_file and password_env, not both");
   }

@@ -144,6 +144,9 @@ TEST_CASE("lock: warnings for secrets in clear, loose modes and keys with no use
       {"  url: postgres://h/db\n  password_file: loose.pw\n", "chmod 600"},
       {"  backend: sqlite\n  password_file: tight.pw\n", "ignored: backend sqlite has no server"},
       {"  url: postgres://h/db\n  password_file: tight.pw\n", ""},
+      {"  url: etcd://h:2379\n  username: tickd\n  password_file: tight.pw\n",
+       "without lock.tls the etcd password and token cross the network in clear"},
+      {"  url: etcd://h:2379\n  username: tickd\n  password_file: tight.pw\n  tls: {}\n", ""},
   };
   for (const Case& c : cases) {
     const std::string file = dir.Write("jobs.yaml", JobFile(c.lock));
