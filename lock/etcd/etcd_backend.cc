@@ -53,8 +53,10 @@
 //   (a nested txn of the ranges above per claim: one revision for the chunk), then
 //   ONE txn whose nested txns are the chunk's claim txns, each with its own compare,
 //   success and failure, so every claim is decided on its own in one Raft entry. A
-//   claim that has to start over goes into the next wave. A lease no claim won
-//   under is revoked at the end of the batch. A single Claim is a batch of one:
+//   claim that has to start over goes into the next wave. Then one more txn of
+//   nested puts writes this replica's observations of the chunk's outcomes
+//   (ClaimRequest::observe) before the chunk's answers are handed over. A lease no
+//   claim won under is revoked at the end of the batch. A single Claim is a batch of one:
 //   read, grant, txn.
 //   Fence = epoch_ms << 11 + n (lock/backend.h), stored in the record. The epoch is
 //   taken when the head is created: the claimer's wall clock in milliseconds, but
@@ -628,12 +630,7 @@ class EtcdBackend final : public Backend {
   }
 
   Result<void> Record(const Observation& obs) override {
-    const Keys k = KeysOf(obs.job, obs.tick_unix);
-    auto txn = Post("/v3/kv/txn",
-                    Json{{"success",
-                          {Put(k.tick_prefix + "w/" + obs.node, Encode(obs)), Put(k.index, ""),
-                           Put(JobKey(obs.job), "")}}},
-                    Due());
+    auto txn = Post("/v3/kv/txn", Json{{"success", RecordOps(obs.job, obs.tick_unix, obs)}}, Due());
     if (!txn) return tl::unexpected(txn.error());
     return {};
   }
@@ -1013,12 +1010,61 @@ class EtcdBackend final : public Backend {
     std::vector<Lease> leases_;
   };
 
-  // One chunk of a wave (distinct jobs): read, decide, write. Answers every claim of
-  // the chunk but those it returns, whose txn failed only because the head moved.
+  // One chunk of a wave (distinct jobs): read, decide, write, then this replica's
+  // observations of the chunk's outcomes (ClaimRequest::observe) in one more txn, so
+  // that the scheduler needs no Record call per claim. Answers every claim of the
+  // chunk but those it returns, whose txn failed only because the head moved.
   // `failed` is set when the store gave no answer.
   std::vector<std::size_t> ClaimChunk(std::span<const ClaimRequest> reqs,
                                       std::span<const std::size_t> chunk, BatchLeases& leases,
                                       const ClaimAnswer& on_answer, std::optional<Error>& failed) {
+    std::vector<std::pair<std::size_t, Result<ClaimOutcome>>> answers;
+    const ClaimAnswer collect = [&](std::size_t i, Result<ClaimOutcome> r) {
+      answers.emplace_back(i, std::move(r));
+    };
+    std::vector<std::size_t> retry = DecideChunk(reqs, chunk, leases, collect, failed);
+    if (!failed) Observe(reqs, answers);
+    for (auto& [i, r] : answers) on_answer(i, std::move(r));
+    return retry;
+  }
+
+  // Writes this replica's observation of every answered claim that asks for it (not
+  // store-reset: nothing is written then; not an error) in one txn of nested puts, and
+  // marks them observed. A failure leaves them unobserved: the scheduler records them.
+  void Observe(std::span<const ClaimRequest> reqs,
+               std::vector<std::pair<std::size_t, Result<ClaimOutcome>>>& answers) {
+    Json nested = Json::array();
+    std::vector<ClaimOutcome*> observed;
+    for (auto& [i, r] : answers) {
+      const ClaimRequest& req = reqs[i];
+      if (!req.observe || !r || r->status == ClaimStatus::kStoreReset) continue;
+      Observation obs;
+      obs.node = req.node;
+      obs.outcome = std::string(ClaimStatusName(r->status));
+      obs.node_wall = req.node_wall;
+      obs.config_hash = req.config_hash;
+      obs.fence = r->status == ClaimStatus::kWon ? r->fence : 0;
+      nested.push_back(
+          Json{{"request_txn", {{"success", RecordOps(req.job, req.tick_unix, obs)}}}});
+      observed.push_back(&*r);
+    }
+    if (observed.empty()) return;
+    auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, Due());
+    if (!txn) return;
+    for (ClaimOutcome* o : observed) o->observed = true;
+  }
+
+  // The puts of one observation: the replica's key, the ledger index, the job name.
+  Json RecordOps(const std::string& job, std::int64_t tick, const Observation& obs) const {
+    const Keys k = KeysOf(job, tick);
+    return Json{Put(k.tick_prefix + "w/" + obs.node, Encode(obs)), Put(k.index, ""),
+                Put(JobKey(job), "")};
+  }
+
+  // ClaimChunk without the observations.
+  std::vector<std::size_t> DecideChunk(std::span<const ClaimRequest> reqs,
+                                       std::span<const std::size_t> chunk, BatchLeases& leases,
+                                       const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     const Deadline deadline = Due();
     std::vector<Keys> keys;
     keys.reserve(chunk.size());

@@ -65,6 +65,8 @@
 //   per claim, all pipelined. A multi is all or nothing, so each claim has its own:
 //   a race lost on one job fails only that claim, which is read again in the next
 //   wave. The server's group commit writes the pipelined multis with few fsyncs.
+//   Then this replica's observations of the chunk's outcomes (ClaimRequest::observe)
+//   are created, pipelined, before the chunk's answers are handed over.
 //   A single Claim is a batch of one.
 //   Connection lost while the multi was in flight (ambiguous): once reconnected
 //   within op_timeout, the lease node is ours only if it holds our token AND its
@@ -656,30 +658,7 @@ class ZookeeperBackend final : public Backend {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     if (auto ok = ReadyLocked(deadline); !ok) return ok;
-    if (auto ok = EnsureJob(obs.job, deadline); !ok) return ok;
-    const std::string dir = Path(obs.job, "o", obs.tick_unix);
-    const std::string path = dir + "/" + NodeName(obs.node);
-    const std::string data =
-        Encode({{"outcome", obs.outcome},
-                {"wall_ms", std::to_string(obs.node_wall.time_since_epoch().count())},
-                {"hash", obs.config_hash},
-                {"fence", std::to_string(obs.fence)}});
-    // Pipelined: the folder (usually already there), the observation, then an
-    // overwrite in case this replica recorded this tick before.
-    Batch batch(zh_.get());
-    const std::size_t folder = batch.Create(dir, "", ZOO_PERSISTENT);
-    const std::size_t create = batch.Create(path, data, ZOO_PERSISTENT);
-    if (auto ok = Await(batch, deadline, "record"); !ok) return ok;
-    if (batch[folder].rc != ZOK && batch[folder].rc != ZNODEEXISTS) {
-      return Failure("record", batch[folder].rc);
-    }
-    if (batch[create].rc == ZOK) return {};
-    if (batch[create].rc != ZNODEEXISTS) return Failure("record", batch[create].rc);
-    Batch overwrite(zh_.get());
-    overwrite.Set(path, data, -1);
-    if (auto ok = Await(overwrite, deadline, "record"); !ok) return ok;
-    if (overwrite[0].rc != ZOK) return Failure("record", overwrite[0].rc);
-    return {};
+    return std::move(RecordAll({obs}, deadline).front());
   }
 
   Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
@@ -1015,12 +994,96 @@ class ZookeeperBackend final : public Backend {
     std::uint64_t fence = 0;
   };
 
-  // One chunk of a wave (distinct jobs): reads, decisions, multis. Answers every claim
-  // of the chunk but those it returns, whose multi lost a version race (read again).
-  // `failed` is set when the session or the connection failed.
+  // Observations, pipelined: the job's folders (once per session), then each tick's
+  // folder (usually already there) and the observation, then an overwrite of those
+  // this replica had recorded before. One answer per observation.
+  std::vector<Result<void>> RecordAll(const std::vector<Observation>& all,
+                                      steady_clock::time_point deadline) {
+    std::vector<Result<void>> out(all.size());
+    std::vector<std::string> jobs;
+    for (const Observation& obs : all) jobs.push_back(obs.job);
+    if (auto ok = EnsureJobs(jobs, deadline); !ok) {
+      for (auto& o : out) o = tl::unexpected(ok.error());
+      return out;
+    }
+    std::vector<std::string> paths, data;
+    Batch batch(zh_.get());
+    for (const Observation& obs : all) {
+      const std::string dir = Path(obs.job, "o", obs.tick_unix);
+      paths.push_back(dir + "/" + NodeName(obs.node));
+      data.push_back(Encode({{"outcome", obs.outcome},
+                             {"wall_ms", std::to_string(obs.node_wall.time_since_epoch().count())},
+                             {"hash", obs.config_hash},
+                             {"fence", std::to_string(obs.fence)}}));
+      batch.Create(dir, "", ZOO_PERSISTENT);
+      batch.Create(paths.back(), data.back(), ZOO_PERSISTENT);
+    }
+    if (auto ok = Await(batch, deadline, "record"); !ok) {
+      for (auto& o : out) o = tl::unexpected(ok.error());
+      return out;
+    }
+    Batch overwrite(zh_.get());
+    std::vector<std::pair<std::size_t, std::size_t>> sets;  // (observation, slot)
+    for (std::size_t n = 0; n < all.size(); ++n) {
+      const int folder = batch[2 * n].rc, create = batch[2 * n + 1].rc;
+      if (folder != ZOK && folder != ZNODEEXISTS) {
+        out[n] = Failure("record", folder);
+      } else if (create == ZNODEEXISTS) {
+        sets.emplace_back(n, overwrite.Set(paths[n], data[n], -1));
+      } else if (create != ZOK) {
+        out[n] = Failure("record", create);
+      }
+    }
+    if (sets.empty()) return out;
+    if (auto ok = Await(overwrite, deadline, "record"); !ok) {
+      for (const auto& [n, slot] : sets) out[n] = tl::unexpected(ok.error());
+      return out;
+    }
+    for (const auto& [n, slot] : sets) {
+      if (overwrite[slot].rc != ZOK) out[n] = Failure("record", overwrite[slot].rc);
+    }
+    return out;
+  }
+
+  // One chunk of a wave (distinct jobs): reads, decisions, multis, then this replica's
+  // observations of the chunk's outcomes (ClaimRequest::observe), pipelined, so that
+  // the scheduler needs no Record call per claim. Answers every claim of the chunk but
+  // those it returns, whose multi lost a version race (read again). `failed` is set
+  // when the session or the connection failed.
   std::vector<std::size_t> ClaimChunk(std::span<const ClaimRequest> reqs,
                                       std::span<const std::size_t> chunk,
                                       const ClaimAnswer& on_answer, std::optional<Error>& failed) {
+    std::vector<std::pair<std::size_t, Result<ClaimOutcome>>> answers;
+    const ClaimAnswer collect = [&](std::size_t i, Result<ClaimOutcome> r) {
+      answers.emplace_back(i, std::move(r));
+    };
+    std::vector<std::size_t> retry = DecideChunk(reqs, chunk, collect, failed);
+    if (!failed) {
+      // Not store-reset (nothing is written then) nor an error; a failed write leaves
+      // the outcome unobserved, and the scheduler records it.
+      std::vector<Observation> all;
+      std::vector<ClaimOutcome*> outcomes;
+      for (auto& [i, r] : answers) {
+        const ClaimRequest& req = reqs[i];
+        if (!req.observe || !r || r->status == ClaimStatus::kStoreReset) continue;
+        all.push_back(Observation{req.job, req.tick_unix, req.node,
+                                  std::string(ClaimStatusName(r->status)), req.node_wall,
+                                  req.config_hash, r->status == ClaimStatus::kWon ? r->fence : 0});
+        outcomes.push_back(&*r);
+      }
+      if (!all.empty()) {
+        const auto written = RecordAll(all, steady_clock::now() + options_.op_timeout);
+        for (std::size_t n = 0; n < outcomes.size(); ++n) outcomes[n]->observed = bool(written[n]);
+      }
+    }
+    for (auto& [i, r] : answers) on_answer(i, std::move(r));
+    return retry;
+  }
+
+  // ClaimChunk without the observations.
+  std::vector<std::size_t> DecideChunk(std::span<const ClaimRequest> reqs,
+                                       std::span<const std::size_t> chunk,
+                                       const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     const auto deadline = steady_clock::now() + options_.op_timeout;
     const auto fail_all = [&](const Error& e) {
       failed = e;
@@ -1106,10 +1169,10 @@ class ZookeeperBackend final : public Backend {
       const ClaimRequest& req = reqs[p.index];
       Batch& write = writes[w];
       if (!write.Wait(deadline)) {
-        on_answer(p.index, MakeError(context_ + ": claim",
-                                     "no answer within " +
-                                         std::to_string(options_.op_timeout.count()) +
-                                         "ms (the claim may or may not be recorded)"));
+        on_answer(p.index,
+                  MakeError(context_ + ": claim", "no answer within " +
+                                                      std::to_string(options_.op_timeout.count()) +
+                                                      "ms (the claim may or may not be recorded)"));
         continue;
       }
       const int rc = write[0].rc;
@@ -1551,7 +1614,7 @@ class ZookeeperBackend final : public Backend {
   HandlePtr zh_;                             // closed before session_ goes
   std::string scratch_;                      // <clients>/<session id>
   steady_clock::time_point last_contact_{};  // the last answer from the server
-  bool adopted_ = false;  // zh_'s session has connected and scratch_ names it
+  bool adopted_ = false;                     // zh_'s session has connected and scratch_ names it
   std::set<std::string> known_jobs_;         // jobs whose folders exist (this session)
   // Runs that end together complete together (group commit, lock/complete_batcher.h).
   CompleteBatcher completer_{

@@ -231,12 +231,14 @@ TEST_CASE(
     auto r = Req(job, tick, "node-a", std::string("tok-") + job);
     r.lease = 2s;
     r.recover = true;
+    r.observe = true;
     reqs.push_back(r);
   }
   const auto outs = a->ClaimBatch(reqs);
   for (const auto& o : outs) {
     REQUIRE(o);
     REQUIRE(o->status == ClaimStatus::kWon);
+    CHECK(o->observed);  // the batch wrote the observations: no Record call needed
   }
   CHECK(*a->Complete(HeldOf(reqs[0], *outs[0]), Completion{"done", 0, 1ms}) ==
         CompleteStatus::kCompleted);

@@ -326,8 +326,10 @@ TEST_CASE(
   const std::int64_t tick = NowUnix();
   auto req = Req("late", tick, "node-a", "tok-a");
   req.lease = 500ms;
+  req.observe = true;
   const ClaimOutcome won = tickd::testing::MustClaim(*holder, req);
   REQUIRE(won.status == ClaimStatus::kWon);
+  CHECK(won.observed);  // the claim wrote the observation: no Record call needed
   std::this_thread::sleep_for(1200ms);  // the session lives on; the lease runs out
   const auto renewed = holder->Renew(HeldOf(req, won));
   REQUIRE(renewed);

@@ -18,12 +18,28 @@ CheckOutput RunCheck(const CheckInput&) {
 #else
 namespace {
 
+// Whether the holder of `a` could not complete its tick before another replica's
+// write `next` started: its replica was stopped or killed (a replica-down fault that
+// took effect) from no later than one lease after `a` ended until `next` began. Its
+// run may have ended (a SIGSTOP leaves the job's own process running), but the tick's
+// record stayed `running` while the holder's lease ran out: recover re-runs it.
+bool HolderDownUntil(const Attempt& a, const Attempt& next, const std::vector<FaultWindow>& faults,
+                     std::int64_t lease_ms) {
+  return std::any_of(faults.begin(), faults.end(), [&](const FaultWindow& f) {
+    return f.took_effect && f.effect == "replica-down" && f.target == a.replica &&
+           f.start_ms <= a.end_ms + lease_ms && f.end_ms >= next.start_ms;
+  });
+}
+
 // `recover: true` re-runs a tick whose run was interrupted (DESIGN §1): at least once,
 // with a higher fence. The checker knows no `recover`, so its duplicates of such a job
 // are looked at here: when every accepted write of the (job, tick) but the last one
-// ended without END (disconnect: the writer was killed; shutdown), the later one is the
-// recovery, not a duplicate. Returns how many were forgiven; `report` loses them.
+// ended without END (disconnect: the writer was killed; shutdown), or its holder was
+// down from within a lease of its end until the next write began (HolderDownUntil: the
+// holder never completed the tick), the later one is the recovery, not a duplicate.
+// Returns how many were forgiven; `report` loses them.
 long ForgiveRecoveredReruns(const std::vector<JobPlan>& jobs, const std::vector<Attempt>& journal,
+                            const std::vector<FaultWindow>& faults, std::int64_t lease_ms,
                             Report& report) {
   long forgiven = 0;
   std::vector<Violation> kept;
@@ -42,7 +58,9 @@ long ForgiveRecoveredReruns(const std::vector<JobPlan>& jobs, const std::vector<
               [](const Attempt* a, const Attempt* b) { return a->seq < b->seq; });
     bool interrupted = !accepted.empty();
     for (std::size_t i = 0; i + 1 < accepted.size(); ++i) {
-      interrupted = interrupted && accepted[i]->ended != "end";
+      interrupted =
+          interrupted && (accepted[i]->ended != "end" ||
+                          HolderDownUntil(*accepted[i], *accepted[i + 1], faults, lease_ms));
     }
     if (!interrupted) {
       kept.push_back(v);
@@ -86,7 +104,8 @@ CheckOutput RunCheck(const CheckInput& input) {
     return out;
   }
   Report report = Check(spec, journal, logs, faults);
-  out.counts.recovered = ForgiveRecoveredReruns(input.jobs, journal, report);
+  out.counts.recovered = ForgiveRecoveredReruns(
+      input.jobs, journal, faults, static_cast<std::int64_t>(input.lease_s * 1000), report);
   const Counts& c = report.counts;
   CellCounts& o = out.counts;
   o.ticks = c.ticks;
