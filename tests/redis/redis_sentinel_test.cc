@@ -150,6 +150,12 @@ TEST_CASE("redis sentinel: the master comes from the sentinels; a stale one's an
   REQUIRE(won);
   CHECK(won->status == ClaimStatus::kWon);
   CHECK(set.Cli(0, "EXISTS 'tickd:{found}:head'") == "1");
+  // Without ?wait the start-up warnings say what a failover can do.
+  std::string warnings;
+  for (const std::string& w : a->StartupWarnings()) warnings += w + "\n";
+  CHECK_THAT(warnings, Catch::Contains("no ?wait is set"));
+  auto waiting = Open(OptionsFor(set, set.url("?wait=1")));
+  for (const std::string& w : waiting->StartupWarnings()) CHECK_THAT(w, !Catch::Contains("?wait"));
 
   // Only stale sentinels: no master is found.
   RedisOptions only_stale = OptionsFor(set, "redis-sentinel://127.0.0.1:" +
@@ -258,4 +264,41 @@ TEST_CASE("redis sentinel: claims go on across a failover; with wait no tick is 
   CHECK(std::stoll(head) >= fences.rbegin()->first);
   WARN("ticks " << (tick - t0) << ", won " << fences.size() << ", errors " << errors << ", lost "
                  << statuses[1] << ", busy " << statuses[2]);
+}
+
+TEST_CASE("redis sentinel: with wait, a claim no replica acknowledged in time is not run",
+          "[redis]") {
+  if (!Available()) return;
+  RedisSentinelSet set;
+  REQUIRE(set.running());
+  auto a = Open(OptionsFor(set, set.url("?wait=1")));
+  auto b = Open(OptionsFor(set, set.url("?wait=1")));
+  const std::int64_t tick = NowUnix();
+  const auto first = a->Claim(Req("durable", tick, "node-a", "a-1"));
+  REQUIRE(first);
+  CHECK(first->status == ClaimStatus::kWon);
+  REQUIRE(a->Complete(HeldClaim{"durable", tick, "a-1", first->fence, 15s},
+                      Completion{"done", 0, 1ms}));
+  // Both replicas frozen: the master takes the claim, WAIT 1 times out within op_timeout.
+  set.server(1).Pause();
+  set.server(2).Pause();
+  const auto start = std::chrono::steady_clock::now();
+  const auto unsure = a->Claim(Req("durable", tick + 1, "node-a", "a-2"));
+  const auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE_FALSE(unsure);
+  CHECK_THAT(unsure.error().detail, Catch::Contains("only 0 of 1 replicas acknowledged"));
+  CHECK(took < 1500ms);
+  // The claim stays in the store as written: nobody else runs that tick either (a lost
+  // answer is given at once: it writes nothing, so WAIT has nothing to wait for).
+  const auto lost = b->Claim(Req("durable", tick + 1, "node-b", "b-2"));
+  REQUIRE(lost);
+  CHECK(lost->status == ClaimStatus::kLost);
+  CHECK(lost->holder_node == "node-a");
+  CHECK(lost->holder_running);
+  set.server(1).Resume();
+  set.server(2).Resume();
+  // Replicas back: claims count again.
+  const auto next = ClaimWithin(*b, Req("durable-2", tick, "node-b", "b-3"));
+  REQUIRE(next);
+  CHECK(next->status == ClaimStatus::kWon);
 }
