@@ -42,8 +42,9 @@ RedisOptions OptionsFor(const RedisSentinelSet& set, const std::string& url) {
   return options;
 }
 
-std::unique_ptr<Backend> Open(const RedisOptions& options) {
-  auto backend = NewRedisBackend(options);
+// The backend on `url` (one of the set's), or the test fails.
+std::unique_ptr<Backend> Open(const RedisSentinelSet& set, const std::string& url) {
+  auto backend = NewRedisBackend(OptionsFor(set, url));
   if (!backend) FAIL(backend.error().ToString());
   return std::move(*backend);
 }
@@ -143,7 +144,7 @@ TEST_CASE("redis sentinel: the master comes from the sentinels; a stale one's an
   REQUIRE(set.running());
   // The first sentinel asked names a replica: ROLE says slave, the next one is asked.
   StaleSentinel stale(set.server(1).port());
-  auto a = Open(OptionsFor(set, set.url("", "127.0.0.1:" + std::to_string(stale.port()))));
+  auto a = Open(set, set.url("", "127.0.0.1:" + std::to_string(stale.port())));
   CHECK(stale.asked() == 1);
   const std::int64_t tick = NowUnix();
   const auto won = a->Claim(Req("found", tick, "node-a", "a-1"));
@@ -154,7 +155,7 @@ TEST_CASE("redis sentinel: the master comes from the sentinels; a stale one's an
   std::string warnings;
   for (const std::string& w : a->StartupWarnings()) warnings += w + "\n";
   CHECK_THAT(warnings, Catch::Contains("no ?wait is set"));
-  auto waiting = Open(OptionsFor(set, set.url("?wait=1")));
+  auto waiting = Open(set, set.url("?wait=1"));
   for (const std::string& w : waiting->StartupWarnings()) CHECK_THAT(w, !Catch::Contains("?wait"));
 
   // Only stale sentinels: no master is found.
@@ -170,7 +171,7 @@ TEST_CASE("redis sentinel: a demoted master's READONLY fails closed, then the se
   if (!Available()) return;
   RedisSentinelSet set;
   REQUIRE(set.running());
-  auto a = Open(OptionsFor(set, set.url()));
+  auto a = Open(set, set.url());
   const std::int64_t tick = NowUnix();
   REQUIRE(a->Claim(Req("demoted", tick, "node-a", "a-1")));
   // (Another job: "demoted" is busy while its tick runs, an answer that writes nothing.)
@@ -202,8 +203,8 @@ TEST_CASE("redis sentinel: claims go on across a failover; with wait no tick is 
   RedisSentinelSet set;
   REQUIRE(set.running());
   const std::string url = set.url("?wait=2");
-  auto a = Open(OptionsFor(set, url));
-  auto b = Open(OptionsFor(set, url));
+  auto a = Open(set, url);
+  auto b = Open(set, url);
   const std::int64_t t0 = NowUnix();
 
   // Two replicas race for tick after tick (each 50 ms) while a failover happens.
@@ -271,8 +272,8 @@ TEST_CASE("redis sentinel: with wait, a claim no replica acknowledged in time is
   if (!Available()) return;
   RedisSentinelSet set;
   REQUIRE(set.running());
-  auto a = Open(OptionsFor(set, set.url("?wait=1")));
-  auto b = Open(OptionsFor(set, set.url("?wait=1")));
+  auto a = Open(set, set.url("?wait=1"));
+  auto b = Open(set, set.url("?wait=1"));
   const std::int64_t tick = NowUnix();
   const auto first = a->Claim(Req("durable", tick, "node-a", "a-1"));
   REQUIRE(first);
