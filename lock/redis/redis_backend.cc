@@ -1519,8 +1519,10 @@ class RedisBackend final : public Backend {
       return Fail("the master named by the sentinels is a Redis Cluster node: use redis://");
     }
     if (cluster_ && endpoint_.wait_replicas > 0) {
+      conn_.reset();
       backoff_.FailedHard("?wait is not supported on Redis Cluster");
-      return MakeError(context_, "?wait is not supported on Redis Cluster");
+      return MakeError(context_, "?wait is not supported on Redis Cluster (WAIT counts one "
+                                 "node's replicas): remove it from the URL");
     }
     if (cluster_) {
       if (auto ok = LoadSlots(deadline); !ok) return Fail(ok.error().detail);
