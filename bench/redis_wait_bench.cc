@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     for (int b = 0; b < batches; ++b) {
       std::vector<tickd::lock::ClaimRequest> reqs;
       for (int j = 0; j < 1000; ++j)
-        reqs.push_back(Claim(w + "batch-" + std::to_string(j), tick + b));
+        reqs.push_back(Claim(w + "batch-" + std::to_string(b) + "-" + std::to_string(j), tick));
       const auto start = Clock::now();
       auto out = (*backend)->ClaimBatch(reqs);
       batch_ms.push_back(Micros(Clock::now() - start) / 1000);
