@@ -67,6 +67,13 @@
 // connection; the next call reconnects, after a pause that doubles with each failed
 // attempt (0, 100 ms … 2 s); calls inside the pause fail at once. An Error from
 // Claim means "unknown": the caller does not run (fail closed).
+//
+// Redis Sentinel (redis-sentinel://): connecting asks the sentinels for the master
+// and checks its ROLE (DialMaster); a server that answers as no master any more
+// (READONLY, NOREPLICAS …) drops the connection like an I/O error (DropIfNoMaster),
+// so the next call asks the sentinels again. ?wait=N: WAIT after the claims of a
+// batch; a won claim fewer replicas acknowledged is an Error (not run): a failover
+// to a replica that lacks it could let the tick be won again.
 #include "lock/redis/redis_backend.h"
 
 #include <hiredis/hiredis.h>
