@@ -70,6 +70,13 @@
 // connection; the next call reconnects, after a pause that doubles with each failed
 // attempt (0, 100 ms … 2 s); calls inside the pause fail at once. An Error from
 // Claim means "unknown": the caller does not run (fail closed).
+//
+// Redis Sentinel (redis-sentinel://): connecting asks the sentinels for the master
+// and checks its ROLE (DialMaster); a server that answers as no master any more
+// (READONLY, NOREPLICAS …) drops the connection like an I/O error (DropIfNoMaster),
+// so the next call asks the sentinels again. ?wait=N: WAIT after the claims of a
+// batch; a won claim fewer replicas acknowledged is an Error (not run): a failover
+// to a replica that lacks it could let the tick be won again.
 #include "lock/redis/redis_backend.h"
 
 #include <hiredis/hiredis.h>
@@ -1558,8 +1565,10 @@ class RedisBackend final : public Backend {
       return Fail("the master named by the sentinels is a Redis Cluster node: use redis://");
     }
     if (cluster_ && endpoint_.wait_replicas > 0) {
+      conn_.reset();
       backoff_.FailedHard("?wait is not supported on Redis Cluster");
-      return MakeError(context_, "?wait is not supported on Redis Cluster");
+      return MakeError(context_, "?wait is not supported on Redis Cluster (WAIT counts one "
+                                 "node's replicas): remove it from the URL");
     }
     if (cluster_) {
       if (auto ok = LoadSlots(deadline); !ok) return Fail(ok.error().detail);

@@ -3,14 +3,11 @@
 // `SENTINEL FAILOVER` moves the master to a replica; the independent checker then reads
 // the resource's journal and the replicas' logs. Real servers: one master, two replicas
 // and three sentinels on loopback ports (tests/redis/redis_sentinel.h).
-#include <signal.h>
-
 #include <catch2/catch.hpp>
 #include <thread>
 
 #include "tests/e2e/harness.h"
-#include "tests/nemesis/checker/checker.h"
-#include "tests/nemesis/resource/resource.h"
+#include "tests/nemesis/checker/fenced_run.h"
 #include "tests/redis/redis_sentinel.h"
 
 namespace tickd::e2e {
@@ -54,34 +51,9 @@ TEST_CASE("redis sentinel: a failover while jobs run: no tick accepted twice, fe
   REQUIRE(set.running());
   SentinelFixture backend(set);
   Cluster cluster(backend);
-  const auto socket = cluster.dir() / "r.sock";
-  const auto journal = cluster.dir() / "journal.jsonl";
-  std::string error;
-  auto resource = nemesis::FencedResource::Open(socket, journal, &error);
-  INFO(error);
-  REQUIRE(resource);
-  resource->Start();
-  const std::string write = std::string(NEMESIS_WRITE) + " --socket " + socket.string();
-  cluster.WriteJobFile(
-      "jobs:\n"
-      "  - name: j1\n"
-      "    schedule: \"@every 1s\"\n"
-      "    shell: " + write + " --hold-ms 200\n"
-      "  - name: j2\n"
-      "    schedule: \"@every 1s\"\n"
-      "    concurrency: allow\n"
-      "    shell: " + write + " --hold-ms 1500\n",
-      "lease: 3s");
-  for (const char* node : {"n1", "n2", "n3"}) cluster.StartReplica(node);
-  REQUIRE(Cluster::WaitUntil(
-      [&] {
-        int started = 0;
-        for (auto& r : cluster.replicas()) {
-          for (const LogLine& l : r->Lines()) started += l.event == "start" ? 1 : 0;
-        }
-        return started == 3;
-      },
-      milliseconds(10000)));
+  nemesis::FencedRun run(cluster, NEMESIS_WRITE);
+  INFO(run.error());
+  REQUIRE(run.ok());
   nemesis::CheckSpec spec;
   spec.window_start_ms = NowMs() + 1000;
   std::this_thread::sleep_for(milliseconds(4000));
@@ -93,21 +65,12 @@ TEST_CASE("redis sentinel: a failover while jobs run: no tick accepted twice, fe
   const std::int64_t after_ms = failover.end_ms;
   std::this_thread::sleep_for(milliseconds(8000));
   spec.window_end_ms = NowMs() - 500;
-  for (auto& r : cluster.replicas()) r->Signal(SIGTERM);
-  for (auto& r : cluster.replicas()) CHECK(r->Wait(milliseconds(15000)) == 0);
-  resource->Stop();
-  spec.replicas = {"n1", "n2", "n3"};
-  spec.jobs = {nemesis::JobSpec{"j1", 1, {}, 3000, true},
-               nemesis::JobSpec{"j2", 1, {}, 3000, false}};
+  for (const auto& status : run.Stop()) CHECK(status == 0);
+  nemesis::FencedRun::Describe(spec);
 
   std::vector<nemesis::Attempt> attempts;
-  const bool loaded = nemesis::LoadJournal(journal, &attempts, &error);
-  INFO(error);
-  REQUIRE(loaded);
   std::vector<nemesis::LogEvent> events;
-  for (const char* node : {"n1", "n2", "n3"}) {
-    REQUIRE(nemesis::LoadLog(cluster.dir() / (std::string(node) + ".log"), &events, &error));
-  }
+  REQUIRE(run.Load(&attempts, &events));
   const nemesis::Report report = nemesis::Check(spec, attempts, events, {failover});
   INFO(report.ToText());
   // Passed: no duplicate, nothing stale accepted, no overlap, every miss explained.

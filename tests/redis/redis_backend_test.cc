@@ -981,4 +981,11 @@ TEST_CASE("redis cluster: ASK is followed during a slot's migration, never on ha
   CHECK(history->size() == 3);  // T, T+1, and the observation of T+5
   // The slot map was not changed by ASK: the migrating node is still asked first.
   CHECK(migration.KeysOn(migration.from()) == "0");
+
+  // ?wait counts one server's replicas: refused on a cluster, with the reason.
+  RedisOptions waiting = options;
+  waiting.url += "?wait=1";
+  auto refused = NewRedisBackend(waiting);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().detail.find("not supported on Redis Cluster") != std::string::npos);
 }

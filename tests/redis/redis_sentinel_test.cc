@@ -42,8 +42,9 @@ RedisOptions OptionsFor(const RedisSentinelSet& set, const std::string& url) {
   return options;
 }
 
-std::unique_ptr<Backend> Open(const RedisOptions& options) {
-  auto backend = NewRedisBackend(options);
+// The backend on `url` (one of the set's), or the test fails.
+std::unique_ptr<Backend> Open(const RedisSentinelSet& set, const std::string& url) {
+  auto backend = NewRedisBackend(OptionsFor(set, url));
   if (!backend) FAIL(backend.error().ToString());
   return std::move(*backend);
 }
@@ -143,13 +144,19 @@ TEST_CASE("redis sentinel: the master comes from the sentinels; a stale one's an
   REQUIRE(set.running());
   // The first sentinel asked names a replica: ROLE says slave, the next one is asked.
   StaleSentinel stale(set.server(1).port());
-  auto a = Open(OptionsFor(set, set.url("", "127.0.0.1:" + std::to_string(stale.port()))));
+  auto a = Open(set, set.url("", "127.0.0.1:" + std::to_string(stale.port())));
   CHECK(stale.asked() == 1);
   const std::int64_t tick = NowUnix();
   const auto won = a->Claim(Req("found", tick, "node-a", "a-1"));
   REQUIRE(won);
   CHECK(won->status == ClaimStatus::kWon);
   CHECK(set.Cli(0, "EXISTS 'tickd:{found}:head'") == "1");
+  // Without ?wait the start-up warnings say what a failover can do.
+  std::string warnings;
+  for (const std::string& w : a->StartupWarnings()) warnings += w + "\n";
+  CHECK_THAT(warnings, Catch::Contains("no ?wait is set"));
+  auto waiting = Open(set, set.url("?wait=1"));
+  for (const std::string& w : waiting->StartupWarnings()) CHECK_THAT(w, !Catch::Contains("?wait"));
 
   // Only stale sentinels: no master is found.
   RedisOptions only_stale = OptionsFor(set, "redis-sentinel://127.0.0.1:" +
@@ -164,7 +171,7 @@ TEST_CASE("redis sentinel: a demoted master's READONLY fails closed, then the se
   if (!Available()) return;
   RedisSentinelSet set;
   REQUIRE(set.running());
-  auto a = Open(OptionsFor(set, set.url()));
+  auto a = Open(set, set.url());
   const std::int64_t tick = NowUnix();
   REQUIRE(a->Claim(Req("demoted", tick, "node-a", "a-1")));
   // (Another job: "demoted" is busy while its tick runs, an answer that writes nothing.)
@@ -196,8 +203,8 @@ TEST_CASE("redis sentinel: claims go on across a failover; with wait no tick is 
   RedisSentinelSet set;
   REQUIRE(set.running());
   const std::string url = set.url("?wait=2");
-  auto a = Open(OptionsFor(set, url));
-  auto b = Open(OptionsFor(set, url));
+  auto a = Open(set, url);
+  auto b = Open(set, url);
   const std::int64_t t0 = NowUnix();
 
   // Two replicas race for tick after tick (each 50 ms) while a failover happens.
@@ -258,4 +265,41 @@ TEST_CASE("redis sentinel: claims go on across a failover; with wait no tick is 
   CHECK(std::stoll(head) >= fences.rbegin()->first);
   WARN("ticks " << (tick - t0) << ", won " << fences.size() << ", errors " << errors << ", lost "
                  << statuses[1] << ", busy " << statuses[2]);
+}
+
+TEST_CASE("redis sentinel: with wait, a claim no replica acknowledged in time is not run",
+          "[redis]") {
+  if (!Available()) return;
+  RedisSentinelSet set;
+  REQUIRE(set.running());
+  auto a = Open(set, set.url("?wait=1"));
+  auto b = Open(set, set.url("?wait=1"));
+  const std::int64_t tick = NowUnix();
+  const auto first = a->Claim(Req("durable", tick, "node-a", "a-1"));
+  REQUIRE(first);
+  CHECK(first->status == ClaimStatus::kWon);
+  REQUIRE(a->Complete(HeldClaim{"durable", tick, "a-1", first->fence, 15s},
+                      Completion{"done", 0, 1ms}));
+  // Both replicas frozen: the master takes the claim, WAIT 1 times out within op_timeout.
+  set.server(1).Pause();
+  set.server(2).Pause();
+  const auto start = std::chrono::steady_clock::now();
+  const auto unsure = a->Claim(Req("durable", tick + 1, "node-a", "a-2"));
+  const auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE_FALSE(unsure);
+  CHECK_THAT(unsure.error().detail, Catch::Contains("only 0 of 1 replicas acknowledged"));
+  CHECK(took < 1500ms);
+  // The claim stays in the store as written: nobody else runs that tick either (a lost
+  // answer is given at once: it writes nothing, so WAIT has nothing to wait for).
+  const auto lost = b->Claim(Req("durable", tick + 1, "node-b", "b-2"));
+  REQUIRE(lost);
+  CHECK(lost->status == ClaimStatus::kLost);
+  CHECK(lost->holder_node == "node-a");
+  CHECK(lost->holder_running);
+  set.server(1).Resume();
+  set.server(2).Resume();
+  // Replicas back: claims count again.
+  const auto next = ClaimWithin(*b, Req("durable-2", tick, "node-b", "b-3"));
+  REQUIRE(next);
+  CHECK(next->status == ClaimStatus::kWon);
 }

@@ -3,15 +3,13 @@
 // pass with every lease verified, and the same run with one planted duplicate must
 // fail — so the checker reads tickd's real log lines, not only the ones its unit tests
 // write.
-#include <signal.h>
-
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <thread>
 
 #include "tests/e2e/harness.h"
 #include "tests/nemesis/checker/checker.h"
-#include "tests/nemesis/resource/resource.h"
+#include "tests/nemesis/checker/fenced_run.h"
 
 namespace tickd::nemesis {
 namespace {
@@ -28,55 +26,19 @@ TEST_CASE("checker: a real three-replica run passes, with a planted duplicate it
           "[nemesis][checker][e2e]") {
   auto backend = e2e::MakeSqliteFixture();
   e2e::Cluster cluster(*backend);
-  const auto socket = cluster.dir() / "r.sock";
-  const auto journal = cluster.dir() / "journal.jsonl";
-  std::string error;
-  auto resource = FencedResource::Open(socket, journal, &error);
-  INFO(error);
-  REQUIRE(resource);
-  resource->Start();
-  const std::string write = std::string(NEMESIS_WRITE) + " --socket " + socket.string();
-  cluster.WriteJobFile(
-      "jobs:\n"
-      "  - name: j1\n"
-      "    schedule: \"@every 1s\"\n"
-      "    shell: " +
-          write +
-          " --hold-ms 200\n"
-          "  - name: j2\n"
-          "    schedule: \"@every 1s\"\n"
-          "    concurrency: allow\n"
-          "    shell: " +
-          write + " --hold-ms 1500\n",
-      "lease: 3s");
-  for (const char* node : {"n1", "n2", "n3"}) cluster.StartReplica(node);
-  REQUIRE(e2e::Cluster::WaitUntil(
-      [&] {
-        int started = 0;
-        for (auto& r : cluster.replicas()) {
-          for (const e2e::LogLine& l : r->Lines()) started += l.event == "start" ? 1 : 0;
-        }
-        return started == 3;
-      },
-      milliseconds(10000)));
+  FencedRun run(cluster, NEMESIS_WRITE);
+  INFO(run.error());
+  REQUIRE(run.ok());
   CheckSpec spec;
   spec.window_start_ms = NowMs() + 1000;
   std::this_thread::sleep_for(milliseconds(7000));
   spec.window_end_ms = NowMs() - 500;
-  for (auto& r : cluster.replicas()) r->Signal(SIGTERM);
-  for (auto& r : cluster.replicas()) CHECK(r->Wait(milliseconds(15000)) == 0);
-  resource->Stop();
-  spec.replicas = {"n1", "n2", "n3"};
-  spec.jobs = {JobSpec{"j1", 1, {}, 3000, true}, JobSpec{"j2", 1, {}, 3000, false}};
+  for (const auto& status : run.Stop()) CHECK(status == 0);
+  FencedRun::Describe(spec);
 
   std::vector<Attempt> attempts;
-  const bool loaded = LoadJournal(journal, &attempts, &error);
-  INFO(error);
-  REQUIRE(loaded);
   std::vector<LogEvent> events;
-  for (const char* node : {"n1", "n2", "n3"}) {
-    REQUIRE(LoadLog(cluster.dir() / (std::string(node) + ".log"), &events, &error));
-  }
+  REQUIRE(run.Load(&attempts, &events));
   const Report clean = Check(spec, attempts, events, {});
   INFO(clean.ToText());
   CHECK(clean.Passed());
