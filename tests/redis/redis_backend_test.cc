@@ -787,7 +787,7 @@ TEST_CASE("redis: ClaimBatchAsAnswered hands answers over while most of the batc
   if (!Available()) return;
   RedisServer server;
   // This case is about the order of the answers, not their speed: 20,000 claims may take
-  // longer than the default 2 s op_timeout on a loaded machine (CI under load 28 did).
+  // longer than these tests' 1 s op_timeout on a loaded machine (CI under load 28 did).
   auto options = OptionsFor(server);
   options.op_timeout = std::chrono::seconds(60);
   auto a = Open(options);
