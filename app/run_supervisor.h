@@ -44,7 +44,7 @@ struct WonTick {
   Metrics* metrics = nullptr;  // run outcomes, lease losses, renewal errors; null: none
   // Claimed this long before T (lock.claim_lead; 0: at or after T). The claim's lease
   // was lead + held.lease from claim_sent, so it counts from T; the first attempt is
-  // made ready at once (Runner::Prepare) and released when the wall clock reads T.
+  // made ready at once (Runner::Prepare) and starts when the wall clock reads T.
   std::chrono::milliseconds lead{0};
   // How many ticks of the same instant this replica claimed with it (the other
   // replicas claim them too, and each start costs the machine ~0.1 ms of CPU): a run

@@ -1,5 +1,14 @@
 // The fault scenarios against the embedded SQLite backend (replicas on one host).
+#include <dirent.h>
+#include <signal.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <iterator>
+#include <thread>
 
 #include "tests/e2e/scenarios.h"
 
@@ -40,6 +49,73 @@ TEST_CASE("sqlite: H and jitter spread the runs; each tick once, at its due inst
           "[e2e][sqlite][spread]") {
   auto backend = MakeSqliteFixture();
   ScenarioSpread(*backend);
+}
+
+// Pids of the processes whose command line mentions `text` (a prepared child shares
+// its daemon's memory until its exec, so it has the daemon's command line).
+std::vector<int> ProcessesMentioning(const std::string& text) {
+  std::vector<int> pids;
+  DIR* proc = opendir("/proc");
+  REQUIRE(proc != nullptr);
+  while (dirent* d = readdir(proc)) {
+    if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/") + d->d_name + "/cmdline");
+    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(text) != std::string::npos) pids.push_back(std::stoi(d->d_name));
+  }
+  closedir(proc);
+  return pids;
+}
+
+long long UnixOf(const std::string& rfc3339) {
+  std::tm tm{};
+  REQUIRE(strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) != nullptr);
+  return static_cast<long long>(timegm(&tm));
+}
+
+TEST_CASE("sqlite: SIGKILL between an early claim and T leaves no process and no run",
+          "[e2e][sqlite]") {
+  auto backend = MakeSqliteFixture();
+  Cluster cluster(*backend);
+  cluster.WriteJobFile(
+      "jobs:\n  - name: every-second\n    schedule: \"* * * * * *\"\n"
+      "    shell: \"echo $TICKD_TICK_UNIX >> runs.txt\"\n",
+      "claim_lead: 900ms");
+  Replica& replica = cluster.StartReplica("node-a");
+  // A won tick still at least 300 ms away: its process is prepared and waiting.
+  long long tick = 0;
+  const bool claimed_ahead = Cluster::WaitUntil(
+      [&] {
+        const long long now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
+        for (const LogLine& l : replica.Lines()) {
+          if (l.event != "tick" || l.Get("outcome") != "won") continue;
+          const long long t = UnixOf(l.Get("tick"));
+          if (t * 1000 - now_ms >= 300) {
+            tick = t;
+            replica.Signal(SIGKILL);
+            return true;
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(20));
+  INFO(replica.LogText());
+  REQUIRE(claimed_ahead);
+  REQUIRE(replica.Wait(std::chrono::seconds(5)).has_value());
+  // The prepared child died with its daemon (parent-death signal), before its T.
+  const std::string mark = cluster.dir().string();
+  CHECK(Cluster::WaitUntil([&] { return ProcessesMentioning(mark).empty(); },
+                           std::chrono::seconds(3)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(
+      std::max<long long>(0, tick * 1000 + 1'500 -
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count())));
+  for (const std::string& line : ReadLines(cluster.dir() / "runs.txt")) {
+    CHECK(line != std::to_string(tick));  // at-most-once: nobody ran the claimed tick
+  }
 }
 
 }  // namespace
