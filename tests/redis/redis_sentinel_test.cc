@@ -303,3 +303,56 @@ TEST_CASE("redis sentinel: with wait, a claim no replica acknowledged in time is
   REQUIRE(next);
   CHECK(next->status == ClaimStatus::kWon);
 }
+
+TEST_CASE("redis: a claim a promotion left behind is won again, with a higher fence; a replica "
+          "that saw it hears store-reset",
+          "[redis]") {
+  if (!Available()) return;
+  // What README "Redis behind Sentinel" says an asynchronous failover can do, without
+  // the sentinels' timing: the replica is promoted by hand just before a claim, as if
+  // the claim had not reached it.
+  RedisSentinelSet set(/*replicas=*/1, /*sentinels=*/0);
+  REQUIRE(set.running());
+  const auto url = [&](std::size_t i) {
+    return "redis://127.0.0.1:" + std::to_string(set.server(i).port()) + "/0";
+  };
+  auto old_master = Open(set, url(0));
+  const std::int64_t tick = NowUnix();
+  auto req = Req("lost", tick, "node-a", "a-1");
+  req.forbid_overlap = false;
+  const auto before = old_master->Claim(req);  // replicated
+  REQUIRE(before);
+  REQUIRE(before->status == ClaimStatus::kWon);
+  REQUIRE(set.Cli(1, "REPLICAOF NO ONE") == "OK");  // promoted
+  req.tick_unix = tick + 1;
+  req.owner_token = "a-2";
+  const auto first = old_master->Claim(req);  // taken by the old master only
+  REQUIRE(first);
+  REQUIRE(first->status == ClaimStatus::kWon);
+
+  // The replica that won T+1 at the old master knows it: its next claim of the job at
+  // the new master answers store-reset (the head there says T), and writes nothing.
+  auto new_master = Open(set, url(1));
+  auto knew = Req("lost", tick + 2, "node-a", "a-3");
+  knew.forbid_overlap = false;
+  knew.known_tick = tick + 1;
+  const auto reset = new_master->Claim(knew);
+  REQUIRE(reset);
+  CHECK(reset->status == ClaimStatus::kStoreReset);
+  CHECK(reset->holder_tick_unix == tick);
+  // A replica that had not claimed T+1 yet wins it again at the new master: a second
+  // run, with a fence above the first run's, which a fenced resource accepts.
+  auto late = Req("lost", tick + 1, "node-b", "b-2");
+  late.forbid_overlap = false;
+  late.known_tick = tick;
+  const auto second = new_master->Claim(late);
+  REQUIRE(second);
+  CHECK(second->status == ClaimStatus::kWon);
+  CHECK(second->fence > first->fence);
+  // From then on the head is back at T+1: the replica that knew no longer notices.
+  knew.tick_unix = tick + 3;
+  knew.owner_token = "a-4";
+  const auto unnoticed = new_master->Claim(knew);
+  REQUIRE(unnoticed);
+  CHECK(unnoticed->status == ClaimStatus::kWon);
+}
