@@ -321,3 +321,43 @@ TEST_CASE("early claims: shutdown before T with a grace starts the claimed tick 
 
 }  // namespace
 }  // namespace tickd::app::testing
+
+namespace tickd::app::testing {
+namespace {
+
+TEST_CASE("early claims with jitter: claimed claim_lead before the due instant, started at it") {
+  // A job whose tick kT0 is due at least a second after T (jitter: 9 s).
+  std::shared_ptr<const ScheduledJob> job;
+  for (int i = 0; i < 100 && !job; ++i) {
+    auto candidate = EveryJob("spread-" + std::to_string(i), 60,
+                              [](config::Job& j) { j.jitter = seconds(9); });
+    if (candidate->DueMs(kT0) >= kT0 * 1000 + 1'000) job = candidate;
+  }
+  REQUIRE(job);
+  const std::int64_t due_ms = job->DueMs(kT0);
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, false);
+  Scheduler& a = sim.AddReplica("a", {job}, EarlyClaims);
+  sim.WaitQuiet();
+  REQUIRE(a.sleeping_until().has_value());
+  // Asleep until the due instant minus the lead, not T minus the lead.
+  CHECK(*a.sleeping_until() ==
+        sim.clock.Steady() + milliseconds(due_ms - kLead.count() - (kT0 * 1000 - 1'000)));
+  sim.Step(milliseconds(due_ms - kLead.count() - (kT0 * 1000 - 1'000)));
+  sim.WaitQuiet(false);
+  const auto claims = sim.backend.claims();
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0].tick_unix == kT0);  // the claim still names T
+  CHECK(claims[0].node_wall == WallTime(milliseconds(due_ms)) - kLead);
+  CHECK(claims[0].lease == seconds(4) + kLead);  // the lease counts from the due instant
+  sim.Step(kLead - milliseconds(1), false);
+  LetRunsLook();
+  CHECK(starts.walls().empty());  // nothing before the due instant
+  sim.Step(milliseconds(1), false);
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  CHECK(starts.walls()[0] == WallTime(milliseconds(due_ms)));
+  REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
+}
+
+}  // namespace
+}  // namespace tickd::app::testing
