@@ -359,5 +359,26 @@ TEST_CASE("early claims with jitter: claimed claim_lead before the due instant, 
   REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
 }
 
+TEST_CASE("early claims: a pause written between the claim and T holds from the next instant") {
+  Sim sim(WallAt(kT0, -1'000));
+  StartTimes starts(sim, false);
+  Scheduler& a = sim.AddReplica("a", {EveryJob("j", 60)}, EarlyClaims);
+  sim.Step(milliseconds(800), false);  // T − 200 ms: claimed and won
+  sim.WaitQuiet(false);
+  REQUIRE(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won"}).size() == 1);
+  REQUIRE(sim.store->SetPause(lock::Pause{"j", std::nullopt, sim.clock.Wall(), "operator", ""}));
+  sim.Step(milliseconds(200), false);  // T: the claimed tick starts
+  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  CHECK(starts.walls()[0] == WallAt(kT0));
+  REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
+  sim.Step(milliseconds(59'800), false);  // 14:01 − 200 ms: read the pause, no claim
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=skipped", "reason=paused"}).size() == 1);
+  CHECK(sim.backend.claims().size() == 1);
+  sim.Step(milliseconds(200), false);  // 14:01
+  LetRunsLook();
+  CHECK(starts.walls().size() == 1);
+}
+
 }  // namespace
 }  // namespace tickd::app::testing
