@@ -49,10 +49,12 @@ std::unique_ptr<Backend> Open(const RedisSentinelSet& set, const std::string& ur
   return std::move(*backend);
 }
 
-// Retries `claim` every 100 ms (≤ 5 s) until it answers without an Error.
+// Retries `claim` every 100 ms until it answers without an Error, for up to 30 s:
+// replicas resumed after a SIGSTOP, or a new master, may take that long to answer WAIT
+// again on a loaded machine (5 s failed once here).
 tickd::Result<ClaimOutcome> ClaimWithin(Backend& b, const ClaimRequest& req) {
   tickd::Result<ClaimOutcome> out = b.Claim(req);
-  for (int i = 0; i < 50 && !out; ++i) {
+  for (int i = 0; i < 300 && !out; ++i) {
     std::this_thread::sleep_for(100ms);
     out = b.Claim(req);
   }
