@@ -322,9 +322,12 @@ TEST_CASE("redis: a claim a promotion left behind is won again, with a higher fe
   const std::int64_t tick = NowUnix();
   auto req = Req("lost", tick, "node-a", "a-1");
   req.forbid_overlap = false;
-  const auto before = old_master->Claim(req);  // replicated
+  const auto before = old_master->Claim(req);
   REQUIRE(before);
   REQUIRE(before->status == ClaimStatus::kWon);
+  // Replicated before the promotion: this claim is the one the new master keeps (without
+  // the wait, a replica that had not caught up yet lost it too; CI saw head 0).
+  REQUIRE(set.Cli(0, "WAIT 1 5000") == "1");
   REQUIRE(set.Cli(1, "REPLICAOF NO ONE") == "OK");  // promoted
   req.tick_unix = tick + 1;
   req.owner_token = "a-2";
