@@ -1281,6 +1281,38 @@ std::optional<YAML::Mark> SecondDocument(const std::string& text) {
   return second.mark() ? second.mark() : YAML::Mark::null_mark();
 }
 
+// The first character of `text` outside comments, blanks and document markers
+// ('---', '...'); nullopt when there is none (the file is empty for YAML).
+std::optional<YAML::Mark> FirstContent(const std::string& text) {
+  YAML::Mark mark;
+  mark.line = 0;
+  mark.column = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool line_start = mark.column == 0;
+    if (c == '\n') {
+      ++mark.line;
+      mark.column = 0;
+      continue;
+    }
+    if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (line_start && (text.compare(i, 3, "---") == 0 || text.compare(i, 3, "...") == 0)) {
+      i += 2;
+      mark.column += 3;
+      continue;
+    }
+    if (c != ' ' && c != '\t' && c != '\r') {
+      mark.pos = static_cast<int>(i);
+      return mark;
+    }
+    ++mark.column;
+  }
+  return std::nullopt;
+}
+
 // Everything after reading: YAML, the tree walk, the cross-field checks. `path` is
 // the file as the user named it (for messages).
 Loaded LoadText(const std::string& text, const std::string& path, const fs::path& absolute,
@@ -1291,7 +1323,14 @@ Loaded LoadText(const std::string& text, const std::string& path, const fs::path
   try {
     const YAML::Node root = YAML::Load(text);
     if (root.IsNull()) {
-      return FileError(path, "the file is empty (it needs at least 'version: 1' and 'jobs:')");
+      // A file of stray punctuation (a lone ',') also loads as null: say where it is.
+      const std::optional<YAML::Mark> stray = FirstContent(text);
+      if (!stray) {
+        return FileError(path, "the file is empty (it needs at least 'version: 1' and 'jobs:')");
+      }
+      loader.Fail(*stray, "the job file must be a mapping with 'version: 1' and 'jobs:', found only '" +
+                              std::string(1, text[stray->pos]) + "'");
+      return tl::unexpected(std::move(loader.errors()));
     }
     if (const auto second = SecondDocument(text)) {
       loader.Fail(*second, "only one YAML document is allowed (remove the '---')");

@@ -282,6 +282,11 @@ TEST_CASE("every error in a file is reported, not just the first", "[config][err
 TEST_CASE("empty files, non-mapping files and missing jobs", "[config][errors]") {
   TempDir dir;
   CHECK_ERROR(LoadText(dir, ""), "FILE: the file is empty");
+  CHECK_ERROR(LoadText(dir, "# only a comment\n---\n"), "FILE: the file is empty");
+  // yaml-cpp loads a lone ',' as an empty document: the message points at it.
+  CHECK_ERROR(LoadText(dir, ",\n"), "FILE:1:1: the job file must be a mapping with 'version: 1' "
+                                      "and 'jobs:', found only ','");
+  CHECK_ERROR(LoadText(dir, "# c\n\n  ,\n"), "FILE:3:3: the job file must be a mapping");
   CHECK_ERROR(LoadText(dir, "- a\n- b\n"), "FILE:1:1: the job file must be a mapping");
   CHECK_ERROR(LoadText(dir, "version: 1\n"), "FILE:1:1: jobs: missing");
   CHECK_ERROR(LoadText(dir, "version: 1\njobs: {a: 1}\n"), "FILE:2:7: jobs: must be a list");
