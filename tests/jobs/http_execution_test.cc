@@ -3,17 +3,15 @@
 // output lines, and Terminate / timeouts end a transfer that hangs at once.
 #include "jobs/http_execution.h"
 
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <mutex>
 #include <thread>
+
+#include "tests/support/refused_port.h"
 
 namespace tickd::jobs {
 namespace {
@@ -163,22 +161,12 @@ TEST_CASE("a POST sends its body; a refused connection fails the run", "[jobs][h
   REQUIRE(out.lines.size() == 1);
   CHECK(out.lines[0].second == "{\"n\":1}");
 
-  // A port nobody listens on: bound (so nobody else takes it meanwhile), not listening.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  const int closed_port = ntohs(addr.sin_port);
+  const testing::RefusedPort closed;
   job.request.method = "GET";
-  job.request.url = "http://127.0.0.1:" + std::to_string(closed_port) + "/";
+  job.request.url = "http://127.0.0.1:" + std::to_string(closed.port()) + "/";
   auto refused = StartHttp(job, Spec(), {});
   REQUIRE(refused);
   const RunResult r = Wait(**refused);
-  ::close(fd);
   CHECK(r.outcome == RunOutcome::kFailed);
   CHECK_FALSE(r.error.empty());
 }
