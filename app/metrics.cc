@@ -33,6 +33,10 @@ const std::vector<Family>& Families() {
        "Start of the claim minus the instant the tick was due (T, plus its jitter offset).",
        {"job_name"}},
       {"tickd_lease_lost_total", "counter", "Runs whose lease was lost.", {"job_name"}},
+      {"tickd_run_retries_total",
+       "counter",
+       "Retries of failed runs within their tick: started, or why not.",
+       {"job_name", "outcome"}},
       {"tickd_backend_errors_total", "counter", "Failed lock backend calls.", {"backend"}},
       {"tickd_config_mismatch_total",
        "counter",
@@ -156,6 +160,10 @@ void PrometheusMetrics::Notification(std::string_view job, std::string_view even
 
 void PrometheusMetrics::LeaseLost(std::string_view job) {
   Count("tickd_lease_lost_total", {std::string(job)});
+}
+
+void PrometheusMetrics::RunRetry(std::string_view job, std::string_view outcome) {
+  Count("tickd_run_retries_total", {std::string(job), std::string(outcome)});
 }
 
 void PrometheusMetrics::BackendError(std::string_view backend) {

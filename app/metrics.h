@@ -50,6 +50,9 @@ class Metrics {
   virtual void ClaimDuration(std::string_view /*backend*/, Seconds /*took*/) {}
   virtual void FireLateness(std::string_view /*job*/, Seconds /*lateness*/) {}
   virtual void LeaseLost(std::string_view /*job*/) {}
+  // A retry of a run (docs/design.md §1 rule 14): "started", or why it did not start:
+  // "next-instant", "error" (the new fence), "lease-lost".
+  virtual void RunRetry(std::string_view /*job*/, std::string_view /*outcome*/) {}
   virtual void BackendError(std::string_view /*backend*/) {}
   virtual void ConfigMismatch(std::string_view /*job*/) {}
   virtual void ClockSkew(std::string_view /*peer*/, Seconds /*skew*/) {}
@@ -81,6 +84,7 @@ class PrometheusMetrics final : public Metrics {
   void ClaimDuration(std::string_view backend, Seconds took) override;
   void FireLateness(std::string_view job, Seconds lateness) override;
   void LeaseLost(std::string_view job) override;
+  void RunRetry(std::string_view job, std::string_view outcome) override;
   void BackendError(std::string_view backend) override;
   void ConfigMismatch(std::string_view job) override;
   void ClockSkew(std::string_view peer, Seconds skew) override;

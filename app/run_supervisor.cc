@@ -149,15 +149,41 @@ void RunSupervisor::Supervise(Outcome& out) {
   next_renew_ = tick_.claim_sent + tick_.lead + lease / 3;
 
   const int attempts = std::max(1, job.retries.attempts);
+  // Retries end at the job's next instant (docs/design.md §1 rule 14); max(): never.
+  const WallTime retries_end =
+      attempts > 1 ? NextInstant().value_or(WallTime::max()) : WallTime::max();
   for (int attempt = 1; attempt <= attempts; ++attempt) {
+    std::optional<milliseconds> cut_timeout;  // a retry's timeout, cut at the next instant
     if (attempt > 1) {
-      log_.Log(LogLevel::kInfo, "retry",
-               {{"job", job.name},
-                {"tick", tick_text_},
-                {"node", tick_.node},
-                {"attempt", attempt},
-                {"backoff", FormatSeconds(job.retries.backoff)}});
-      if (!Backoff(clock_.Steady() + job.retries.backoff)) break;
+      const milliseconds backoff = job.retries.BackoffBefore(attempt);
+      if (clock_.Wall() + backoff >= retries_end) {
+        RetryNotStarted(attempt, backoff, "next-instant",
+                        "its backoff would end at or after the job's next instant " +
+                            FormatTimestamp(retries_end));
+        break;
+      }
+      if (!Backoff(clock_.Steady() + backoff)) break;
+      if (clock_.Wall() >= retries_end) {  // the wall clock stepped meanwhile
+        RetryNotStarted(attempt, backoff, "next-instant",
+                        "the job's next instant " + FormatTimestamp(retries_end) + " has come");
+        break;
+      }
+      if (!Refence(attempt, backoff)) break;
+      if (retries_end != WallTime::max()) {
+        const auto left = std::chrono::duration_cast<milliseconds>(retries_end - clock_.Wall());
+        if (left < job.timeout) cut_timeout = std::max(milliseconds(1), left);
+      }
+      std::vector<Field> fields = {{"job", job.name},
+                                   {"tick", tick_text_},
+                                   {"node", tick_.node},
+                                   {"outcome", "started"},
+                                   {"attempt", attempt},
+                                   {"backoff", FormatSeconds(backoff)},
+                                   {"fence", tick_.held.fence},
+                                   {"previous_fence", previous_fence_}};
+      if (cut_timeout) fields.emplace_back("timeout", FormatSeconds(*cut_timeout));
+      log_.Log(LogLevel::kInfo, "retry", fields);
+      if (tick_.metrics) tick_.metrics->RunRetry(job.name, "started");
     }
     {
       std::lock_guard lock(mu_);
@@ -170,7 +196,8 @@ void RunSupervisor::Supervise(Outcome& out) {
     out.exit_code.reset();
     out.signal.reset();
     out.error.clear();
-    const jobs::ProcessSpec spec = MakeProcessSpec(tick_, attempt);
+    jobs::ProcessSpec spec = MakeProcessSpec(tick_, attempt);
+    if (cut_timeout) spec.timeout = *cut_timeout;
     if (log_.Enabled(LogLevel::kDebug)) {
       std::string env_text;
       for (const auto& [key, value] : job.env) {
@@ -266,6 +293,48 @@ void RunSupervisor::Supervise(Outcome& out) {
       out.outcome != jobs::RunOutcome::kDone) {
     out.outcome = jobs::RunOutcome::kLeaseLost;
   }
+}
+
+std::optional<WallTime> RunSupervisor::NextInstant() const {
+  const ScheduledJob& job = *tick_.job;
+  if (!job.next) return std::nullopt;
+  const std::optional<std::int64_t> next = job.next(tick_.held.tick_unix);
+  if (!next) return std::nullopt;
+  return WallTime(milliseconds(job.DueMs(*next)));
+}
+
+bool RunSupervisor::Refence(int attempt, milliseconds backoff) {
+  const std::uint64_t previous = tick_.held.fence;
+  const Result<lock::RefenceOutcome> refenced =
+      CallBackend("refence", [&] { return backend_.Refence(tick_.held); });
+  if (!refenced) {
+    if (tick_.metrics) tick_.metrics->BackendError(backend_.name());
+    RetryNotStarted(attempt, backoff, "error",
+                    "no new fence: " + refenced.error().ToString());
+    return false;
+  }
+  if (refenced->status != lock::RefenceStatus::kRefenced) {
+    RetryNotStarted(attempt, backoff, "lease-lost", "the backend says the claim is no longer ours");
+    LoseLease("the backend refused a new fence: the claim is no longer ours");
+    return false;
+  }
+  tick_.held.fence = refenced->fence;  // the supervisor's thread alone reads the fence
+  previous_fence_ = previous;
+  return true;
+}
+
+void RunSupervisor::RetryNotStarted(int attempt, milliseconds backoff, std::string_view outcome,
+                                    const std::string& reason) {
+  log_.Log(LogLevel::kWarn, "retry",
+           {{"job", tick_.job->job.name},
+            {"tick", tick_text_},
+            {"node", tick_.node},
+            {"outcome", "not-started"},
+            {"attempt", attempt},
+            {"backoff", FormatSeconds(backoff)},
+            {"reason", reason},
+            {"fence", tick_.held.fence}});
+  if (tick_.metrics) tick_.metrics->RunRetry(tick_.job->job.name, outcome);
 }
 
 bool RunSupervisor::WaitForInstant(WallTime at) {

@@ -3,9 +3,10 @@
 //
 // The supervisor builds the job's environment (docs/design.md §5), starts each attempt
 // through the Runner, keeps the lease alive (the watchdog below), retries failed
-// attempts under the same claim, and — in a scope guard, on every path out,
-// exceptions and shutdown included — completes the claim on the backend and logs
-// the `run` line.
+// attempts under the same claim, each retry under a new fence (Backend::Refence) and
+// only while it can start before the job's next instant (design §1 rule 14), and — in
+// a scope guard, on every path out, exceptions and shutdown included — completes the
+// claim on the backend and logs the `run` line.
 //
 // Lease watchdog (docs/design.md §1 rule 2): renew every lease/3. The lease counts as valid
 // until t_sent + lease − 1 % − 2 ms on the monotonic clock, t_sent being when the
@@ -88,7 +89,8 @@ class RunSupervisor {
   void Terminate(jobs::RunOutcome reason);
   // True once the claim has been completed and the run line logged.
   bool done() const { return done_.load(); }
-  // The claim this run holds (or held).
+  // The claim this run holds (or held). Its job and tick never change; its fence
+  // changes with each retry, on the supervisor's thread.
   const lock::HeldClaim& held() const { return tick_.held; }
   // How the run ended. REQUIRES: done().
   jobs::RunOutcome outcome() const { return final_outcome_; }
@@ -108,6 +110,15 @@ class RunSupervisor {
   // Waits until Steady() >= until (retry backoff) while renewing; false if it was cut
   // short by shutdown or a lost lease.
   bool Backoff(SteadyTime until);
+  // The due instant of the job's tick after this one (retries end there); nullopt
+  // when the schedule has none.
+  std::optional<WallTime> NextInstant() const;
+  // Gives the claim a new fence for try `attempt`. False, with the `retry` line
+  // logged (and the lease lost on a refusal), when the try must not start.
+  bool Refence(int attempt, std::chrono::milliseconds backoff);
+  // The `warn retry … outcome=not-started` line and its metric.
+  void RetryNotStarted(int attempt, std::chrono::milliseconds backoff, std::string_view outcome,
+                       const std::string& reason);
   // Renews when due and checks validity. Called often; cheap when nothing is due.
   void Upkeep();
   void LoseLease(std::string_view reason);
@@ -122,13 +133,15 @@ class RunSupervisor {
   lock::Backend& backend_;
   Runner& runner_;
   Logger& log_;
-  const WonTick tick_;
+  WonTick tick_;  // held.fence moves with each retry (Refence); the rest never changes
   const std::string tick_text_;
   const std::chrono::milliseconds max_real_wait_;
   std::function<void()> on_done_;
   std::atomic<bool> done_{false};
   jobs::RunOutcome final_outcome_ = jobs::RunOutcome::kFailed;  // set before done_
   OutputTail output_tail_;  // the last output lines, for a notification
+
+  std::uint64_t previous_fence_ = 0;  // the fence before the last Refence (the retry line)
 
   // Watchdog state: the supervisor thread only.
   bool lease_held_ = true;

@@ -64,7 +64,8 @@ constexpr std::string_view kJobKeys[] = {
     "name",     "schedule",    "shell",      "run",         "plugin",  "dialect",
     "timezone", "timeout",     "kill_grace", "env",         "workdir", "concurrency",
     "misfire",  "starting_deadline", "recover", "on_lease_lost", "retries", "dst_gap",
-    "dst_overlap", "enabled", "jitter", "http", "on_failure", "on_success", "on_miss"};
+    "dst_overlap", "enabled", "jitter", "retry_backoff", "http", "on_failure", "on_success",
+    "on_miss"};
 constexpr std::string_view kRetriesKeys[] = {"attempts", "backoff"};
 constexpr std::string_view kPluginKeys[] = {"path", "config", "isolation"};
 constexpr std::string_view kHttpJobKeys[] = {"method", "url",     "headers",
@@ -150,6 +151,7 @@ struct Draft {
   bool zone_ok = true;                    // false: timezone already reported bad
   bool deadline_on_job = false;           // starting_deadline set on the job itself
   bool jitter_on_job = false;             // jitter set on the job itself
+  bool retry_backoff_set = false;         // retry_backoff here or inherited
   YAML::Mark name_mark, schedule_mark, deadline_mark, jitter_mark;
 };
 
@@ -220,6 +222,11 @@ class Loader {
   void ApplyJobKeys(const YAML::Node& map, const std::string& path, bool in_defaults,
                     Draft& draft);
   void ApplyRetries(const Entry& e, Retries& retries);
+  // After one mapping's keys (`defaults` or a job): the two retries forms mixed in it
+  // are an error; a bare `retries: N` without any retry_backoff gets a warning that its
+  // meaning changed (N retries, no longer N tries in all).
+  void CheckRetryForms(const std::optional<Entry>& number, const std::optional<Entry>& older,
+                       const std::optional<Entry>& backoff, const Draft& draft);
   void ApplyPlugin(const Entry& e, Job& job);
   void ApplyEnv(const Entry& e, Job& job);
   void ApplyHttpJob(const Entry& e, Job& job);
@@ -846,6 +853,7 @@ void Loader::LoadHttp(const Entry& e, HttpSettings& http) {
 void Loader::ApplyJobKeys(const YAML::Node& map, const std::string& path, bool in_defaults,
                           Draft& draft) {
   Job& job = draft.job;
+  std::optional<Entry> retries_number, retries_older, retry_backoff;  // CheckRetryForms
   for (const Entry& e : Entries(map, path, kJobKeys)) {
     const std::string& k = e.key;
     if (k == "shell" || k == "run" || k == "plugin" || k == "http") {
@@ -945,7 +953,15 @@ void Loader::ApplyJobKeys(const YAML::Node& map, const std::string& path, bool i
     } else if (k == "on_lease_lost") {
       if (auto v = Enum(e, kOnLeaseLostNames)) job.on_lease_lost = *v;
     } else if (k == "retries") {
+      (e.value.IsMap() ? retries_older : retries_number) = e;
       ApplyRetries(e, job.retries);
+    } else if (k == "retry_backoff") {
+      retry_backoff = e;
+      if (auto v = Duration(e, true)) {
+        job.retries.backoff = *v;
+        job.retries.doubling = true;
+        draft.retry_backoff_set = true;
+      }
     } else if (k == "dst_gap") {
       if (auto v = Enum(e, kDstGapNames)) job.schedule_options.dst_gap = *v;
     } else if (k == "dst_overlap") {
@@ -960,24 +976,51 @@ void Loader::ApplyJobKeys(const YAML::Node& map, const std::string& path, bool i
       }
     }
   }
+  CheckRetryForms(retries_number, retries_older, retry_backoff, draft);
 }
 
 void Loader::ApplyRetries(const Entry& e, Retries& retries) {
   constexpr long long kMaxAttempts = 1'000;
-  if (e.value.IsScalar()) {  // `retries: 3` = 3 attempts in all
-    if (auto v = Integer(e, 1, kMaxAttempts)) retries.attempts = static_cast<int>(*v);
+  if (e.value.IsScalar()) {  // `retries: 3` = 3 retries after the first try, 4 in all
+    if (auto v = Integer(e, 0, kMaxAttempts - 1)) {
+      retries.attempts = static_cast<int>(*v) + 1;
+      retries.doubling = true;
+    }
     return;
   }
   if (!e.value.IsMap()) {
-    Fail(e.mark, e.path + ": must be a number of attempts or {attempts: N, backoff: 10s}");
+    Fail(e.mark, e.path + ": must be a number of retries (retries: 3, with retry_backoff: 10s) "
+                          "or {attempts: N, backoff: 10s}");
     return;
   }
+  // The older form: `attempts` tries in all, `backoff` before each retry (no doubling).
+  retries.doubling = false;
   for (const Entry& r : Entries(e.value, e.path, kRetriesKeys)) {
     if (r.key == "attempts") {
       if (auto v = Integer(r, 1, kMaxAttempts)) retries.attempts = static_cast<int>(*v);
     } else if (auto d = Duration(r, true)) {
       retries.backoff = *d;
     }
+  }
+}
+
+void Loader::CheckRetryForms(const std::optional<Entry>& number, const std::optional<Entry>& older,
+                             const std::optional<Entry>& backoff, const Draft& draft) {
+  if (older && backoff) {
+    Fail(backoff->mark, backoff->path + ": cannot be combined with the older form " +
+                            older->path + ": {attempts, backoff}; write " + older->path +
+                            ": N (N retries after the first try) and " + backoff->path +
+                            ": D instead");
+    return;
+  }
+  if (number && !draft.retry_backoff_set && draft.job.retries.attempts > 1) {
+    const int n = draft.job.retries.attempts - 1;
+    Warn(number->mark, number->path + ": " + std::to_string(n) + " means " + std::to_string(n) +
+                           " retries after the first try (" + std::to_string(n + 1) +
+                           " tries in all; tickd before retry_backoff existed read it as " +
+                           std::to_string(n) + " tries in all): add retry_backoff (e.g. " +
+                           "retry_backoff: 1s) to confirm, or write {attempts: " +
+                           std::to_string(n) + "} for the old meaning");
   }
 }
 
@@ -1435,11 +1478,21 @@ std::string Job::ConfigHash() const {
   h.Field("on_lease_lost", static_cast<long long>(on_lease_lost));
   h.Field("retries.attempts", retries.attempts);
   h.Field("retries.backoff", retries.backoff.count());
+  // Only when set, so that a job in the older form keeps the hash it had before.
+  if (retries.doubling) h.Field("retries.doubling", 1);
   h.Field("enabled", enabled ? 1 : 0);
   // Only when set, so that a job without jitter keeps the hash it had before jitter
   // existed (replicas of two versions do not report config-mismatch for it).
   if (jitter > milliseconds(0)) h.Field("jitter", jitter.count());
   return h.Hex();
+}
+
+milliseconds Retries::BackoffBefore(int attempt) const {
+  if (!doubling || attempt <= 2) return backoff;
+  const milliseconds cap = std::max(backoff, kMaxDoubledBackoff);
+  milliseconds wait = backoff;
+  for (int i = 2; i < attempt && wait < cap; ++i) wait *= 2;
+  return std::min(wait, cap);
 }
 
 tl::expected<std::string, std::string> ReadLockPassword(const LockSettings& lock) {

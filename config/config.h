@@ -22,9 +22,20 @@ enum class Misfire { kSkip, kRunOnce };
 enum class OnLeaseLost { kTerminate, kContinue };
 enum class Isolation { kProcess, kNone };
 
+// Tries of one tick's run (docs/design.md §1 rule 14, §4): `retries: N` (N retries after
+// the first try) with `retry_backoff: D` (waits D, 2D, 4D …, see BackoffBefore), or the
+// older `retries: {attempts: A, backoff: D}` (A tries in all, D before each retry).
 struct Retries {
   int attempts = 1;                  // total tries including the first (1 = no retry)
-  milliseconds backoff{1'000};       // wait between tries
+  milliseconds backoff{1'000};       // wait before the first retry
+  bool doubling = false;             // each further wait doubles (the `retries: N` form)
+
+  // The longest wait that doubling reaches (a longer `backoff` is kept as it is).
+  static constexpr milliseconds kMaxDoubledBackoff{600'000};
+  // The wait before try `attempt` (2 = the first retry): `backoff`, then with
+  // `doubling` twice the previous wait each time, up to max(backoff,
+  // kMaxDoubledBackoff).
+  milliseconds BackoffBefore(int attempt) const;
 };
 
 struct PluginSpec {

@@ -158,6 +158,21 @@ enum class RenewStatus {
   kLost,     // the claim is no longer ours (expired and taken, or released): stop the run
 };
 
+// What Refence did (docs/design.md §1 rule 14: each retry of a run under a new fence).
+enum class RefenceStatus {
+  kRefenced,  // the tick record now carries `fence`; the lease and owner are unchanged
+  kNotOwner,  // the claim is not ours any more (another owner, done, or the lease
+              // expired): nothing was changed
+};
+
+struct RefenceOutcome {
+  RefenceStatus status = RefenceStatus::kNotOwner;
+  // kRefenced: the claim's new fence, drawn as a claim's fence is (see "Fences" at the
+  // top of this file): strictly greater than every fence the job had before, this
+  // claim's included, and below every later claim's.
+  std::uint64_t fence = 0;
+};
+
 // How a run ended, recorded on the tick when the claim is completed.
 struct Completion {
   std::string outcome;               // "done" "failed" "timeout" "lease-lost" "killed" "released"
@@ -284,6 +299,17 @@ class Backend {
   // Extends the lease by held.lease from the backend's now, only if the stored owner
   // token is still held.owner_token and the lease has not expired.
   virtual Result<RenewStatus> Renew(const HeldClaim& held) = 0;
+
+  // REQUIRES: `held` came from a kWon outcome of this backend (with the fence of its
+  // last kRefenced, if any).
+  // Gives the claim a new fence, in one atomic step of the store, only if the stored
+  // owner token is still held.owner_token, the record is running and the lease has not
+  // expired (the same test as Renew's). The record, History and ListRunning show the
+  // new fence; the lease is not extended. The caller then renews and completes with
+  // held.fence set to the new fence (backends that key anything by the fence move it
+  // here). An Error when the store did not answer: the fence may or may not have moved,
+  // and the claim is still this caller's as far as Renew and Complete are concerned.
+  virtual Result<RefenceOutcome> Refence(const HeldClaim& held) = 0;
 
   // Owner-checked: marks the tick done with `completion` and drops the lease (and the
   // job's run marker). Never touches a claim whose token differs.

@@ -77,6 +77,9 @@
 // too (one keepalive for the renewals that come together). A run whose own renewals
 // stopped keeps its claim while another run of the lease renews; its watchdog, which
 // counts from its own renewals, stops it as on every backend.
+// refence (a retry's new fence): read, then a txn comparing the record's and the
+// head's mod_revision and the lease key's value (our token), putting the record with
+// the next fence and the head with n + 1 (as a claim does); a moved head reads again.
 // complete: read, then a txn comparing the record's mod_revision (owner checked on
 // the value read: a re-claim changes mod_revision, so the txn refuses a stale holder
 // even when its lease has expired): puts the record done, deletes the lease key,
@@ -586,6 +589,44 @@ class EtcdBackend final : public Backend {
     if (!txn) return tl::unexpected(txn.error());
     if (!txn->body.value("succeeded", false)) return Forget(held);
     return RenewStatus::kRenewed;
+  }
+
+  // A retry's new fence: read the tick, then one txn comparing the record's and the
+  // head's mod_revision and the lease key's value (our token: the lease is alive),
+  // putting the record with fence = epoch_ms << 11 + n + 1 and the head with n + 1, as
+  // a claim moves them. A head that moved (a claim of another tick) reads again.
+  Result<RefenceOutcome> Refence(const HeldClaim& held) override {
+    const Deadline deadline = Due();
+    const Keys k = KeysOf(held.job, held.tick_unix);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto state = ReadTick(k, deadline);
+      if (!state) return tl::unexpected(state.error());
+      if (!state->record || state->record->state != "running" ||
+          state->record->owner != held.owner_token || !state->lease ||
+          state->lease_owner != held.owner_token) {
+        return RefenceOutcome{};
+      }
+      ClaimRequest as_claim;  // the head as a claim of this tick would move it
+      as_claim.job = held.job;
+      as_claim.tick_unix = held.tick_unix;
+      as_claim.node = state->record->node;
+      const Head head = NextHead(as_claim, *state);
+      TickRecord rec = *state->record;
+      rec.fence = static_cast<std::uint64_t>((head.epoch_ms << kFenceEpochShift) + head.n);
+      const Json compare = {ModifiedAt(k.record, rec.mod_revision),
+                            ValueIs(k.lease, held.owner_token),
+                            state->head ? ModifiedAt(k.head, state->head_mod_revision)
+                                        : CreatedAt(k.head, 0)};
+      const Json success = {Put(k.record, Encode(rec)), Put(k.head, Encode(head))};
+      auto txn = Post("/v3/kv/txn", Json{{"compare", compare}, {"success", success}}, deadline);
+      if (!txn) return tl::unexpected(txn.error());
+      if (txn->body.value("succeeded", false)) {
+        return RefenceOutcome{RefenceStatus::kRefenced, rec.fence};
+      }
+      // The record, the lease or the head changed between the read and the txn: re-read.
+    }
+    return MakeError(context_ + ": refence " + held.job + "@" + std::to_string(held.tick_unix),
+                     "the job's head kept changing; try again");
   }
 
   // Runs that end together share one CompleteBatch (lock/complete_batcher.h).

@@ -19,6 +19,8 @@
 //   4. forbid and another tick of the job runs with a live lease → busy;
 //   5. won: new record, lease = now + req.lease, fence = ++fences_[job]. Fences are
 //      plain counters here (no epoch, lock/backend.h): nothing outlives the instance.
+// Refence (a retry's new fence) draws ++fences_[job] into a running record whose owner
+// is the caller and whose lease is live.
 // ForceRelease marks a running record whose lease expired as done ("released") and
 // clears its owner token, so the old holder's Renew and Complete are refused.
 #include "lock/memory/memory_backend.h"
@@ -103,6 +105,19 @@ class MemoryBackend final : public Backend {
     }
     rec.lease_until = now + held.lease;
     return RenewStatus::kRenewed;
+  }
+
+  // Under the one mutex: the owner test and the new fence are one step.
+  Result<RefenceOutcome> Refence(const HeldClaim& held) override {
+    std::lock_guard lock(mu_);
+    auto it = ticks_.find(Key{held.job, held.tick_unix});
+    if (it == ticks_.end()) return RefenceOutcome{};
+    TickRecord& rec = it->second;
+    if (rec.done || rec.owner != held.owner_token || rec.lease_until <= clock_.Steady()) {
+      return RefenceOutcome{};
+    }
+    rec.fence = ++fences_[held.job];
+    return RefenceOutcome{RefenceStatus::kRefenced, rec.fence};
   }
 
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
@@ -318,6 +333,7 @@ class SharedBackendHandle final : public Backend {
     return shared_->ClaimBatch(reqs);
   }
   Result<RenewStatus> Renew(const HeldClaim& held) override { return shared_->Renew(held); }
+  Result<RefenceOutcome> Refence(const HeldClaim& held) override { return shared_->Refence(held); }
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& c) override {
     return shared_->Complete(held, c);
   }

@@ -27,6 +27,11 @@ class NoneBackend final : public Backend {
 
   Result<RenewStatus> Renew(const HeldClaim&) override { return RenewStatus::kRenewed; }
 
+  // Nothing is shared: every retry gets the next fence of this process.
+  Result<RefenceOutcome> Refence(const HeldClaim&) override {
+    return RefenceOutcome{RefenceStatus::kRefenced, ++fence_};
+  }
+
   Result<CompleteStatus> Complete(const HeldClaim&, const Completion&) override {
     return CompleteStatus::kCompleted;
   }

@@ -66,6 +66,8 @@
 // renew: UPDATE lease_until = now() + lease WHERE owner = token AND state =
 //   'running' AND lease_until > now(): 0 rows = lost (a lease the database saw expire
 //   is never revived, whatever the replica's clock says).
+// refence (a retry's new fence): UPDATE fence = epoch << 11 + nextval('tickd_fence')
+//   WHERE (renew's guard) RETURNING fence: 0 rows = not ours; the lease is unchanged.
 // complete: UPDATE state = 'done' … WHERE owner = token AND state = 'running'
 //   (never a bare delete); our own record already done counts as completed.
 //
@@ -343,6 +345,14 @@ constexpr const char* kRenewSql =
     "WHERE job = $1 AND tick = $2::bigint AND owner = $3 AND state = 'running' "
     "AND lease_until > now()";
 
+// A retry's new fence: the claim's guard (as renew's) and a fence drawn as a claim
+// draws it, in one statement. No row: the claim is not ours any more.
+constexpr const char* kRefenceSql =
+    "UPDATE tickd_ticks SET fence = ((SELECT e.epoch FROM tickd_epoch e LIMIT 1) << 11) + "
+    "nextval('tickd_fence') "
+    "WHERE job = $1 AND tick = $2::bigint AND owner = $3 AND state = 'running' "
+    "AND lease_until > now() RETURNING fence";
+
 // The SELECT sees the table as it was before the UPDATE (one snapshot): a record of
 // ours that was already done means an earlier Complete went through.
 constexpr const char* kCompleteSql =
@@ -531,6 +541,16 @@ class PostgresBackend final : public Backend {
     if (!r) return tl::unexpected(r.error());
     return std::string_view(PQcmdTuples(r->get())) == "1" ? RenewStatus::kRenewed
                                                           : RenewStatus::kLost;
+  }
+
+  Result<RefenceOutcome> Refence(const HeldClaim& held) override {
+    const std::string where = "refence " + held.job + "@" + std::to_string(held.tick_unix);
+    auto r = RunOne({kRefenceSql, {held.job, std::to_string(held.tick_unix), held.owner_token}},
+                    PGRES_TUPLES_OK, where);
+    if (!r) return tl::unexpected(r.error());
+    if (PQntuples(r->get()) != 1) return RefenceOutcome{};
+    return RefenceOutcome{RefenceStatus::kRefenced,
+                          static_cast<std::uint64_t>(ToInt(r->get(), 0, 0))};
   }
 
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {

@@ -54,6 +54,8 @@
 // the tick's hash in the same script, as Record would: no ledger round trip per claim.
 // renew: only when the record is running, its owner is our token and its lease has
 // not passed: store the new lease_until (and PEXPIRE the run key if it is ours).
+// refence (a retry's new fence): renew's guard, then fence = max(head's + 1,
+// TIME_ms << 11) into the head and the record; the lease is unchanged.
 // complete: only when the record's owner is our token: mark it done with the
 // completion, delete the run key if it still holds our token (never a bare delete).
 //
@@ -322,6 +324,26 @@ if run and string.sub(run, 1, #rec[2] + 1) == rec[2] .. '\n' then
   redis.call('DEL', KEYS[1] .. 'run')
 end
 return 'released'
+)lua";
+
+// A retry's new fence. KEYS: the job's key base. ARGV: T, token. The claim's guard (as
+// renew's: ours, running, lease not passed on the server's clock), then a fence drawn
+// as a claim draws it, max(head's + 1, TIME_ms << 11), written to the head and the
+// record. Answers the new fence (a string: Lua keeps 14 digits), or 0 when not ours.
+// Sent with EVAL (a retry is rare; the claim scripts stay as they are).
+constexpr std::string_view kRefenceLua = R"lua(
+local record = KEYS[1] .. 't:' .. ARGV[1]
+local rec = redis.call('HMGET', record, 'owner', 'state', 'lease_until')
+if rec[1] ~= ARGV[2] or rec[2] ~= 'running' then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > tonumber(rec[3]) then return 0 end
+local head_key = KEYS[1] .. 'head'
+local last = redis.call('HGET', head_key, 'fence')
+local fence_s = string.format('%.0f', math.max(last and tonumber(last) + 1 or 0, now * 2048))
+redis.call('HSET', head_key, 'fence', fence_s)
+redis.call('HSET', record, 'fence', fence_s)
+return fence_s
 )lua";
 
 enum class Script { kClaim, kRenew, kComplete, kPrune };
@@ -747,6 +769,37 @@ class RedisBackend final : public Backend {
                              {held.owner_token, std::to_string(held.lease.count())}));
     if (!reply) return tl::unexpected(reply.error());
     return Int(reply->get()) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;
+  }
+
+  // ?wait=N as for a won claim: a new fence only the master holds is an Error (the
+  // attempt does not start), since a failover could forget it and hand it out again.
+  Result<RefenceOutcome> Refence(const HeldClaim& held) override {
+    const std::string where = context_ + ": refence " + held.job + "@" +
+                              std::to_string(held.tick_unix);
+    std::vector<Command> cmds = {{"EVAL", std::string(kRefenceLua), "1", Base(held.job),
+                                  std::to_string(held.tick_unix), held.owner_token}};
+    const int wait = endpoint_.wait_replicas;
+    if (wait > 0) {
+      cmds.push_back({"WAIT", std::to_string(wait),
+                      std::to_string(std::max<std::int64_t>(1, options_.op_timeout.count() / 2))});
+    }
+    auto replies = Pipeline(cmds);
+    if (!replies) return tl::unexpected(replies.error());
+    const redisReply* r = replies->front().get();
+    if (r->type == REDIS_REPLY_ERROR) return MakeError(where, std::string(Str(r)));
+    if (r->type == REDIS_REPLY_INTEGER) return RefenceOutcome{};
+    std::uint64_t fence = 0;
+    const std::string_view text = Str(r);
+    if (std::from_chars(text.data(), text.data() + text.size(), fence).ec != std::errc() ||
+        fence == 0) {
+      return MakeError(where, "unexpected answer '" + std::string(text) + "'");
+    }
+    if (wait > 0 && Int(replies->back().get()) < wait) {
+      return MakeError(where, "new fence held by only " +
+                                  std::to_string(Int(replies->back().get())) + " of " +
+                                  std::to_string(wait) + " replicas in time (?wait)");
+    }
+    return RefenceOutcome{RefenceStatus::kRefenced, fence};
   }
 
   // Runs that end together complete together (group commit): concurrent calls share

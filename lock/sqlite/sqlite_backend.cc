@@ -58,6 +58,9 @@
 //   4. forbid and another running record of the job is live → busy.
 //   5. fence = max(last + 1, now_ms << 11), take its holder lock, write the record, COMMIT.
 // Renew: one UPDATE guarded by owner, state, boot_id and lease_until > now.
+// Refence (a retry's new fence): in one BEGIN IMMEDIATE transaction, the same guard as
+// Renew's, the next fence as in 5, its holder lock taken before COMMIT; the old
+// fence's holder lock is dropped after COMMIT.
 // Complete: one UPDATE guarded by owner and state; then the holder lock is dropped.
 // Completes of runs that end together share one transaction (CompleteBatch).
 // ListRunning / ForceRelease (`tickd locks`): inside BEGIN IMMEDIATE (they probe holder
@@ -476,6 +479,33 @@ class SqliteBackend final : public Backend {
     return sqlite3_changes(db_) == 1 ? RenewStatus::kRenewed : RenewStatus::kLost;
   }
 
+  // A retry's new fence, in one BEGIN IMMEDIATE transaction: the owner test (as Renew's),
+  // the next fence from tickd_fence (as a claim draws it) and its holder lock taken
+  // before COMMIT; the old fence's holder lock is dropped after it, so the record looks
+  // live to other claimers throughout.
+  Result<RefenceOutcome> Refence(const HeldClaim& held) override {
+    std::lock_guard lock(mu_);
+    const auto ours = held_.find(held.owner_token);
+    if (ours == held_.end()) return RefenceOutcome{};
+    const std::string where =
+        "sqlite: refence " + held.job + "@" + std::to_string(held.tick_unix);
+    if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return tl::unexpected(r.error());
+    std::uint64_t fence = 0;
+    Result<RefenceOutcome> out = RefenceLocked(held, where, fence);
+    if (!out || out->status != RefenceStatus::kRefenced) {
+      Exec("ROLLBACK", where);
+      return out;
+    }
+    if (auto r = Exec("COMMIT", where); !r) {
+      Exec("ROLLBACK", where);
+      holder_locks_.Drop(fence);
+      return tl::unexpected(r.error());
+    }
+    holder_locks_.Drop(ours->second);
+    ours->second = fence;
+    return out;
+  }
+
   // Runs that end together complete together: see lock/complete_batcher.h.
   Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) override {
     return completer_.Complete(held, completion);
@@ -827,15 +857,9 @@ class SqliteBackend final : public Backend {
       if (running.Failed()) return MakeError(where, running.ErrorText());
     }
 
-    static_assert(kFenceEpochShift == 11, "the fence statement shifts by 11");
-    Stmt next_fence(stmts_, db_,
-                    "UPDATE tickd_fence SET value = max(value + 1, ?1 << 11) WHERE id = 1 "
-                    "RETURNING value");
-    next_fence.Bind(1, ToMs(clock_.Wall()));
-    if (next_fence.Step() != SQLITE_ROW) return MakeError(where, next_fence.ErrorText());
-    const auto fence = static_cast<std::uint64_t>(next_fence.Int(0));
-    while (next_fence.Step() == SQLITE_ROW) {
-    }
+    Result<std::uint64_t> next_fence = NextFenceLocked(where);
+    if (!next_fence) return tl::unexpected(next_fence.error());
+    const std::uint64_t fence = *next_fence;
 
     if (auto taken = holder_locks_.Take(fence); !taken) return tl::unexpected(taken.error());
 
@@ -858,6 +882,49 @@ class SqliteBackend final : public Backend {
     out.status = ClaimStatus::kWon;
     out.fence = fence;
     return out;
+  }
+
+  // Refence inside the caller's BEGIN IMMEDIATE transaction; `fence` is the new fence,
+  // its holder lock taken, when the answer is kRefenced (the caller commits or drops it).
+  Result<RefenceOutcome> RefenceLocked(const HeldClaim& held, const std::string& where,
+                                       std::uint64_t& fence) {
+    const std::int64_t now = BootMs();
+    Stmt live(stmts_, db_,
+              "SELECT 1 FROM tickd_ticks WHERE job = ?1 AND tick = ?2 AND owner = ?3 "
+              "AND state = 'running' AND boot_id = ?4 AND lease_until > ?5");
+    live.Bind(1, held.job).Bind(2, held.tick_unix).Bind(3, held.owner_token);
+    live.Bind(4, boot_id_).Bind(5, now);
+    const int rc = live.Step();
+    if (rc == SQLITE_DONE) return RefenceOutcome{};
+    if (rc != SQLITE_ROW) return MakeError(where, live.ErrorText());
+    Result<std::uint64_t> next = NextFenceLocked(where);
+    if (!next) return tl::unexpected(next.error());
+    if (auto taken = holder_locks_.Take(*next); !taken) return tl::unexpected(taken.error());
+    Stmt write(stmts_, db_,
+               "UPDATE tickd_ticks SET fence = ?1 WHERE job = ?2 AND tick = ?3 AND owner = ?4");
+    write.Bind(1, static_cast<std::int64_t>(*next)).Bind(2, held.job).Bind(3, held.tick_unix);
+    write.Bind(4, held.owner_token);
+    if (write.Step() != SQLITE_DONE) {
+      const std::string detail = sqlite3_errmsg(db_);
+      holder_locks_.Drop(*next);
+      return MakeError(where, detail);
+    }
+    fence = *next;
+    return RefenceOutcome{RefenceStatus::kRefenced, fence};
+  }
+
+  // Draws the next fence (see the top of the file) inside the caller's transaction.
+  Result<std::uint64_t> NextFenceLocked(const std::string& where) {
+    static_assert(kFenceEpochShift == 11, "the fence statement shifts by 11");
+    Stmt next_fence(stmts_, db_,
+                    "UPDATE tickd_fence SET value = max(value + 1, ?1 << 11) WHERE id = 1 "
+                    "RETURNING value");
+    next_fence.Bind(1, ToMs(clock_.Wall()));
+    if (next_fence.Step() != SQLITE_ROW) return MakeError(where, next_fence.ErrorText());
+    const auto fence = static_cast<std::uint64_t>(next_fence.Int(0));
+    while (next_fence.Step() == SQLITE_ROW) {
+    }
+    return fence;
   }
 
   // SQLite's own busy handler backs off to 100 ms sleeps, which would make a claimer

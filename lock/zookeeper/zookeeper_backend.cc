@@ -93,6 +93,10 @@
 // current one: Renew compares the lease node's ephemeralOwner with our session, so
 // runs claimed under the old session hear lost. A new session recreates the roots
 // (chroot, B, clients) before its first write: they may be gone with the data.
+// refence (a retry's new fence): get the record, the lease node and the head, and
+//   the server's clock; record ours and running, lease node ours and live? One multi:
+//   check the lease node's version, set the record with the new fence (by version),
+//   move the head by its version as a claim does (the fence counts the refence).
 // complete: get the record (owner must be our token), the lease and the run node;
 //   one multi: set the record to done (with its version) and delete the lease and
 //   run nodes that still hold our token (each by version). Retried on a version race.
@@ -558,6 +562,48 @@ class ZookeeperBackend final : public Backend {
     drop.Delete(lease_path, write[0].stat.version);
     (void)Await(drop, deadline, "renew");
     return RenewStatus::kLost;
+  }
+
+  // A retry's new fence: read the record, the lease node and the head (pipelined) and
+  // the server's clock; ours (record running with our token, lease node ours and live
+  // on the server's clock)? One multi: check the lease node's version, set the record
+  // with the new fence by its version, and move the head as a claim does (MoveHead: its
+  // version counts this refence too). A version race reads again.
+  Result<RefenceOutcome> Refence(const HeldClaim& held) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    const std::string record_path = Path(held.job, "t", held.tick_unix);
+    const std::string lease_path = Path(held.job, "l", held.tick_unix);
+    const std::string head_path = base_ + "/" + held.job + "/head";
+    for (int race = 0; race < kMaxRaces; ++race) {
+      auto nodes = ReadTickNodes(record_path, lease_path, head_path, deadline, "refence");
+      if (!nodes) return tl::unexpected(nodes.error());
+      const Batch& read = *nodes;
+      if (read[0].rc == ZNONODE || read[1].rc == ZNONODE) return RefenceOutcome{};
+      Fields record = Decode(read[0].value);
+      if (Get(record, "state") != "running" || Get(record, "owner") != held.owner_token ||
+          !Ours(read[1], held.owner_token)) {
+        return RefenceOutcome{};
+      }
+      auto now = ServerNow(deadline);
+      if (!now) return tl::unexpected(now.error());
+      if (!Live(read[1], *now)) return RefenceOutcome{};
+      ClaimRequest as_claim;  // the head as a claim of this tick would move it
+      as_claim.job = held.job;
+      as_claim.tick_unix = held.tick_unix;
+      as_claim.node = Get(record, "node");
+      std::vector<Op> ops = {{Op::kCheck, lease_path, "", read[1].stat.version},
+                             {Op::kSet, record_path, "", read[0].stat.version}};
+      const Fields head_fields = read[2].rc == ZOK ? Decode(read[2].value) : Fields{};
+      const std::uint64_t fence = MoveHead(as_claim, read[2], head_fields, head_path, *now, ops);
+      record["fence"] = std::to_string(fence);
+      ops[1].data = Encode(record);
+      auto applied = EndTick(std::move(ops), deadline, "refence");
+      if (!applied) return tl::unexpected(applied.error());
+      if (*applied) return RefenceOutcome{RefenceStatus::kRefenced, fence};
+    }
+    return MakeError(context_ + ": refence", "kept losing version races; try again");
   }
 
   // Runs that end together share one CompleteBatch (lock/complete_batcher.h).
@@ -1430,7 +1476,7 @@ class ZookeeperBackend final : public Backend {
   }
 
   // What complete and release both read, pipelined: the tick's record [0], its lease
-  // node [1] and the job's run node [2]. Each one found, or ZNONODE; else an Error.
+  // node [1] and the job's run node [2] (refence: its head node). Each one found, or ZNONODE; else an Error.
   Result<Batch> ReadTickNodes(const std::string& record_path, const std::string& lease_path,
                               const std::string& run_path, steady_clock::time_point deadline,
                               const std::string& what) {
@@ -1445,7 +1491,7 @@ class ZookeeperBackend final : public Backend {
     return read;
   }
 
-  // The multi that ends a tick (complete or release), versions checked: true when it
+  // The multi that ends a tick (complete or release) or refences it, versions checked: true when it
   // was applied, false when a version moved meanwhile (read again), else an Error.
   Result<bool> EndTick(std::vector<Op> ops, steady_clock::time_point deadline,
                        const std::string& what) {

@@ -269,7 +269,8 @@ TEST_CASE("shutdown: EndGrace (a second SIGTERM) kills the runs at once") {
   CHECK(r.OnlyCompletion().outcome == "killed");
 }
 
-TEST_CASE("retries: a failed attempt is retried under the same claim with TICKD_ATTEMPT") {
+TEST_CASE("retries: a failed attempt is retried under the same claim, each under a new fence, "
+          "with TICKD_ATTEMPT") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec& spec) {
     return std::optional<int>(spec.env.at("TICKD_ATTEMPT") == "3" ? 0 : 1);
@@ -298,15 +299,134 @@ TEST_CASE("retries: a failed attempt is retried under the same claim with TICKD_
     CHECK(env.at("TICKD_TICK") == "2026-11-21T14:00:00Z");
     CHECK(env.at("TICKD_TICK_UNIX") == std::to_string(kT0));
     CHECK(env.at("TICKD_NODE") == "a");
-    CHECK(env.at("TICKD_FENCE") == "1");
+    // The memory store's fences are plain counters: the claim's 1, then one per retry.
+    CHECK(env.at("TICKD_FENCE") == std::to_string(i + 1));
     CHECK(env.at("GREETING") == "hi");
   }
   CHECK(specs[0].argv == std::vector<std::string>{"/bin/sh", "-c", "true"});
-  CHECK(sim.Grep({" info retry job=j", "attempt=2 backoff=2.000s"}).size() == 1);
-  CHECK(sim.Grep({" info run job=j", "outcome=done exit=0", "attempts=3"}).size() == 1);
+  CHECK(sim.Grep({" info retry job=j", "outcome=started attempt=2 backoff=2.000s fence=2 "
+                  "previous_fence=1"}).size() == 1);
+  CHECK(sim.Grep({" info retry job=j", "outcome=started attempt=3 backoff=2.000s fence=3 "
+                  "previous_fence=2"}).size() == 1);
+  CHECK(sim.Grep({" info run job=j", "outcome=done exit=0", "fence=3", "attempts=3"}).size() == 1);
+  const auto refences = sim.backend.refences();
+  REQUIRE(refences.size() == 2);
+  CHECK(refences[0].fence == 1);
+  CHECK(refences[1].fence == 2);
   const auto completions = sim.backend.completions();
   REQUIRE(completions.size() == 1);  // one claim for all attempts
+  CHECK(completions[0].first.fence == 3);
   CHECK(completions[0].second.outcome == "done");
+  auto history = sim.store->History("j", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().fence == 3);  // the record shows the last attempt's fence
+  CHECK(history->front().run_outcome == "done");
+}
+
+namespace {
+
+// Steps the fake clock by `step` until `done()` or `limit` of simulated time, giving
+// the supervisor a moment of real time after each step.
+void StepUntil(Sim& sim, const std::function<bool()>& done, milliseconds step,
+               milliseconds limit) {
+  for (milliseconds t{0}; t < limit && !done(); t += step) {
+    sim.clock.Advance(step);
+    Eventually(done, milliseconds(20));
+  }
+}
+
+// The specs of the starts of tick kT0 (a later tick of the job may start as well).
+std::vector<jobs::ProcessSpec> FirstTickSpecs(Sim& sim) {
+  std::vector<jobs::ProcessSpec> out;
+  for (const auto& spec : sim.runner.specs()) {
+    if (spec.env.at("TICKD_TICK_UNIX") == std::to_string(kT0)) out.push_back(spec);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("retries: retry_backoff doubles with each retry") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(1); };
+  sim.AddReplica("a", {EveryJob("j", 3'600, [](config::Job& j) {
+                   j.retries = {4, seconds(1), true};
+                 })},
+                 [](SchedulerOptions& o) { o.lease = seconds(60); });
+  sim.Step(seconds(1), false);
+  StepUntil(sim, [&] { return sim.replica(0).active_runs() == 0 && sim.runner.starts() > 0; },
+            milliseconds(250), seconds(20));
+  REQUIRE(sim.runner.starts() == 4);
+  CHECK(sim.Grep({" info retry job=j", "attempt=2 backoff=1.000s fence=2"}).size() == 1);
+  CHECK(sim.Grep({" info retry job=j", "attempt=3 backoff=2.000s fence=3"}).size() == 1);
+  CHECK(sim.Grep({" info retry job=j", "attempt=4 backoff=4.000s fence=4"}).size() == 1);
+  CHECK(sim.Grep({" warn run job=j", "outcome=failed exit=1", "fence=4", "attempts=4"}).size() == 1);
+}
+
+TEST_CASE("retries: no retry starts at or past the job's next instant, and the last one's "
+          "timeout is cut there") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(1); };
+  sim.AddReplica("a", {EveryJob("j", 60, [](config::Job& j) {
+                   j.retries = {5, seconds(25)};  // retries at T+25 and T+50; T+75 is too late
+                   j.timeout = seconds(30);
+                 })},
+                 [](SchedulerOptions& o) { o.lease = seconds(60); });
+  sim.Step(seconds(1), false);
+  StepUntil(sim, [&] { return !sim.Grep({" retry job=j", "outcome=not-started"}).empty(); },
+            milliseconds(500), seconds(70));
+  const auto specs = FirstTickSpecs(sim);
+  REQUIRE(specs.size() == 3);
+  CHECK(specs[0].timeout == seconds(30));
+  CHECK(specs[1].timeout == seconds(30));  // at T+25: 35 s are left before T+60
+  // At T+50 (and the clock's step): cut at T+60.
+  CHECK(specs[2].timeout <= seconds(10));
+  CHECK(specs[2].timeout >= seconds(9));
+  CHECK(sim.Grep({" info retry job=j", "attempt=3 backoff=25.000s", "timeout=9."}).size() == 1);
+  const auto given_up = sim.Grep({" warn retry job=j tick=2026-11-21T14:00:00Z",
+                                  "outcome=not-started attempt=4 backoff=25.000s",
+                                  "next instant 2026-11-21T14:01:00.000Z"});
+  CHECK(given_up.size() == 1);
+  REQUIRE(Eventually([&] {
+    return !sim.Grep({" warn run job=j tick=2026-11-21T14:00:00Z", "attempts=3"}).empty();
+  }));
+  CHECK(sim.Grep({" warn run job=j tick=2026-11-21T14:00:00Z", "outcome=failed", "fence=3",
+                  "attempts=3"}).size() == 1);
+}
+
+TEST_CASE("retries: a new fence refused ends the run as lease-lost; one not answered ends the "
+          "retries") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(1); };
+  const bool refused = GENERATE(true, false);
+  if (refused) {
+    sim.backend.refence_not_owner = true;
+  } else {
+    sim.backend.refence_error = true;
+  }
+  sim.AddReplica("a", {EveryJob("j", 60, [](config::Job& j) { j.retries = {3, seconds(2)}; })},
+                 [](SchedulerOptions& o) { o.lease = seconds(60); });
+  sim.Step(seconds(1), false);
+  StepUntil(sim, [&] { return !sim.Grep({" run job=j"}).empty(); }, milliseconds(500),
+            seconds(10));
+  CHECK(sim.runner.starts() == 1);  // the retry never started
+  CHECK(sim.backend.refences().size() == 1);
+  const auto completions = sim.backend.completions();
+  REQUIRE(completions.size() == 1);
+  CHECK(completions[0].first.fence == 1);
+  if (refused) {
+    CHECK(sim.Grep({" warn retry job=j", "outcome=not-started attempt=2",
+                    "no longer ours"}).size() == 1);
+    CHECK(sim.Grep({" warn lease job=j", "outcome=lost"}).size() == 1);
+    CHECK(completions[0].second.outcome == "lease-lost");
+  } else {
+    CHECK(sim.Grep({" warn retry job=j", "outcome=not-started attempt=2",
+                    "no new fence", "refence timed out"}).size() == 1);
+    CHECK(sim.Grep({" lease job=j"}).empty());
+    CHECK(completions[0].second.outcome == "failed");
+    CHECK(completions[0].second.exit_code == 1);
+  }
 }
 
 TEST_CASE("retries stop when shutdown begins") {
@@ -314,7 +434,9 @@ TEST_CASE("retries stop when shutdown begins") {
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(1); };
   sim.AddReplica("a", {EveryJob("j", 60, [](config::Job& j) { j.retries = {5, seconds(2)}; })});
   sim.Step(seconds(1), false);
-  REQUIRE(Eventually([&] { return !sim.Grep({" retry "}).empty(); }));
+  // The first attempt failed at once; its supervisor waits out the backoff (the fake
+  // clock stands still) or has not looked yet: either way no retry starts.
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
   sim.replica(0).Shutdown(seconds(30));
   CHECK(sim.runner.starts() == 1);
   const auto completions = sim.backend.completions();

@@ -215,6 +215,18 @@ class TestBackend final : public lock::Backend {
     if (renew_lost) return lock::RenewStatus::kLost;
     return store()->Renew(held);
   }
+  // Refences fail (the store did not answer) / are refused (kNotOwner) while set.
+  std::atomic<bool> refence_error{false};
+  std::atomic<bool> refence_not_owner{false};
+  Result<lock::RefenceOutcome> Refence(const lock::HeldClaim& held) override {
+    {
+      std::lock_guard lock(mu_);
+      refences_.push_back(held);
+    }
+    if (refence_error || dead) return MakeError("test", "refence timed out");
+    if (refence_not_owner) return lock::RefenceOutcome{};
+    return store()->Refence(held);
+  }
   Result<lock::CompleteStatus> Complete(const lock::HeldClaim& held,
                                         const lock::Completion& c) override {
     {
@@ -252,6 +264,11 @@ class TestBackend final : public lock::Backend {
     std::lock_guard lock(mu_);
     return claims_;
   }
+  // The claims each Refence was asked for, in order.
+  std::vector<lock::HeldClaim> refences() {
+    std::lock_guard lock(mu_);
+    return refences_;
+  }
 
  private:
   // The store calls go to: the shared one, or the empty one after ForgetEverything.
@@ -264,6 +281,7 @@ class TestBackend final : public lock::Backend {
   std::mutex mu_;
   std::vector<std::pair<lock::HeldClaim, lock::Completion>> completions_;
   std::vector<lock::ClaimRequest> claims_;
+  std::vector<lock::HeldClaim> refences_;
 };
 
 inline std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {

@@ -182,6 +182,24 @@ TEST_CASE("bad durations, numbers and versions", "[config][errors]") {
   CHECK(r.errors.size() == 6);
 }
 
+TEST_CASE("retries and retry_backoff: bad values and the two forms mixed name their place",
+          "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, std::string(kJobHead) +
+                             "    shell: x\n    retries: -1\n    retry_backoff: soon\n"
+                             "  - name: b\n    schedule: \"* * * * *\"\n    shell: x\n"
+                             "    retries: {attempts: 3}\n    retry_backoff: 5s\n"
+                             "  - name: c\n    schedule: \"* * * * *\"\n    shell: x\n"
+                             "    retries: [3]\n    retry_backoff: -5s\n");
+  CHECK_ERROR(r, "FILE:6:14: jobs[0].retries: -1 is out of range 0-999");
+  CHECK_ERROR(r, "FILE:7:20: jobs[0].retry_backoff: ");
+  CHECK_ERROR(r, "FILE:12:20: jobs[1].retry_backoff: cannot be combined with the older form "
+                 "jobs[1].retries: {attempts, backoff}; write jobs[1].retries: N");
+  CHECK_ERROR(r, "FILE:16:14: jobs[2].retries: must be a number of retries");
+  CHECK_ERROR(r, "FILE:17:20: jobs[2].retry_backoff: ");
+  CHECK(r.errors.size() == 5);
+}
+
 TEST_CASE("lock.claim_lead: 0s claims at T; 1s or more is an error at its place", "[config][errors]") {
   TempDir dir;
   auto r = LoadText(dir, "version: 1\nlock: {claim_lead: 1s}\njobs:\n  - name: a\n"

@@ -72,6 +72,7 @@ jobs:
     schedule: "@every 30s"
     run: [/usr/local/bin/report, --day, yesterday]
     retries: 4
+    retry_backoff: 2s
   - name: restore-stock
     schedule: "@hourly"
     plugin:
@@ -118,15 +119,17 @@ jobs:
   CHECK(full.starting_deadline == milliseconds(30'000));
   CHECK(full.recover);
   CHECK(full.on_lease_lost == OnLeaseLost::kContinue);
-  CHECK(full.retries.attempts == 3);
+  CHECK(full.retries.attempts == 3);  // the older form: tries in all, a fixed backoff
   CHECK(full.retries.backoff == milliseconds(10'000));
+  CHECK_FALSE(full.retries.doubling);
   CHECK_FALSE(full.enabled);
 
   const Job& argv = c.jobs[1];
   CHECK(argv.argv == std::vector<std::string>{"/usr/local/bin/report", "--day", "yesterday"});
   CHECK_FALSE(argv.shell.has_value());
-  CHECK(argv.retries.attempts == 4);          // a bare integer is the attempts
-  CHECK(argv.retries.backoff == milliseconds(1'000));
+  CHECK(argv.retries.attempts == 5);          // a bare integer is the retries after the first try
+  CHECK(argv.retries.backoff == milliseconds(2'000));
+  CHECK(argv.retries.doubling);
   CHECK(argv.workdir == folder);              // not set: the job file's folder
   CHECK(argv.enabled);
 
@@ -207,8 +210,11 @@ jobs:
   CHECK(overrides.timeout == milliseconds(10'000));
   // env merges per variable; retries per field; the job's own command replaces the default.
   CHECK(overrides.env == std::map<std::string, std::string>{{"LEVEL", "debug"}, {"REGION", "eu"}});
-  CHECK(overrides.retries.attempts == 5);
+  CHECK(inherits.retries.attempts == 2);
+  CHECK_FALSE(inherits.retries.doubling);
+  CHECK(overrides.retries.attempts == 6);  // `retries: 5`: five retries after the first try
   CHECK(overrides.retries.backoff == milliseconds(3'000));
+  CHECK(overrides.retries.doubling);
   CHECK_FALSE(overrides.shell.has_value());
   CHECK(overrides.argv == std::vector<std::string>{"/bin/true"});
 }
@@ -405,6 +411,67 @@ TEST_CASE("node.clock_skew_warning sets the skew threshold; 1s by default, 0s tu
             .clock_skew_warning == milliseconds(2'500));
   CHECK(MustLoad(dir.Write("off.yaml", head + "node:\n  id: n1\n  clock_skew_warning: 0s\n"))
             .clock_skew_warning == milliseconds(0));
+}
+
+
+TEST_CASE("retries: N retries with retry_backoff doubling up to a cap; the older form waits the "
+          "same each time", "[config]") {
+  Retries doubling{4, milliseconds(1'000), true};
+  CHECK(doubling.BackoffBefore(2) == milliseconds(1'000));
+  CHECK(doubling.BackoffBefore(3) == milliseconds(2'000));
+  CHECK(doubling.BackoffBefore(4) == milliseconds(4'000));
+  CHECK(doubling.BackoffBefore(30) == Retries::kMaxDoubledBackoff);
+  Retries long_base{3, milliseconds(3'600'000), true};  // longer than the cap: kept as is
+  CHECK(long_base.BackoffBefore(3) == milliseconds(3'600'000));
+  Retries fixed{5, milliseconds(5'000), false};
+  CHECK(fixed.BackoffBefore(5) == milliseconds(5'000));
+
+  TempDir dir;
+  const std::string file = dir.Write("jobs.yaml", R"(version: 1
+defaults:
+  retry_backoff: 10s
+jobs:
+  - name: inherits-backoff
+    schedule: "0 3 * * *"
+    shell: x
+    retries: 2
+  - name: bare
+    schedule: "0 3 * * *"
+    shell: x
+    retries: 0
+  - name: hashed
+    schedule: "0 3 * * *"
+    shell: x
+    retries: {attempts: 3, backoff: 10s}
+)");
+  const Config c = MustLoad(file);
+  CHECK(FindJob(c, "inherits-backoff").retries.attempts == 3);
+  CHECK(FindJob(c, "inherits-backoff").retries.backoff == milliseconds(10'000));
+  CHECK(FindJob(c, "inherits-backoff").retries.doubling);
+  CHECK(FindJob(c, "bare").retries.attempts == 1);
+  CHECK(c.warnings.empty());  // retry_backoff set (inherited): no warning about the meaning
+  // The older form keeps the hash it had; the new one hashes differently.
+  Job older = FindJob(c, "hashed");
+  Job newer = older;
+  newer.retries.doubling = true;
+  CHECK(older.ConfigHash() != newer.ConfigHash());
+}
+
+TEST_CASE("retries: a bare number without retry_backoff warns that it counts retries now",
+          "[config]") {
+  TempDir dir;
+  const std::string file = dir.Write("jobs.yaml", R"(version: 1
+jobs:
+  - name: a
+    schedule: "0 3 * * *"
+    shell: x
+    retries: 3
+)");
+  const Config c = MustLoad(file);
+  CHECK(c.jobs[0].retries.attempts == 4);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0].ToString().find(file + ":6:14: jobs[0].retries: 3 means 3 retries after "
+                                      "the first try (4 tries in all") != std::string::npos);
 }
 
 }  // namespace

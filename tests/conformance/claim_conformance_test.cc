@@ -866,3 +866,130 @@ TEMPLATE_LIST_TEST_CASE("conformance: a pause set by one replica is read by ever
   REQUIRE(seen->size() == 1);
   CHECK(seen->front().job == "reports");
 }
+
+namespace {
+
+// The backend's answer to a refence; the test fails when it is an Error.
+RefenceOutcome MustRefence(Backend& b, const HeldClaim& held) {
+  auto out = b.Refence(held);
+  if (!out) FAIL("refence " << held.job << "@" << held.tick_unix << ": " << out.error().ToString());
+  return *out;
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("conformance: a refence gives the running claim a greater fence, kept in "
+                        "its record; another owner is refused; renew and complete go on",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t tick = NowUnix(h.clock());
+  auto req = Req(h, "retried", tick, "node-a", "tok-a");
+  req.forbid_overlap = false;
+  const ClaimOutcome won = MustClaim(*a, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  HeldClaim held = HeldOf(req, won);
+
+  // Another job's claim in between never makes this job's fence go back.
+  CHECK(MustClaim(*b, Req(h, "retried-other", tick, "node-b", "tok-o")).status ==
+        ClaimStatus::kWon);
+  const RefenceOutcome first = MustRefence(*a, held);
+  REQUIRE(first.status == RefenceStatus::kRefenced);
+  CHECK(first.fence > won.fence);
+  CHECK(first.fence < (std::uint64_t{1} << 53));
+  held.fence = first.fence;
+  const RefenceOutcome second = MustRefence(*a, held);
+  REQUIRE(second.status == RefenceStatus::kRefenced);
+  CHECK(second.fence > first.fence);
+  held.fence = second.fence;
+
+  // Kept in the record: another replica's `tickd locks` and history show it.
+  auto running = RunningOf(*b, "retried");
+  REQUIRE(running.size() == 1);
+  CHECK(running[0].fence == second.fence);
+  CHECK(running[0].node == "node-a");
+  CHECK(running[0].holder_alive);
+  auto history = b->History("retried", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().fence == second.fence);
+  CHECK(history->front().state == "running");
+
+  // Another owner token changes nothing, and the tick is still held.
+  HeldClaim other = held;
+  other.owner_token = "tok-b";
+  CHECK(MustRefence(*b, other).status == RefenceStatus::kNotOwner);
+  CHECK(RunningOf(*b, "retried").at(0).fence == second.fence);
+  auto again = Req(h, "retried", tick, "node-b", "tok-b");
+  again.forbid_overlap = false;
+  const ClaimOutcome lost = MustClaim(*b, again);
+  CHECK(lost.status == ClaimStatus::kLost);
+  CHECK(lost.holder_node == "node-a");
+  CHECK(lost.holder_running);
+
+  // The holder renews and completes under the new fence.
+  CHECK(*a->Renew(held) == RenewStatus::kRenewed);
+  auto next = Req(h, "retried", tick + 1, "node-b", "tok-b1");
+  next.forbid_overlap = false;
+  const ClaimOutcome won_next = MustClaim(*b, next);
+  REQUIRE(won_next.status == ClaimStatus::kWon);
+  CHECK(won_next.fence > second.fence);  // the next claim's fence is greater still
+  REQUIRE(*a->Complete(held, Completion{"done", 0, 4ms}) == CompleteStatus::kCompleted);
+  history = b->History("retried", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 2);
+  CHECK(history->back().tick_unix == tick);
+  CHECK(history->back().state == "done");
+  CHECK(history->back().run_outcome == "done");
+  CHECK(history->back().fence == second.fence);
+  // A done claim is not refenced.
+  CHECK(MustRefence(*a, held).status == RefenceStatus::kNotOwner);
+  CHECK(*b->Complete(HeldOf(next, won_next), Completion{"done", 0, 1ms}) ==
+        CompleteStatus::kCompleted);
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: a claim whose lease expired is not refenced, and its "
+                        "recovered successor is",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const auto lease = h.short_lease();
+  const std::int64_t tick = NowUnix(h.clock());
+  auto first = Req(h, "refence-late", tick, "node-a", "tok-a");
+  first.lease = lease;
+  first.recover = true;
+  const ClaimOutcome won_a = MustClaim(*a, first);
+  REQUIRE(won_a.status == ClaimStatus::kWon);
+  const HeldClaim held_a = HeldOf(first, won_a);
+
+  h.Elapse(lease * 2);
+  CHECK(MustRefence(*a, held_a).status == RefenceStatus::kNotOwner);
+
+  auto second = Req(h, "refence-late", tick, "node-b", "tok-b");
+  second.lease = 30s;
+  second.recover = true;
+  second.starting_deadline = 60s;
+  const ClaimOutcome won_b = MustClaim(*b, second);
+  REQUIRE(won_b.status == ClaimStatus::kWon);
+  CHECK(won_b.fence > won_a.fence);
+  CHECK(MustRefence(*a, held_a).status == RefenceStatus::kNotOwner);
+  HeldClaim held_b = HeldOf(second, won_b);
+  const RefenceOutcome moved = MustRefence(*b, held_b);
+  REQUIRE(moved.status == RefenceStatus::kRefenced);
+  CHECK(moved.fence > won_b.fence);
+  held_b.fence = moved.fence;
+  CHECK(RunningOf(*a, "refence-late").at(0).fence == moved.fence);
+  CHECK(*a->Complete(held_a, Completion{"done", 0, 1ms}) == CompleteStatus::kNotOwner);
+  CHECK(*b->Renew(held_b) == RenewStatus::kRenewed);
+  CHECK(*b->Complete(held_b, Completion{"failed", 1, 2ms}) == CompleteStatus::kCompleted);
+  auto history = a->History("refence-late", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().winner == "node-b");
+  CHECK(history->front().fence == moved.fence);
+  CHECK(history->front().run_outcome == "failed");
+}

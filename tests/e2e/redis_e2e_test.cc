@@ -43,6 +43,13 @@ TEST_CASE("redis: a paused holder loses its lease", "[e2e][redis]") {
   ScenarioPausedHolder(*backend);
 }
 
+TEST_CASE("redis: a failing job is retried within its tick, each try under a new fence",
+          "[e2e][redis][retries]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioRetries(*backend);
+}
+
 TEST_CASE("redis: SIGTERM drains and exits 0", "[e2e][redis]") {
   if (!Available()) return;
   auto backend = MakeRedisFixture();

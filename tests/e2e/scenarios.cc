@@ -46,6 +46,15 @@ std::string RecordingShell(const std::string& work) {
          work + "; echo \"end $TICKD_TICK_UNIX $TICKD_NODE $TICKD_FENCE $(date +%s.%N)\" >> runs.txt";
 }
 
+// Runs the tickd binary with `args` in the backend's environment; it must exit 0.
+std::string MustRunTickd(BackendFixture& backend, std::vector<std::string> args) {
+  args.insert(args.begin(), TICKD_BINARY);
+  auto [status, output] = RunCommand(args, backend.Env());
+  INFO(output);
+  REQUIRE(status == 0);
+  return output;
+}
+
 // The `tick=` spelling of a tick: RFC 3339 UTC ("2026-11-21T14:00:00Z").
 std::string UtcRfc3339(long long unix_seconds) {
   const std::time_t t = static_cast<std::time_t>(unix_seconds);
@@ -307,13 +316,7 @@ void ScenarioPauseResume(BackendFixture& backend) {
   for (const char* node : {"node-a", "node-b", "node-c"}) cluster.StartReplica(node);
   const fs::path runs_file = cluster.dir() / "runs.txt";
   REQUIRE(Cluster::WaitUntil([&] { return ReadRuns(runs_file).size() >= 6; }, 15s));
-  const auto tickd = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), TICKD_BINARY);
-    auto [status, output] = RunCommand(args, backend.Env());
-    INFO(output);
-    REQUIRE(status == 0);
-    return output;
-  };
+  const auto tickd = [&](std::vector<std::string> args) { return MustRunTickd(backend, args); };
   const auto now_unix = [] { return static_cast<long long>(std::time(nullptr)); };
 
   const std::string paused = tickd({"pause", "-c", file.string(), "--node-id", "operator",
@@ -367,6 +370,96 @@ void ScenarioPauseResume(BackendFixture& backend) {
     if (r.event == "start") ++starts[r.tick];
   }
   for (const auto& [tick, n] : starts) CHECK(n == 1);
+}
+
+void ScenarioRetries(BackendFixture& backend) {
+  Cluster cluster(backend);
+  const fs::path file = cluster.WriteJobFile(
+      "jobs:\n"
+      "  - name: flaky\n"
+      "    schedule: \"*/2 * * * * *\"\n"
+      "    retries: 3\n"
+      "    retry_backoff: 200ms\n"
+      "    shell: \"echo try $TICKD_TICK_UNIX $TICKD_NODE $TICKD_FENCE $TICKD_ATTEMPT >> tries.txt;"
+      " test $TICKD_ATTEMPT -ge 3\"\n");
+  for (const char* node : {"node-a", "node-b", "node-c"}) cluster.StartReplica(node);
+  const fs::path tries_file = cluster.dir() / "tries.txt";
+  struct Try {
+    std::string node;
+    unsigned long long fence = 0;
+    int attempt = 0;
+  };
+  const auto read_tries = [&] {
+    std::map<long long, std::vector<Try>> by_tick;
+    for (const std::string& line : ReadLines(tries_file)) {
+      std::istringstream in(line);
+      std::string word;
+      long long tick = 0;
+      Try t;
+      if (in >> word >> tick >> t.node >> t.fence >> t.attempt) by_tick[tick].push_back(t);
+    }
+    return by_tick;
+  };
+  // Four ticks tried three times each (the last one may still be under way).
+  REQUIRE(Cluster::WaitUntil(
+      [&] {
+        int complete = 0;
+        for (const auto& [tick, tries] : read_tries()) complete += tries.size() >= 3 ? 1 : 0;
+        return complete >= 4;
+      },
+      20s));
+  std::this_thread::sleep_for(1500ms);  // the last tick's run line and ledger write
+  const auto tickd = [&](std::vector<std::string> args) { return MustRunTickd(backend, args); };
+  const std::string status =
+      tickd({"status", "-c", file.string(), "--job", "flaky", "--last", "20", "--json"});
+  StopAll(cluster);
+
+  const auto lines = cluster.AllLines();
+  INFO("folder " << cluster.dir());
+  std::map<std::string, LogLine> runs;  // tick → its run line
+  for (const LogLine& l : Events(lines, "run", "flaky")) runs[l.Get("tick")] = l;
+  std::map<std::string, std::vector<LogLine>> retries;  // tick → its retry lines
+  for (const LogLine& l : Events(lines, "retry", "flaky")) retries[l.Get("tick")].push_back(l);
+  unsigned long long previous_tick_fence = 0;
+  int checked = 0;
+  for (const auto& [tick, tries] : read_tries()) {
+    const std::string tick_text = UtcRfc3339(tick);
+    INFO("tick " << tick_text);
+    if (tries.size() < 3 || !runs.contains(tick_text)) continue;  // cut off by the stop
+    REQUIRE(tries.size() == 3);
+    for (std::size_t i = 0; i < tries.size(); ++i) {
+      CHECK(tries[i].attempt == static_cast<int>(i) + 1);
+      CHECK(tries[i].node == tries[0].node);  // every try on the winner
+      if (i > 0) CHECK(tries[i].fence > tries[i - 1].fence);
+    }
+    CHECK(tries[0].fence > previous_tick_fence);
+    previous_tick_fence = tries[2].fence;
+    const LogLine& run = runs.at(tick_text);
+    CHECK(run.Get("outcome") == "done");
+    CHECK(run.Get("attempts") == "3");
+    CHECK(run.Get("node") == tries[0].node);
+    CHECK(run.Get("fence") == std::to_string(tries[2].fence));
+    const auto& r = retries[tick_text];
+    REQUIRE(r.size() == 2);
+    CHECK(r[0].Get("outcome") == "started");
+    CHECK(r[0].Get("attempt") == "2");
+    CHECK(r[0].Get("backoff") == "0.200s");
+    CHECK(r[0].Get("previous_fence") == std::to_string(tries[0].fence));
+    CHECK(r[0].Get("fence") == std::to_string(tries[1].fence));
+    CHECK(r[1].Get("attempt") == "3");
+    CHECK(r[1].Get("backoff") == "0.400s");
+    CHECK(r[1].Get("fence") == std::to_string(tries[2].fence));
+    // The ledger keeps the last fence with the tick.
+    CHECK(status.find("\"fence\": " + std::to_string(tries[2].fence)) != std::string::npos);
+    ++checked;
+  }
+  CHECK(checked >= 3);
+  // Every tick line of the other replicas names the winner: one winner per tick.
+  std::map<std::string, int> wins;
+  for (const LogLine& l : Events(lines, "tick", "flaky")) {
+    if (l.Get("outcome") == "won") ++wins[l.Get("tick")];
+  }
+  for (const auto& [tick, n] : wins) CHECK(n == 1);
 }
 
 void ScenarioGracefulShutdown(BackendFixture& backend) {

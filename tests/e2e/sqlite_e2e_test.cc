@@ -47,6 +47,12 @@ TEST_CASE("sqlite: tickd pause and resume hold on every replica", "[e2e][sqlite]
   ScenarioPauseResume(*backend);
 }
 
+TEST_CASE("sqlite: a failing job is retried within its tick, each try under a new fence",
+          "[e2e][sqlite][retries]") {
+  auto backend = MakeSqliteFixture();
+  ScenarioRetries(*backend);
+}
+
 TEST_CASE("sqlite: SIGTERM drains and exits 0", "[e2e][sqlite]") {
   auto backend = MakeSqliteFixture();
   ScenarioGracefulShutdown(*backend);
