@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,6 +31,7 @@
 #include "base/clock.h"
 #include "base/thread_pool.h"
 #include "jobs/execution.h"
+#include "jobs/output_tail.h"
 #include "lock/backend.h"
 
 namespace tickd::app {
@@ -50,6 +52,11 @@ struct WonTick {
   // replicas claim them too, and each start costs the machine ~0.1 ms of CPU): a run
   // that starts itself at T is looked at once those starts are likely done.
   std::size_t instant_claims = 1;
+  // lock.history: the last output_bytes of what the run printed go to the store with
+  // its completion (0: nothing), and the job keeps the outputs of its newest
+  // keep_outputs runs (lock::Completion).
+  std::size_t output_bytes = 0;
+  int keep_outputs = 0;
 };
 
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
@@ -123,6 +130,12 @@ class RunSupervisor {
   std::function<void()> on_done_;
   std::atomic<bool> done_{false};
   jobs::RunOutcome final_outcome_ = jobs::RunOutcome::kFailed;  // set before done_
+
+  // What the run printed, from the execution's thread (the sink) and read by Finish.
+  std::mutex output_mu_;
+  jobs::OutputTail output_tail_;       // all attempts, for the store
+  std::size_t logged_lines_ = 0;       // `output` log lines so far
+  std::size_t dropped_lines_ = 0;      // lines beyond kLoggedLinesPerRun (not logged)
 
   // Watchdog state: the supervisor thread only.
   bool lease_held_ = true;

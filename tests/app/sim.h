@@ -232,6 +232,10 @@ class TestBackend final : public lock::Backend {
     return store()->History(job, limit);
   }
   Result<int> Prune(WallTime older_than) override { return store()->Prune(older_than); }
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    return store()->Outputs(job, ticks);
+  }
   Result<std::vector<lock::RunningClaim>> ListRunning() override { return store()->ListRunning(); }
   Result<lock::ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t t) override {
     return store()->ForceRelease(job, t);
