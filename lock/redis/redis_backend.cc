@@ -28,6 +28,11 @@
 //                  tickd counted in P{job}:fence (no longer read) jumps above them.
 //   P{job}:ticks   ledger index (sorted set of T); trimmed by Prune, which also sets
 //                  its PX retention (a new index has none until the next Prune).
+//   P{job}:out:<T> what the finished run of T printed (Completion::output, string),
+//                  PX retention; written by complete in the same script.
+//   P{job}:outs    index of the stored outputs (sorted set of T), PX retention:
+//                  complete keeps its newest keep_outputs and deletes the others'
+//                  keys; Prune deletes those of ticks past retention.
 //   Pjobs          the set of job names (for History of every job); outside the tag.
 //   Ppauses        `tickd pause`: hash, field = job name ('*': every job), value = the
 //                  pause as JSON (lock/pause_record.h); no TTL. Read with HGETALL
@@ -242,11 +247,28 @@ return 1
 )lua";
 
 // KEYS[i]: complete i's key base "P{job}:" (as for claim; several per call on a plain
-// server, one on a cluster). ARGV[5(i-1)+1 .. 5i]: its T, token, outcome, exit ('' none),
-// duration_ms. Answers, per complete, 1 completed (or already done by us), 0 not the
-// owner. One write for a job without forbid: the record (lease_until is left as it
-// was: it means nothing once done).
+// server, one on a cluster). ARGV[8(i-1)+1 .. 8i]: its T, token, outcome, exit ('' none),
+// duration_ms, output ('' none), keep_outputs (0: no count limit), retention_ms (0: no
+// TTL). Answers, per complete, 1 completed (or already done by us), 0 not the owner.
+// One write for a job without forbid that printed nothing: the record (lease_until is
+// left as it was: it means nothing once done).
 constexpr std::string_view kCompleteLua = R"lua(
+local function keep_output(base, tick, output, keep, retention)
+  if output == '' then return end
+  local key, index = base .. 'out:' .. tick, base .. 'outs'
+  redis.call('SET', key, output)
+  redis.call('ZADD', index, tick, tick)
+  if retention > 0 then
+    redis.call('PEXPIRE', key, retention)
+    redis.call('PEXPIRE', index, retention)
+  end
+  if keep > 0 then
+    for _, old in ipairs(redis.call('ZREVRANGE', index, keep, -1)) do
+      redis.call('DEL', base .. 'out:' .. old)
+    end
+    redis.call('ZREMRANGEBYRANK', index, 0, -(keep + 1))
+  end
+end
 local function complete(base, o)
   local record, token = base .. 't:' .. ARGV[o + 1], ARGV[o + 2]
   local rec = redis.call('HMGET', record, 'owner', 'state')
@@ -257,10 +279,11 @@ local function complete(base, o)
   local run_key = base .. 'run'
   local run = redis.call('GET', run_key)
   if run and string.sub(run, 1, #token + 1) == token .. '\n' then redis.call('DEL', run_key) end
+  keep_output(base, ARGV[o + 1], ARGV[o + 6], tonumber(ARGV[o + 7]), tonumber(ARGV[o + 8]))
   return 1
 end
 local out = {}
-for i = 1, #KEYS do out[i] = complete(KEYS[i], (i - 1) * 5) end
+for i = 1, #KEYS do out[i] = complete(KEYS[i], (i - 1) * 8) end
 return out
 )lua";
 
@@ -283,6 +306,11 @@ for _, tick in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1
   end
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local outs = ARGV[2] .. 'outs'
+for _, tick in ipairs(redis.call('ZRANGEBYSCORE', outs, '-inf', '(' .. ARGV[1])) do
+  redis.call('DEL', ARGV[2] .. 'out:' .. tick)
+end
+redis.call('ZREMRANGEBYSCORE', outs, '-inf', '(' .. ARGV[1])
 return removed
 )lua";
 
@@ -766,7 +794,10 @@ class RedisBackend final : public Backend {
       const auto& [held, completion] = reqs[i];
       cmd.insert(cmd.end(), {std::to_string(held.tick_unix), held.owner_token, completion.outcome,
                              completion.exit_code ? std::to_string(*completion.exit_code) : "",
-                             std::to_string(completion.duration.count())});
+                             std::to_string(completion.duration.count()),
+                             std::string(OutputToStore(completion.output)),
+                             std::to_string(std::max(0, completion.keep_outputs)),
+                             std::to_string(std::max<std::int64_t>(0, options_.retention.count()))});
     });
     auto replies = RunScripts(calls, {}, per_call);
     std::vector<Result<CompleteStatus>> out;
@@ -916,6 +947,27 @@ class RedisBackend final : public Backend {
     const std::string_view answer = Str(r);
     if (answer == "released") return ForceReleaseStatus::kReleased;
     return answer == "alive" ? ForceReleaseStatus::kHolderAlive : ForceReleaseStatus::kNotRunning;
+  }
+
+  // One MGET: the keys share the job's hash tag, so one slot on a cluster too.
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    if (ticks.empty()) return std::vector<std::string>();
+    const std::string base = Base(std::string(job));
+    Command mget = {"MGET"};
+    for (const std::int64_t tick : ticks) mget.push_back(base + "out:" + std::to_string(tick));
+    auto replies = Pipeline({mget});
+    if (!replies) return tl::unexpected(replies.error());
+    const redisReply* r = replies->front().get();
+    if (r->type != REDIS_REPLY_ARRAY) {
+      return MakeError(context_ + ": outputs of " + std::string(job), std::string(Str(r)));
+    }
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+      const bool stored = i < r->elements && r->element[i]->type == REDIS_REPLY_STRING;
+      out.push_back(stored ? std::string(Str(r->element[i])) : std::string());
+    }
+    return out;
   }
 
   Result<int> Prune(WallTime older_than) override {
