@@ -950,3 +950,37 @@ TEMPLATE_LIST_TEST_CASE("conformance: a run's output is read back by another rep
   REQUIRE(none->size() == 1);
   CHECK(none->front().empty());
 }
+
+TEMPLATE_LIST_TEST_CASE("conformance: a batch of completes that each printed the most stays "
+                        "within the store's request limits",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  const std::int64_t now = NowUnix(h.clock());
+  // 40 outputs of 64 KiB: 2.5 MiB in one CompleteBatch, above etcd's 1.5 MiB request
+  // limit and ZooKeeper's 1 MB jute.maxbuffer were they sent as one request.
+  std::string full;
+  while (full.size() + 80 <= kMaxStoredOutputBytes) full += "o " + std::string(77, 'y') + "\n";
+  std::vector<CompleteRequest> batch;
+  for (int i = 0; i < 40; ++i) {
+    const std::string job = "loud-" + std::to_string(i);
+    Completion c{"done", 0, 1ms};
+    c.output = full;
+    c.output[2] = static_cast<char>('A' + i % 26);  // each its own
+    c.keep_outputs = 5;
+    batch.push_back({WinLate(h, *a, job, now - 1, "tok-loud-" + std::to_string(i)), c});
+  }
+  const std::vector<Result<CompleteStatus>> done = a->CompleteBatch(batch);
+  REQUIRE(done.size() == batch.size());
+  auto b = h.OpenReplica();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    INFO("complete " << i);
+    REQUIRE(done[i]);
+    CHECK(*done[i] == CompleteStatus::kCompleted);
+    auto stored = b->Outputs(batch[i].held.job, std::vector<std::int64_t>{now - 1});
+    REQUIRE(stored);
+    REQUIRE(stored->size() == 1);
+    CHECK(stored->front() == batch[i].completion.output);
+  }
+}
