@@ -40,6 +40,12 @@ TEST_CASE("sqlite: tickd pause and resume hold on every replica", "[e2e][sqlite]
   ScenarioPauseResume(*backend);
 }
 
+TEST_CASE("sqlite: tickd status --runs shows what each run printed, from another process",
+          "[e2e][sqlite][output]") {
+  auto backend = MakeSqliteFixture();
+  ScenarioRunOutput(*backend);
+}
+
 TEST_CASE("sqlite: SIGTERM drains and exits 0", "[e2e][sqlite]") {
   auto backend = MakeSqliteFixture();
   ScenarioGracefulShutdown(*backend);
