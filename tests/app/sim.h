@@ -119,6 +119,8 @@ class FakeRunner final : public Runner {
   };
   std::atomic<bool> throw_on_start{false};
   std::atomic<bool> fail_to_start{false};
+  // Called at each start after its "hello" line, to print more (set before the run).
+  std::function<void(const jobs::OutputSink&)> print;
 
   Result<std::unique_ptr<jobs::Execution>> Start(const config::Job&, const jobs::ProcessSpec& spec,
                                                  jobs::OutputSink sink) override {
@@ -133,6 +135,7 @@ class FakeRunner final : public Runner {
     auto state = std::make_shared<FakeRunState>();
     std::optional<int> code = plan(spec);
     if (sink) sink("stdout", "hello from " + spec.env.at("TICKD_NODE"));
+    if (sink && print) print(sink);
     if (code) state->FinishWithExit(*code);
     // The spec and its run appear together: a test that saw starts() == n can use run(n - 1).
     std::lock_guard lock(mu_);
