@@ -265,8 +265,8 @@ local function keep_output(base, tick, output, keep, retention)
   if keep > 0 then
     for _, old in ipairs(redis.call('ZREVRANGE', index, keep, -1)) do
       redis.call('DEL', base .. 'out:' .. old)
+      redis.call('ZREM', index, old)
     end
-    redis.call('ZREMRANGEBYRANK', index, 0, -(keep + 1))
   end
 end
 local function complete(base, o)
@@ -309,8 +309,8 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 local outs = ARGV[2] .. 'outs'
 for _, tick in ipairs(redis.call('ZRANGEBYSCORE', outs, '-inf', '(' .. ARGV[1])) do
   redis.call('DEL', ARGV[2] .. 'out:' .. tick)
+  redis.call('ZREM', outs, tick)
 end
-redis.call('ZREMRANGEBYSCORE', outs, '-inf', '(' .. ARGV[1])
 return removed
 )lua";
 
@@ -949,23 +949,20 @@ class RedisBackend final : public Backend {
     return answer == "alive" ? ForceReleaseStatus::kHolderAlive : ForceReleaseStatus::kNotRunning;
   }
 
-  // One MGET: the keys share the job's hash tag, so one slot on a cluster too.
+  // One pipeline of GETs (commands the documented ACL already allows; no MGET).
   Result<std::vector<std::string>> Outputs(std::string_view job,
                                            std::span<const std::int64_t> ticks) override {
-    if (ticks.empty()) return std::vector<std::string>();
     const std::string base = Base(std::string(job));
-    Command mget = {"MGET"};
-    for (const std::int64_t tick : ticks) mget.push_back(base + "out:" + std::to_string(tick));
-    auto replies = Pipeline({mget});
+    std::vector<Command> gets;
+    for (const std::int64_t tick : ticks) gets.push_back({"GET", base + "out:" + std::to_string(tick)});
+    auto replies = Pipeline(gets);
     if (!replies) return tl::unexpected(replies.error());
-    const redisReply* r = replies->front().get();
-    if (r->type != REDIS_REPLY_ARRAY) {
-      return MakeError(context_ + ": outputs of " + std::string(job), std::string(Str(r)));
-    }
     std::vector<std::string> out;
-    for (std::size_t i = 0; i < ticks.size(); ++i) {
-      const bool stored = i < r->elements && r->element[i]->type == REDIS_REPLY_STRING;
-      out.push_back(stored ? std::string(Str(r->element[i])) : std::string());
+    for (const ReplyPtr& r : *replies) {
+      if (r->type == REDIS_REPLY_ERROR) {
+        return MakeError(context_ + ": outputs of " + std::string(job), std::string(Str(r.get())));
+      }
+      out.push_back(r->type == REDIS_REPLY_STRING ? std::string(Str(r.get())) : std::string());
     }
     return out;
   }
