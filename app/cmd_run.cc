@@ -165,6 +165,7 @@ int CmdRun(const RunArgs& args) {
   options.claim_lead = cfg.lock.claim_lead;
   options.max_concurrent_runs = cfg.max_concurrent_runs;
   options.retention = cfg.lock.retention;
+  options.history = cfg.lock.history;
   // Metrics, /healthz's heartbeat and the systemd watchdog: the loop turns at least
   // every max_sleep, so a heartbeat older than a few of those means it is stuck.
   const std::optional<milliseconds> watchdog = WatchdogInterval();
@@ -197,19 +198,26 @@ int CmdRun(const RunArgs& args) {
       }
       return true;
     };
-    handlers.status_json = [&clock, &store, &scheduler, path = args.config_path](
-                               const std::string& job, int last) -> Result<std::string> {
-      // The file as it is now (a reload may have changed it), else (it does not load)
-      // the jobs the scheduler runs (disabled ones are not among them).
+    // The file as it is now (a reload may have changed it), else (it does not load)
+    // the jobs the scheduler runs (disabled ones are not among them).
+    auto jobs_now = [&scheduler, path = args.config_path]() {
       auto now_cfg = config::LoadConfig(path);
+      if (now_cfg) return std::move(now_cfg->jobs);
       std::vector<config::Job> running;
-      if (!now_cfg) {
-        for (const auto& scheduled : scheduler.jobs()) running.push_back(scheduled->job);
-      }
-      const std::vector<config::Job>& jobs_now = now_cfg ? now_cfg->jobs : running;
-      Result<StatusReport> report = CollectStatus(jobs_now, store, clock.Wall(), job, last);
+      for (const auto& scheduled : scheduler.jobs()) running.push_back(scheduled->job);
+      return running;
+    };
+    handlers.status_json = [&clock, &store, jobs_now](const std::string& job,
+                                                      int last) -> Result<std::string> {
+      Result<StatusReport> report = CollectStatus(jobs_now(), store, clock.Wall(), job, last);
       if (!report) return tl::unexpected(report.error());
       return FormatStatusJson(*report);
+    };
+    handlers.runs_json = [&clock, &store, jobs_now](const std::string& job,
+                                                    int limit) -> Result<std::string> {
+      Result<RunsReport> report = CollectRuns(jobs_now(), store, clock.Wall(), job, limit);
+      if (!report) return tl::unexpected(report.error());
+      return FormatRunsJson(*report);
     };
     auto started = HttpServer::Start(cfg.http.listen, std::move(handlers));
     if (!started) {

@@ -124,6 +124,8 @@ int CmdTrigger(const TriggerArgs& args) {
                lock::HeldClaim{req.job, req.tick_unix, req.owner_token, claimed->fence, req.lease},
                claim_sent, node};
   tick.manual = true;
+  tick.output_bytes = ctx.config.lock.history.output_bytes;
+  tick.keep_outputs = ctx.config.lock.history.runs;
   RunSupervisor run(clock, *ctx.backend, *runner, log, std::move(tick),
                     std::chrono::milliseconds(1'000), {});
   ThreadPool threads;

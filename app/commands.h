@@ -54,6 +54,8 @@ struct StatusArgs {
   std::string job;                   // "" = every job
   int last = 10;                     // ticks per job
   bool json = false;
+  bool runs = false;                 // --runs: the last runs of `job` with their output
+  int limit = 5;                     // runs shown with --runs
 };
 int CmdStatus(const StatusArgs& args);                 // app/cmd_status.cc
 

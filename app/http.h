@@ -4,6 +4,8 @@
 //   /healthz     200 "ok" while the scheduler loop turns and the backend answers,
 //                503 with the reason otherwise
 //   /api/status  JSON of `tickd status` (?job=NAME&last=N)
+//   /api/runs    JSON of `tickd status JOB --runs` (?job=NAME&limit=N): the job's last
+//                runs with what they printed (the page fetches it when a run is clicked)
 //   /            the status page (app/status_page.html, compiled in; no external assets)
 // Handlers run on the server's threads; every callback must be thread-safe.
 #pragma once
@@ -22,6 +24,8 @@ struct HttpHandlers {
   std::function<bool(std::string* why)> healthy;
   // The status JSON; an Error becomes 500 (or 404 for an unknown job).
   std::function<Result<std::string>(const std::string& job, int last)> status_json;
+  // The runs JSON of one job; an Error becomes 500 (or 404 for an unknown job).
+  std::function<Result<std::string>(const std::string& job, int limit)> runs_json;
 };
 
 class HttpServer {

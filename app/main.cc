@@ -64,9 +64,15 @@ int Main(int argc, char** argv) {
   tickd::app::StatusArgs status_args;
   CLI::App* status = cli.add_subcommand("status", "Show the cluster-wide ledger of recent ticks");
   status->add_option("-c,--config", status_args.config_path, "Job file")->required();
-  status->add_option("--job", status_args.job, "Only this job");
+  status->add_option("JOB", status_args.job, "Only this job");
+  status->add_option("--job", status_args.job, "Only this job (as JOB)");
   status->add_option("--last", status_args.last, "Ticks per job (default 10)")
       ->check(CLI::Range(1, 100000));
+  CLI::Option* status_runs =
+      status->add_flag("--runs", status_args.runs, "The job's last runs with what they printed");
+  status->add_option("--limit", status_args.limit, "Runs shown with --runs (default 5)")
+      ->check(CLI::Range(1, 1000))
+      ->needs(status_runs);
   status->add_flag("--json", status_args.json, "JSON for scripts");
 
   tickd::app::TriggerArgs trigger_args;

@@ -127,22 +127,13 @@ std::map<std::string, std::string> NotifyEnvironment(const NotifyEvent& e) {
   return env;
 }
 
-void OutputTail::Add(std::string_view line) {
-  std::lock_guard lock(mu_);
-  lines_.emplace_back(line.substr(0, max_bytes_));
-  bytes_ += lines_.back().size() + 1;
-  while (bytes_ > max_bytes_ && lines_.size() > 1) {
-    bytes_ -= lines_.front().size() + 1;
-    lines_.pop_front();
-    truncated_ = true;
-  }
-}
-
-std::string OutputTail::Text(bool* truncated) const {
-  std::lock_guard lock(mu_);
+std::string NotifyOutputText(const jobs::OutputTail& tail, bool* truncated) {
   std::string out;
-  for (const std::string& line : lines_) out += (out.empty() ? "" : "\n") + line;
-  if (truncated != nullptr) *truncated = truncated_;
+  for (const jobs::OutputLine& line : jobs::ParseOutputTail(tail.Text())) {
+    if (line.stream == "tickd") continue;  // the note of what was cut: `truncated` says it
+    out += (out.empty() ? "" : "\n") + line.text;
+  }
+  *truncated = tail.cut_bytes() > 0;
   return out;
 }
 

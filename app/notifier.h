@@ -34,6 +34,7 @@
 #include "app/metrics.h"
 #include "base/clock.h"
 #include "config/config.h"
+#include "jobs/output_tail.h"
 #include "lock/backend.h"
 
 namespace tickd::app {
@@ -65,23 +66,12 @@ std::string NotifyJson(const NotifyEvent& e);
 // _ATTEMPTS, _ERROR, _OUTPUT.
 std::map<std::string, std::string> NotifyEnvironment(const NotifyEvent& e);
 
-// The last lines a run printed, both streams together, at most `max_bytes` (older
-// lines are let go as new ones come). Thread-safe: the output sink adds from the
-// execution's thread.
-class OutputTail {
- public:
-  explicit OutputTail(std::size_t max_bytes = 4'096) : max_bytes_(max_bytes) {}
-  void Add(std::string_view line);
-  // The lines kept, '\n'-joined; `truncated`: some were let go.
-  std::string Text(bool* truncated) const;
+// How much of a run's output a notification carries (its last lines).
+inline constexpr std::size_t kNotifyOutputBytes = 4'096;
 
- private:
-  const std::size_t max_bytes_;
-  mutable std::mutex mu_;
-  std::deque<std::string> lines_;
-  std::size_t bytes_ = 0;
-  bool truncated_ = false;
-};
+// The lines of `tail` as plain text, '\n'-joined, without their stream tags;
+// `truncated`: earlier output was let go.
+std::string NotifyOutputText(const jobs::OutputTail& tail, bool* truncated);
 
 // Cancels one try under way (HttpCall::Cancel, Execution::Terminate) from another
 // thread. Thread-safe.

@@ -1,6 +1,7 @@
 #include "app/run_supervisor.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <utility>
 
@@ -11,6 +12,10 @@ namespace tickd::app {
 using std::chrono::milliseconds;
 
 namespace {
+
+// The `output` log lines of one run, both streams together: the rest is counted in
+// the run line's dropped_lines (docs/design.md §5). The stored tail sees every line.
+constexpr std::size_t kLoggedLinesPerRun = 1'000;
 
 // How soon to try again after a renewal that failed (not answered kLost): often
 // enough that a short backend hiccup does not cost the lease.
@@ -44,6 +49,9 @@ std::map<std::string, std::string> JobEnvironment(const WonTick& tick, int attem
 jobs::ProcessSpec MakeProcessSpec(const WonTick& tick, int attempt) {
   const config::Job& job = tick.job->job;
   jobs::ProcessSpec spec;
+  // Every line reaches the supervisor's sink, which logs the first kLoggedLinesPerRun
+  // and keeps the tail of all of them (the end of a long output is what matters).
+  spec.max_output_lines = SIZE_MAX;
   if (job.shell) {
     spec.argv = jobs::ShellArgv(*job.shell);
   } else {
@@ -77,7 +85,9 @@ RunSupervisor::RunSupervisor(Clock& clock, lock::Backend& backend, Runner& runne
       tick_(std::move(tick)),
       tick_text_(FormatTick(tick_.held.tick_unix)),
       max_real_wait_(std::max(milliseconds(1), max_real_wait)),
-      on_done_(std::move(on_done)) {}
+      on_done_(std::move(on_done)),
+      output_tail_(tick_.output_bytes),
+      notify_tail_(kNotifyOutputBytes) {}
 
 RunSupervisor::~RunSupervisor() { Join(); }
 
@@ -211,7 +221,16 @@ void RunSupervisor::Supervise(Outcome& out) {
                 {"env", env_text}});
     }
     jobs::OutputSink sink = [this](std::string_view stream, std::string_view line) {
-      output_tail_.Add(line);
+      {
+        std::lock_guard lock(output_mu_);
+        output_tail_.Add(stream, line);
+        notify_tail_.Add(stream, line);
+        if (logged_lines_ >= kLoggedLinesPerRun) {
+          ++dropped_lines_;
+          return;
+        }
+        ++logged_lines_;
+      }
       log_.Log(LogLevel::kInfo, "output",
                {{"job", tick_.job->job.name},
                 {"tick", tick_text_},
@@ -430,6 +449,13 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
     completion.outcome = std::string(jobs::RunOutcomeName(out.outcome));
     completion.exit_code = out.exit_code;
     completion.duration = duration;
+    std::size_t dropped_lines = out.dropped_lines;
+    {
+      std::lock_guard lock(output_mu_);
+      completion.output = output_tail_.Text();
+      dropped_lines += dropped_lines_;
+    }
+    completion.keep_outputs = tick_.keep_outputs;
     const Result<lock::CompleteStatus> completed =
         CallBackend("complete", [&] { return backend_.Complete(tick_.held, completion); });
     if (!completed) {
@@ -454,7 +480,7 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
     if (out.signal) fields.emplace_back("signal", *out.signal);
     if (out.attempts > 1) fields.emplace_back("attempts", out.attempts);
     if (!out.error.empty()) fields.emplace_back("error", out.error);
-    if (out.dropped_lines > 0) fields.emplace_back("dropped_lines", out.dropped_lines);
+    if (dropped_lines > 0) fields.emplace_back("dropped_lines", dropped_lines);
     if (tick_.manual) fields.emplace_back("manual", "true");
     const LogLevel level =
         out.outcome == jobs::RunOutcome::kDone ? LogLevel::kInfo : LogLevel::kWarn;
@@ -485,7 +511,10 @@ void RunSupervisor::Notify(const Outcome& out, milliseconds duration) {
   e.duration = duration;
   e.attempts = out.attempts;
   e.error = out.error;
-  e.output = output_tail_.Text(&e.output_truncated);
+  {
+    std::lock_guard lock(output_mu_);
+    e.output = NotifyOutputText(notify_tail_, &e.output_truncated);
+  }
   tick_.notifier->RunEnded(tick_.job->job, std::move(e));
 }
 

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,6 +33,7 @@
 #include "base/clock.h"
 #include "base/thread_pool.h"
 #include "jobs/execution.h"
+#include "jobs/output_tail.h"
 #include "lock/backend.h"
 
 namespace tickd::app {
@@ -54,6 +56,11 @@ struct WonTick {
   std::size_t instant_claims = 1;
   // on_success / on_failure of the job go here when the run ends; null: none.
   Notifier* notifier = nullptr;
+  // lock.history: the last output_bytes of what the run printed go to the store with
+  // its completion (0: nothing), and the job keeps the outputs of its newest
+  // keep_outputs runs (lock::Completion).
+  std::size_t output_bytes = 0;
+  int keep_outputs = 0;
 };
 
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
@@ -139,9 +146,14 @@ class RunSupervisor {
   std::function<void()> on_done_;
   std::atomic<bool> done_{false};
   jobs::RunOutcome final_outcome_ = jobs::RunOutcome::kFailed;  // set before done_
-  OutputTail output_tail_;  // the last output lines, for a notification
-
   std::uint64_t previous_fence_ = 0;  // the fence before the last Refence (the retry line)
+
+  // What the run printed, from the execution's thread (the sink) and read by Finish.
+  std::mutex output_mu_;
+  jobs::OutputTail output_tail_;       // all attempts, for the store
+  jobs::OutputTail notify_tail_;       // the last kNotifyOutputBytes, for a notification
+  std::size_t logged_lines_ = 0;       // `output` log lines so far
+  std::size_t dropped_lines_ = 0;      // lines beyond kLoggedLinesPerRun (not logged)
 
   // Watchdog state: the supervisor thread only.
   bool lease_held_ = true;

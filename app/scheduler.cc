@@ -819,6 +819,8 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
   won.lead = lead;
   won.notifier = options_.notifier;
   won.instant_claims = instant_claims_;
+  won.output_bytes = options_.history.output_bytes;
+  won.keep_outputs = options_.history.runs;
   auto run = std::make_unique<RunSupervisor>(
       clock_, backend_, runner_, log_, std::move(won),
       options_.max_real_wait, [this] {

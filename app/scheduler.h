@@ -41,6 +41,7 @@ struct SchedulerOptions {
   std::size_t missed_log_limit = 10;        // per job per wake-up; the rest is one summary
   std::chrono::milliseconds retention{7LL * 24 * 3'600'000};  // lock.retention: older ticks
   std::chrono::milliseconds prune_every{3'600'000};           //   are pruned this often
+  config::HistorySettings history;          // lock.history: run outputs kept in the store
   // The longest real-time wait of a supervisor or of Shutdown before it reads the
   // Clock again. Only matters for a FakeClock (tests set 1 ms).
   std::chrono::milliseconds max_real_wait{1'000};

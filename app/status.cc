@@ -9,6 +9,7 @@
 #include "app/log.h"
 #include "app/scheduled_job.h"
 #include "app/tzdata.h"
+#include "jobs/output_tail.h"
 
 namespace tickd::app {
 
@@ -190,6 +191,90 @@ Result<StatusReport> CollectStatus(const std::vector<config::Job>& jobs, lock::B
   }
   report.replicas = Replicas(report.jobs);
   return report;
+}
+
+Result<RunsReport> CollectRuns(const std::vector<config::Job>& jobs, lock::Backend& backend,
+                               WallTime now, std::string_view job, int limit) {
+  if (std::none_of(jobs.begin(), jobs.end(), [&](const config::Job& j) { return j.name == job; })) {
+    return MakeError("job", "no job named " + std::string(job) + " in the job file");
+  }
+  RunsReport report;
+  report.generated = now;
+  report.backend = std::string(backend.name());
+  report.job = std::string(job);
+  Result<std::vector<lock::TickHistory>> history = backend.History(job, 4 * limit);
+  if (!history) return tl::unexpected(history.error());
+  std::vector<std::int64_t> ticks;
+  for (lock::TickHistory& t : *history) {
+    if (t.winner.empty()) continue;
+    if (static_cast<int>(report.runs.size()) >= limit) break;
+    ticks.push_back(t.tick_unix);
+    report.runs.push_back(std::move(t));
+  }
+  Result<std::vector<std::string>> outputs = backend.Outputs(job, ticks);
+  if (!outputs) return tl::unexpected(outputs.error());
+  for (std::size_t i = 0; i < report.runs.size() && i < outputs->size(); ++i) {
+    report.runs[i].output = std::move((*outputs)[i]);
+  }
+  return report;
+}
+
+std::string FormatRunsText(const RunsReport& report, bool color) {
+  const auto paint = [color](const char* start, const std::string& text) {
+    return color ? start + text + "\033[0m" : text;
+  };
+  std::string out;
+  if (report.runs.empty()) return report.job + ": no runs recorded\n";
+  for (const lock::TickHistory& t : report.runs) {
+    const std::string outcome = TickOutcome(t);
+    out += paint("\033[1m", report.job + "  " + FormatTick(t.tick_unix)) +
+           "  winner=" + t.winner + "  fence=" + std::to_string(t.fence) +
+           "  outcome=" + paint(OutcomeColor(outcome), outcome) +
+           "  exit=" + (t.exit_code ? std::to_string(*t.exit_code) : "-") +
+           "  duration=" + (t.state == "done" ? FormatSeconds(t.duration) : "-") + "\n";
+    const std::vector<jobs::OutputLine> lines = jobs::ParseOutputTail(t.output);
+    if (lines.empty()) {
+      out += t.state == "done" ? "  (no output kept)\n" : "  (still running)\n";
+    }
+    for (const jobs::OutputLine& l : lines) {
+      // The stream in a fixed-width column, so the lines themselves stay aligned.
+      if (l.stream == "tickd") {
+        out += "  " + paint("\033[90m", "...     [" + l.text + "]") + "\n";
+      } else if (l.stream == "stderr") {
+        out += "  " + paint("\033[31m", "stderr") + "  " + l.text + "\n";
+      } else {
+        out += "  stdout  " + l.text + "\n";
+      }
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string FormatRunsJson(const RunsReport& report) {
+  using nlohmann::json;
+  json runs = json::array();
+  for (const lock::TickHistory& t : report.runs) {
+    json output = json::array();
+    for (const jobs::OutputLine& l : jobs::ParseOutputTail(t.output)) {
+      output.push_back({{"stream", l.stream}, {"line", l.text}});
+    }
+    runs.push_back({{"tick", FormatTick(t.tick_unix)},
+                    {"tick_unix", t.tick_unix},
+                    {"winner", t.winner},
+                    {"fence", t.fence},
+                    {"state", t.state},
+                    {"outcome", TickOutcome(t)},
+                    {"exit_code", t.exit_code ? json(*t.exit_code) : json(nullptr)},
+                    {"duration_seconds", static_cast<double>(t.duration.count()) / 1000.0},
+                    {"output", std::move(output)}});
+  }
+  json root = {{"generated", FormatTimestamp(report.generated)},
+               {"backend", report.backend},
+               {"job", report.job},
+               {"runs", std::move(runs)}};
+  // Outputs are valid UTF-8 as tickd stores them; a store edited by hand may not be.
+  return root.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string FormatStatusText(const StatusReport& report, bool color) {

@@ -67,6 +67,26 @@ bool TzdataMismatch(const lock::TickHistory& tick);
 // True when the replicas of the report have different known tz database versions.
 bool TzdataMismatch(const StatusReport& report);
 
+// `tickd status JOB --runs` and /api/runs (docs/design.md §9): the newest runs of one
+// job (its ticks some replica won), each with the tail of what it printed
+// (TickHistory::output, read with Backend::Outputs).
+struct RunsReport {
+  WallTime generated;
+  std::string backend;
+  std::string job;
+  std::vector<lock::TickHistory> runs;  // newest first
+};
+
+// The last `limit` runs of `job` among its newest 4 × `limit` ticks (ticks nobody ran,
+// missed or paused, are left out). An Error when the backend fails, or when `job` is
+// not a job of `jobs` (context "job").
+Result<RunsReport> CollectRuns(const std::vector<config::Job>& jobs, lock::Backend& backend,
+                               WallTime now, std::string_view job, int limit);
+// A header line per run, then its output, a line per line, marked with its stream.
+std::string FormatRunsText(const RunsReport& report, bool color);
+// The same as JSON; each output line is {"stream": "stdout"|"stderr"|"tickd", "line"}.
+std::string FormatRunsJson(const RunsReport& report);
+
 // Aligned columns for a terminal; ANSI colours only when `color`.
 std::string FormatStatusText(const StatusReport& report, bool color);
 // JSON for scripts and /api/status (the same data).

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -37,6 +38,7 @@
 #include "config/expand.h"
 #include "config/suggest.h"
 #include "jobs/http_call.h"
+#include "jobs/output_tail.h"
 #include "jobs/plugin_loader.h"
 
 namespace tickd::config {
@@ -53,7 +55,8 @@ constexpr std::string_view kNodeKeys[] = {"id", "clock_skew_warning"};
 constexpr std::string_view kLockKeys[] = {"backend",       "url",          "lease",
                                           "username",      "password_file", "password_env",
                                           "tls",           "op_timeout",    "retention",
-                                          "claim_lead"};
+                                          "claim_lead",    "history"};
+constexpr std::string_view kHistoryKeys[] = {"output", "runs"};
 constexpr std::string_view kTlsKeys[] = {"ca_file", "cert_file", "key_file"};
 // The backends that talk to a server, and so may authenticate; of these, the ones
 // whose client library speaks TLS (Debian's hiredis and ZooKeeper C client do not).
@@ -214,6 +217,7 @@ class Loader {
   void LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_mark,
                 LockSettings& lock);
   void LoadTls(const Entry& e, lock::TlsFiles& tls);
+  void LoadHistory(const Entry& e, HistorySettings& history);
   void CheckLockSecurity(const std::vector<Entry>& entries, const LockSettings& lock);
   // A file the daemon will read (a secret, a certificate): resolved against the job
   // file's folder, and an error naming the key unless it is a readable regular file.
@@ -605,6 +609,8 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
       }
     } else if (e.key == "tls") {
       LoadTls(e, lock.tls);
+    } else if (e.key == "history") {
+      LoadHistory(e, lock.history);
     } else if (e.key == "password_env") {
       auto name = Text(e);
       if (!name) continue;
@@ -729,6 +735,47 @@ void Loader::LoadTls(const Entry& e, lock::TlsFiles& tls) {
   if ((cert == nullptr) != (key == nullptr)) {
     Fail(cert ? cert->mark : key->mark,
          e.path + ": cert_file and key_file go together (the client certificate and its key)");
+  }
+}
+
+namespace {
+
+// "16KB", "16KiB", "16K", "512B", "512": bytes (K = 1024, as du and ls count).
+std::optional<std::size_t> ParseByteSize(std::string_view text) {
+  std::size_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) return std::nullopt;
+  const std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
+  if (unit.empty() || unit == "B") return value;
+  if (unit == "K" || unit == "KB" || unit == "KiB") {
+    if (value > (SIZE_MAX >> 10)) return std::nullopt;
+    return value << 10;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Sized so that one run's output, and a batch of completes split by size, stay within
+// every store's request limit (etcd 1.5 MiB, ZooKeeper's jute.maxbuffer 1 MB).
+void Loader::LoadHistory(const Entry& e, HistorySettings& history) {
+  if (!RequireMap(e.value, e.mark, e.path)) return;
+  for (const Entry& h : Entries(e.value, e.path, kHistoryKeys)) {
+    if (h.key == "runs") {
+      if (auto n = Integer(h, 1, 10'000)) history.runs = static_cast<int>(*n);
+      continue;
+    }
+    auto text = Text(h);
+    if (!text) continue;
+    const std::optional<std::size_t> bytes = ParseByteSize(*text);
+    if (!bytes) {
+      Fail(h.mark, h.path + ": " + Quoted(*text) + " is not a size (e.g. 16KB, 512B, 0)");
+    } else if (*bytes != 0 && (*bytes < 1024 || *bytes > jobs::kMaxOutputTailBytes)) {
+      Fail(h.mark, h.path + ": " + Quoted(*text) +
+                       " is out of range: 0 (keep nothing) or 1KB-64KB");
+    } else {
+      history.output_bytes = *bytes;
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -112,6 +113,14 @@ struct Job {
   std::string ConfigHash() const;
 };
 
+// lock.history: the tail of what each run printed, kept with its tick in the store
+// (docs/design.md §4). Older outputs go with their ticks (lock.retention) or, beyond
+// the newest `runs` of a job, on their own.
+struct HistorySettings {
+  std::size_t output_bytes = 16 * 1024;  // kept per run (1KB–64KB); 0: nothing is kept
+  int runs = 50;                         // per job: the newest runs that printed keep it
+};
+
 struct LockSettings {
   std::string backend = "sqlite";    // sqlite | redis | etcd | postgres | zookeeper | none | memory
   std::string url;                   // default sqlite://<job file folder>/tickd.db; a relative
@@ -131,6 +140,7 @@ struct LockSettings {
   milliseconds claim_lead{200};
   milliseconds op_timeout{2'000};    // every backend call answers within this
   milliseconds retention{7LL * 24 * 3'600'000};  // how long finished ticks are remembered
+  HistorySettings history;           // lock.history: {output, runs}
 };
 
 struct HttpSettings {

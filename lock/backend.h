@@ -41,6 +41,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -178,7 +179,29 @@ struct Completion {
   std::string outcome;               // "done" "failed" "timeout" "lease-lost" "killed" "released"
   std::optional<int> exit_code;      // absent when the job never ran or died of a signal
   milliseconds duration{0};
+  // The tail of what the run printed, stored with the tick (docs/design.md §4
+  // lock.history): text as jobs/output_tail.h writes it (valid UTF-8, no NUL, at most
+  // kMaxStoredOutputBytes); "" when it printed nothing or nothing is kept. Written in
+  // the same owner-checked step as the completion: a non-owner stores nothing.
+  std::string output;
+  // Retention by count: once this output is stored, only the outputs of the job's
+  // newest `keep_outputs` runs that stored one are kept (older ticks keep their record
+  // and lose their output). 0: no count limit (age retention, Prune, still applies).
+  int keep_outputs = 0;
 };
+
+// The largest Completion::output a backend accepts (lock.history.output ≤ 64 KiB, plus
+// the tail's note): what the per-store request limits are sized against
+// (docs/backends.md). Backends store OutputToStore(output).
+inline constexpr std::size_t kMaxStoredOutputBytes = 64 * 1024 + 64;
+
+// `output`, or when it is longer than kMaxStoredOutputBytes its end from the first
+// whole line that fits (a line boundary is never inside a UTF-8 character).
+inline std::string_view OutputToStore(std::string_view output) {
+  if (output.size() <= kMaxStoredOutputBytes) return output;
+  const std::size_t nl = output.find('\n', output.size() - kMaxStoredOutputBytes - 1);
+  return nl == std::string_view::npos ? std::string_view() : output.substr(nl + 1);
+}
 
 enum class CompleteStatus {
   kCompleted,  // the record is `done` with the completion; the lease is gone
@@ -214,6 +237,10 @@ struct TickHistory {
   std::uint64_t fence = 0;
   std::string config_hash;           // the winner's
   std::vector<Observation> observations;  // one per replica that tried
+  // Completion::output while kept, "" otherwise. History leaves it empty (its frequent
+  // readers, the skew watch on every replica, must not page through outputs); the
+  // readers of outputs fill it from Backend::Outputs.
+  std::string output;
 };
 
 // A claim that is still running, as `tickd locks` lists it.
@@ -332,7 +359,18 @@ class Backend {
   // The last `limit` ticks of `job` (all jobs when empty), newest first.
   virtual Result<std::vector<TickHistory>> History(std::string_view job, int limit) = 0;
 
-  // Forgets tick records and observations of ticks before `older_than` (retention).
+  // The stored outputs (Completion::output) of `ticks` of `job`, in the order of
+  // `ticks`: "" for a tick without one (it printed nothing, it is not done, or its
+  // output was dropped by retention). The default is for stores that keep no outputs.
+  virtual Result<std::vector<std::string>> Outputs(std::string_view job,
+                                                   std::span<const std::int64_t> ticks) {
+    (void)job;
+    (void)ticks;
+    return MakeError(std::string(name()), "this lock backend keeps no run output");
+  }
+
+  // Forgets tick records and observations of ticks before `older_than` (retention),
+  // and the outputs of those ticks.
   // Never removes a record that is still running with a live lease.
   // Returns how many tick records were removed.
   virtual Result<int> Prune(WallTime older_than) = 0;

@@ -18,6 +18,11 @@
 //   P job/<job>/head              the job's claim head (JSON: tick = the latest tick
 //                                 of the job ever claimed, node = who claimed it,
 //                                 epoch_ms, n = claims since the epoch). No lease.
+//   P job/<job>/out/<T>           what the finished run of T printed (Completion::
+//                                 output), put by complete's txn; outside tick/<T>/ so
+//                                 that History never reads it. No lease: complete
+//                                 keeps the job's newest keep_outputs, Prune removes
+//                                 those of ticks past retention.
 //   P jobs/<job>                  the job names (History of every job, Prune).
 //   P pauses/<job>                `tickd pause` (JSON, lock/pause_record.h; job '*':
 //                                 every job). No lease. Ranged before each instant.
@@ -144,6 +149,10 @@ constexpr std::size_t kMaxTxnOps = 128;
 // the outer txn one permission probe besides them (AddPermissionProbe), so one batch
 // txn carries 119 claims (128 − 8 − 1).
 constexpr std::size_t kClaimsPerTxn = kMaxTxnOps - 8 - 1;
+// The run outputs one complete txn carries at most (before base64, which adds a third):
+// etcd refuses requests above --max-request-bytes (1.5 MiB by default), so a batch of
+// completes that printed is split; one output alone is at most kMaxStoredOutputBytes.
+constexpr std::size_t kCompleteOutputBytesPerTxn = 768 * 1024;
 
 // ---- base64 (the gateway's bytes fields) ----
 
@@ -649,13 +658,15 @@ class EtcdBackend final : public Backend {
     std::vector<std::int64_t> unused_leases;
     for (int attempt = 0; attempt < 2 && !pending.empty(); ++attempt) {
       std::vector<std::size_t> retry;
-      for (std::size_t first = 0; first < pending.size(); first += kClaimsPerTxn) {
-        const std::span<const std::size_t> chunk(
-            pending.data() + first, std::min(kClaimsPerTxn, pending.size() - first));
+      for (std::size_t first = 0; first < pending.size();) {
+        const std::span<const std::size_t> chunk(pending.data() + first,
+                                                 CompleteChunkSize(reqs, pending, first));
         CompleteChunk(reqs, chunk, out, retry, unused_leases);
+        first += chunk.size();
       }
       pending = std::move(retry);
     }
+    KeepNewestOutputs(reqs, out);
     for (const std::size_t i : pending) {
       if (const std::int64_t lease = ForgetLease(reqs[i].held)) unused_leases.push_back(lease);
       out[i] = CompleteStatus::kNotOwner;
@@ -747,6 +758,27 @@ class EtcdBackend final : public Backend {
     return out;
   }
 
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    const Deadline deadline = Due();
+    std::vector<std::string> out;
+    out.reserve(ticks.size());
+    for (std::size_t first = 0; first < ticks.size(); first += kMaxTxnOps) {
+      const std::size_t last = std::min(ticks.size(), first + kMaxTxnOps);
+      Json ranges = Json::array();
+      for (std::size_t i = first; i < last; ++i) {
+        ranges.push_back(Range(OutputKey(std::string(job), ticks[i])));
+      }
+      auto txn = Post("/v3/kv/txn", Json{{"success", ranges}}, deadline);
+      if (!txn) return tl::unexpected(txn.error());
+      for (std::size_t i = first; i < last; ++i) {
+        const std::vector<Kv> kvs = RangeKvs(txn->body, i - first);
+        out.push_back(kvs.empty() ? std::string() : kvs.front().value);
+      }
+    }
+    return out;
+  }
+
   Result<int> Prune(WallTime older_than) override {
     const Deadline deadline = Due();
     const std::int64_t cutoff =
@@ -778,6 +810,13 @@ class EtcdBackend final : public Backend {
           ++removed;
         }
       }
+      // Outputs belong to done ticks only: those before the cutoff go, whatever else
+      // stayed.
+      const std::string outputs = JobPrefix(job) + "out/";
+      auto gone = Post("/v3/kv/deleterange",
+                       Json{{"key", B64(outputs)}, {"range_end", B64(outputs + Pad(cutoff))}},
+                       deadline);
+      if (!gone) return tl::unexpected(gone.error());
     }
     return removed;
   }
@@ -1317,6 +1356,62 @@ class EtcdBackend final : public Backend {
     return lease_id;
   }
 
+  std::string OutputKey(const std::string& job, std::int64_t tick) const {
+    return JobPrefix(job) + "out/" + Pad(tick);
+  }
+
+  // How many of pending[first…] go into one complete txn: at most kClaimsPerTxn, and
+  // outputs of at most kCompleteOutputBytesPerTxn (but at least one complete).
+  static std::size_t CompleteChunkSize(std::span<const CompleteRequest> reqs,
+                                       const std::vector<std::size_t>& pending,
+                                       std::size_t first) {
+    std::size_t n = 0;
+    std::size_t bytes = 0;
+    while (first + n < pending.size() && n < kClaimsPerTxn) {
+      bytes += OutputToStore(reqs[pending[first + n]].completion.output).size();
+      if (n > 0 && bytes > kCompleteOutputBytesPerTxn) break;
+      ++n;
+    }
+    return n;
+  }
+
+  // Retention by count, after a batch of completes: for each job of the batch that
+  // stored an output, the outputs older than its newest keep_outputs are deleted (a
+  // sorted keys-only range, then one delete of the older range). Best effort: a
+  // failure leaves them for the next complete; Prune removes them with age anyway.
+  void KeepNewestOutputs(std::span<const CompleteRequest> reqs,
+                         const std::vector<std::optional<Result<CompleteStatus>>>& out) {
+    std::map<std::string, int> keep;  // job → its keep_outputs
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      const Completion& c = reqs[i].completion;
+      if (c.keep_outputs > 0 && !c.output.empty() && out[i] && *out[i] &&
+          **out[i] == CompleteStatus::kCompleted) {
+        keep[reqs[i].held.job] = c.keep_outputs;
+      }
+    }
+    const Deadline deadline = Due();
+    for (const auto& [job, n] : keep) {
+      const std::string prefix = JobPrefix(job) + "out/";
+      auto newest = Post("/v3/kv/range",
+                         Json{{"key", B64(prefix)},
+                              {"range_end", B64(PrefixEnd(prefix))},
+                              {"sort_order", "DESCEND"},
+                              {"sort_target", "KEY"},
+                              {"keys_only", true},
+                              {"limit", std::to_string(n + 1)}},
+                         deadline);
+      if (!newest) return;
+      const std::vector<Kv> kvs = KvsOf(newest->body);
+      if (kvs.size() <= static_cast<std::size_t>(n)) continue;
+      // Everything up to and including the first one beyond the newest n.
+      if (!Post("/v3/kv/deleterange",
+                Json{{"key", B64(prefix)}, {"range_end", B64(kvs.back().key + '\0')}},
+                deadline)) {
+        return;
+      }
+    }
+  }
+
   // One chunk of CompleteBatch: answers each complete in `out`, or adds it to `retry`
   // (its txn lost a race), and adds leases no claim of this handle holds any more to
   // `unused_leases`.
@@ -1358,6 +1453,9 @@ class EtcdBackend final : public Backend {
       rec.duration_ms = completion.duration.count();
       // The record is still ours (the compare), so the lease key, if any, is ours too.
       Json success = {Put(k.record, Encode(rec)), Delete(k.lease), Delete(k.until)};
+      if (const std::string_view output = OutputToStore(completion.output); !output.empty()) {
+        success.push_back(Put(OutputKey(held.job, held.tick_unix), output));
+      }
       if (state.run && state.run->token == held.owner_token) {
         compare.push_back(ModifiedAt(k.run, state.run_mod_revision));
         success.push_back(Delete(k.run));

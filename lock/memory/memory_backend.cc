@@ -130,7 +130,9 @@ class MemoryBackend final : public Backend {
     if (rec.done) return CompleteStatus::kCompleted;  // a repeated Complete changes nothing
     rec.done = true;
     rec.completion = completion;
+    rec.completion.output = std::string(OutputToStore(completion.output));
     rec.lease_until = clock_.Steady();
+    if (!rec.completion.output.empty()) KeepNewestOutputs(held.job, completion.keep_outputs);
     return CompleteStatus::kCompleted;
   }
 
@@ -179,6 +181,17 @@ class MemoryBackend final : public Backend {
       }
       if (auto it = ledger_.find(key); it != ledger_.end()) h.observations = it->second;
       out.push_back(std::move(h));
+    }
+    return out;
+  }
+
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (const std::int64_t tick : ticks) {
+      auto it = ticks_.find(Key{std::string(job), tick});
+      out.push_back(it == ticks_.end() ? std::string() : it->second.completion.output);
     }
     return out;
   }
@@ -258,6 +271,24 @@ class MemoryBackend final : public Backend {
   }
 
  private:
+  // Retention by count (Completion::keep_outputs): the outputs of `job` but its newest
+  // `keep` are dropped; their records stay.
+  void KeepNewestOutputs(const std::string& job, int keep) {
+    if (keep <= 0) return;
+    int kept = 0;
+    for (auto it = ticks_.upper_bound(Key{job, INT64_MAX});
+         it != ticks_.begin() && std::prev(it)->first.first == job;) {
+      --it;
+      std::string& output = it->second.completion.output;
+      if (output.empty()) continue;
+      if (kept < keep) {
+        ++kept;
+      } else {
+        output.clear();
+      }
+    }
+  }
+
   TickRecord NewRecord(const ClaimRequest& req, SteadyTime now) {
     TickRecord rec;
     rec.owner = req.owner_token;
@@ -340,6 +371,10 @@ class SharedBackendHandle final : public Backend {
   Result<void> Record(const Observation& obs) override { return shared_->Record(obs); }
   Result<std::vector<TickHistory>> History(std::string_view job, int limit) override {
     return shared_->History(job, limit);
+  }
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    return shared_->Outputs(job, ticks);
   }
   Result<int> Prune(WallTime older_than) override { return shared_->Prune(older_than); }
   Result<std::vector<RunningClaim>> ListRunning() override { return shared_->ListRunning(); }

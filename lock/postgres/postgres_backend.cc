@@ -105,6 +105,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -318,6 +319,13 @@ BEGIN
     until_ms bigint,                        -- NULL: until `tickd resume`
     paused_by text NOT NULL DEFAULT '',
     reason text NOT NULL DEFAULT '');
+  -- What finished runs printed (Completion::output), beside their records; additive
+  -- like tickd_pauses. Pruned by age with the records, and by count per job.
+  CREATE TABLE IF NOT EXISTS tickd_outputs(
+    job text NOT NULL,
+    tick bigint NOT NULL,
+    output text NOT NULL,
+    PRIMARY KEY (job, tick));
 END
 $migrate$)sql";
 
@@ -362,6 +370,28 @@ constexpr const char* kCompleteSql =
     "SELECT EXISTS (SELECT 1 FROM done) OR EXISTS (SELECT 1 FROM tickd_ticks "
     "WHERE job = $1 AND tick = $2::bigint AND owner = $3 AND state = 'done')";
 
+// kCompleteSql for a run that printed: its output ($7) is stored only when the
+// owner-checked update happened, in the same statement, and the job's outputs older
+// than its $8 newest go. Every CTE sees the snapshot from before the statement, so
+// the newest are counted among the other stored outputs plus this one.
+constexpr const char* kCompleteOutputSql =
+    "WITH done AS (UPDATE tickd_ticks SET state = 'done', run_outcome = $4, "
+    "exit_code = $5::int, duration_ms = $6::bigint, lease_until = now() "
+    "WHERE job = $1 AND tick = $2::bigint AND owner = $3 AND state = 'running' RETURNING 1), "
+    "put AS (INSERT INTO tickd_outputs(job, tick, output) SELECT $1, $2::bigint, $7 "
+    "WHERE EXISTS (SELECT 1 FROM done) ON CONFLICT (job, tick) DO UPDATE SET output = "
+    "EXCLUDED.output), "
+    "older AS (DELETE FROM tickd_outputs o WHERE o.job = $1 AND EXISTS (SELECT 1 FROM done) "
+    "AND o.tick < (SELECT k.t FROM (SELECT tick AS t FROM tickd_outputs WHERE job = $1 "
+    "AND tick <> $2::bigint UNION ALL SELECT $2::bigint) k ORDER BY k.t DESC "
+    "OFFSET $8::bigint - 1 LIMIT 1)) "
+    "SELECT EXISTS (SELECT 1 FROM done) OR EXISTS (SELECT 1 FROM tickd_ticks "
+    "WHERE job = $1 AND tick = $2::bigint AND owner = $3 AND state = 'done')";
+
+// The stored outputs of some ticks of a job ($2: a bigint[] literal).
+constexpr const char* kOutputsSql =
+    "SELECT tick, output FROM tickd_outputs WHERE job = $1 AND tick = ANY($2::bigint[])";
+
 constexpr const char* kRecordSql =
     "INSERT INTO tickd_observations(job, tick, node, outcome, node_wall_ms, config_hash, fence) "
     "VALUES ($1, $2::bigint, $3, $4, $5::bigint, $6, $7::bigint)" TICKD_OBSERVATION_UPSERT;
@@ -402,7 +432,9 @@ constexpr const char* kPruneSql =
     "obs AS (DELETE FROM tickd_observations o WHERE o.tick < $1::bigint AND NOT EXISTS "
     "  (SELECT 1 FROM tickd_ticks t WHERE t.job = o.job AND t.tick = o.tick "
     "   AND " TICKD_PRUNE_KEEPS_T
-    ")) "
+    ")), "
+    // Outputs go by age even where the record stays (a job's latest, its claim head).
+    "outs AS (DELETE FROM tickd_outputs WHERE tick < $1::bigint) "
     "SELECT count(*) FROM gone";
 #undef TICKD_PRUNE_KEEPS_T
 
@@ -567,10 +599,18 @@ class PostgresBackend final : public Backend {
     for (const CompleteRequest& req : reqs) {
       std::optional<std::string> exit_code;
       if (req.completion.exit_code) exit_code = std::to_string(*req.completion.exit_code);
-      queries.push_back({kCompleteSql,
-                         {req.held.job, std::to_string(req.held.tick_unix), req.held.owner_token,
-                          req.completion.outcome, std::move(exit_code),
-                          std::to_string(req.completion.duration.count())}});
+      Query q{kCompleteSql,
+              {req.held.job, std::to_string(req.held.tick_unix), req.held.owner_token,
+               req.completion.outcome, std::move(exit_code),
+               std::to_string(req.completion.duration.count())}};
+      if (const std::string_view output = OutputToStore(req.completion.output); !output.empty()) {
+        q.sql = kCompleteOutputSql;
+        q.params.push_back(std::string(output));
+        // No count limit: an offset no job reaches.
+        const int keep = req.completion.keep_outputs > 0 ? req.completion.keep_outputs : INT32_MAX;
+        q.params.push_back(std::to_string(keep));
+      }
+      queries.push_back(std::move(q));
     }
     std::vector<std::pair<std::string, std::int64_t>> keys;
     for (const CompleteRequest& req : reqs) keys.emplace_back(req.held.job, req.held.tick_unix);
@@ -633,6 +673,25 @@ class PostgresBackend final : public Backend {
       obs.fence = static_cast<std::uint64_t>(ToInt(res, row, 13));
       out.back().observations.push_back(std::move(obs));
     }
+    return out;
+  }
+
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    std::string array = "{";
+    for (const std::int64_t tick : ticks) {
+      array += (array.size() > 1 ? "," : "") + std::to_string(tick);
+    }
+    array += "}";
+    auto r = RunOne({kOutputsSql, {std::string(job), std::move(array)}}, PGRES_TUPLES_OK,
+                    "outputs of " + std::string(job));
+    if (!r) return tl::unexpected(r.error());
+    std::map<std::int64_t, std::string> by_tick;
+    for (int row = 0; row < PQntuples(r->get()); ++row) {
+      by_tick[ToInt(r->get(), row, 0)] = ToText(r->get(), row, 1);
+    }
+    std::vector<std::string> out;
+    for (const std::int64_t tick : ticks) out.push_back(by_tick[tick]);
     return out;
   }
 

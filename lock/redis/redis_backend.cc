@@ -28,6 +28,11 @@
 //                  tickd counted in P{job}:fence (no longer read) jumps above them.
 //   P{job}:ticks   ledger index (sorted set of T); trimmed by Prune, which also sets
 //                  its PX retention (a new index has none until the next Prune).
+//   P{job}:out:<T> what the finished run of T printed (Completion::output, string),
+//                  PX retention; written by complete in the same script.
+//   P{job}:outs    index of the stored outputs (sorted set of T), PX retention:
+//                  complete keeps its newest keep_outputs and deletes the others'
+//                  keys; Prune deletes those of ticks past retention.
 //   Pjobs          the set of job names (for History of every job); outside the tag.
 //   Ppauses        `tickd pause`: hash, field = job name ('*': every job), value = the
 //                  pause as JSON (lock/pause_record.h); no TTL. Read with HGETALL
@@ -244,11 +249,28 @@ return 1
 )lua";
 
 // KEYS[i]: complete i's key base "P{job}:" (as for claim; several per call on a plain
-// server, one on a cluster). ARGV[5(i-1)+1 .. 5i]: its T, token, outcome, exit ('' none),
-// duration_ms. Answers, per complete, 1 completed (or already done by us), 0 not the
-// owner. One write for a job without forbid: the record (lease_until is left as it
-// was: it means nothing once done).
+// server, one on a cluster). ARGV[8(i-1)+1 .. 8i]: its T, token, outcome, exit ('' none),
+// duration_ms, output ('' none), keep_outputs (0: no count limit), retention_ms (0: no
+// TTL). Answers, per complete, 1 completed (or already done by us), 0 not the owner.
+// One write for a job without forbid that printed nothing: the record (lease_until is
+// left as it was: it means nothing once done).
 constexpr std::string_view kCompleteLua = R"lua(
+local function keep_output(base, tick, output, keep, retention)
+  if output == '' then return end
+  local key, index = base .. 'out:' .. tick, base .. 'outs'
+  redis.call('SET', key, output)
+  redis.call('ZADD', index, tick, tick)
+  if retention > 0 then
+    redis.call('PEXPIRE', key, retention)
+    redis.call('PEXPIRE', index, retention)
+  end
+  if keep > 0 then
+    for _, old in ipairs(redis.call('ZREVRANGE', index, keep, -1)) do
+      redis.call('DEL', base .. 'out:' .. old)
+      redis.call('ZREM', index, old)
+    end
+  end
+end
 local function complete(base, o)
   local record, token = base .. 't:' .. ARGV[o + 1], ARGV[o + 2]
   local rec = redis.call('HMGET', record, 'owner', 'state')
@@ -259,10 +281,11 @@ local function complete(base, o)
   local run_key = base .. 'run'
   local run = redis.call('GET', run_key)
   if run and string.sub(run, 1, #token + 1) == token .. '\n' then redis.call('DEL', run_key) end
+  keep_output(base, ARGV[o + 1], ARGV[o + 6], tonumber(ARGV[o + 7]), tonumber(ARGV[o + 8]))
   return 1
 end
 local out = {}
-for i = 1, #KEYS do out[i] = complete(KEYS[i], (i - 1) * 5) end
+for i = 1, #KEYS do out[i] = complete(KEYS[i], (i - 1) * 8) end
 return out
 )lua";
 
@@ -285,6 +308,11 @@ for _, tick in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1
   end
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local outs = ARGV[2] .. 'outs'
+for _, tick in ipairs(redis.call('ZRANGEBYSCORE', outs, '-inf', '(' .. ARGV[1])) do
+  redis.call('DEL', ARGV[2] .. 'out:' .. tick)
+  redis.call('ZREM', outs, tick)
+end
 return removed
 )lua";
 
@@ -819,7 +847,10 @@ class RedisBackend final : public Backend {
       const auto& [held, completion] = reqs[i];
       cmd.insert(cmd.end(), {std::to_string(held.tick_unix), held.owner_token, completion.outcome,
                              completion.exit_code ? std::to_string(*completion.exit_code) : "",
-                             std::to_string(completion.duration.count())});
+                             std::to_string(completion.duration.count()),
+                             std::string(OutputToStore(completion.output)),
+                             std::to_string(std::max(0, completion.keep_outputs)),
+                             std::to_string(std::max<std::int64_t>(0, options_.retention.count()))});
     });
     auto replies = RunScripts(calls, {}, per_call);
     std::vector<Result<CompleteStatus>> out;
@@ -969,6 +1000,24 @@ class RedisBackend final : public Backend {
     const std::string_view answer = Str(r);
     if (answer == "released") return ForceReleaseStatus::kReleased;
     return answer == "alive" ? ForceReleaseStatus::kHolderAlive : ForceReleaseStatus::kNotRunning;
+  }
+
+  // One pipeline of GETs (commands the documented ACL already allows; no MGET).
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    const std::string base = Base(std::string(job));
+    std::vector<Command> gets;
+    for (const std::int64_t tick : ticks) gets.push_back({"GET", base + "out:" + std::to_string(tick)});
+    auto replies = Pipeline(gets);
+    if (!replies) return tl::unexpected(replies.error());
+    std::vector<std::string> out;
+    for (const ReplyPtr& r : *replies) {
+      if (r->type == REDIS_REPLY_ERROR) {
+        return MakeError(context_ + ": outputs of " + std::string(job), std::string(Str(r.get())));
+      }
+      out.push_back(r->type == REDIS_REPLY_STRING ? std::string(Str(r.get())) : std::string());
+    }
+    return out;
   }
 
   Result<int> Prune(WallTime older_than) override {

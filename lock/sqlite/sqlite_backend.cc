@@ -134,6 +134,13 @@ CREATE TABLE IF NOT EXISTS tickd_pauses(
 -- The newest ticks of all jobs (History, the skew watch, tickd status) and pruning.
 CREATE INDEX IF NOT EXISTS tickd_ticks_by_tick ON tickd_ticks(tick, job);
 CREATE INDEX IF NOT EXISTS tickd_observations_by_tick ON tickd_observations(tick, job);
+-- What a finished run printed (Completion::output), beside its tick record: claims
+-- scan tickd_ticks and need not page through outputs. Pruned with the record.
+CREATE TABLE IF NOT EXISTS tickd_outputs(
+  job TEXT NOT NULL,
+  tick INTEGER NOT NULL,
+  output TEXT NOT NULL,
+  PRIMARY KEY (job, tick));
 )sql";
 
 // A file descriptor owned like a unique_ptr.
@@ -565,6 +572,21 @@ class SqliteBackend final : public Backend {
     return out;
   }
 
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    std::lock_guard lock(mu_);
+    const std::string where = "sqlite: outputs of " + std::string(job);
+    std::vector<std::string> out;
+    out.reserve(ticks.size());
+    for (const std::int64_t tick : ticks) {
+      Stmt st(stmts_, db_, "SELECT output FROM tickd_outputs WHERE job = ?1 AND tick = ?2");
+      st.Bind(1, job).Bind(2, tick);
+      out.push_back(st.Step() == SQLITE_ROW ? st.Text(0) : std::string());
+      if (st.Failed()) return MakeError(where, st.ErrorText());
+    }
+    return out;
+  }
+
   Result<std::vector<RunningClaim>> ListRunning() override {
     std::lock_guard lock(mu_);
     const std::string where = "sqlite: list running";
@@ -701,7 +723,10 @@ class SqliteBackend final : public Backend {
     st.Bind(3, static_cast<std::int64_t>(completion.duration.count())).Bind(4, BootMs());
     st.Bind(5, held.job).Bind(6, held.tick_unix).Bind(7, held.owner_token);
     if (st.Step() != SQLITE_DONE) return MakeError(where, st.ErrorText());
-    if (sqlite3_changes(db_) == 1) return CompleteStatus::kCompleted;
+    if (sqlite3_changes(db_) == 1) {
+      if (auto r = StoreOutputLocked(held, completion, where); !r) return tl::unexpected(r.error());
+      return CompleteStatus::kCompleted;
+    }
     // A repeated Complete of our own done record changes nothing and succeeds.
     Stmt check(stmts_, db_, "SELECT owner, state FROM tickd_ticks WHERE job = ?1 AND tick = ?2");
     check.Bind(1, held.job).Bind(2, held.tick_unix);
@@ -710,6 +735,26 @@ class SqliteBackend final : public Backend {
     const bool ours_done =
         rc == SQLITE_ROW && check.Text(0) == held.owner_token && check.Text(1) == "done";
     return ours_done ? CompleteStatus::kCompleted : CompleteStatus::kNotOwner;
+  }
+
+  // The output of a run just completed (inside the caller's transaction, after the
+  // owner-checked update), then retention by count: the job's outputs but its newest
+  // keep_outputs go.
+  Result<void> StoreOutputLocked(const HeldClaim& held, const Completion& completion,
+                                 const std::string& where) {
+    const std::string_view output = OutputToStore(completion.output);
+    if (output.empty()) return {};
+    Stmt put(stmts_, db_,
+             "INSERT OR REPLACE INTO tickd_outputs(job, tick, output) VALUES (?1, ?2, ?3)");
+    put.Bind(1, held.job).Bind(2, held.tick_unix).Bind(3, std::string(output));
+    if (put.Step() != SQLITE_DONE) return MakeError(where, put.ErrorText());
+    if (completion.keep_outputs <= 0) return {};
+    Stmt trim(stmts_, db_,
+              "DELETE FROM tickd_outputs WHERE job = ?1 AND tick < (SELECT tick FROM "
+              "tickd_outputs WHERE job = ?1 ORDER BY tick DESC LIMIT 1 OFFSET ?2)");
+    trim.Bind(1, held.job).Bind(2, static_cast<std::int64_t>(completion.keep_outputs - 1));
+    if (trim.Step() != SQLITE_DONE) return MakeError(where, trim.ErrorText());
+    return {};
   }
 
   // WAL, synchronous=FULL and the tables (idempotent). `*busy`: it failed because
@@ -1063,6 +1108,10 @@ class SqliteBackend final : public Backend {
     Stmt obs(db_, "DELETE FROM tickd_observations WHERE tick < ?1");
     obs.Bind(1, cutoff);
     if (obs.Step() != SQLITE_DONE) return MakeError(where, obs.ErrorText());
+    // Outputs belong to done records only, so none of a live run goes here.
+    Stmt outputs(db_, "DELETE FROM tickd_outputs WHERE tick < ?1");
+    outputs.Bind(1, cutoff);
+    if (outputs.Step() != SQLITE_DONE) return MakeError(where, outputs.ErrorText());
     if (auto r = Exec("COMMIT", where); !r) return tl::unexpected(r.error());
     return removed;
   }

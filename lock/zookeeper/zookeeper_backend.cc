@@ -11,6 +11,9 @@
 //                     job ever claimed, node = who claimed it, epoch_ms. Its version
 //                     counts the job's claims since the epoch.
 //   B/<job>/o/<T>/<node>  ledger observations, persistent.
+//   B/<job>/out/<T>   what the finished run of T printed (Completion::output),
+//                     persistent, created by complete's multi. Complete keeps the
+//                     job's newest keep_outputs; Prune removes those past retention.
 //   <chroot>/tickd-clients/<session id>  this session's scratch node, ephemeral.
 //   <chroot>/tickd-pauses/<job>  `tickd pause` (JSON, lock/pause_record.h; job '*':
 //                     every job), persistent. Read before each instant's claims.
@@ -122,6 +125,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -678,6 +682,11 @@ class ZookeeperBackend final : public Backend {
         if (run.rc == ZOK && Get(Decode(run.value), "owner") == held.owner_token) {
           ops.push_back({Op::kDelete, base_ + "/" + held.job + "/run", "", run.stat.version});
         }
+        // Its own request (one multi per complete), so far below jute.maxbuffer (1 MB).
+        if (const std::string_view output = OutputToStore(completion.output); !output.empty()) {
+          ops.push_back({Op::kCreate, Path(held.job, "out", held.tick_unix), std::string(output),
+                         -1, ZOO_PERSISTENT});
+        }
         writes.emplace_back(zh_.get());
         writes.back().Multi(std::move(ops));
         writing.push_back(i);
@@ -696,6 +705,23 @@ class ZookeeperBackend final : public Backend {
         }
       }
       pending = std::move(retry);
+    }
+    KeepNewestOutputs(reqs, out, deadline);
+    return out;
+  }
+
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    std::lock_guard lock(mu_);
+    const auto deadline = steady_clock::now() + options_.op_timeout;
+    if (auto ok = ReadyLocked(deadline); !ok) return tl::unexpected(ok.error());
+    Batch reads(zh_.get());
+    for (const std::int64_t tick : ticks) reads.Get(Path(std::string(job), "out", tick));
+    if (auto ok = Await(reads, deadline, "outputs"); !ok) return tl::unexpected(ok.error());
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+      if (reads[i].rc != ZOK && reads[i].rc != ZNONODE) return Failure("outputs", reads[i].rc);
+      out.push_back(reads[i].rc == ZOK ? reads[i].value : std::string());
     }
     return out;
   }
@@ -801,6 +827,7 @@ class ZookeeperBackend final : public Backend {
       Batch lists(zh_.get());
       lists.Children(base_ + "/" + job + "/t");
       lists.Children(base_ + "/" + job + "/o");
+      lists.Children(base_ + "/" + job + "/out");
       if (auto ok = Await(lists, deadline, "prune"); !ok) return tl::unexpected(ok.error());
       std::set<std::int64_t> old_records, old_observed;
       for (const std::string& t : lists[0].children) {
@@ -838,6 +865,10 @@ class ZookeeperBackend final : public Backend {
           deletes.Delete(Path(job, "o", t) + "/" + name, -1);
         }
         deletes.Delete(Path(job, "o", t), -1);
+      }
+      // Outputs belong to done ticks only: those before the cutoff go.
+      for (const std::string& t : lists[2].children) {
+        if (ToInt(t) < cutoff) deletes.Delete(Path(job, "out", ToInt(t)), -1);
       }
       if (auto ok = Await(deletes, deadline, "prune"); !ok) return tl::unexpected(ok.error());
       for (std::size_t d : record_deletes) removed += deletes[d].rc == ZOK ? 1 : 0;
@@ -1000,6 +1031,39 @@ class ZookeeperBackend final : public Backend {
     paths.push_back(clients);
     paths.push_back(pauses);
     return paths;
+  }
+
+  // Retention by count, after a batch of completes: for each job of the batch that
+  // stored an output, the outputs older than its newest keep_outputs are deleted (one
+  // pipelined listing, one pipelined round of deletes). Best effort: a failure leaves
+  // them for the next complete; Prune removes them with age anyway.
+  void KeepNewestOutputs(std::span<const CompleteRequest> reqs,
+                         const std::vector<Result<CompleteStatus>>& out,
+                         steady_clock::time_point deadline) {
+    std::map<std::string, int> keep;  // job → its keep_outputs
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      const Completion& c = reqs[i].completion;
+      if (c.keep_outputs > 0 && !c.output.empty() && out[i] &&
+          *out[i] == CompleteStatus::kCompleted) {
+        keep[reqs[i].held.job] = c.keep_outputs;
+      }
+    }
+    if (keep.empty()) return;
+    Batch lists(zh_.get());
+    for (const auto& [job, n] : keep) lists.Children(base_ + "/" + job + "/out");
+    if (!Await(lists, deadline, "outputs")) return;
+    Batch deletes(zh_.get());
+    std::size_t j = 0;
+    for (const auto& [job, n] : keep) {
+      std::vector<std::int64_t> ticks;
+      for (const std::string& t : lists[j++].children) ticks.push_back(ToInt(t));
+      if (ticks.size() <= static_cast<std::size_t>(n)) continue;
+      std::sort(ticks.begin(), ticks.end(), std::greater<>());
+      for (std::size_t k = static_cast<std::size_t>(n); k < ticks.size(); ++k) {
+        deletes.Delete(Path(job, "out", ticks[k]), -1);
+      }
+    }
+    (void)Await(deletes, deadline, "outputs");
   }
 
   std::string Path(const std::string& job, const char* kind, std::int64_t tick) const {
@@ -1450,7 +1514,9 @@ class ZookeeperBackend final : public Backend {
       if (known_jobs_.contains(job)) continue;
       if (paths.empty() && known_jobs_.empty()) paths = roots_;
       const std::string dir = base_ + "/" + job;
-      for (const std::string& p : {dir, dir + "/t", dir + "/l", dir + "/o"}) paths.push_back(p);
+      for (const std::string& p : {dir, dir + "/t", dir + "/l", dir + "/o", dir + "/out"}) {
+        paths.push_back(p);
+      }
       added.push_back(job);
     }
     if (added.empty()) return {};

@@ -285,15 +285,15 @@ TEST_CASE("the shell notifier gets the JSON on stdin and TICKD_NOTIFY_* variable
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("OutputTail keeps the last lines within its bound", "[notify]") {
-  OutputTail tail(16);
+TEST_CASE("a notification carries the last lines of the output, without stream tags", "[notify]") {
+  jobs::OutputTail tail(24);
   bool truncated = true;
-  tail.Add("abc");
-  CHECK(tail.Text(&truncated) == "abc");
+  tail.Add("stdout", "abc");
+  CHECK(NotifyOutputText(tail, &truncated) == "abc");
   CHECK_FALSE(truncated);
-  tail.Add("defgh");
-  tail.Add("ijklmnop");
-  CHECK(tail.Text(&truncated) == "defgh\nijklmnop");
+  tail.Add("stderr", "defgh");
+  tail.Add("stdout", "ijklmnop");
+  CHECK(NotifyOutputText(tail, &truncated) == "defgh\nijklmnop");
   CHECK(truncated);
 }
 

@@ -46,6 +46,34 @@ struct OneRun {
   Sim sim;
 };
 
+TEST_CASE("the completion carries the end of what the run printed; the log its first lines") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.print = [](const jobs::OutputSink& sink) {
+    for (int i = 0; i < 1'500; ++i) {
+      sink(i % 10 == 0 ? "stderr" : "stdout", "line " + std::to_string(i));
+    }
+  };
+  sim.AddReplica("a", {EveryJob("j", 60)}, [](SchedulerOptions& o) {
+    o.history.output_bytes = 1'024;
+    o.history.runs = 7;
+  });
+  sim.Step(seconds(1), false);
+  REQUIRE(Eventually([&] { return sim.backend.completions().size() == 1; }));
+  // Every line reaches the supervisor; the log's cap is its own.
+  CHECK(sim.runner.specs().at(0).max_output_lines == SIZE_MAX);
+  const lock::Completion c = sim.backend.completions()[0].second;
+  CHECK(c.keep_outputs == 7);
+  CHECK(c.output.size() <= 1'024 + 48);
+  CHECK(c.output.starts_with("! "));
+  CHECK(c.output.find(" earlier bytes not kept\n") != std::string::npos);
+  CHECK(c.output.ends_with("e line 1490\no line 1491\no line 1492\no line 1493\no line 1494\n"
+                           "o line 1495\no line 1496\no line 1497\no line 1498\no line 1499\n"));
+  CHECK(sim.Grep({" output job=j", "line=\"hello from a\""}).size() == 1);
+  CHECK(sim.Grep({" output job=j", "line=\"line 998\""}).size() == 1);
+  CHECK(sim.Grep({" output job=j", "line=\"line 999\""}).empty());  // the 1,001st line
+  CHECK(sim.Grep({" run job=j", "dropped_lines=501"}).size() == 1);
+}
+
 TEST_CASE("lease validity is lease - 1% - 2ms") {
   CHECK(LeaseValidity(seconds(15)) == milliseconds(14'848));
   CHECK(LeaseValidity(seconds(3)) == milliseconds(2'968));

@@ -119,6 +119,8 @@ class FakeRunner final : public Runner {
   };
   std::atomic<bool> throw_on_start{false};
   std::atomic<bool> fail_to_start{false};
+  // Called at each start after its "hello" line, to print more (set before the run).
+  std::function<void(const jobs::OutputSink&)> print;
 
   Result<std::unique_ptr<jobs::Execution>> Start(const config::Job&, const jobs::ProcessSpec& spec,
                                                  jobs::OutputSink sink) override {
@@ -133,6 +135,7 @@ class FakeRunner final : public Runner {
     auto state = std::make_shared<FakeRunState>();
     std::optional<int> code = plan(spec);
     if (sink) sink("stdout", "hello from " + spec.env.at("TICKD_NODE"));
+    if (sink && print) print(sink);
     if (code) state->FinishWithExit(*code);
     // The spec and its run appear together: a test that saw starts() == n can use run(n - 1).
     std::lock_guard lock(mu_);
@@ -244,6 +247,10 @@ class TestBackend final : public lock::Backend {
     return store()->History(job, limit);
   }
   Result<int> Prune(WallTime older_than) override { return store()->Prune(older_than); }
+  Result<std::vector<std::string>> Outputs(std::string_view job,
+                                           std::span<const std::int64_t> ticks) override {
+    return store()->Outputs(job, ticks);
+  }
   Result<std::vector<lock::RunningClaim>> ListRunning() override { return store()->ListRunning(); }
   Result<lock::ForceReleaseStatus> ForceRelease(std::string_view job, std::int64_t t) override {
     return store()->ForceRelease(job, t);

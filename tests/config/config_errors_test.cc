@@ -211,6 +211,36 @@ TEST_CASE("lock.claim_lead: 0s claims at T; 1s or more is an error at its place"
   CHECK(r.errors.empty());
 }
 
+TEST_CASE("lock.history: sizes up to 64KB, runs 1-10000, each error at its place",
+          "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir,
+                    "version: 1\nlock:\n  history: {output: 65KB, runs: 0}\njobs:\n  - name: a\n"
+                    "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK_ERROR(r, "FILE:3:21: lock.history.output: '65KB' is out of range: 0 (keep nothing) or "
+                 "1KB-64KB");
+  CHECK_ERROR(r, "FILE:3:33: lock.history.runs: 0 is out of range 1-10000");
+  CHECK(r.errors.size() == 2);
+  r = LoadText(dir, "version: 1\nlock:\n  history: {output: 16MB, keep: 3}\njobs:\n  - name: a\n"
+                    "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK_ERROR(r, "FILE:3:21: lock.history.output: '16MB' is not a size (e.g. 16KB, 512B, 0)");
+  CHECK(r.errors.size() == 2);  // and the unknown key `keep`
+  r = LoadText(dir, "version: 1\nlock:\n  history: {output: 100}\njobs:\n  - name: a\n"
+                    "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK_ERROR(r, "FILE:3:21: lock.history.output: '100' is out of range: 0 (keep nothing) or "
+                 "1KB-64KB");
+  r = LoadText(dir, "version: 1\nlock:\n  history: 16KB\njobs:\n  - name: a\n"
+                    "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK(r.errors.size() == 1);
+  for (const char* ok : {"0", "1KB", "64KB", "64KiB", "2048", "4096B", "8K"}) {
+    r = LoadText(dir, std::string("version: 1\nlock:\n  history: {output: ") + ok +
+                          ", runs: 10000}\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n"
+                          "    shell: x\n");
+    INFO(ok);
+    CHECK(r.errors.empty());
+  }
+}
+
 TEST_CASE("an unset ${VAR} names the variable and the place", "[config][errors]") {
   ::unsetenv("TICKD_CFG_TEST_MISSING");
   TempDir dir;

@@ -48,6 +48,18 @@ ClaimRequest Req(Harness& h, std::string job, std::int64_t tick, std::string nod
 
 const char* Name(ClaimStatus s) { return ClaimStatusName(s).data(); }
 
+// Wins `tick` of `job` on `b` for node-a, however long ago the tick was (no starting
+// deadline) and beside other running ticks of the job (allow).
+HeldClaim WinLate(Harness& h, Backend& b, const std::string& job, std::int64_t tick,
+                  const std::string& token) {
+  auto req = Req(h, job, tick, "node-a", token);
+  req.starting_deadline = std::nullopt;
+  req.forbid_overlap = false;
+  const ClaimOutcome won = MustClaim(b, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  return HeldOf(req, won);
+}
+
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("conformance: one winner among concurrent claimers on many threads",
@@ -600,12 +612,7 @@ TEMPLATE_LIST_TEST_CASE("conformance: pruning removes old done ticks, never a ru
   auto a = h.OpenReplica();
   const std::int64_t now = NowUnix(h.clock());
   auto claim_at = [&](std::int64_t tick, const std::string& token) {
-    auto req = Req(h, "pruned", tick, "node-a", token);
-    req.starting_deadline = std::nullopt;
-    req.forbid_overlap = false;
-    const ClaimOutcome won = MustClaim(*a, req);
-    REQUIRE(won.status == ClaimStatus::kWon);
-    return HeldOf(req, won);
+    return WinLate(h, *a, "pruned", tick, token);
   };
   const HeldClaim old_done = claim_at(now - 7200, "tok-old-done");
   const HeldClaim old_running = claim_at(now - 7100, "tok-old-running");
@@ -865,6 +872,117 @@ TEMPLATE_LIST_TEST_CASE("conformance: a pause set by one replica is read by ever
   REQUIRE(seen);
   REQUIRE(seen->size() == 1);
   CHECK(seen->front().job == "reports");
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: a run's output is read back by another replica, cut at the "
+                        "store's limit, and goes with retention by count and by age",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t now = NowUnix(h.clock());
+  auto claim_at = [&](std::int64_t tick, const std::string& token) {
+    return WinLate(h, *a, "printer", tick, token);
+  };
+  // Far beyond what lock.history.output allows (64 KB): the store keeps the end.
+  std::string big;
+  for (int i = 0; big.size() < 2 * kMaxStoredOutputBytes; ++i) {
+    big += (i % 7 == 0 ? "e " : "o ") + std::string("line ") + std::to_string(i) + " " +
+           std::string(90, 'x') + " \xC3\xA9\n";
+  }
+  const std::int64_t t_count = now - 7200;  // loses its output by count
+  const std::int64_t t_age = now - 7100;    // keeps it by count, loses it by age
+  const std::int64_t t_kept = now - 20;
+  const std::int64_t t_big = now - 10;
+  const std::int64_t t_stolen = now - 5;    // completed by a token that is not the owner's
+  const std::int64_t t_running = now - 1;   // not completed
+  int n = 0;
+  for (const std::int64_t tick : {t_count, t_age, t_kept, t_big}) {
+    const HeldClaim held = claim_at(tick, "tok-out-" + std::to_string(n));
+    Completion c{n % 2 == 0 ? "done" : "failed", n % 2, 5ms};
+    c.output = tick == t_big ? big : "o run " + std::to_string(n) + "\ne <b>oops</b> \xE2\x9C\x93\n";
+    c.keep_outputs = 3;
+    REQUIRE(*a->Complete(held, c) == CompleteStatus::kCompleted);
+    ++n;
+  }
+  HeldClaim stolen = claim_at(t_stolen, "tok-out-stolen");
+  stolen.owner_token = "tok-not-the-owner";
+  Completion intruder{"done", 0, 1ms};
+  intruder.output = "o written by a stranger\n";
+  REQUIRE(*b->Complete(stolen, intruder) == CompleteStatus::kNotOwner);
+  claim_at(t_running, "tok-out-running");
+
+  const std::vector<std::int64_t> ticks = {t_running, t_stolen, t_big, t_kept, t_age, t_count};
+  auto outputs = b->Outputs("printer", ticks);
+  REQUIRE(outputs);
+  REQUIRE(outputs->size() == ticks.size());
+  CHECK(outputs->at(0).empty());
+  CHECK(outputs->at(1).empty());
+  const std::string& cut = outputs->at(2);
+  CHECK(cut == OutputToStore(big));
+  CHECK(cut.size() <= kMaxStoredOutputBytes);
+  CHECK(cut.size() > kMaxStoredOutputBytes - 200);
+  CHECK(big.ends_with(cut));
+  CHECK((cut.starts_with("o line ") || cut.starts_with("e line ")));
+  CHECK(outputs->at(3) == "o run 2\ne <b>oops</b> \xE2\x9C\x93\n");
+  CHECK(outputs->at(4) == "o run 1\ne <b>oops</b> \xE2\x9C\x93\n");
+  CHECK(outputs->at(5).empty());  // beyond the newest 3
+  // Dropping an output by count keeps the tick's record: it is still never re-run.
+  auto history = b->History("printer", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 6);
+  CHECK(history->back().tick_unix == t_count);
+  CHECK(history->back().state == "done");
+  CHECK(history->at(3).run_outcome == "done");
+  CHECK(history->at(3).exit_code == 0);
+
+  REQUIRE(a->Prune(WallTime(std::chrono::seconds(now - 3600))));
+  auto after = b->Outputs("printer", std::vector<std::int64_t>{t_big, t_kept, t_age, t_count});
+  REQUIRE(after);
+  REQUIRE(after->size() == 4);
+  CHECK(after->at(0) == cut);
+  CHECK(!after->at(1).empty());
+  CHECK(after->at(2).empty());  // went with its record (age)
+  CHECK(after->at(3).empty());
+  auto none = b->Outputs("no-such-job", std::vector<std::int64_t>{now});
+  REQUIRE(none);
+  REQUIRE(none->size() == 1);
+  CHECK(none->front().empty());
+}
+
+TEMPLATE_LIST_TEST_CASE("conformance: a batch of completes that each printed the most stays "
+                        "within the store's request limits",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  const std::int64_t now = NowUnix(h.clock());
+  // 40 outputs of 64 KiB: 2.5 MiB in one CompleteBatch, above etcd's 1.5 MiB request
+  // limit and ZooKeeper's 1 MB jute.maxbuffer were they sent as one request.
+  std::string full;
+  while (full.size() + 80 <= kMaxStoredOutputBytes) full += "o " + std::string(77, 'y') + "\n";
+  std::vector<CompleteRequest> batch;
+  for (int i = 0; i < 40; ++i) {
+    const std::string job = "loud-" + std::to_string(i);
+    Completion c{"done", 0, 1ms};
+    c.output = full;
+    c.output[2] = static_cast<char>('A' + i % 26);  // each its own
+    c.keep_outputs = 5;
+    batch.push_back({WinLate(h, *a, job, now - 1, "tok-loud-" + std::to_string(i)), c});
+  }
+  const std::vector<Result<CompleteStatus>> done = a->CompleteBatch(batch);
+  REQUIRE(done.size() == batch.size());
+  auto b = h.OpenReplica();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    INFO("complete " << i);
+    REQUIRE(done[i]);
+    CHECK(*done[i] == CompleteStatus::kCompleted);
+    auto stored = b->Outputs(batch[i].held.job, std::vector<std::int64_t>{now - 1});
+    REQUIRE(stored);
+    REQUIRE(stored->size() == 1);
+    CHECK(stored->front() == batch[i].completion.output);
+  }
 }
 
 namespace {

@@ -62,6 +62,13 @@ TEST_CASE("redis: tickd pause and resume hold on every replica", "[e2e][redis]")
   ScenarioPauseResume(*backend);
 }
 
+TEST_CASE("redis: tickd status --runs shows what each run printed, from another process",
+          "[e2e][redis][output]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioRunOutput(*backend);
+}
+
 TEST_CASE("redis: server killed and restarted mid-run; the password is in no log line",
           "[e2e][redis]") {
   if (!Available()) return;

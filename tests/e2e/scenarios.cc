@@ -12,6 +12,7 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cron/schedule.h"
 
@@ -460,6 +461,77 @@ void ScenarioRetries(BackendFixture& backend) {
     if (l.Get("outcome") == "won") ++wins[l.Get("tick")];
   }
   for (const auto& [tick, n] : wins) CHECK(n == 1);
+}
+
+void ScenarioRunOutput(BackendFixture& backend) {
+  Cluster cluster(backend);
+  // 40 filler lines of 60 bytes are more than 1 KB: only the end of each run is kept.
+  const fs::path file = cluster.WriteJobFile(
+      "jobs:\n"
+      "  - name: printer\n"
+      "    schedule: \"*/2 * * * * *\"\n"
+      "    shell: 'echo \"first $TICKD_TICK_UNIX\"; i=0; while [ $i -lt 40 ]; do "
+      "echo \"filler $i .........................................\"; i=$((i+1)); done; "
+      "echo \"warn $TICKD_TICK_UNIX <b>&amp;</b>\" >&2; echo \"last $TICKD_TICK_UNIX\"'\n",
+      "history: {output: 1KB, runs: 2}");
+  cluster.StartReplica("node-a");
+  cluster.StartReplica("node-b");
+  const auto done_runs = [&] {
+    std::map<std::string, std::string> winners;  // tick → node, of runs that ended done
+    for (const LogLine& l : Events(cluster.AllLines(), "run", "printer")) {
+      if (l.Get("outcome") == "done") winners[l.Get("tick")] = l.Get("node");
+    }
+    return winners;
+  };
+  REQUIRE(Cluster::WaitUntil([&] { return done_runs().size() >= 4; }, 30s));
+  // Another process, as an operator on another machine would run it.
+  auto [status, out] = RunCommand({TICKD_BINARY, "status", "-c", file.string(), "printer",
+                                   "--runs", "--limit", "6", "--json"},
+                                  backend.Env());
+  INFO(out);
+  REQUIRE(status == 0);
+  auto [text_status, text] = RunCommand(
+      {TICKD_BINARY, "status", "-c", file.string(), "printer", "--runs"}, backend.Env());
+  const std::map<std::string, std::string> winners = done_runs();
+  StopAll(cluster);
+  INFO(text);
+  CHECK(text_status == 0);
+  CHECK(text.find("earlier bytes not kept") != std::string::npos);
+  CHECK(text.find("stderr  warn ") != std::string::npos);
+
+  const nlohmann::json report = nlohmann::json::parse(out);
+  CHECK(report["job"] == "printer");
+  int with_output = 0;
+  int finished = 0;
+  for (const nlohmann::json& run : report["runs"]) {
+    if (run["state"] != "done") continue;
+    ++finished;
+    const std::string tick = run["tick"];
+    const std::string tick_unix = std::to_string(run["tick_unix"].get<long long>());
+    if (winners.contains(tick)) CHECK(run["winner"] == winners.at(tick));
+    const nlohmann::json& lines = run["output"];
+    if (finished > 2) {
+      CHECK(lines.empty());  // beyond the newest 2 (history.runs)
+      continue;
+    }
+    ++with_output;
+    REQUIRE(lines.size() >= 3);
+    CHECK(lines.front()["stream"] == "tickd");  // cut: the note comes first
+    bool last = false;
+    bool warn = false;
+    bool first = false;
+    for (const nlohmann::json& l : lines) {
+      const std::string text_line = l["line"];
+      if (l["stream"] == "stdout" && text_line == "last " + tick_unix) last = true;
+      if (l["stream"] == "stderr" && text_line == "warn " + tick_unix + " <b>&amp;</b>") warn = true;
+      if (text_line.starts_with("first ")) first = true;
+    }
+    CHECK(last);
+    CHECK(warn);
+    CHECK_FALSE(first);  // the beginning did not fit into 1 KB
+  }
+  CHECK(with_output == 2);
+  CHECK(finished >= 3);
 }
 
 void ScenarioGracefulShutdown(BackendFixture& backend) {

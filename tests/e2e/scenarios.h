@@ -26,6 +26,13 @@ void ScenarioPausedHolder(BackendFixture& backend);
 // every tick exactly once.
 void ScenarioPauseResume(BackendFixture& backend);
 
+// Run output history (docs/design.md §4 lock.history): two replicas run a job that
+// prints more than lock.history.output on both streams; `tickd status JOB --runs`,
+// run as another process, shows for each of the newest `runs` finished runs the end of
+// what that very run printed (its own tick in the text), marked as cut, and no output
+// for older runs; the winner it names is the replica whose log has the run.
+void ScenarioRunOutput(BackendFixture& backend);
+
 // SIGTERM: every replica exits 0 within the grace; every won tick is completed.
 void ScenarioGracefulShutdown(BackendFixture& backend);
 

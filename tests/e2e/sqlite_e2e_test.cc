@@ -53,6 +53,12 @@ TEST_CASE("sqlite: a failing job is retried within its tick, each try under a ne
   ScenarioRetries(*backend);
 }
 
+TEST_CASE("sqlite: tickd status --runs shows what each run printed, from another process",
+          "[e2e][sqlite][output]") {
+  auto backend = MakeSqliteFixture();
+  ScenarioRunOutput(*backend);
+}
+
 TEST_CASE("sqlite: SIGTERM drains and exits 0", "[e2e][sqlite]") {
   auto backend = MakeSqliteFixture();
   ScenarioGracefulShutdown(*backend);

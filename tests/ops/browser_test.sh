@@ -20,6 +20,9 @@ jobs:
   - name: beat
     schedule: "@every 1s"
     shell: echo beat
+  - name: printer
+    schedule: "0 0 1 1 *"
+    shell: 'echo "<img src=x onerror=alert(1)> & <b>bold</b>"; echo "oops on stderr" >&2'
 YAML
 chmod 644 "$dir/jobs.yaml"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -37,8 +40,8 @@ chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync \
   --user-data-dir="$dir/profile" --dump-dom "http://127.0.0.1:$port/" 2>/dev/null >"$dir/dom.html"
 grep -q '<section class="job" data-job="beat">' "$dir/dom.html"
-rows=$(grep -o '<tr class="tick" data-winner="[^"]*" data-outcome="done"><td>[^<]*' "$dir/dom.html" |
-  sed 's/.*data-winner="\([^"]*\)".*<td>\(.*\)/\2 \1/' | sort)
+rows=$(grep -o '<tr class="tick run" data-winner="[^"]*" data-outcome="done"[^>]*><td[^>]*>[^<]*' "$dir/dom.html" |
+  sed 's/.*data-winner="\([^"]*\)".*<td[^>]*>\(.*\)/\2 \1/' | sort)
 [[ -n "$rows" ]] || { echo "no finished ticks on the page"; exit 1; }
 ran=$(cat "$dir/a.log" "$dir/b.log" | grep ' run job=beat ' |
   sed 's/.* tick=\([^ ]*\) node=\([^ ]*\) .*/\1 \2/' | sort)
@@ -69,4 +72,26 @@ grep -q 'data-outcome="skipped"' "$dir/dom-paused.html" || { echo "no skipped ti
 grep -q "<td class=\"tzdata\">1999z/$ours <span class=\"o-bad\">mismatch</span>" "$dir/dom.html" ||
   grep -q "<td class=\"tzdata\">$ours/1999z <span class=\"o-bad\">mismatch</span>" "$dir/dom.html" ||
   { echo "no tick row flags the tzdata mismatch"; exit 1; }
+# A run's output: printer (not due by its schedule) is triggered once; the link to its
+# run clicks its tick, and the output shows, both streams, its HTML as text.
+HTTP_PORT=$port "$tickd" trigger -c "$dir/jobs.yaml" --node-id operator printer >"$dir/trigger.out" 2>&1 ||
+  { echo "trigger failed: $(cat "$dir/trigger.out")"; exit 1; }
+tick=$(sed -n 's/.* run job=printer tick=\([^ ]*\) .*/\1/p' "$dir/trigger.out" | head -1)
+[[ -n "$tick" ]] || { echo "no run line from trigger: $(cat "$dir/trigger.out")"; exit 1; }
+tick_unix=$(date -u -d "$tick" +%s)
+chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --user-data-dir="$dir/profile" --virtual-time-budget=3000 \
+  --dump-dom "http://127.0.0.1:$port/#run=printer@$tick_unix" 2>/dev/null >"$dir/dom-output.html"
+grep -q "<tr class=\"tick run open\" data-winner=\"operator\" data-outcome=\"done\" data-tick-unix=\"$tick_unix\">" \
+  "$dir/dom-output.html" || { echo "the linked run is not open on the page"; exit 1; }
+grep -q "<tr class=\"output\" data-run=\"printer@$tick_unix\">" "$dir/dom-output.html" ||
+  { echo "no output row for the run"; exit 1; }
+grep -q '<span class="stdout"><span class="stream">stdout  </span>&lt;img src=x onerror=alert(1)&gt; &amp; &lt;b&gt;bold&lt;/b&gt;</span>' \
+  "$dir/dom-output.html" || { echo "stdout not shown as text: $(grep -o '<pre class="output">.*</pre>' "$dir/dom-output.html")"; exit 1; }
+grep -q '<span class="stderr"><span class="stream">stderr  </span>oops on stderr</span>' "$dir/dom-output.html" ||
+  { echo "stderr line not shown"; exit 1; }
+if grep -q '<img src="x"\|<b>bold</b>' "$dir/dom-output.html"; then
+  echo "the run's output was interpreted as HTML"; exit 1
+fi
 echo "browser test: ok"

@@ -94,6 +94,30 @@ TEST_CASE("http endpoints of a running two-replica cluster") {
   REQUIRE(unknown);
   CHECK(unknown->status == 404);
 
+  // /api/runs: the job's runs with what they printed (`echo beat`).
+  auto runs = a.Get("/api/runs?job=beat&limit=3");
+  REQUIRE(runs);
+  REQUIRE(runs->status == 200);
+  auto runs_json = nlohmann::json::parse(runs->body);
+  CHECK(runs_json["job"] == "beat");
+  CHECK(runs_json["runs"].size() <= 3);
+  int printed = 0;
+  for (const auto& r : runs_json["runs"]) {
+    if (r["state"] != "done") continue;
+    CHECK(r["output"] == nlohmann::json::parse(R"([{"stream":"stdout","line":"beat"}])"));
+    ++printed;
+  }
+  CHECK(printed >= 1);
+  auto no_job = a.Get("/api/runs");
+  REQUIRE(no_job);
+  CHECK(no_job->status == 400);
+  auto unknown_runs = a.Get("/api/runs?job=nope");
+  REQUIRE(unknown_runs);
+  CHECK(unknown_runs->status == 404);
+  auto bad_limit = a.Get("/api/runs?job=beat&limit=x");
+  REQUIRE(bad_limit);
+  CHECK(bad_limit->status == 400);
+
   auto page = a.Get("/");
   REQUIRE(page);
   CHECK(page->status == 200);

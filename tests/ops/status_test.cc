@@ -132,6 +132,65 @@ TEST_CASE("status over the memory backend") {
   CheckReport(*a, *b, clock);
 }
 
+TEST_CASE("status --runs shows each run with what it printed, newest first") {
+  FakeClock clock{WallTime(seconds(kT + 300))};
+  std::shared_ptr<lock::Backend> shared = lock::NewMemoryBackend(clock);
+  auto a = lock::NewSharedBackendHandle(shared);
+  auto b = lock::NewSharedBackendHandle(shared);
+  RaceOneTick(*a, *b, kT);  // no output
+  // kT + 60: won, printed on both streams, some of it cut.
+  auto req = Request("cleanup", kT + 60, "node-b", WallTime(seconds(kT + 60)));
+  auto won = b->Claim(req);
+  REQUIRE(won);
+  REQUIRE(won->status == lock::ClaimStatus::kWon);
+  lock::Completion printed{"done", 0, milliseconds(250)};
+  printed.output = "! 12 earlier bytes not kept\no <b>hello</b>\ne oops\n";
+  REQUIRE(*b->Complete({"cleanup", kT + 60, req.owner_token, won->fence, req.lease}, printed) ==
+          lock::CompleteStatus::kCompleted);
+  // kT + 120: nobody won (missed): not a run.
+  REQUIRE(a->Record({"cleanup", kT + 120, "node-a", "missed", clock.Wall(), "h1", 0}));
+
+  auto report = CollectRuns({MakeJob("cleanup")}, *a, clock.Wall(), "cleanup", 5);
+  REQUIRE(report);
+  REQUIRE(report->runs.size() == 2);
+  CHECK(report->runs[0].tick_unix == kT + 60);
+  CHECK(report->runs[0].output == printed.output);
+  CHECK(report->runs[1].output.empty());
+  const std::string text = FormatRunsText(*report, false);
+  INFO(text);
+  CHECK(text.find("cleanup  " + FormatTick(kT + 60) + "  winner=node-b  fence=" +
+                  std::to_string(won->fence) + "  outcome=done  exit=0  duration=0.250s\n"
+                  "  ...     [12 earlier bytes not kept]\n"
+                  "  stdout  <b>hello</b>\n"
+                  "  stderr  oops\n\n") == 0);
+  CHECK(text.find("outcome=failed  exit=3  duration=1.500s\n  (no output kept)\n") !=
+        std::string::npos);
+  CHECK(FormatRunsText(*report, true).find("\033[31mstderr\033[0m  oops") != std::string::npos);
+
+  auto json = nlohmann::json::parse(FormatRunsJson(*report));
+  CHECK(json["job"] == "cleanup");
+  REQUIRE(json["runs"].size() == 2);
+  const auto& run = json["runs"][0];
+  CHECK(run["winner"] == "node-b");
+  CHECK(run["tick_unix"] == kT + 60);
+  CHECK(run["exit_code"] == 0);
+  CHECK(run["output"] == nlohmann::json::parse(
+                             R"([{"stream":"tickd","line":"12 earlier bytes not kept"},
+                                 {"stream":"stdout","line":"<b>hello</b>"},
+                                 {"stream":"stderr","line":"oops"}])"));
+  CHECK(json["runs"][1]["output"].empty());
+
+  auto limited = CollectRuns({MakeJob("cleanup")}, *a, clock.Wall(), "cleanup", 1);
+  REQUIRE(limited);
+  CHECK(limited->runs.size() == 1);
+  auto unknown = CollectRuns({MakeJob("cleanup")}, *a, clock.Wall(), "nope", 5);
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().context == "job");
+  auto empty = CollectRuns({MakeJob("other")}, *a, clock.Wall(), "other", 5);
+  REQUIRE(empty);
+  CHECK(FormatRunsText(*empty, false) == "other: no runs recorded\n");
+}
+
 TEST_CASE("status shows when the next tick of a jittered job is due") {
   FakeClock clock{WallTime(seconds(kT + 90))};
   auto store = lock::NewMemoryBackend(clock);

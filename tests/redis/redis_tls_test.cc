@@ -86,9 +86,15 @@ void ExerciseEveryCall(Backend& b) {
   auto running = b.ListRunning();
   REQUIRE(running);
   CHECK(running->size() == 1);
-  auto completed = b.Complete(HeldOf(req, won), Completion{});
+  Completion printed{"done", 0, std::chrono::milliseconds(1)};
+  printed.output = "o printed\n";
+  printed.keep_outputs = 1;  // trims: ZREVRANGE, DEL, ZREM
+  auto completed = b.Complete(HeldOf(req, won), printed);
   REQUIRE(completed);
   CHECK(*completed == CompleteStatus::kCompleted);
+  auto outputs = b.Outputs("acl", std::vector<std::int64_t>{tick});
+  REQUIRE(outputs);
+  CHECK(*outputs == std::vector<std::string>{"o printed\n"});
   Observation obs;
   obs.job = "acl";
   obs.tick_unix = tick;
@@ -102,6 +108,11 @@ void ExerciseEveryCall(Backend& b) {
   auto released = b.ForceRelease("acl-release", tick);
   REQUIRE(released);
   CHECK(b.Prune(tickd::WallTime(std::chrono::seconds(tick - 86'400))));
+  // Past everything: the output goes too (ZRANGEBYSCORE, DEL, ZREM on its index).
+  CHECK(b.Prune(tickd::WallTime(std::chrono::seconds(tick + 1))));
+  auto pruned = b.Outputs("acl", std::vector<std::int64_t>{tick});
+  REQUIRE(pruned);
+  CHECK(*pruned == std::vector<std::string>{""});
 }
 
 // A stunnel client on a free loopback port: plain in, TLS out to `connect_port`, the
