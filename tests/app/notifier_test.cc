@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "lock/none/none_backend.h"
 #include "lock/sqlite/sqlite_backend.h"
 #include "tests/app/sim.h"
 
@@ -344,6 +345,16 @@ TEST_CASE("one replica sends a miss: memory store", "[notify][miss]") {
   FakeClock clock(WallAt(kT0 + 300));
   auto store = lock::NewMemoryBackend(clock);
   OneSenderPerMiss({store.get(), store.get(), store.get()}, clock);
+}
+
+TEST_CASE("backend none: each replica notifies the misses it sees", "[notify][miss]") {
+  FakeClock clock(WallAt(kT0 + 300));
+  auto none = lock::NewNoneBackend(clock);
+  for (bool store_said : {true, false}) {
+    auto mine = ClaimMissNotice(*none, JobWith("m"), "h", kT0, "n", clock.Wall(), store_said);
+    REQUIRE(mine);
+    CHECK(*mine);
+  }
 }
 
 TEST_CASE("one replica sends a miss: SQLite, three connections", "[notify][miss]") {
