@@ -105,6 +105,7 @@ bool SendNotification(const config::Notifier& target, const NotifyEvent& e, Canc
 // and the tick is first claimed with a zero starting deadline, which the store
 // answers `missed` only when nobody claimed it (a tick someone ran answers `lost`).
 // False on any doubt (an error, another sender): a miss is notified at most once.
+// With `backend: none` (nothing shared, every replica runs every tick) always true.
 Result<bool> ClaimMissNotice(lock::Backend& backend, const config::Job& job,
                              const std::string& config_hash, std::int64_t tick,
                              const std::string& node, WallTime now, bool store_said_missed);

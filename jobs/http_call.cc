@@ -135,6 +135,11 @@ HttpResult HttpCall::Run(const HttpRequest& req) {
   }
   long status = 0;
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+  if (status == 0) {  // the transfer ended without a status line
+    out.end = HttpEnd::kFailed;
+    out.error = "no HTTP response";
+    return out;
+  }
   out.end = HttpEnd::kAnswered;
   out.status = static_cast<int>(status);
   return out;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "lock/none/none_backend.h"
 #include "lock/sqlite/sqlite_backend.h"
 #include "tests/app/sim.h"
 
@@ -25,6 +26,7 @@ using namespace std::chrono_literals;
 struct FakeSender {
   std::mutex mu;
   std::vector<std::pair<std::string, SteadyTime>> tries;  // job@tick, when
+  std::vector<NotifyEvent> events;                         // what each try was told
   int failures = 0;
   Clock* clock = nullptr;
   Gate* hold = nullptr;  // when set, each try waits on it (or is cancelled)
@@ -43,6 +45,7 @@ struct FakeSender {
       }
       std::lock_guard lock(mu);
       tries.emplace_back(e.job + "@" + std::to_string(e.tick_unix), clock->Steady());
+      events.push_back(e);
       if (failures > 0) {
         --failures;
         *error = "endpoint down";
@@ -346,6 +349,16 @@ TEST_CASE("one replica sends a miss: memory store", "[notify][miss]") {
   OneSenderPerMiss({store.get(), store.get(), store.get()}, clock);
 }
 
+TEST_CASE("backend none: each replica notifies the misses it sees", "[notify][miss]") {
+  FakeClock clock(WallAt(kT0 + 300));
+  auto none = lock::NewNoneBackend(clock);
+  for (bool store_said : {true, false}) {
+    auto mine = ClaimMissNotice(*none, JobWith("m"), "h", kT0, "n", clock.Wall(), store_said);
+    REQUIRE(mine);
+    CHECK(*mine);
+  }
+}
+
 TEST_CASE("one replica sends a miss: SQLite, three connections", "[notify][miss]") {
   char dir_template[] = "/tmp/tickd-miss-XXXXXX";
   REQUIRE(mkdtemp(dir_template) != nullptr);
@@ -364,12 +377,11 @@ TEST_CASE("one replica sends a miss: SQLite, three connections", "[notify][miss]
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("three replicas that wake late each see a tick missed; one notification each",
-          "[notify][miss]") {
-  std::vector<std::unique_ptr<Notifier>> notifiers;  // shut down before the Sim goes
-  Sim sim(WallAt(kT0, -30'000));
-  FakeSender sender;
-  sender.clock = &sim.clock;
+// Replicas a, b, c with a notifier each (all trying through `sender`), running one
+// job "j" every minute whose notifier `which` of the job is set.
+void StartNotifyingReplicas(Sim& sim, FakeSender& sender,
+                            std::vector<std::unique_ptr<Notifier>>& notifiers,
+                            std::optional<config::Notifier> config::Job::*which) {
   NotifierOptions options;
   options.max_real_wait = 1ms;
   for (const char* node : {"a", "b", "c"}) {
@@ -378,12 +390,21 @@ TEST_CASE("three replicas that wake late each see a tick missed; one notificatio
     Notifier* n = notifiers.back().get();
     sim.AddReplica(node,
                    {EveryJob("j", 60,
-                             [](config::Job& job) {
-                               job.on_miss = config::Notifier{};
-                               job.on_miss->url = "http://127.0.0.1:9/";
+                             [which](config::Job& job) {
+                               job.*which = config::Notifier{};
+                               (job.*which)->url = "http://127.0.0.1:9/";
                              })},
                    [n](SchedulerOptions& o) { o.notifier = n; });
   }
+}
+
+TEST_CASE("three replicas that wake late each see a tick missed; one notification each",
+          "[notify][miss]") {
+  std::vector<std::unique_ptr<Notifier>> notifiers;  // shut down before the Sim goes
+  Sim sim(WallAt(kT0, -30'000));
+  FakeSender sender;
+  sender.clock = &sim.clock;
+  StartNotifyingReplicas(sim, sender, notifiers, &config::Job::on_miss);
   sim.Step(seconds(30));          // 14:00 won by one
   sim.Step(seconds(4 * 60 + 5));  // all asleep until 14:04:05
   sim.WaitQuiet();
@@ -396,6 +417,35 @@ TEST_CASE("three replicas that wake late each see a tick missed; one notificatio
   CHECK(sent == std::set<std::string>{"j@" + std::to_string(kT0 + 60),
                                       "j@" + std::to_string(kT0 + 120),
                                       "j@" + std::to_string(kT0 + 180)});
+  for (auto& n : notifiers) n->Shutdown(0ms);
+}
+
+TEST_CASE("three replicas, a failing job: the winner of each tick notifies it, once",
+          "[notify]") {
+  std::vector<std::unique_ptr<Notifier>> notifiers;  // shut down before the Sim goes
+  Sim sim(WallAt(kT0, -30'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(3); };
+  FakeSender sender;
+  sender.clock = &sim.clock;
+  StartNotifyingReplicas(sim, sender, notifiers, &config::Job::on_failure);
+  sim.Step(seconds(30));
+  for (int i = 0; i < 4; ++i) sim.Step(seconds(60));
+  sim.WaitQuiet();
+  REQUIRE(Eventually([&] { return sender.count() == 5; }));  // 14:00 … 14:04
+  std::this_thread::sleep_for(50ms);
+  REQUIRE(sender.count() == 5);
+  std::set<std::int64_t> ticks;
+  for (const NotifyEvent& e : sender.events) {
+    ticks.insert(e.tick_unix);
+    CHECK(e.event == "failure");
+    CHECK(e.outcome == "failed");
+    CHECK(e.exit_code == std::optional<int>(3));
+    CHECK(e.output == "hello from " + e.node);  // the winner's own output
+    const auto won = sim.Grep({"tick job=j tick=" + FormatTick(e.tick_unix), "node=" + e.node,
+                               "outcome=won fence=" + std::to_string(e.fence)});
+    CHECK(won.size() == 1);
+  }
+  CHECK(ticks.size() == 5);
   for (auto& n : notifiers) n->Shutdown(0ms);
 }
 

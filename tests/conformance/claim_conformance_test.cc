@@ -317,6 +317,57 @@ TEMPLATE_LIST_TEST_CASE("conformance: a tick past its starting deadline is misse
   CHECK(MustClaim(*a, recent).status == ClaimStatus::kWon);
 }
 
+// on_miss (docs/backends.md "Reserved keys", app/notifier.h ClaimMissNotice): a replica
+// that found a tick missed by its own reckoning asks with a zero starting deadline, and
+// then every replica that saw it missed claims it under "!miss:<job>"; one sends.
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: who sends a miss: a zero deadline tells a tick nobody claimed from one "
+    "somebody ran, and the reserved !miss: key has one winner",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t now = NowUnix(h.clock());
+  auto ran = Req(h, "nightly", now - 20, "node-a", "tok-ran");
+  ran.starting_deadline = std::nullopt;
+  ran.forbid_overlap = false;
+  REQUIRE(MustClaim(*a, ran).status == ClaimStatus::kWon);
+
+  auto probe = [&](std::int64_t tick, const std::string& token) {
+    ClaimRequest req = Req(h, "nightly", tick, "node-b", token);
+    req.starting_deadline = 0ms;
+    req.forbid_overlap = false;
+    return std::string(Name(MustClaim(*b, req).status));
+  };
+  CHECK(probe(now - 20, "tok-p1") == "lost");    // it ran: no notification
+  CHECK(probe(now - 10, "tok-p2") == "missed");  // nobody claimed it
+  CHECK(probe(now - 10, "tok-p3") == "missed");  // and the probe wrote nothing
+
+  int won = 0;
+  int n = 0;
+  for (auto* replica : {a.get(), b.get(), a.get()}) {
+    ClaimRequest notice =
+        Req(h, "!miss:nightly", now - 10, "node-x", "tok-n" + std::to_string(++n));
+    notice.starting_deadline = std::nullopt;
+    notice.forbid_overlap = false;
+    notice.node_wall = h.clock().Wall();
+    const ClaimOutcome o = MustClaim(*replica, notice);
+    if (o.status == ClaimStatus::kWon) {
+      ++won;
+      CHECK(*replica->Complete(HeldOf(notice, o), Completion{"done", std::nullopt, 0ms}) ==
+            CompleteStatus::kCompleted);
+    } else {
+      CHECK(o.status == ClaimStatus::kLost);
+    }
+  }
+  CHECK(won == 1);
+  // The notice is no record of the job's own tick: the job's history does not show it.
+  auto history = a->History("nightly", 10);
+  REQUIRE(history);
+  for (const TickHistory& t : *history) CHECK(t.tick_unix == now - 20);
+}
+
 TEMPLATE_LIST_TEST_CASE(
     "conformance: claims are monotonic per job: an earlier tick is superseded "
     "once a later one was claimed",
