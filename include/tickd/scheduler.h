@@ -49,7 +49,7 @@ struct RunContext {
 using JobFunction = std::function<void(const RunContext&)>;
 
 enum class Dialect {
-  kCron,    // 5 fields, or 6 with seconds first; @hourly, @every 10s, …
+  kCron,    // 5 fields, 6 (seconds first) or 7 (+ year); @hourly, @every 10s, …
   kQuartz,  // Quartz: seconds first, ? L W #
   kSpring,  // Spring's @Scheduled(cron = …): 6 fields
 };
