@@ -45,6 +45,8 @@ class Store;
 // thread renews the lease every lease/3; the lock is released (its acquisition
 // recorded as done in the store) when the guard is destroyed or release() is called.
 // Thread-safe: fence(), key(), lost() and held() may be called from any thread.
+// A moved-from guard holds nothing: held() is false, release() does nothing, and the
+// other accessors must not be called.
 class TICKD_API LockGuard {
  public:
   LockGuard(LockGuard&&) noexcept;

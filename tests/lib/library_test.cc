@@ -154,6 +154,30 @@ TEST_CASE("library: a function that ignores its stop token past the lease is rep
   s.stop();
 }
 
+TEST_CASE("library: stop() ends a run past its grace; the destructor waits for the function") {
+  World w;
+  Lines lines;
+  std::atomic<bool> started{false};
+  std::atomic<bool> returned{false};
+  {
+    Scheduler s(w.NewStore(), Options("a", lines));
+    JobOptions o;
+    o.stop_grace = milliseconds(50);
+    s.add("slow", "@every 1s", [&](const RunContext&) {
+      started = true;
+      std::this_thread::sleep_for(milliseconds(300));  // ignores its token
+      returned = true;
+    }, o);
+    s.start();
+    w.RunUntil(WallAt(kT0 + 1, 100));
+    REQUIRE(Eventually([&] { return started.load(); }));
+    s.stop(milliseconds(0));
+    CHECK(s.active_runs() == 0);  // the claim is completed without the function
+    CHECK(!lines.With({" run ", "job=slow", "outcome=killed", "ignored its stop token"}).empty());
+  }
+  CHECK(returned);  // ~Scheduler waited for it
+}
+
 TEST_CASE("library: try_lock excludes, names the holder, and is free again at once") {
   World w;
   Store store = w.NewStore();
