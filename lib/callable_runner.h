@@ -1,6 +1,6 @@
 // The Runner of library jobs (app/runner.h): each attempt calls the job's function on
-// a thread of its own, as an Execution (jobs/execution.h) the run supervisor drives
-// like any other run — renewal, lease loss, timeout, completion, the `run` line and
+// a thread of its own, as an Execution (jobs/thread_execution.h) the run supervisor
+// drives like any other run — renewal, lease loss, timeout, completion, the `run` line and
 // the metrics are the daemon's.
 //
 // Outcomes of one call (the `run` line's outcome= and error=):
