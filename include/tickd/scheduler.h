@@ -124,7 +124,8 @@ class TICKD_API Scheduler {
 
   // Stops claiming; running functions may finish for `grace`, then their stop
   // tokens fire (outcome killed); returns once every claim this scheduler won is
-  // completed in the store. Idempotent; a no-op before start().
+  // completed in the store. Idempotent (a second caller waits for the first); before
+  // start() it only makes a later start() throw std::logic_error.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(30));
 
   // This scheduler's node id (SchedulerOptions::node or the default).
