@@ -52,8 +52,8 @@ Result<std::unique_ptr<Execution>> StartPluginInProcess(PluginRegistry& registry
   output->max_line_bytes = spec.max_line_bytes;
   // The call holds the library (loaded) until it returns, even past its Execution.
   ThreadCall call = [output, library = std::move(*loaded),
-                     params = RunParamsFromEnv(spec.env, plugin.config_json)](
-                        std::stop_token stop) {
+                     params =
+                         RunParamsFromEnv(spec.env, plugin.config_json)](std::stop_token stop) {
     PluginCallResult r = CallPlugin(
         library->plugin(), params,
         [&output](int level, std::string_view message) { output->Log(level, message); },

@@ -67,8 +67,8 @@ class ThreadExecution final : public Execution {
         return result_;
       }
       if (now >= until) return std::nullopt;
-      state_->cv.wait_until(lock,
-                            std::min(until, reason_ ? stopped_at_ + kill_grace_ : start_ + timeout_));
+      state_->cv.wait_until(
+          lock, std::min(until, reason_ ? stopped_at_ + kill_grace_ : start_ + timeout_));
     }
   }
 

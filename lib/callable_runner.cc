@@ -45,8 +45,8 @@ Result<std::unique_ptr<jobs::Execution>> CallableRunner::Start(const config::Job
     --calls->running;
     calls->cv.notify_all();
   };
-  jobs::ThreadCall call = [fn = std::move(fn), ctx = std::move(ctx), call_ended](
-                              std::stop_token stop) mutable {
+  jobs::ThreadCall call = [fn = std::move(fn), ctx = std::move(ctx),
+                           call_ended](std::stop_token stop) mutable {
     jobs::CallEnd end{true, std::nullopt, ""};
     ctx.stop = std::move(stop);
     try {

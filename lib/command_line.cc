@@ -4,6 +4,4 @@
 
 #include "app/commands.h"
 
-int tickd::run_command_line(int argc, char** argv) {
-  return app::RunCommandLine(argc, argv);
-}
+int tickd::run_command_line(int argc, char** argv) { return app::RunCommandLine(argc, argv); }

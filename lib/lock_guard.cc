@@ -34,11 +34,10 @@ constexpr std::size_t kMaxKeyBytes = 58;  // "lock." + key stays within a job na
 constexpr int kClaimsPerTry = 4;
 
 void CheckKey(std::string_view key) {
-  const bool ok = !key.empty() && key.size() <= kMaxKeyBytes &&
-                  std::all_of(key.begin(), key.end(), [](char c) {
-                    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                           c == '_' || c == '-';
-                  });
+  const bool ok =
+      !key.empty() && key.size() <= kMaxKeyBytes && std::all_of(key.begin(), key.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+      });
   if (!ok) {
     throw std::invalid_argument("tickd::Store::try_lock: key '" + std::string(key) +
                                 "' is not [a-z0-9._-]{1,58}");
@@ -159,8 +158,8 @@ LockAttempt Store::try_lock(std::string_view key, std::chrono::milliseconds leas
   req.starting_deadline = std::nullopt;
   req.forbid_overlap = true;
   req.config_hash = "lock";
-  req.tick_unix = std::chrono::duration_cast<std::chrono::seconds>(
-                      clock.Wall().time_since_epoch()).count();
+  req.tick_unix =
+      std::chrono::duration_cast<std::chrono::seconds>(clock.Wall().time_since_epoch()).count();
   LockAttempt out;
   for (int i = 0; i < kClaimsPerTry; ++i) {
     req.owner_token = app::NewOwnerToken();

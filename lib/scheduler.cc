@@ -1,6 +1,8 @@
 // tickd::Scheduler (include/tickd/scheduler.h): the daemon's engine — app::Scheduler,
 // its run supervisors, the Logger and PrometheusMetrics — with library jobs: a
 // config::Job that names a function instead of a command, run by CallableRunner.
+#include "app/scheduler.h"
+
 #include <unistd.h>
 
 #include <mutex>
@@ -10,7 +12,6 @@
 #include "app/log.h"
 #include "app/metrics.h"
 #include "app/scheduled_job.h"
-#include "app/scheduler.h"
 #include "app/status_cli.h"
 #include "base/duration.h"
 #include "cron/tzdata_version.h"
@@ -105,7 +106,8 @@ void Scheduler::add(std::string name, std::string schedule, JobFunction fn, JobO
   const std::string job_text = "job " + name;
   if (!ValidJobName(name)) Invalid(job_text + ": the name is not [a-z0-9._-]{1,64}");
   if (!fn) Invalid(job_text + ": no function");
-  if (options.lease && *options.lease < milliseconds(100)) Invalid(job_text + ": lease below 100 ms");
+  if (options.lease && *options.lease < milliseconds(100))
+    Invalid(job_text + ": lease below 100 ms");
   if (options.starting_deadline && *options.starting_deadline <= milliseconds(0)) {
     Invalid(job_text + ": starting_deadline not positive");
   }
@@ -125,8 +127,8 @@ void Scheduler::add(std::string name, std::string schedule, JobFunction fn, JobO
   job.kill_grace = options.stop_grace;
   job.concurrency = options.concurrency == Concurrency::kAllow ? config::Concurrency::kAllow
                                                                : config::Concurrency::kForbid;
-  job.misfire = options.misfire == Misfire::kRunOnce ? config::Misfire::kRunOnce
-                                                     : config::Misfire::kSkip;
+  job.misfire =
+      options.misfire == Misfire::kRunOnce ? config::Misfire::kRunOnce : config::Misfire::kSkip;
   job.starting_deadline = options.starting_deadline;
   auto scheduled = app::MakeScheduledJob(job, options.lease);
   if (!scheduled) Invalid(scheduled.error().ToString());

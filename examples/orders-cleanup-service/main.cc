@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <tickd/tickd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,8 +21,6 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
-
-#include <tickd/tickd.h>
 
 namespace {
 

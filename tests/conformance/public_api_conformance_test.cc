@@ -2,9 +2,8 @@
 // tickd::Scheduler over every backend of harnesses.h, each replica a tickd::Store on
 // its own connection (lib::MakeStore over Harness::OpenReplica: the harness owns the
 // server and the clock; everything after that is the public API).
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -77,9 +76,9 @@ TEMPLATE_LIST_TEST_CASE("public API: a released lock is taken again at once with
     Store& mine = i % 2 == 0 ? a : b;
     Store& other = i % 2 == 0 ? b : a;
     LockAttempt got = mine.try_lock("again", 30s, i % 2 == 0 ? "a" : "b");
-    INFO("acquisition " << i << ": " << (got.status() == LockAttempt::Status::kFailed
-                                             ? got.error().message
-                                             : got.holder()));
+    INFO("acquisition " << i << ": "
+                        << (got.status() == LockAttempt::Status::kFailed ? got.error().message
+                                                                         : got.holder()));
     REQUIRE(got.acquired());
     CHECK(got.guard().fence() > last_fence);
     last_fence = got.guard().fence();

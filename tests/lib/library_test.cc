@@ -1,10 +1,9 @@
 // The public API (include/tickd/) over a memory store and a FakeClock: schedulers in
 // one process sharing a store, the outcomes of a function (returns, throws, ignores
 // its stop token), try_lock, and the programming errors that throw.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
 #include <set>
@@ -137,11 +136,14 @@ TEST_CASE("library: a function that ignores its stop token past the lease is rep
   JobOptions o;
   o.stop_grace = milliseconds(100);
   o.lease = seconds(3);
-  s.add("stubborn", "@every 1s", [&](const RunContext& run) {
-    ++calls;
-    while (!release) std::this_thread::sleep_for(milliseconds(1));
-    CHECK(run.stop.stop_requested());
-  }, o);
+  s.add(
+      "stubborn", "@every 1s",
+      [&](const RunContext& run) {
+        ++calls;
+        while (!release) std::this_thread::sleep_for(milliseconds(1));
+        CHECK(run.stop.stop_requested());
+      },
+      o);
   s.start();
   w.RunUntil(WallAt(kT0 + 1, 100));
   REQUIRE(Eventually([&] { return calls.load() == 1; }));
@@ -163,11 +165,14 @@ TEST_CASE("library: stop() ends a run past its grace; the destructor waits for t
     Scheduler s(w.NewStore(), Options("a", lines));
     JobOptions o;
     o.stop_grace = milliseconds(50);
-    s.add("slow", "@every 1s", [&](const RunContext&) {
-      started = true;
-      std::this_thread::sleep_for(milliseconds(300));  // ignores its token
-      returned = true;
-    }, o);
+    s.add(
+        "slow", "@every 1s",
+        [&](const RunContext&) {
+          started = true;
+          std::this_thread::sleep_for(milliseconds(300));  // ignores its token
+          returned = true;
+        },
+        o);
     s.start();
     w.RunUntil(WallAt(kT0 + 1, 100));
     REQUIRE(Eventually([&] { return started.load(); }));
@@ -224,7 +229,9 @@ TEST_CASE("library: programming errors throw, the store's answers do not") {
                     Catch::Contains("job x") && Catch::Contains("61"));
   JobOptions zoned;
   zoned.zone = "Mars/Olympus";
-  CHECK_THROWS_AS(s.add("y", "* * * * *", [](const RunContext&) {}, zoned), std::invalid_argument);
+  CHECK_THROWS_AS(s.add(
+                      "y", "* * * * *", [](const RunContext&) {}, zoned),
+                  std::invalid_argument);
   s.add("ok", "* * * * *", [](const RunContext&) {});
   CHECK_THROWS_AS(s.add("ok", "* * * * *", [](const RunContext&) {}), std::invalid_argument);
   s.start();
