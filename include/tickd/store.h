@@ -114,7 +114,8 @@ class TICKD_API Store {
   //   sqlite:///var/lib/app/tickd.db   (sqlite://./x.db: relative to the working dir)
   //   redis://[user:pass@]host:6379/0, redis-sentinel://…
   //   etcd://host:2379, postgres://user@host/db, zookeeper://host:2181/chroot
-  //   memory://   (this process only: tests)
+  //   memory://   (tests: this process only, and each open() is a store of its own;
+  //                copies of the returned Store share it)
   // A StoreError when the scheme is unknown or not built in, or the store cannot be
   // reached or initialized now (no retries: the caller decides).
   static Expected<Store> open(const std::string& url, const StoreOptions& options = {});
