@@ -13,6 +13,11 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 
+// The whole command line (app/main.cc): parses argv, runs one subcommand, returns
+// its status; maps any exception to 1 ("internal error"). Exported from
+// libtickd.so as tickd::run_command_line.
+int RunCommandLine(int argc, char** argv);
+
 struct NextArgs {
   std::optional<std::string> expression;  // EXPR; not with config_path
   std::string job;                   // --job: what `H` hashes, whose jitter offsets

@@ -1,5 +1,7 @@
 // The tickd command line (docs/design.md §3). Parses arguments with CLI11 and hands off
-// to one subcommand. This file alone maps failures to exit statuses: bad input is
+// to one subcommand. It lives in libtickd.so, exported as tickd::run_command_line
+// (lib/command_line.cc): the tickd executable, app/tickd_main.cc, calls it, so the
+// daemon runs on the library's engine. This file alone maps failures to exit statuses: bad input is
 // always 2 with a message on stderr, never a crash or a stack trace.
 #include <cstdio>
 #include <exception>
@@ -134,7 +136,7 @@ int Main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int tickd::app::RunCommandLine(int argc, char** argv) {
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

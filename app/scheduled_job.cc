@@ -27,12 +27,14 @@ std::int64_t ScheduledJob::DueMs(std::int64_t tick_unix) const {
   return tick_unix * 1000 + cron::JitterOffset(job.name, tick, job.jitter).count();
 }
 
-Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(const config::Job& job) {
+Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(const config::Job& job,
+                                                             std::optional<milliseconds> lease) {
   auto parsed = cron::Schedule::Parse(job.schedule_text, job.schedule_options);
   if (!parsed) return MakeError("job " + job.name, parsed.error().message);
   auto out = std::make_shared<ScheduledJob>();
   out->config_hash = WithTzdata(job.ConfigHash(), cron::TzdataVersionInUse());
   out->job = job;
+  out->lease = lease;
   out->schedule = std::move(*parsed);
   // A plain pointer fits std::function's inline buffer: no allocation per job. It
   // stays valid because a ScheduledJob is never copied or moved.

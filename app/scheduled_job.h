@@ -37,6 +37,9 @@ struct ScheduledJob {
   // the same code path as `tickd next`.
   std::function<std::optional<std::int64_t>(std::int64_t after)> next;
   std::function<std::optional<std::int64_t>(std::int64_t before)> prev;
+  // The claim's lease when it is not the scheduler's (SchedulerOptions::lease):
+  // library jobs may set their own (include/tickd/scheduler.h); the job file cannot.
+  std::optional<std::chrono::milliseconds> lease;
 
   // How late tick T may still start: the job's starting_deadline, else
   // min(60 s, the gap to the following tick).
@@ -51,7 +54,9 @@ using JobSet = std::vector<std::shared_ptr<const ScheduledJob>>;
 
 // Parses the job's schedule. An Error naming the job when it does not parse (the
 // config loader has already checked it, so this is a second line of defence).
-Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(const config::Job& job);
+// `lease`: ScheduledJob::lease.
+Result<std::shared_ptr<const ScheduledJob>> MakeScheduledJob(
+    const config::Job& job, std::optional<std::chrono::milliseconds> lease = std::nullopt);
 
 // Every enabled job of `jobs` (copied), or the first Error.
 Result<JobSet> MakeJobSet(const std::vector<config::Job>& jobs);

@@ -529,7 +529,7 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     req.tick_unix = e.tick;
     req.node = options_.node;
     req.owner_token = NewOwnerToken();
-    req.lease = options_.lease;
+    req.lease = job->lease.value_or(options_.lease);
     req.starting_deadline = e.kind == EntryKind::kCatchUp
                                 ? std::nullopt
                                 : std::optional<milliseconds>(job->StartingDeadline(e.tick));

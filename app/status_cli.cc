@@ -14,6 +14,10 @@ namespace tickd::app {
 std::string NodeIdFor(const std::string& flag, const config::Config& cfg) {
   if (!flag.empty()) return flag;
   if (!cfg.node_id.empty()) return cfg.node_id;
+  return DefaultNodeId();
+}
+
+std::string DefaultNodeId() {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
     std::snprintf(host, sizeof host, "%s", "tickd");

@@ -26,6 +26,8 @@ std::variant<OpsContext, int> OpenOpsContext(const std::string& config_path, Clo
 // This replica's node id: `flag` (--node-id), else the job file's node.id, else
 // <hostname>-<pid>.
 std::string NodeIdFor(const std::string& flag, const config::Config& cfg);
+// <hostname>-<pid>: a node id when nobody named one (the library's default too).
+std::string DefaultNodeId();
 
 // The job named `name` in `cfg`, or null after printing "<file>: no job named …
 // (jobs: …)" on stderr (the caller exits kExitBadInput).

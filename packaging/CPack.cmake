@@ -1,6 +1,9 @@
-# Installation layout and the Debian package (`cpack -G DEB` in the build folder).
-# Included from the top-level CMakeLists.txt. The binary installs from app/; the
-# plugin header from jobs/.
+# Installation layout and the Debian packages (`cpack -G DEB` in the build folder).
+# Included from the top-level CMakeLists.txt. Three components, three packages:
+#   tickd         the daemon (app/: the binary; here: unit, examples, README)
+#   libtickd0     libtickd.so.0 (lib/)
+#   libtickd-dev  the public headers, the .so link, the CMake package, tickd.pc (lib/)
+#                 and the plugin header (jobs/)
 include(GNUInstallDirs)
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/tickd.service
         DESTINATION lib/systemd/system COMPONENT tickd)
@@ -22,7 +25,25 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)          # dpkg-shlibdeps: libyaml-cpp, libhiredis, …
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "tzdata, util-linux")  # zone data; setpriv for jobs
+# libtickd.so.0 is found in the build tree (its own package is libtickd0, below).
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/lib)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL tickd libtickd0 libtickd-dev)
+set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)   # Depends: libtickd0 (= version)
+set(CPACK_COMPONENT_TICKD_DEPENDS libtickd0)
+set(CPACK_COMPONENT_LIBTICKD-DEV_DEPENDS libtickd0)
+set(CPACK_DEBIAN_TICKD_PACKAGE_NAME tickd)
+set(CPACK_DEBIAN_TICKD_PACKAGE_DEPENDS "tzdata, util-linux")  # zone data; setpriv for jobs
+set(CPACK_DEBIAN_LIBTICKD0_PACKAGE_NAME libtickd0)
+set(CPACK_DEBIAN_LIBTICKD0_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_LIBTICKD0_PACKAGE_DEPENDS "tzdata")
+set(CPACK_COMPONENT_LIBTICKD0_DESCRIPTION
+    "tickd's engine as a shared library: once-per-tick scheduling and fenced locks")
+set(CPACK_DEBIAN_LIBTICKD-DEV_PACKAGE_NAME libtickd-dev)
+set(CPACK_DEBIAN_LIBTICKD-DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_LIBTICKD-DEV_PACKAGE_SHLIBDEPS OFF)  # no binaries of its own
+set(CPACK_COMPONENT_LIBTICKD-DEV_DESCRIPTION
+    "tickd library headers, CMake package and pkg-config file for C++20 services")
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://tickd.invalid")
 set(CPACK_STRIP_FILES ON)
 include(CPack)

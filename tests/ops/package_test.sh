@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds the .deb with CPack, unpacks it into a scratch root (dpkg -x, no container)
-# and runs the packaged tickd from there: --version and validate of the example file.
-# Also checks the package metadata and that the systemd unit is Type=notify.
+# Builds the .debs with CPack (tickd, libtickd0, libtickd-dev), unpacks them into a
+# scratch root (dpkg -x, no container) and runs the packaged tickd from there:
+# --version and validate of the example file. Also checks the packages' metadata and
+# contents (the library split: the daemon needs libtickd0; the -dev package holds the
+# headers, the .so link, the CMake package and tickd.pc) and that the systemd unit is
+# Type=notify.
 set -euo pipefail
 build_dir=$1
 scratch=$(mktemp -d)
@@ -9,20 +12,40 @@ trap 'rm -rf "$scratch"' EXIT
 
 (cd "$scratch" && cpack -G DEB --config "$build_dir/CPackConfig.cmake" -B "$scratch/out" >cpack.log 2>&1) ||
   { cat "$scratch/cpack.log"; exit 1; }
-deb=$(ls "$scratch"/out/*.deb)
-echo "package: $deb"
-dpkg-deb --info "$deb" | tee "$scratch/info"
-grep -q "Package: tickd" "$scratch/info"
-grep -q "Depends:.*libyaml-cpp" "$scratch/info"
-dpkg-deb --contents "$deb" | tee "$scratch/contents"
-for f in ./usr/bin/tickd ./usr/lib/systemd/system/tickd.service ./usr/share/doc/tickd/examples/jobs.example.yaml \
+ls "$scratch"/out/*.deb
+# has PACKAGE FIELD-REGEX: the package's control file has it.
+has() {
+  dpkg-deb --field "$(ls "$scratch"/out/"$1"_*.deb)" | grep -Eq "$2" ||
+    { echo "$1: no '$2' in:"; dpkg-deb --field "$(ls "$scratch"/out/"$1"_*.deb)"; exit 1; }
+}
+# holds PACKAGE PATH...: the package contains each path (a file or a link).
+holds() {
+  local pkg=$1; shift
+  dpkg-deb --contents "$(ls "$scratch"/out/"$pkg"_*.deb)" >"$scratch/contents.$pkg"
+  for f in "$@"; do
+    grep -Eq " $f( -> .*)?\$" "$scratch/contents.$pkg" ||
+      { echo "missing in $pkg: $f"; cat "$scratch/contents.$pkg"; exit 1; }
+  done
+}
+has tickd '^Package: tickd$'
+has tickd '^Depends:.*libtickd0 \(= '
+has libtickd0 '^Package: libtickd0$'
+has libtickd0 '^Depends:.*libyaml-cpp'
+has libtickd-dev '^Depends:.*libtickd0 \(= '
+holds tickd ./usr/bin/tickd ./usr/lib/systemd/system/tickd.service \
+  ./usr/share/doc/tickd/examples/jobs.example.yaml \
   ./usr/share/doc/tickd/examples/prometheus/tickd-alerts.yml \
-  ./usr/share/doc/tickd/examples/prometheus/tickd-alerts.test.yml; do
-  grep -q " $f\$" "$scratch/contents" || { echo "missing in package: $f"; exit 1; }
-done
+  ./usr/share/doc/tickd/examples/prometheus/tickd-alerts.test.yml
+holds libtickd0 './usr/lib/libtickd\.so\.0' './usr/lib/libtickd\.so\.[0-9]+\.[0-9]+\.[0-9]+'
+holds libtickd-dev ./usr/include/tickd/tickd.h ./usr/include/tickd/scheduler.h \
+  ./usr/include/tickd/store.h ./usr/include/tickd/plugin.h './usr/lib/libtickd\.so' \
+  ./usr/lib/cmake/tickd/tickdConfig.cmake ./usr/lib/pkgconfig/tickd.pc
+# The daemon's package has no library, the library's no header.
+if grep -q 'libtickd' "$scratch/contents.tickd"; then echo "tickd holds the library"; exit 1; fi
+if grep -q '/include/' "$scratch/contents.libtickd0"; then echo "libtickd0 holds headers"; exit 1; fi
 
 root="$scratch/root"
-dpkg -x "$deb" "$root"
+for deb in "$scratch"/out/*.deb; do dpkg -x "$deb" "$root"; done
 grep -q '^Type=notify$' "$root/usr/lib/systemd/system/tickd.service"
 "$root/usr/bin/tickd" --version | grep -E '^tickd [0-9]+\.[0-9]+\.[0-9]+$'
 # The example points at /var/lib/tickd; validate a copy whose store is in the scratch root.
