@@ -45,6 +45,8 @@ using std::chrono::milliseconds;
 
 constexpr std::timespec kFilePollInterval{1, 0};
 constexpr int kOpenAttempts = 10;  // ~6 s of backoff in all
+// After the runs have ended, how long queued notifications may still go out.
+constexpr milliseconds kNotifyShutdownGrace{5'000};
 
 std::string SignalName(int sig) {
   switch (sig) {
@@ -174,6 +176,9 @@ int CmdRun(const RunArgs& args) {
   options.max_sleep = watchdog ? std::min(milliseconds(5'000), *watchdog / 3) : milliseconds(5'000);
   Peers peers(node);  // learnt by the skew watch below, read by the scheduler
   options.peers = &peers;
+  // Before the scheduler: its runs hand their ends to it until the last has finished.
+  Notifier notifier(clock, log, &metrics, node);
+  options.notifier = &notifier;
   Scheduler scheduler(clock, **backend, *runner, log, options);
   lock::Backend& store = **backend;
   std::unique_ptr<HttpServer> http;
@@ -258,6 +263,8 @@ int CmdRun(const RunArgs& args) {
     }
   }
   stopper.join();
+  // Notifications of the last runs get a short grace; the rest are dropped (logged).
+  notifier.Shutdown(kNotifyShutdownGrace);
   log.Log(LogLevel::kInfo, "stopped", {{"node", node}});
   return kExitOk;
 }

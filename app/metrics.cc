@@ -55,6 +55,10 @@ const std::vector<Family>& Families() {
        "Peers whose tz database version differs from this replica's.",
        {}},
       {"tickd_job_paused", "gauge", "1 while the job is paused (tickd pause).", {"job_name"}},
+      {"tickd_notifications_total",
+       "counter",
+       "Notifications (on_failure, on_success, on_miss) by how they ended.",
+       {"job_name", "event", "result"}},
   };
   return kFamilies;
 }
@@ -147,6 +151,11 @@ void PrometheusMetrics::ClaimDuration(std::string_view backend, Seconds took) {
 
 void PrometheusMetrics::FireLateness(std::string_view job, Seconds lateness) {
   Observe("tickd_fire_lateness_seconds", {std::string(job)}, lateness.count());
+}
+
+void PrometheusMetrics::Notification(std::string_view job, std::string_view event,
+                                     std::string_view result) {
+  Count("tickd_notifications_total", {std::string(job), std::string(event), std::string(result)});
 }
 
 void PrometheusMetrics::LeaseLost(std::string_view job) {

@@ -64,6 +64,10 @@ class Metrics {
   virtual void JobsPaused(const std::vector<std::string>& /*jobs*/,
                           const std::vector<std::string>& /*paused*/) {}
   // The scheduler loop finished a turn (heartbeat for /healthz and the watchdog).
+  // A notification ended: result sent, failed (every try), dropped (queue full or
+  // shutdown) or error (the store could not say who sends a miss).
+  virtual void Notification(std::string_view /*job*/, std::string_view /*event*/,
+                            std::string_view /*result*/) {}
   virtual void LoopTurn() {}
 };
 
@@ -88,6 +92,8 @@ class PrometheusMetrics final : public Metrics {
   void TzdataMismatch(std::size_t peers) override;
   void JobsPaused(const std::vector<std::string>& jobs,
                   const std::vector<std::string>& paused) override;
+  void Notification(std::string_view job, std::string_view event,
+                    std::string_view result) override;
   void LoopTurn() override;
 
   // Time since the last LoopTurn (or since construction).

@@ -181,6 +181,7 @@ void RunSupervisor::Supervise(Outcome& out) {
                 {"env", env_text}});
     }
     jobs::OutputSink sink = [this](std::string_view stream, std::string_view line) {
+      output_tail_.Add(line);
       log_.Log(LogLevel::kInfo, "output",
                {{"job", tick_.job->job.name},
                 {"tick", tick_text_},
@@ -468,11 +469,29 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
       tick_.metrics->RunOutcome(tick_.job->job.name, jobs::RunOutcomeName(out.outcome), duration);
       if (lease_lost_) tick_.metrics->LeaseLost(tick_.job->job.name);
     }
+    Notify(out, duration);
   } catch (...) {
     // Nothing may escape a scope guard; the claim's lease expires on its own.
   }
   done_.store(true);
   if (on_done_) on_done_();
+}
+
+void RunSupervisor::Notify(const Outcome& out, milliseconds duration) {
+  if (tick_.notifier == nullptr) return;
+  NotifyEvent e;
+  e.job = tick_.job->job.name;
+  e.tick_unix = tick_.held.tick_unix;
+  e.node = tick_.node;
+  e.fence = tick_.held.fence;
+  e.outcome = std::string(jobs::RunOutcomeName(out.outcome));
+  e.exit_code = out.exit_code;
+  e.signal = out.signal;
+  e.duration = duration;
+  e.attempts = out.attempts;
+  e.error = out.error;
+  e.output = output_tail_.Text(&e.output_truncated);
+  tick_.notifier->RunEnded(tick_.job->job, std::move(e));
 }
 
 }  // namespace tickd::app

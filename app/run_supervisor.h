@@ -26,6 +26,7 @@
 
 #include "app/log.h"
 #include "app/metrics.h"
+#include "app/notifier.h"
 #include "app/runner.h"
 #include "app/scheduled_job.h"
 #include "base/clock.h"
@@ -51,6 +52,8 @@ struct WonTick {
   // replicas claim them too, and each start costs the machine ~0.1 ms of CPU): a run
   // that starts itself at T is looked at once those starts are likely done.
   std::size_t instant_claims = 1;
+  // on_success / on_failure of the job go here when the run ends; null: none.
+  Notifier* notifier = nullptr;
 };
 
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
@@ -129,6 +132,8 @@ class RunSupervisor {
   std::optional<SteadyTime> WatchdogDeadline() const;
   std::chrono::milliseconds RealWait(std::optional<SteadyTime> deadline) const;
   void Finish(const Outcome& out, SteadyTime started);
+  // Hands the ended run to tick_.notifier (on_success / on_failure), if any.
+  void Notify(const Outcome& out, std::chrono::milliseconds duration);
 
   Clock& clock_;
   lock::Backend& backend_;
@@ -140,6 +145,7 @@ class RunSupervisor {
   std::function<void()> on_done_;
   std::atomic<bool> done_{false};
   jobs::RunOutcome final_outcome_ = jobs::RunOutcome::kFailed;  // set before done_
+  OutputTail output_tail_;  // the last output lines, for a notification
 
   std::uint64_t previous_fence_ = 0;  // the fence before the last Refence (the retry line)
 

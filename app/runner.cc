@@ -2,11 +2,23 @@
 
 #include <utility>
 
+#include "jobs/http_execution.h"
 #include "jobs/plugin_execution.h"
 #include "jobs/plugin_loader.h"
 
 namespace tickd::app {
 namespace {
+
+jobs::HttpJob HttpJobOf(const config::HttpJobSpec& http) {
+  jobs::HttpJob out;
+  out.request.method = http.method;
+  out.request.url = http.url;
+  out.request.headers = http.headers;
+  out.request.body = http.body;
+  out.request.timeout = http.timeout;
+  out.expect_status = http.expect_status;
+  return out;
+}
 
 class ProcessRunner final : public Runner {
  public:
@@ -15,6 +27,7 @@ class ProcessRunner final : public Runner {
   Result<std::unique_ptr<jobs::Execution>> Start(const config::Job& job,
                                                  const jobs::ProcessSpec& spec,
                                                  jobs::OutputSink sink) override {
+    if (job.http) return jobs::StartHttp(HttpJobOf(*job.http), spec, std::move(sink));
     if (!job.plugin) return jobs::StartProcess(spec, std::move(sink));
     const jobs::PluginJob plugin{job.plugin->path, job.plugin->config_json};
     if (job.plugin->isolation == config::Isolation::kNone) {
@@ -30,11 +43,11 @@ class ProcessRunner final : public Runner {
                                                        const jobs::ProcessSpec& spec,
                                                        jobs::OutputSink sink,
                                                        WallTime start_at) override {
-    if (!job.plugin) {
+    if (!job.plugin && !job.http) {
       return jobs::PrepareProcess(spec, std::move(sink),
                                   std::chrono::system_clock::time_point(start_at.time_since_epoch()));
     }
-    return Runner::Prepare(job, spec, std::move(sink), start_at);  // plugins start at T
+    return Runner::Prepare(job, spec, std::move(sink), start_at);  // plugins, http: at T
   }
 
  private:

@@ -36,7 +36,8 @@ class Runner {
   }
 };
 
-// shell: and run: jobs as child processes (jobs::StartProcess); plugin: jobs in a
+// shell: and run: jobs as child processes (jobs::StartProcess); http: jobs as one
+// request on a thread (jobs::StartHttp, started at T, not prepared); plugin: jobs in a
 // child `tickd plugin-host` (isolation: process, the host being this executable,
 // /proc/self/exe resolved now) or on a worker thread (isolation: none; see
 // jobs/plugin_execution.h).

@@ -424,6 +424,7 @@ void Scheduler::ProcessDue(std::int64_t now_ms) {
         req.node_wall = clock_.Wall();
         LogTick(job, req, "missed", {});
         Observe(req, "missed", 0);
+        NotifyMissed(job, e.tick, false);
         continue;
       }
     } else if (e.kind == EntryKind::kTick) {
@@ -464,6 +465,7 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
       req.node_wall = clock_.Wall();
       LogTick(job, req, "missed", {});
       Observe(req, "missed", 0);
+      NotifyMissed(job, *t, false);
     }
     ++count;
     last = *t;
@@ -486,6 +488,11 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
               {"last", FormatTick(last)},
               {"logged", options_.missed_log_limit}});
   }
+}
+
+void Scheduler::NotifyMissed(const ScheduledJob& job, std::int64_t tick, bool store_said) {
+  if (options_.notifier == nullptr || !job.job.on_miss) return;
+  options_.notifier->Missed(backend_, job.job, job.config_hash, tick, store_said);
 }
 
 void Scheduler::ClaimGroup(std::vector<Entry> group) {
@@ -708,6 +715,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
     case lock::ClaimStatus::kMissed:
       LogTick(*job, req, "missed", {});
       if (!o.observed) Observe(req, "missed", 0);
+      NotifyMissed(*job, req.tick_unix, true);
       return;
     case lock::ClaimStatus::kSuperseded: {
       // A later tick of the job was claimed first: claims are monotonic per job.
@@ -809,6 +817,7 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
                          SteadyTime claim_sent, milliseconds lead) {
   WonTick won{job, std::move(held), claim_sent, options_.node, false, options_.metrics};
   won.lead = lead;
+  won.notifier = options_.notifier;
   won.instant_claims = instant_claims_;
   auto run = std::make_unique<RunSupervisor>(
       clock_, backend_, runner_, log_, std::move(won),

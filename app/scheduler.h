@@ -19,6 +19,7 @@
 
 #include "app/log.h"
 #include "app/metrics.h"
+#include "app/notifier.h"
 #include "app/peers.h"
 #include "app/run_supervisor.h"
 #include "app/runner.h"
@@ -53,6 +54,9 @@ struct SchedulerOptions {
   // the order of this replica's rank among them (lock/claim_spread.h). Null: in the
   // order they were due. REQUIRES: outlives the scheduler.
   const Peers* peers = nullptr;
+  // Notifications: won runs hand their end to it (on_success / on_failure), missed
+  // ticks their miss (on_miss). Null: none. REQUIRES: outlives the scheduler.
+  Notifier* notifier = nullptr;
 };
 
 // A fresh claim owner token: 128 random bits from the kernel (getrandom), hex.
@@ -124,6 +128,9 @@ class Scheduler {
   // Pushes the first tick of `job` after `after` that the loop has not seen.
   void PushNext(const ScheduledJob& job, std::int64_t after);
   void SkipMissed(const ScheduledJob& job, std::int64_t first_missed, std::int64_t now_ms);
+  // A `missed` tick line was logged: on_miss, if the job has one (the notifier's
+  // thread asks the store who sends it). `store_said`: the claim answered missed.
+  void NotifyMissed(const ScheduledJob& job, std::int64_t tick, bool store_said);
   void ClaimGroup(std::vector<Entry> group);
   void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                      const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result,

@@ -36,6 +36,7 @@
 #include "base/fnv1a.h"
 #include "config/expand.h"
 #include "config/suggest.h"
+#include "jobs/http_call.h"
 #include "jobs/plugin_loader.h"
 
 namespace tickd::config {
@@ -63,9 +64,15 @@ constexpr std::string_view kJobKeys[] = {
     "name",     "schedule",    "shell",      "run",         "plugin",  "dialect",
     "timezone", "timeout",     "kill_grace", "env",         "workdir", "concurrency",
     "misfire",  "starting_deadline", "recover", "on_lease_lost", "retries", "dst_gap",
-    "dst_overlap", "enabled", "jitter", "retry_backoff"};
+    "dst_overlap", "enabled", "jitter", "retry_backoff", "http", "on_failure", "on_success",
+    "on_miss"};
 constexpr std::string_view kRetriesKeys[] = {"attempts", "backoff"};
 constexpr std::string_view kPluginKeys[] = {"path", "config", "isolation"};
+constexpr std::string_view kHttpJobKeys[] = {"method", "url",     "headers",
+                                             "body",   "timeout", "expect_status"};
+constexpr std::string_view kHttpMethods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
+constexpr std::string_view kNotifierKeys[] = {"shell", "http", "timeout", "attempts"};
+constexpr std::string_view kNotifierHttpKeys[] = {"url", "headers", "timeout"};
 constexpr std::string_view kBackends[] = {"sqlite",    "redis", "etcd",  "postgres",
                                           "zookeeper", "none",  "memory"};
 
@@ -137,7 +144,7 @@ struct Entry {
 // know about where its parts came from.
 struct Draft {
   Job job;
-  std::vector<std::string> command_keys;  // which of shell/run/plugin this mapping set
+  std::vector<std::string> command_keys;  // which of shell/run/plugin/http this mapping set
   bool has_command = false;               // set here or inherited
   bool has_name = false;
   bool has_schedule = false;
@@ -222,6 +229,13 @@ class Loader {
                        const std::optional<Entry>& backoff, const Draft& draft);
   void ApplyPlugin(const Entry& e, Job& job);
   void ApplyEnv(const Entry& e, Job& job);
+  void ApplyHttpJob(const Entry& e, Job& job);
+  // `headers:` of an http job or notifier: a mapping of header names to values.
+  std::optional<std::vector<std::pair<std::string, std::string>>> Headers(const Entry& e);
+  std::optional<std::vector<StatusRange>> ExpectStatus(const Entry& e);
+  std::optional<std::string> HttpUrl(const Entry& e);
+  // `on_failure` & co.: an empty value switches off what `defaults` set.
+  void ApplyNotifier(const Entry& e, std::optional<Notifier>& notifier);
   void FinishJob(Draft& draft, const std::string& path, const YAML::Mark& job_mark,
                  std::map<std::string, int>& names_seen);
 
@@ -495,7 +509,7 @@ void Loader::Load(const YAML::Node& root, Config& config) {
     if (RequireMap(e->value, e->mark, "defaults")) {
       ApplyJobKeys(e->value, "defaults", /*in_defaults=*/true, defaults);
       if (defaults.command_keys.size() > 1) {
-        Fail(e->mark, "defaults: set at most one of shell, run, plugin (found " +
+        Fail(e->mark, "defaults: set at most one of shell, run, plugin, http (found " +
                           JoinNames(std::vector<std::string_view>(defaults.command_keys.begin(),
                                                                   defaults.command_keys.end()),
                                     " and ") +
@@ -842,12 +856,13 @@ void Loader::ApplyJobKeys(const YAML::Node& map, const std::string& path, bool i
   std::optional<Entry> retries_number, retries_older, retry_backoff;  // CheckRetryForms
   for (const Entry& e : Entries(map, path, kJobKeys)) {
     const std::string& k = e.key;
-    if (k == "shell" || k == "run" || k == "plugin") {
+    if (k == "shell" || k == "run" || k == "plugin" || k == "http") {
       // The job's own command replaces whatever `defaults` gave it.
       if (draft.command_keys.empty()) {
         job.shell.reset();
         job.argv.clear();
         job.plugin.reset();
+        job.http.reset();
       }
       draft.command_keys.push_back(k);
       draft.has_command = true;
@@ -887,6 +902,14 @@ void Loader::ApplyJobKeys(const YAML::Node& map, const std::string& path, bool i
       }
     } else if (k == "plugin") {
       ApplyPlugin(e, job);
+    } else if (k == "http") {
+      ApplyHttpJob(e, job);
+    } else if (k == "on_failure") {
+      ApplyNotifier(e, job.on_failure);
+    } else if (k == "on_success") {
+      ApplyNotifier(e, job.on_success);
+    } else if (k == "on_miss") {
+      ApplyNotifier(e, job.on_miss);
     } else if (k == "dialect") {
       if (auto v = Enum(e, kDialectNames)) job.schedule_options.dialect = *v;
     } else if (k == "timezone") {
@@ -1070,6 +1093,240 @@ void Loader::ApplyEnv(const Entry& e, Job& job) {
   }
 }
 
+std::optional<std::string> Loader::HttpUrl(const Entry& e) {
+  auto url = Text(e);
+  if (!url) return std::nullopt;
+  if (!jobs::IsHttpUrl(*url)) {
+    Fail(e.mark, e.path + ": " + Quoted(*url) + " is not an http:// or https:// URL");
+    return std::nullopt;
+  }
+  return url;
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> Loader::Headers(const Entry& e) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (e.value.IsNull()) return out;
+  if (!RequireMap(e.value, e.mark, e.path)) return std::nullopt;
+  bool ok = true;
+  for (const auto& kv : e.value) {
+    const YAML::Node& key = kv.first;
+    const std::string name = key.IsScalar() ? key.Scalar() : "";
+    const std::string path = e.path + "." + name;
+    // RFC 9110 token characters; no ':' or spaces, so a name cannot smuggle a header.
+    const bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) ||
+             std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    });
+    if (!token) {
+      Fail(key.Mark(), path + ": not an HTTP header name (letters, digits, '-' and the like)");
+      ok = false;
+      continue;
+    }
+    Entry value{name, path, kv.second.IsNull() ? key.Mark() : kv.second.Mark(), kv.second};
+    auto v = Text(value, /*allow_empty=*/true);
+    if (!v) {
+      ok = false;
+      continue;
+    }
+    // Never echo the value: it may be a secret expanded from the environment.
+    if (v->find_first_of("\r\n") != std::string::npos) {
+      Fail(value.mark, path + ": a header value cannot hold a line break");
+      ok = false;
+      continue;
+    }
+    out.emplace_back(name, *v);
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+std::optional<std::vector<StatusRange>> Loader::ExpectStatus(const Entry& e) {
+  std::vector<Entry> items;
+  if (e.value.IsSequence()) {
+    if (e.value.size() == 0) {
+      Fail(e.mark, e.path + ": must list at least one status");
+      return std::nullopt;
+    }
+    for (std::size_t i = 0; i < e.value.size(); ++i) {
+      items.push_back(Entry{e.key, e.path + "[" + std::to_string(i) + "]",
+                            e.value[i].Mark().line >= 0 ? e.value[i].Mark() : e.mark, e.value[i]});
+    }
+  } else {
+    items.push_back(e);
+  }
+  std::vector<StatusRange> out;
+  bool ok = true;
+  for (const Entry& item : items) {
+    auto text = Text(item);
+    if (!text) {
+      ok = false;
+      continue;
+    }
+    std::string t = *text;
+    std::transform(t.begin(), t.end(), t.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    int first = 0;
+    int last = 0;
+    if (t.size() == 3 && t[0] >= '1' && t[0] <= '5' && t[1] == 'x' && t[2] == 'x') {
+      first = (t[0] - '0') * 100;
+      last = first + 99;
+    } else {
+      int code = 0;
+      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), code);
+      if (ec == std::errc() && end == t.data() + t.size() && code >= 100 && code <= 599) {
+        first = last = code;
+      }
+    }
+    if (first == 0) {
+      Fail(item.mark, item.path + ": " + Quoted(*text) +
+                          " is not an HTTP status (100-599) or a class such as 2xx");
+      ok = false;
+      continue;
+    }
+    out.emplace_back(first, last);
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+void Loader::ApplyHttpJob(const Entry& e, Job& job) {
+  if (!e.value.IsMap()) {
+    Fail(e.mark, e.path + ": must be {url: ..., method: GET, headers: {...}, body: ..., "
+                          "timeout: 30s, expect_status: 2xx}");
+    return;
+  }
+  HttpJobSpec spec;
+  bool ok = true;
+  bool has_url = false;
+  for (const Entry& h : Entries(e.value, e.path, kHttpJobKeys)) {
+    if (h.key == "url") {
+      auto url = HttpUrl(h);
+      if (url) spec.url = *url;
+      has_url = url.has_value();
+      ok = ok && has_url;
+    } else if (h.key == "method") {
+      auto m = Text(h);
+      if (!m) {
+        ok = false;
+        continue;
+      }
+      std::string upper = *m;
+      std::transform(upper.begin(), upper.end(), upper.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      if (std::find(std::begin(kHttpMethods), std::end(kHttpMethods), upper) ==
+          std::end(kHttpMethods)) {
+        Fail(h.mark,
+             h.path + ": " + Quoted(*m) + " is not one of " + JoinNames(kHttpMethods, " or "));
+        ok = false;
+        continue;
+      }
+      spec.method = upper;
+    } else if (h.key == "headers") {
+      auto headers = Headers(h);
+      if (headers) spec.headers = std::move(*headers);
+      ok = ok && headers.has_value();
+    } else if (h.key == "body") {
+      auto body = Text(h, /*allow_empty=*/true);
+      if (body) spec.body = *body;
+      ok = ok && body.has_value();
+    } else if (h.key == "timeout") {
+      auto d = Duration(h, false);
+      if (d) spec.timeout = *d;
+      ok = ok && d.has_value();
+    } else if (h.key == "expect_status") {
+      auto expect = ExpectStatus(h);
+      if (expect) spec.expect_status = std::move(*expect);
+      ok = ok && expect.has_value();
+    }
+  }
+  if (!has_url && ok) {
+    Fail(e.mark, e.path + ": missing 'url'");
+    ok = false;
+  }
+  if (ok && spec.method == "HEAD" && !spec.body.empty()) {
+    Fail(e.mark, e.path + ".body: a HEAD request has no body");
+    ok = false;
+  }
+  if (ok) job.http = std::move(spec);
+}
+
+void Loader::ApplyNotifier(const Entry& e, std::optional<Notifier>& notifier) {
+  if (e.value.IsNull() || (e.value.IsScalar() && e.value.Scalar().empty())) {
+    notifier.reset();  // `on_failure:` with nothing: none, whatever defaults say
+    return;
+  }
+  Notifier n;
+  if (e.value.IsScalar()) {  // `on_failure: cmd` is short for {shell: cmd}
+    auto cmd = Text(e);
+    if (!cmd) return;
+    n.shell = *cmd;
+    notifier = std::move(n);
+    return;
+  }
+  if (!e.value.IsMap()) {
+    Fail(e.mark, e.path + ": must be a shell command, {shell: ...} or {http: {url: ...}}");
+    return;
+  }
+  bool ok = true;
+  int targets = 0;
+  for (const Entry& f : Entries(e.value, e.path, kNotifierKeys)) {
+    if (f.key == "shell") {
+      ++targets;
+      auto cmd = Text(f);
+      if (cmd) n.shell = *cmd;
+      ok = ok && cmd.has_value();
+    } else if (f.key == "http") {
+      ++targets;
+      if (f.value.IsScalar()) {  // `http: URL` is short for {url: URL}
+        auto url = HttpUrl(f);
+        if (url) n.url = *url;
+        ok = ok && url.has_value();
+        continue;
+      }
+      if (!f.value.IsMap()) {
+        Fail(f.mark, f.path + ": must be a URL or {url: ..., headers: {...}, timeout: 5s}");
+        ok = false;
+        continue;
+      }
+      bool has_url = false;
+      for (const Entry& h : Entries(f.value, f.path, kNotifierHttpKeys)) {
+        if (h.key == "url") {
+          auto url = HttpUrl(h);
+          if (url) n.url = *url;
+          has_url = url.has_value();
+          ok = ok && has_url;
+        } else if (h.key == "headers") {
+          auto headers = Headers(h);
+          if (headers) n.headers = std::move(*headers);
+          ok = ok && headers.has_value();
+        } else if (auto d = Duration(h, false)) {
+          n.timeout = *d;
+        } else {
+          ok = false;
+        }
+      }
+      if (!has_url && ok) {
+        Fail(f.mark, f.path + ": missing 'url'");
+        ok = false;
+      }
+    } else if (f.key == "timeout") {
+      auto d = Duration(f, false);
+      if (d) n.timeout = *d;
+      ok = ok && d.has_value();
+    } else if (f.key == "attempts") {
+      auto v = Integer(f, 1, 10);
+      if (v) n.attempts = static_cast<int>(*v);
+      ok = ok && v.has_value();
+    }
+  }
+  if (ok && targets != 1) {
+    Fail(e.mark, e.path + (targets == 0 ? ": missing the target: set shell or http"
+                                        : ": set exactly one of shell, http"));
+    ok = false;
+  }
+  if (ok) notifier = std::move(n);
+}
+
 void Loader::FinishJob(Draft& draft, const std::string& path, const YAML::Mark& job_mark,
                        std::map<std::string, int>& names_seen) {
   Job& job = draft.job;
@@ -1086,10 +1343,10 @@ void Loader::FinishJob(Draft& draft, const std::string& path, const YAML::Mark& 
 
   if (draft.command_keys.size() > 1) {
     std::vector<std::string_view> found(draft.command_keys.begin(), draft.command_keys.end());
-    Fail(job_mark, path + ": set exactly one of shell, run, plugin (found " +
+    Fail(job_mark, path + ": set exactly one of shell, run, plugin, http (found " +
                        JoinNames(found, " and ") + ")");
   } else if (!draft.has_command) {
-    Fail(job_mark, path + ": missing the command: set one of shell, run, plugin");
+    Fail(job_mark, path + ": missing the command: set one of shell, run, plugin, http");
   }
 
   std::optional<milliseconds> period;
@@ -1199,6 +1456,16 @@ std::string Job::ConfigHash() const {
     h.Field("plugin.path", relative(plugin->path));
     h.Field("plugin.config", plugin->config_json);
     h.Field("plugin.isolation", static_cast<long long>(plugin->isolation));
+  }
+  if (http) {
+    // Header names only: a value may be a secret, and a rotated token must not make
+    // the replicas report config-mismatch.
+    h.Field("http.method", http->method);
+    h.Field("http.url", http->url);
+    for (const auto& header : http->headers) h.Field("http.header", header.first);
+    h.Field("http.body", http->body);
+    h.Field("http.timeout", http->timeout.count());
+    for (const auto& [lo, hi] : http->expect_status) h.Field("http.expect", static_cast<long long>(lo) * 1000 + hi);
   }
   h.Field("timeout", timeout.count());
   h.Field("kill_grace", kill_grace.count());
@@ -1333,6 +1600,38 @@ std::optional<YAML::Mark> SecondDocument(const std::string& text) {
   return second.mark() ? second.mark() : YAML::Mark::null_mark();
 }
 
+// The first character of `text` outside comments, blanks and document markers
+// ('---', '...'); nullopt when there is none (the file is empty for YAML).
+std::optional<YAML::Mark> FirstContent(const std::string& text) {
+  YAML::Mark mark;
+  mark.line = 0;
+  mark.column = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool line_start = mark.column == 0;
+    if (c == '\n') {
+      ++mark.line;
+      mark.column = 0;
+      continue;
+    }
+    if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (line_start && (text.compare(i, 3, "---") == 0 || text.compare(i, 3, "...") == 0)) {
+      i += 2;
+      mark.column += 3;
+      continue;
+    }
+    if (c != ' ' && c != '\t' && c != '\r') {
+      mark.pos = static_cast<int>(i);
+      return mark;
+    }
+    ++mark.column;
+  }
+  return std::nullopt;
+}
+
 // Everything after reading: YAML, the tree walk, the cross-field checks. `path` is
 // the file as the user named it (for messages).
 Loaded LoadText(const std::string& text, const std::string& path, const fs::path& absolute,
@@ -1343,7 +1642,14 @@ Loaded LoadText(const std::string& text, const std::string& path, const fs::path
   try {
     const YAML::Node root = YAML::Load(text);
     if (root.IsNull()) {
-      return FileError(path, "the file is empty (it needs at least 'version: 1' and 'jobs:')");
+      // A file of stray punctuation (a lone ',') also loads as null: say where it is.
+      const std::optional<YAML::Mark> stray = FirstContent(text);
+      if (!stray) {
+        return FileError(path, "the file is empty (it needs at least 'version: 1' and 'jobs:')");
+      }
+      loader.Fail(*stray, "the job file must be a mapping with 'version: 1' and 'jobs:', found only '" +
+                              std::string(1, text[stray->pos]) + "'");
+      return tl::unexpected(std::move(loader.errors()));
     }
     if (const auto second = SecondDocument(text)) {
       loader.Fail(*second, "only one YAML document is allowed (remove the '---')");

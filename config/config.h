@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cron/schedule.h"
@@ -43,15 +44,41 @@ struct PluginSpec {
   Isolation isolation = Isolation::kProcess;
 };
 
+// An inclusive range of HTTP statuses: 204 is {204, 204}, `2xx` is {200, 299}.
+using StatusRange = std::pair<int, int>;
+
+// `http:` — a job that is one HTTP request per attempt (docs/design.md §4).
+struct HttpJobSpec {
+  std::string method = "GET";        // GET POST PUT PATCH DELETE HEAD
+  std::string url;                   // http:// or https:// only
+  // Sent as written, after ${VAR} expansion (secrets come from the environment);
+  // header values are never logged nor printed.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;                  // "" = none
+  milliseconds timeout{30'000};      // of the request; the job's `timeout` still caps the run
+  std::vector<StatusRange> expect_status{{200, 299}};  // what counts as `done`
+};
+
+// `on_failure:` / `on_success:` / `on_miss:` — where one notification goes
+// (docs/design.md §4 "Notifications"). Exactly one of shell / url is set.
+struct Notifier {
+  std::optional<std::string> shell;  // run via /bin/sh -c, the JSON on stdin
+  std::string url;                   // `http:` — POSTed the JSON; "" when shell is set
+  std::vector<std::pair<std::string, std::string>> headers;  // never logged
+  milliseconds timeout{5'000};       // of one try (HTTP request or shell command)
+  int attempts = 3;                  // tries in all, 1 s, 2 s, 4 s… apart (1–10)
+};
+
 // One job, with `defaults` already applied.
 struct Job {
   std::string name;                  // [a-z0-9._-], unique, ≤ 64 chars
   std::string schedule_text;         // the expression as written
   cron::ScheduleOptions schedule_options;  // dialect, timezone, dst_gap, dst_overlap
-  // Exactly one of shell / argv / plugin is set.
+  // Exactly one of shell / argv / plugin / http is set.
   std::optional<std::string> shell;  // run via /bin/sh -c
   std::vector<std::string> argv;     // `run:` — no shell
   std::optional<PluginSpec> plugin;
+  std::optional<HttpJobSpec> http;   // one HTTP request per attempt
   milliseconds timeout{3'600'000};   // SIGTERM to the group after this
   milliseconds kill_grace{10'000};   // SIGKILL this long after SIGTERM
   std::map<std::string, std::string> env;  // added to the job's environment
@@ -71,6 +98,10 @@ struct Job {
   // (docs/design.md §2). 0 = due at T. Always shorter than starting_deadline.
   milliseconds jitter{0};
   bool enabled = true;
+  // Notifications (not part of ConfigHash: they change nothing that runs or is claimed).
+  std::optional<Notifier> on_failure;  // the winner, once per tick: any outcome but done
+  std::optional<Notifier> on_success;  // the winner, once per tick: outcome done
+  std::optional<Notifier> on_miss;     // one replica, once per missed tick
   int line = 0;                      // where the job starts in the file (1-based), for messages
   std::string config_dir;            // the job file's folder (absolute); ConfigHash() hashes
                                      // paths below it relative to it, so replicas that keep

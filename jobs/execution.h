@@ -23,6 +23,7 @@ struct ProcessSpec {
   std::vector<std::string> argv;           // argv[0] is looked up in PATH when it has no '/'
   std::map<std::string, std::string> env;  // set on top of the daemon's environment (TICKD_*, job env)
   std::string workdir;                     // "" = the daemon's working directory
+  std::string stdin_data;                  // the child's stdin (a notifier's JSON); "" = /dev/null
   milliseconds timeout{3'600'000};         // Terminate(kTimeout) after this
   milliseconds kill_grace{10'000};         // SIGKILL this long after SIGTERM
   std::size_t max_output_lines = 1'000;    // per run, both streams together; the rest is counted
@@ -70,7 +71,7 @@ class Execution {
 };
 
 // Starts argv in its own process group (a vfork-style clone, jobs/process.cc) with
-// stdin from /dev/null, an empty signal mask and default signal dispositions; stdout
+// stdin from /dev/null (or spec.stdin_data), an empty signal mask and default signal dispositions; stdout
 // and stderr go to `sink`. Outcomes:
 //  - an Execution that runs. It has no thread of its own: WaitFor (and the destructor)
 //    call `sink`, enforce spec.timeout and the kill grace, and reap the process

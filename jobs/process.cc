@@ -3,11 +3,12 @@
 //
 // How a run is supervised. StartProcess spawns the job (SpawnChild below: a vfork-style
 // clone that execs at once) as the leader of a new process group (pgid == pid), with
-// stdin from /dev/null, stdout and stderr on two pipes, an empty signal mask, default
-// dispositions (the daemon blocks and ignores signals; its jobs must not inherit that)
-// and SIGKILL as its parent-death signal. The run has no thread of its own: the
-// thread that waits for it (WaitFor, the destructor) drives it, poll()ing on both
-// pipes (lines go to the OutputSink), a pidfd of the child (readable once it has
+// stdin from /dev/null (or ProcessSpec::stdin_data, in a memfd), stdout and stderr on
+// two pipes, an empty signal mask, default dispositions (the daemon blocks and ignores
+// signals; its jobs must not inherit that) and SIGKILL as its parent-death signal.
+// The run has no thread of its own: the thread that waits for it (WaitFor, the
+// destructor) drives it, poll()ing on both pipes (lines go to the OutputSink),
+// a pidfd of the child (readable once it has
 // exited; without pidfd support it polls waitid every 20 ms) and an eventfd that
 // Terminate() writes to. (A thread per run, beside the run supervisor's own, was a
 // third of the daemon's cost per run when 100 jobs start in the same second.) It
@@ -30,6 +31,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -129,6 +131,7 @@ struct ChildSetup {
   const char* path = nullptr;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
+  int stdin_fd = -1;  // -1: /dev/null
   int stdout_fd = -1;
   int stderr_fd = -1;
   const char* workdir = nullptr;  // nullptr: the daemon's
@@ -171,8 +174,8 @@ int ChildMain(void* arg) {
   // before this line: CLONE_VFORK holds it until the exec.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFails(setup);
   if (setpgid(0, 0) != 0) ChildFails(setup);
-  const int null_fd = open("/dev/null", O_RDONLY);
-  if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) ChildFails(setup);
+  const int in_fd = setup->stdin_fd >= 0 ? setup->stdin_fd : open("/dev/null", O_RDONLY);
+  if (in_fd < 0 || dup2(in_fd, STDIN_FILENO) < 0) ChildFails(setup);
   if (dup2(setup->stdout_fd, STDOUT_FILENO) < 0) ChildFails(setup);
   if (dup2(setup->stderr_fd, STDERR_FILENO) < 0) ChildFails(setup);
   if (setup->workdir != nullptr && chdir(setup->workdir) != 0) ChildFails(setup);
@@ -594,6 +597,7 @@ struct SpawnPlan {
   std::vector<char*> envp;
   Pipe out;
   Pipe err;
+  Fd input;  // ProcessSpec::stdin_data in a memfd, read from its start; unset: /dev/null
   Fd wake;
   ChildSetup setup;
 };
@@ -632,6 +636,22 @@ Result<std::unique_ptr<SpawnPlan>> MakePlan(const ProcessSpec& spec,
   plan->wake = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!plan->wake.valid()) return MakeError("jobs: eventfd", ErrnoText(errno));
 
+  if (!spec.stdin_data.empty()) {
+    // A memfd rather than a pipe: the whole input is there before the child starts,
+    // so the parent never waits on a child that does not read it.
+    plan->input = Fd(memfd_create("tickd-stdin", MFD_CLOEXEC));
+    if (!plan->input.valid()) return MakeError("jobs: stdin memfd", ErrnoText(errno));
+    std::string_view left = spec.stdin_data;
+    while (!left.empty()) {
+      const ssize_t n = write(plan->input.get(), left.data(), left.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return MakeError("jobs: stdin memfd", ErrnoText(errno));
+      left.remove_prefix(static_cast<std::size_t>(n));
+    }
+    if (lseek(plan->input.get(), 0, SEEK_SET) != 0) {
+      return MakeError("jobs: stdin memfd", ErrnoText(errno));
+    }
+  }
   plan->program = spec.argv[0];
   plan->workdir = spec.workdir;
   // The daemon's PATH (not spec.env's) is searched when argv[0] has no '/'.
@@ -645,6 +665,7 @@ Result<std::unique_ptr<SpawnPlan>> MakePlan(const ProcessSpec& spec,
   setup.path = plan->resolved.c_str();
   setup.argv = plan->argv.data();
   setup.envp = plan->envp.data();
+  setup.stdin_fd = plan->input.get();
   setup.stdout_fd = plan->out.write.get();
   setup.stderr_fd = plan->err.write.get();
   setup.workdir = plan->workdir.empty() ? nullptr : plan->workdir.c_str();

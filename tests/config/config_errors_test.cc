@@ -120,14 +120,14 @@ TEST_CASE("job names: allowed characters, length, presence", "[config][errors]")
   CHECK(r.errors.size() == 5);  // the 64-character name is fine
 }
 
-TEST_CASE("exactly one of shell, run, plugin", "[config][errors]") {
+TEST_CASE("exactly one of shell, run, plugin, http", "[config][errors]") {
   TempDir dir;
   auto r = LoadText(dir, std::string(kJobHead) + "  - name: b\n    schedule: \"* * * * *\"\n"
                                                  "    shell: x\n    run: [y]\n"
                                                  "  - name: c\n    schedule: \"@daily\"\n"
                                                  "    run: /bin/not-a-list\n");
-  CHECK_ERROR(r, "FILE:3:5: jobs[0]: missing the command: set one of shell, run, plugin");
-  CHECK_ERROR(r, "FILE:5:5: jobs[1]: set exactly one of shell, run, plugin (found shell and run)");
+  CHECK_ERROR(r, "FILE:3:5: jobs[0]: missing the command: set one of shell, run, plugin, http");
+  CHECK_ERROR(r, "FILE:5:5: jobs[1]: set exactly one of shell, run, plugin, http (found shell and run)");
   CHECK_ERROR(r, "FILE:11:10: jobs[2].run: takes a list");
   CHECK(r.errors.size() == 3);
 }
@@ -300,6 +300,11 @@ TEST_CASE("every error in a file is reported, not just the first", "[config][err
 TEST_CASE("empty files, non-mapping files and missing jobs", "[config][errors]") {
   TempDir dir;
   CHECK_ERROR(LoadText(dir, ""), "FILE: the file is empty");
+  CHECK_ERROR(LoadText(dir, "# only a comment\n---\n"), "FILE: the file is empty");
+  // yaml-cpp loads a lone ',' as an empty document: the message points at it.
+  CHECK_ERROR(LoadText(dir, ",\n"), "FILE:1:1: the job file must be a mapping with 'version: 1' "
+                                      "and 'jobs:', found only ','");
+  CHECK_ERROR(LoadText(dir, "# c\n\n  ,\n"), "FILE:3:3: the job file must be a mapping");
   CHECK_ERROR(LoadText(dir, "- a\n- b\n"), "FILE:1:1: the job file must be a mapping");
   CHECK_ERROR(LoadText(dir, "version: 1\n"), "FILE:1:1: jobs: missing");
   CHECK_ERROR(LoadText(dir, "version: 1\njobs: {a: 1}\n"), "FILE:2:7: jobs: must be a list");
@@ -351,7 +356,7 @@ TEST_CASE("errors in defaults are reported once, where they are written", "[conf
                          "  shell: a\n  run: [b]\njobs:\n"
                          "  - {name: a, schedule: \"* * * * *\"}\n"
                          "  - {name: b, schedule: \"* * * * *\"}\n");
-  CHECK_ERROR(r, "FILE:3:3: defaults: set at most one of shell, run, plugin (found shell and run)");
+  CHECK_ERROR(r, "FILE:3:3: defaults: set at most one of shell, run, plugin, http (found shell and run)");
   CHECK_ERROR(r, "FILE:3:9: defaults.name: a job name cannot have a default");
   CHECK_ERROR(r, "FILE:4:13: defaults.timezone: unknown time zone 'Nowhere/City'");
   CHECK(r.errors.size() == 3);

@@ -54,6 +54,22 @@ const BadFile kBadFiles[] = {
      "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n"
      "    retries: {attempts: 3}\n    retry_backoff: 5s\n    shell: true\n",
      ":6:20", "cannot be combined with the older form"},
+    {"http job with a file: URL",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n"
+     "    http: {url: \"file:///etc/passwd\"}\n",
+     ":5:17", "jobs[0].http.url: 'file:///etc/passwd' is not an http:// or https:// URL"},
+    {"http job expecting a status that is none",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n"
+     "    http: {url: \"http://127.0.0.1/\", expect_status: 2xy}\n",
+     ":5:53", "jobs[0].http.expect_status: '2xy' is not an HTTP status"},
+    {"notifier with two targets",
+     "version: 1\ndefaults:\n  on_failure: {shell: \"x\", http: \"http://127.0.0.1/\"}\n"
+     "jobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n",
+     ":3:15", "defaults.on_failure: set exactly one of shell, http"},
+    {"notifier timeout of 0s",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n"
+     "    on_miss: {http: {url: \"http://127.0.0.1/\", timeout: 0s}}\n",
+     ":6:57", "jobs[0].on_miss.http.timeout: must be longer than 0s"},
 };
 
 fs::path WriteFile(const fs::path& dir, const std::string& text, mode_t mode) {

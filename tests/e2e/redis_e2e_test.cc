@@ -2,6 +2,7 @@
 // the server's own fault: a crash and restart in the middle of a run.
 #include <catch2/catch.hpp>
 
+#include "tests/e2e/notify_scenario.h"
 #include "tests/e2e/scenarios.h"
 #include "tests/redis/redis_server.h"
 
@@ -11,6 +12,12 @@ namespace {
 bool Available() {
   if (!testing::RedisServer::Available()) WARN("redis-server not installed: skipped");
   return testing::RedisServer::Available();
+}
+
+TEST_CASE("redis: notifications once per tick, on_miss by one replica, http: jobs",
+          "[e2e][redis][notify]") {
+  auto backend = MakeRedisFixture();
+  ScenarioNotifyAndHttp(*backend);
 }
 
 TEST_CASE("redis: skewed replicas run every tick exactly once", "[e2e][redis]") {

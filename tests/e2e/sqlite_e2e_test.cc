@@ -10,10 +10,17 @@
 #include <iterator>
 #include <thread>
 
+#include "tests/e2e/notify_scenario.h"
 #include "tests/e2e/scenarios.h"
 
 namespace tickd::e2e {
 namespace {
+
+TEST_CASE("sqlite: notifications once per tick, on_miss by one replica, http: jobs",
+          "[e2e][sqlite][notify]") {
+  auto backend = MakeSqliteFixture();
+  ScenarioNotifyAndHttp(*backend);
+}
 
 TEST_CASE("sqlite: skewed replicas run every tick exactly once", "[e2e][sqlite]") {
   auto backend = MakeSqliteFixture();

@@ -15,6 +15,7 @@
 #include "tests/support/claims.h"
 
 using namespace std::chrono_literals;
+using tickd::testing::NowUnix;
 using tickd::testing::EtcdServer;
 using namespace tickd::lock;
 using tickd::testing::HeldOf;
@@ -23,12 +24,6 @@ using tickd::testing::Req;
 using std::chrono::steady_clock;
 
 namespace {
-
-std::int64_t NowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::unique_ptr<Backend> Open(const std::string& url, std::chrono::milliseconds timeout = 1s) {
   EtcdOptions options;

@@ -18,6 +18,7 @@
 
 using namespace std::chrono_literals;
 using namespace tickd::lock;
+using tickd::testing::NowUnix;
 using tickd::testing::EtcdServer;
 using tickd::testing::EtcdServerTls;
 using tickd::testing::HeldOf;
@@ -138,12 +139,6 @@ bool Skip() {
     return true;
   }
   return false;
-}
-
-std::int64_t NowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace

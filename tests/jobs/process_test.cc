@@ -206,6 +206,31 @@ TEST_CASE("stdin is /dev/null", "[jobs]") {
   CHECK(c.Stream("stdout") == std::vector<std::string>{"end"});
 }
 
+TEST_CASE("stdin_data is the child's stdin, whole, for a prepared start too", "[jobs]") {
+  ProcessSpec spec;
+  spec.argv = ShellArgv("cat; echo end");
+  spec.stdin_data = std::string(100'000, 'x') + "\nlast\n";  // beyond a pipe's buffer
+  Collector c;
+  auto exec = Start(spec, c);
+  RunResult r = Wait(*exec);
+  CHECK(r.outcome == RunOutcome::kDone);
+  const std::vector<std::string> lines = c.Stream("stdout");
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].rfind(std::string(4'096, 'x'), 0) == 0);  // cut at max_line_bytes (and marked)
+  CHECK(lines[0].size() < 4'200);
+  CHECK(lines[1] == "last");
+  CHECK(lines[2] == "end");
+
+  Collector p;
+  spec.stdin_data = "prepared\n";
+  auto prepared = PrepareProcess(spec, p.Sink(), std::chrono::system_clock::now());
+  REQUIRE(prepared);
+  auto released = (*prepared)->Release();
+  REQUIRE(released);
+  CHECK(Wait(**released).outcome == RunOutcome::kDone);
+  CHECK(p.Stream("stdout") == std::vector<std::string>{"prepared", "end"});
+}
+
 TEST_CASE("output lines arrive in order per stream", "[jobs]") {
   Collector c;
   RunResult r = RunShell(

@@ -19,6 +19,7 @@
 
 using namespace std::chrono_literals;
 using tickd::WallTime;
+using tickd::testing::NowUnix;
 using tickd::testing::PostgresServer;
 using namespace tickd::lock;
 using tickd::testing::HeldOf;
@@ -27,12 +28,6 @@ using tickd::testing::Req;
 using std::chrono::steady_clock;
 
 namespace {
-
-std::int64_t NowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool Available() {
   if (!PostgresServer::Available()) WARN("postgres 15 not installed: postgres tests skipped");

@@ -15,6 +15,7 @@
 
 using namespace std::chrono_literals;
 using namespace tickd::lock;
+using tickd::testing::NowUnix;
 using tickd::testing::HeldOf;
 using tickd::testing::MustClaim;
 using tickd::testing::PostgresServer;
@@ -34,12 +35,6 @@ constexpr const char* kHba =
     "hostssl all tickd_cert 127.0.0.1/32 cert\n"
     "hostssl all tickd 127.0.0.1/32 scram-sha-256\n"
     "host all all 127.0.0.1/32 reject\n";
-
-std::int64_t NowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 class SecuredPostgres {
  public:

@@ -20,17 +20,12 @@
 #include "tests/support/claims.h"
 
 using namespace std::chrono_literals;
+using tickd::testing::NowUnix;
 using tickd::testing::RedisServer;
 using namespace tickd::lock;
 using tickd::testing::Req;
 
 namespace {
-
-std::int64_t NowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 RedisOptions OptionsFor(const RedisServer& server) {
   RedisOptions options;

@@ -18,16 +18,11 @@
 
 using namespace std::chrono_literals;
 using namespace tickd::lock;
+using tickd::testing::NowUnix;
 using tickd::testing::RedisSentinelSet;
 using tickd::testing::Req;
 
 namespace {
-
-std::int64_t NowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool Available() {
   if (!RedisSentinelSet::Available()) WARN("redis-server or redis-sentinel missing: skipped");

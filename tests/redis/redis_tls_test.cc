@@ -21,6 +21,7 @@
 
 using namespace std::chrono_literals;
 using namespace tickd::lock;
+using tickd::testing::NowUnix;
 using tickd::testing::HeldOf;
 using tickd::testing::MustClaim;
 using tickd::testing::RedisServer;
@@ -44,12 +45,6 @@ std::vector<std::string> AclArgs() {
           "+hset",    "+hgetall", "+hmget", "+pexpire", "+pttl",    "+zadd",
           "+zrange",  "+zrevrange", "+zrangebyscore",   "+zrem",    "+sadd",
           "+smembers", "+get",   "+set",    "+del",     "+time",    "+config|get"};
-}
-
-std::int64_t NowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // Sends inline commands on a plain connection to `port` and returns what came back

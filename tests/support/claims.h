@@ -1,8 +1,10 @@
-// Claim helpers for the backend tests: a request, a claim that must be answered, and
-// the HeldClaim of a won one. Each test sets what else it needs (lease, recover…).
+// Claim helpers for the backend tests: the tick of now, a request, a claim that must
+// be answered, and the HeldClaim of a won one. Each test sets what else it needs
+// (lease, recover…).
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -10,6 +12,13 @@
 #include "lock/backend.h"
 
 namespace tickd::testing {
+
+// The wall clock in whole seconds: a tick instant for claims made now.
+inline std::int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // `job`@`tick` for `node` with owner token `token`, config hash "hash", the default
 // lease, no observation.

@@ -18,6 +18,7 @@
 
 using namespace std::chrono_literals;
 using namespace tickd::lock;
+using tickd::testing::NowUnix;
 using tickd::testing::HeldOf;
 using tickd::testing::MustClaim;
 using tickd::testing::Req;
@@ -31,12 +32,6 @@ constexpr const char* kPassword = "zk-Digest-pw-42";
 bool Available() {
   if (!ZookeeperServer::Available()) WARN("zookeeper or java not installed: skipped");
   return ZookeeperServer::Available() && ZookeeperServer::Shared().running();
-}
-
-std::int64_t NowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 tickd::Result<std::unique_ptr<Backend>> OpenAs(const std::string& chroot, const std::string& user,

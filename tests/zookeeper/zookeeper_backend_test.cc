@@ -25,6 +25,7 @@ using tickd::lock::CompleteStatus;
 using tickd::lock::Completion;
 using tickd::lock::HeldClaim;
 using tickd::lock::RenewStatus;
+using tickd::testing::NowUnix;
 using tickd::testing::HeldOf;
 using tickd::testing::ZookeeperServer;
 
@@ -45,12 +46,6 @@ std::unique_ptr<tickd::lock::Backend> Open(const std::string& chroot,
   auto backend = tickd::lock::NewZookeeperBackend(options);
   if (!backend) FAIL(backend.error().ToString());
   return std::move(*backend);
-}
-
-std::int64_t NowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // A claim of a recover: true job with a 30 s lease.

@@ -1,0 +1,216 @@
+#include "tests/e2e/notify_scenario.h"
+
+#include <httplib.h>
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "tests/support/refused_port.h"
+
+namespace tickd::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+// What the endpoint saw: notification bodies per path, and the http: job's requests.
+class Endpoint {
+ public:
+  Endpoint() {
+    for (const char* path : {"/fail", "/miss"}) {
+      server_.Post(path, [this, path](const httplib::Request& req, httplib::Response& res) {
+        std::lock_guard lock(mu_);
+        posts_[path].push_back(nlohmann::json::parse(req.body, nullptr, false));
+        res.status = 204;
+      });
+    }
+    server_.Get("/job", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      job_.push_back({req.get_header_value("X-Tickd-Tick-Unix"),
+                      req.get_header_value("X-Tickd-Fence"),
+                      req.get_header_value("Authorization"),
+                      std::chrono::system_clock::now()});
+      res.set_content("pong\n", "text/plain");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    REQUIRE(port_ > 0);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Endpoint() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string Url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+  std::vector<nlohmann::json> Posts(const std::string& path) {
+    std::lock_guard lock(mu_);
+    return posts_[path];
+  }
+  struct JobRequest {
+    std::string tick, fence, authorization;
+    std::chrono::system_clock::time_point at;
+  };
+  std::vector<JobRequest> JobRequests() {
+    std::lock_guard lock(mu_);
+    return job_;
+  }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::map<std::string, std::vector<nlohmann::json>> posts_;
+  std::vector<JobRequest> job_;
+};
+
+}  // namespace
+
+void ScenarioNotifyAndHttp(BackendFixture& backend) {
+  Endpoint endpoint;
+  testing::RefusedPort dead;
+  Cluster cluster(backend);
+  cluster.WriteJobFile(
+      "shutdown_grace: 5s\n"
+      "jobs:\n"
+      "  - name: failing\n"
+      "    schedule: \"* * * * * *\"\n"
+      "    shell: \"echo about to fail; exit 3\"\n"
+      "    on_failure: {http: {url: \"" + endpoint.Url("/fail") + "\", timeout: 2s}}\n"
+      "  - name: pinger\n"
+      "    schedule: \"* * * * * *\"\n"
+      "    http:\n"
+      "      url: \"" + endpoint.Url("/job") + "\"\n"
+      "      headers: {Authorization: \"Bearer ${TICKD_E2E_TOKEN}\"}\n"
+      "    on_success: {http: \"http://127.0.0.1:" + std::to_string(dead.port()) + "/\"}\n"
+      "  - name: rare\n"
+      "    schedule: \"*/2 * * * * *\"\n"
+      "    starting_deadline: 1s\n"
+      "    shell: \"true\"\n"
+      "    on_miss: {http: \"" + endpoint.Url("/miss") + "\"}\n");
+  for (const char* node : {"node-a", "node-b", "node-c"}) {
+    cluster.StartReplica(node, {"TICKD_E2E_TOKEN=t0k"});
+  }
+  REQUIRE(Cluster::WaitUntil([&] { return endpoint.Posts("/fail").size() >= 3; }, 15s));
+  // Every replica stops past rare's deadline (1 s): its ticks meanwhile are missed.
+  for (auto& r : cluster.replicas()) r->Signal(SIGSTOP);
+  std::this_thread::sleep_for(4'500ms);
+  for (auto& r : cluster.replicas()) r->Signal(SIGCONT);
+  std::this_thread::sleep_for(3s);
+
+  // What the replicas logged: the ticks of `failing` that ran, the missed ticks of `rare`.
+  std::map<std::string, std::string> failed_runs;  // tick unix → "node fence"
+  std::set<std::string> missed;                     // tick (RFC 3339) of rare
+  std::map<std::string, std::string> pinger_won;    // tick → fence
+  auto collect = [&] {
+    failed_runs.clear();
+    missed.clear();
+    pinger_won.clear();
+    for (const LogLine& l : cluster.AllLines()) {
+      if (l.event == "run" && l.Get("job") == "failing") {
+        failed_runs[l.Get("tick")] = l.Get("node") + " " + l.Get("fence");
+      }
+      if (l.event == "tick" && l.Get("job") == "rare" && l.Get("outcome") == "missed") {
+        missed.insert(l.Get("tick"));
+      }
+      if (l.event == "tick" && l.Get("job") == "pinger" && l.Get("outcome") == "won") {
+        pinger_won[l.Get("tick")] = l.Get("fence");
+      }
+    }
+  };
+  // Each failed run's notification arrives (the queue drains on its own).
+  const bool drained = Cluster::WaitUntil(
+      [&] {
+        collect();
+        return endpoint.Posts("/fail").size() >= failed_runs.size() &&
+               endpoint.Posts("/miss").size() >= missed.size();
+      },
+      10s);
+  std::this_thread::sleep_for(500ms);  // a duplicate would come now
+  // Stop claiming; what ran until then is what is judged.
+  for (auto& r : cluster.replicas()) r->Signal(SIGTERM);
+  for (auto& r : cluster.replicas()) {
+    auto status = r->Wait(20s);
+    INFO(r->node() << " log:\n" << r->LogText());
+    REQUIRE(status.has_value());
+    CHECK(*status == 0);
+  }
+  collect();
+  INFO("folder " << cluster.dir());
+  CHECK(drained);
+
+  // on_failure: once per tick that ran, from its winner, with its fence.
+  std::map<std::string, int> posted;
+  for (const nlohmann::json& j : endpoint.Posts("/fail")) {
+    REQUIRE(j.is_object());
+    const std::string tick = j["tick"];
+    ++posted[tick];
+    CHECK(j["event"] == "failure");
+    CHECK(j["job"] == "failing");
+    CHECK(j["outcome"] == "failed");
+    CHECK(j["exit"] == 3);
+    CHECK(j["output"] == "about to fail");
+    auto run = failed_runs.find(tick);
+    REQUIRE(run != failed_runs.end());
+    CHECK(run->second == std::string(j["node"]) + " " + std::to_string(j["fence"].get<std::uint64_t>()));
+  }
+  CHECK(failed_runs.size() >= 4);
+  for (const auto& [tick, node_fence] : failed_runs) {
+    INFO("tick " << tick);
+    CHECK(posted[tick] == 1);
+  }
+
+  // on_miss: every missed tick of rare once in all (every replica logged it missed).
+  CHECK_FALSE(missed.empty());
+  std::map<std::string, int> miss_posts;
+  for (const nlohmann::json& j : endpoint.Posts("/miss")) {
+    REQUIRE(j.is_object());
+    ++miss_posts[j["tick"]];
+    CHECK(j["event"] == "miss");
+    CHECK(j["outcome"] == "missed");
+  }
+  for (const std::string& tick : missed) {
+    INFO("missed tick " << tick);
+    CHECK(miss_posts[tick] == 1);
+  }
+  CHECK(miss_posts.size() == missed.size());
+
+  // The http: job: one request per tick won, fences increasing with the tick, the
+  // header's ${VAR} expanded; its dead on_success endpoint held up no tick (each
+  // request within 1 s of its tick, the stop excepted).
+  const auto requests = endpoint.JobRequests();
+  std::map<long long, unsigned long long> fence_of;
+  for (const auto& r : requests) {
+    CHECK(r.authorization == "Bearer t0k");
+    const long long tick = std::stoll(r.tick);
+    CHECK(fence_of.count(tick) == 0);
+    fence_of[tick] = std::stoull(r.fence);
+    const auto late = r.at - std::chrono::system_clock::time_point(std::chrono::seconds(tick));
+    CHECK(late < 1s);
+  }
+  CHECK(fence_of.size() == pinger_won.size());
+  CHECK(fence_of.size() >= 4);
+  unsigned long long last = 0;
+  for (const auto& [tick, fence] : fence_of) {
+    CHECK(fence > last);
+    last = fence;
+  }
+  // The dead endpoint cost a line per notification and nothing else.
+  int dead_lines = 0;
+  for (const LogLine& l : cluster.AllLines()) {
+    if (l.event == "notify" && l.Get("job") == "pinger") {
+      CHECK(l.Get("outcome") != "sent");
+      ++dead_lines;
+    }
+    // Header values never reach a log line.
+    CHECK(l.raw.find("t0k") == std::string::npos);
+  }
+  CHECK(dead_lines > 0);
+}
+
+}  // namespace tickd::e2e
