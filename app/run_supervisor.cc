@@ -164,37 +164,7 @@ void RunSupervisor::Supervise(Outcome& out) {
       attempts > 1 ? NextInstant().value_or(WallTime::max()) : WallTime::max();
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     std::optional<milliseconds> cut_timeout;  // a retry's timeout, cut at the next instant
-    if (attempt > 1) {
-      const milliseconds backoff = job.retries.BackoffBefore(attempt);
-      if (clock_.Wall() + backoff >= retries_end) {
-        RetryNotStarted(attempt, backoff, "next-instant",
-                        "its backoff would end at or after the job's next instant " +
-                            FormatTimestamp(retries_end));
-        break;
-      }
-      if (!Backoff(clock_.Steady() + backoff)) break;
-      if (clock_.Wall() >= retries_end) {  // the wall clock stepped meanwhile
-        RetryNotStarted(attempt, backoff, "next-instant",
-                        "the job's next instant " + FormatTimestamp(retries_end) + " has come");
-        break;
-      }
-      if (!Refence(attempt, backoff)) break;
-      if (retries_end != WallTime::max()) {
-        const auto left = std::chrono::duration_cast<milliseconds>(retries_end - clock_.Wall());
-        if (left < job.timeout) cut_timeout = std::max(milliseconds(1), left);
-      }
-      std::vector<Field> fields = {{"job", job.name},
-                                   {"tick", tick_text_},
-                                   {"node", tick_.node},
-                                   {"outcome", "started"},
-                                   {"attempt", attempt},
-                                   {"backoff", FormatSeconds(backoff)},
-                                   {"fence", tick_.held.fence},
-                                   {"previous_fence", previous_fence_}};
-      if (cut_timeout) fields.emplace_back("timeout", FormatSeconds(*cut_timeout));
-      log_.Log(LogLevel::kInfo, "retry", fields);
-      if (tick_.metrics) tick_.metrics->RunRetry(job.name, "started");
-    }
+    if (attempt > 1 && !PrepareRetry(attempt, retries_end, cut_timeout)) break;
     {
       std::lock_guard lock(mu_);
       if (terminate_reason_) {
@@ -312,6 +282,41 @@ void RunSupervisor::Supervise(Outcome& out) {
       out.outcome != jobs::RunOutcome::kDone) {
     out.outcome = jobs::RunOutcome::kLeaseLost;
   }
+}
+
+bool RunSupervisor::PrepareRetry(int attempt, WallTime retries_end,
+                                 std::optional<milliseconds>& cut_timeout) {
+  const config::Job& job = tick_.job->job;
+  const milliseconds backoff = job.retries.BackoffBefore(attempt);
+  if (clock_.Wall() + backoff >= retries_end) {
+    RetryNotStarted(attempt, backoff, "next-instant",
+                    "its backoff would end at or after the job's next instant " +
+                        FormatTimestamp(retries_end));
+    return false;
+  }
+  if (!Backoff(clock_.Steady() + backoff)) return false;
+  if (clock_.Wall() >= retries_end) {  // the wall clock stepped meanwhile
+    RetryNotStarted(attempt, backoff, "next-instant",
+                    "the job's next instant " + FormatTimestamp(retries_end) + " has come");
+    return false;
+  }
+  if (!Refence(attempt, backoff)) return false;
+  if (retries_end != WallTime::max()) {
+    const auto left = std::chrono::duration_cast<milliseconds>(retries_end - clock_.Wall());
+    if (left < job.timeout) cut_timeout = std::max(milliseconds(1), left);
+  }
+  std::vector<Field> fields = {{"job", job.name},
+                               {"tick", tick_text_},
+                               {"node", tick_.node},
+                               {"outcome", "started"},
+                               {"attempt", attempt},
+                               {"backoff", FormatSeconds(backoff)},
+                               {"fence", tick_.held.fence},
+                               {"previous_fence", previous_fence_}};
+  if (cut_timeout) fields.emplace_back("timeout", FormatSeconds(*cut_timeout));
+  log_.Log(LogLevel::kInfo, "retry", fields);
+  if (tick_.metrics) tick_.metrics->RunRetry(job.name, "started");
+  return true;
 }
 
 std::optional<WallTime> RunSupervisor::NextInstant() const {

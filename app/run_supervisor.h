@@ -117,6 +117,12 @@ class RunSupervisor {
   // Waits until Steady() >= until (retry backoff) while renewing; false if it was cut
   // short by shutdown or a lost lease.
   bool Backoff(SteadyTime until);
+  // Before try `attempt` (2 or more): waits out its backoff (renewing meanwhile) and
+  // gives the claim a new fence; `cut_timeout` is set when the try must end before the
+  // job's next instant `retries_end` (WallTime::max(): none). False, with the `retry`
+  // line logged, when the try must not start (next instant, no new fence, shutdown).
+  bool PrepareRetry(int attempt, WallTime retries_end,
+                    std::optional<std::chrono::milliseconds>& cut_timeout);
   // The due instant of the job's tick after this one (retries end there); nullopt
   // when the schedule has none.
   std::optional<WallTime> NextInstant() const;

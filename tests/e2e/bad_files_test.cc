@@ -42,6 +42,18 @@ const BadFile kBadFiles[] = {
      "version: 1\njobs:\n  - name: a\n    schedule: \"H * * * *\"\n    jitter: -5s\n"
      "    shell: true\n",
      ":5:13", "jobs[0].jitter: "},
+    {"retries below 0",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    retries: -1\n"
+     "    shell: true\n",
+     ":5:14", "jobs[0].retries: -1 is out of range 0-999"},
+    {"retry_backoff not a duration",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    retries: 2\n"
+     "    retry_backoff: soon\n    shell: true\n",
+     ":6:20", "jobs[0].retry_backoff: "},
+    {"retry_backoff with the older retries form",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n"
+     "    retries: {attempts: 3}\n    retry_backoff: 5s\n    shell: true\n",
+     ":6:20", "cannot be combined with the older form"},
     {"http job with a file: URL",
      "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n"
      "    http: {url: \"file:///etc/passwd\"}\n",

@@ -378,7 +378,7 @@ void ScenarioRetries(BackendFixture& backend) {
   const fs::path file = cluster.WriteJobFile(
       "jobs:\n"
       "  - name: flaky\n"
-      "    schedule: \"*/2 * * * * *\"\n"
+      "    schedule: \"*/3 * * * * *\"\n"
       "    retries: 3\n"
       "    retry_backoff: 200ms\n"
       "    shell: \"echo try $TICKD_TICK_UNIX $TICKD_NODE $TICKD_FENCE $TICKD_ATTEMPT >> tries.txt;"
@@ -408,7 +408,7 @@ void ScenarioRetries(BackendFixture& backend) {
         for (const auto& [tick, tries] : read_tries()) complete += tries.size() >= 3 ? 1 : 0;
         return complete >= 4;
       },
-      20s));
+      40s));
   std::this_thread::sleep_for(1500ms);  // the last tick's run line and ledger write
   const auto tickd = [&](std::vector<std::string> args) { return MustRunTickd(backend, args); };
   const std::string status =

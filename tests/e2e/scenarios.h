@@ -50,7 +50,7 @@ void ScenarioServerRestart(BackendFixture& backend, const std::string& secret);
 void ScenarioSpread(BackendFixture& backend);
 
 // Retries under new fences (docs/design.md §1 rule 14): three replicas, a job every
-// 2 s that fails its first two tries and succeeds on the third (retries: 3). Every
+// 3 s (room for 3 tries before the next instant on a loaded machine) that fails its first two tries and succeeds on the third (retries: 3). Every
 // tick that ran was tried 3 times, all on its winner, with 3 strictly increasing
 // fences (above every fence of the earlier ticks); its run line says attempts=3 with
 // the last fence, its two retry lines name the new fences, and the ledger

@@ -301,6 +301,41 @@ TEST_CASE("redis sentinel: with wait, a claim no replica acknowledged in time is
   CHECK(next->status == ClaimStatus::kWon);
 }
 
+TEST_CASE("redis sentinel: with wait, a retry's new fence no replica acknowledged is an error",
+          "[redis]") {
+  if (!Available()) return;
+  RedisSentinelSet set;
+  REQUIRE(set.running());
+  auto a = Open(set, set.url("?wait=1"));
+  const std::int64_t tick = NowUnix();
+  const auto won = a->Claim(Req("refenced", tick, "node-a", "a-1"));
+  REQUIRE(won);
+  REQUIRE(won->status == ClaimStatus::kWon);
+  HeldClaim held{"refenced", tick, "a-1", won->fence, 15s};
+  // Replicas up: the new fence is acknowledged and the retry may run under it.
+  const auto acked = a->Refence(held);
+  REQUIRE(acked);
+  REQUIRE(acked->status == RefenceStatus::kRefenced);
+  CHECK(acked->fence > won->fence);
+  held.fence = acked->fence;
+  // Both replicas frozen: the master moves the fence, WAIT 1 times out: not to be run
+  // under (a failover now could forget it and hand the same fence out again).
+  set.server(1).Pause();
+  set.server(2).Pause();
+  const auto unsure = a->Refence(held);
+  set.server(1).Resume();
+  set.server(2).Resume();
+  REQUIRE_FALSE(unsure);
+  CHECK_THAT(unsure.error().detail, Catch::Contains("held by only 0 of 1 replicas"));
+  // The claim is still ours: renew and complete go on.
+  const auto renewed = a->Renew(held);
+  REQUIRE(renewed);
+  CHECK(*renewed == RenewStatus::kRenewed);
+  const auto done = a->Complete(held, Completion{"failed", 1, 1ms});
+  REQUIRE(done);
+  CHECK(*done == CompleteStatus::kCompleted);
+}
+
 TEST_CASE("redis: a claim a promotion left behind is won again, with a higher fence; a replica "
           "that saw it hears store-reset",
           "[redis]") {
