@@ -36,6 +36,13 @@ TEST_CASE("etcd: a paused holder loses its lease", "[e2e][etcd]") {
   ScenarioPausedHolder(*backend);
 }
 
+TEST_CASE("etcd: tickd status --runs shows what each run printed, from another process",
+          "[e2e][etcd][output]") {
+  if (!Available()) return;
+  auto backend = MakeEtcdFixture();
+  ScenarioRunOutput(*backend);
+}
+
 TEST_CASE("etcd: server killed and restarted mid-run", "[e2e][etcd]") {
   if (!Available()) return;
   auto backend = MakeEtcdFixture();
