@@ -242,6 +242,8 @@ std::string FormatRunsText(const RunsReport& report, bool color) {
         out += "  " + paint("\033[90m", "...     [" + l.text + "]") + "\n";
       } else if (l.stream == "stderr") {
         out += "  " + paint("\033[31m", "stderr") + "  " + l.text + "\n";
+      } else if (l.stream == "http") {
+        out += "  http    " + l.text + "\n";
       } else {
         out += "  stdout  " + l.text + "\n";
       }

@@ -84,7 +84,7 @@ Result<RunsReport> CollectRuns(const std::vector<config::Job>& jobs, lock::Backe
                                WallTime now, std::string_view job, int limit);
 // A header line per run, then its output, a line per line, marked with its stream.
 std::string FormatRunsText(const RunsReport& report, bool color);
-// The same as JSON; each output line is {"stream": "stdout"|"stderr"|"tickd", "line"}.
+// The same as JSON; each output line is {"stream": "stdout"|"stderr"|"http"|"tickd", "line"}.
 std::string FormatRunsJson(const RunsReport& report);
 
 // Aligned columns for a terminal; ANSI colours only when `color`.

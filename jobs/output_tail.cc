@@ -38,7 +38,10 @@ std::size_t ValidSequence(std::string_view s) {
   return n;
 }
 
-char Tag(std::string_view stream) { return stream == "stderr" ? 'e' : 'o'; }
+char Tag(std::string_view stream) {
+  if (stream == "stderr") return 'e';
+  return stream == "http" ? 'h' : 'o';
+}
 
 }  // namespace
 
@@ -99,10 +102,12 @@ std::vector<OutputLine> ParseOutputTail(std::string_view stored) {
     stored.remove_prefix(nl == std::string_view::npos ? stored.size() : nl + 1);
     const bool tagged = line.size() >= 2 && line[1] == ' ';
     const char tag = tagged ? line[0] : '?';
-    const std::string_view text = tagged && (tag == 'o' || tag == 'e' || tag == '!')
-                                      ? line.substr(2)
-                                      : line;
-    const char* stream = tag == 'e' ? "stderr" : tag == '!' ? "tickd" : "stdout";
+    const bool known = tag == 'o' || tag == 'e' || tag == 'h' || tag == '!';
+    const std::string_view text = tagged && known ? line.substr(2) : line;
+    const char* stream = tag == 'e'   ? "stderr"
+                         : tag == 'h' ? "http"
+                         : tag == '!' ? "tickd"
+                                      : "stdout";
     out.push_back(OutputLine{stream, std::string(text)});
   }
   return out;

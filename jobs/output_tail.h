@@ -3,8 +3,8 @@
 // interleaved in the order the lines arrived, each line tagged with its stream.
 //
 // The stored text is one line per output line, "<tag> <line>\n", the tag being
-//   o  stdout      e  stderr      !  a note by tickd (first line only: how much
-//                                    earlier output was not kept)
+//   o  stdout      e  stderr      h  an HTTP job's response (stream "http")
+//   !  a note by tickd (first line only: how much earlier output was not kept)
 // It is always valid UTF-8 without NUL (bytes that are not are replaced by U+FFFD), so
 // every store can keep it as text (PostgreSQL's TEXT, JSON, etc.). The budget counts
 // the stored bytes, tags included, so `max_bytes` bounds what a store receives (plus
@@ -31,7 +31,7 @@ class OutputTail {
   // max_bytes 0: nothing is kept.
   explicit OutputTail(std::size_t max_bytes) : max_bytes_(max_bytes) {}
 
-  // One line of `stream` ("stdout" or "stderr"; anything else counts as stdout),
+  // One line of `stream` ("stdout", "stderr" or "http"; anything else counts as stdout),
   // without its '\n'.
   void Add(std::string_view stream, std::string_view line);
 
@@ -48,7 +48,7 @@ class OutputTail {
   std::size_t cut_bytes_ = 0;
 };
 
-// One line of a stored tail: stream is "stdout", "stderr" or "tickd" (the note).
+// One line of a stored tail: stream is "stdout", "stderr", "http" or "tickd" (the note).
 struct OutputLine {
   std::string stream;
   std::string text;

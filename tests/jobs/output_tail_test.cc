@@ -12,9 +12,12 @@ TEST_CASE("OutputTail keeps both streams in order, each line tagged", "[jobs]") 
   tail.Add("stdout", "one");
   tail.Add("stderr", "warning: two");
   tail.Add("stdout", "");
-  CHECK(tail.Text() == "o one\ne warning: two\no \n");
+  tail.Add("http", "HTTP/1.1 200 OK");
+  CHECK(tail.Text() == "o one\ne warning: two\no \nh HTTP/1.1 200 OK\n");
   const std::vector<OutputLine> lines = ParseOutputTail(tail.Text());
-  REQUIRE(lines.size() == 3);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[3].stream == "http");
+  CHECK(lines[3].text == "HTTP/1.1 200 OK");
   CHECK(lines[0].stream == "stdout");
   CHECK(lines[0].text == "one");
   CHECK(lines[1].stream == "stderr");
