@@ -1382,6 +1382,11 @@ void Loader::FinishJob(Draft& draft, const std::string& path, const YAML::Mark& 
   } else if (job.name.size() > kMaxNameLength || !IsValidJobName(job.name)) {
     Fail(draft.name_mark, path + ".name: " + Quoted(job.name) +
                               " must be 1-64 characters of a-z, 0-9, '.', '_', '-'");
+  } else if (job.name.starts_with("lock.")) {
+    // libtickd's try_lock(key) claims ticks of the job "lock.<key>" (design §1 "Locks"):
+    // a job of that name would share them.
+    Fail(draft.name_mark, path + ".name: " + Quoted(job.name) +
+                              " is reserved: names starting with 'lock.' are libtickd's locks");
   } else if (auto [it, inserted] = names_seen.emplace(job.name, draft.name_mark.line + 1);
              !inserted) {
     Fail(draft.name_mark, path + ".name: duplicate job name " + Quoted(job.name) +

@@ -335,6 +335,10 @@ TEST_CASE("empty files, non-mapping files and missing jobs", "[config][errors]")
   CHECK_ERROR(LoadText(dir, ",\n"), "FILE:1:1: the job file must be a mapping with 'version: 1' "
                                       "and 'jobs:', found only ','");
   CHECK_ERROR(LoadText(dir, "# c\n\n  ,\n"), "FILE:3:3: the job file must be a mapping");
+  // libtickd's try_lock claims ticks of the job "lock.<key>": no job file job may be one.
+  CHECK_ERROR(LoadText(dir, "version: 1\njobs:\n  - name: lock.cleanup\n"
+                            "    schedule: \"* * * * *\"\n    shell: x\n"),
+              "FILE:3:11: jobs[0].name: 'lock.cleanup' is reserved");
   CHECK_ERROR(LoadText(dir, "- a\n- b\n"), "FILE:1:1: the job file must be a mapping");
   CHECK_ERROR(LoadText(dir, "version: 1\n"), "FILE:1:1: jobs: missing");
   CHECK_ERROR(LoadText(dir, "version: 1\njobs: {a: 1}\n"), "FILE:2:7: jobs: must be a list");
