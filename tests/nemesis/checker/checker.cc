@@ -293,6 +293,23 @@ class Checker {
     return false;
   }
 
+  // The holder's tick line for (job, holder_tick) when it says error and T falls within
+  // that claim's lease: a claim whose answer was an error may still stand in the store,
+  // unrun and running until its lease ends (the `?wait` refusal on Redis, a claim that
+  // timed out after it was written). Its tick is lost to a replica that did not run it,
+  // and forbid holds the job back until the lease ends.
+  const LogEvent* LeftOpen(const JobSpec& job, std::int64_t holder_tick, const std::string& holder,
+                           std::int64_t t) const {
+    auto it = ticks_.find({job.name, holder_tick});
+    if (it == ticks_.end()) return nullptr;
+    for (const LogEvent* e : it->second) {
+      if (e->node == holder && e->outcome == "error" && t * 1000 < e->ts_ms + job.lease_ms) {
+        return e;
+      }
+    }
+    return nullptr;
+  }
+
   // Why `node` could not run (job, T); empty when it could have.
   std::string CouldNotRun(const std::string& node, const JobSpec& job, std::int64_t t) const {
     if (const FaultWindow* f = Covering(node, job, t)) return "fault " + f->fault;
@@ -310,10 +327,17 @@ class Checker {
         if (StillRunning(job.name, *e->holder_tick, e->holder, t)) {
           return "busy, " + Utc(*e->holder_tick) + " still running";
         }
+        if (const LogEvent* err = LeftOpen(job, *e->holder_tick, e->holder, t)) {
+          return "busy, " + e->holder + "'s claim of " + Utc(*e->holder_tick) +
+                 " ended in error and keeps its lease (" + err->where + ")";
+        }
       }
       if (e->outcome == "lost") {
         if (const FaultWindow* f = Covering(e->winner, job, t)) {
           return "lost to " + e->winner + " under fault " + f->fault;
+        }
+        if (const LogEvent* err = LeftOpen(job, t, e->winner, t)) {
+          return "lost to " + e->winner + ", whose answer was an error (" + err->where + ")";
         }
       }
     }

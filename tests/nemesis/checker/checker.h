@@ -69,10 +69,15 @@
 //   (c) r's tick line says busy with holder h and holder_tick T', and either a fault
 //       window covers h for T, or the run of (J, T') was still going at T·1000 (an
 //       accepted attempt of (J, T') with end_ms >= T·1000, or h's `run` line for (J, T')
-//       at or after T·1000): forbid doing its job;
+//       at or after T·1000), or h's tick line for (J, T') says error and T·1000 is
+//       before that line's time + lease_ms (a claim answered with an error can stand in
+//       the store unrun until its lease ends — Redis `?wait` refusing a claim too few
+//       replicas acknowledged, a claim that timed out after it was written): forbid
+//       doing its job;
 //   (d) r's tick line says lost with winner w and a fault window covers w for T (the
 //       winner's claim went through, then it could not run it: the answer was lost,
-//       it was killed, cut off, stopped).
+//       it was killed, cut off, stopped), or w's own tick line for (J, T) says error
+//       (the claim stands in the store, its answer to w was an error: not run).
 // A missed tick is explained when every replica (spec.replicas, or every node seen in
 // the logs) could not run it; otherwise it is unexplained — e.g. some replica logged
 // won (or lost to a winner) and no fault touched the winner, yet nothing reached the

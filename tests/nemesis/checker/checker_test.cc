@@ -292,7 +292,7 @@ TEST_CASE("checker: a missed tick is explained by a fault or the replicas' lines
     s.faults.back().start_ms = t * 1000 - 60000;
     s.faults.back().end_ms = t * 1000 - 50000;
     s.logs["n2"].back() =
-        Ts(t * 1000 + 4) + " info tick job=j1 tick=" + Tick(t) + " node=n2 outcome=lost winner=n1";
+        Ts(t * 1000 + 4) + " info tick job=j1 tick=" + Tick(t) + " node=n2 outcome=won fence=999";
     CHECK(s.Run().counts.unexplained_missed == 1);
   }
   SECTION("every replica says error, missed or superseded: explained") {
@@ -313,6 +313,40 @@ TEST_CASE("checker: a missed tick is explained by a fault or the replicas' lines
     // Busy with a holder whose run had ended long before: unexplained.
     s.Find("j1", t - 1).end_ms = (t - 1) * 1000 + 305;
     CHECK(s.Run().counts.unexplained_missed == 1);
+  }
+  SECTION("a claim answered with an error stands unrun: its tick and the busy ones in its "
+          "lease are explained") {
+    // n2 won T-1 in the store, but its answer was an error (Redis ?wait: too few
+    // replicas acknowledged): nobody runs T-1, and T is busy behind the claim's lease.
+    s.Forget("j1", t - 1);
+    s.Line("n2", (t - 1) * 1000 + 3,
+           "tick job=j1 tick=" + Tick(t - 1) +
+               " node=n2 outcome=error error=\"claim won, but only 0 of 2 replicas "
+               "acknowledged it in time (?wait): not run\"");
+    for (const std::string node : {"n1", "n3"}) {
+      s.Line(node, (t - 1) * 1000 + 4,
+             "tick job=j1 tick=" + Tick(t - 1) + " node=" + node + " outcome=lost winner=n2");
+    }
+    for (const std::string& node : kNodes) {
+      s.Line(node, t * 1000 + 4,
+             "tick job=j1 tick=" + Tick(t) + " node=" + node +
+                 " outcome=busy holder=n2 holder_tick=" + Tick(t - 1));
+    }
+    const Report r = s.Run();
+    CHECK(r.Passed());
+    CHECK(r.counts.missed == 2);
+    // A lease shorter than the gap: T is no longer behind it.
+    s.spec.jobs[0].lease_ms = 500;
+    CHECK(s.Run().counts.unexplained_missed == 1);
+    // A winner that answered won (and ran nothing): T-1 is unexplained too.
+    s.spec.jobs[0].lease_ms = 3000;
+    for (std::string& line : s.logs["n2"]) {
+      if (line.find("tick=" + Tick(t - 1)) != std::string::npos) {
+        line = Ts((t - 1) * 1000 + 3) + " info tick job=j1 tick=" + Tick(t - 1) +
+               " node=n2 outcome=won fence=999";
+      }
+    }
+    CHECK(s.Run().counts.unexplained_missed == 2);
   }
 }
 
