@@ -154,7 +154,7 @@ TEST_CASE("a replica with a skewed clock and another job file is reported") {
   };
   REQUIRE(Cluster::WaitUntil([&] { return has("clock-skew", "node-a"); }, milliseconds(20'000)));
   REQUIRE(
-      Cluster::WaitUntil([&] { return has("config-mismatch", "node-a"); }, milliseconds(10'000)));
+      Cluster::WaitUntil([&] { return has("config-mismatch", "node-a"); }, milliseconds(30'000)));
   for (const LogLine& l : cluster.AllLines()) {
     if (l.event == "clock-skew" && l.Get("node") == "node-a") {
       CHECK(l.level == "warn");
