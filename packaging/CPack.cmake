@@ -12,8 +12,11 @@ install(FILES ${CMAKE_CURRENT_LIST_DIR}/jobs.example.yaml
 # Prometheus alerting rules and their promtool unit tests (docs/design.md §9).
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/tickd-alerts.yml ${CMAKE_CURRENT_LIST_DIR}/tickd-alerts.test.yml
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/prometheus COMPONENT tickd)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
-        COMPONENT tickd)
+# The contracts operators read: the design (job file, log lines, signals …) and each
+# backend's protocol.
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/design.md
+              ${PROJECT_SOURCE_DIR}/docs/backends.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT tickd)
 
 set(CPACK_PACKAGE_NAME tickd)
 set(CPACK_PACKAGE_VENDOR "tickd")

@@ -33,6 +33,8 @@ has libtickd0 '^Package: libtickd0$'
 has libtickd0 '^Depends:.*libyaml-cpp'
 has libtickd-dev '^Depends:.*libtickd0 \(= '
 holds tickd ./usr/bin/tickd ./usr/lib/systemd/system/tickd.service \
+  ./usr/share/doc/tickd/README.md ./usr/share/doc/tickd/design.md \
+  ./usr/share/doc/tickd/backends.md \
   ./usr/share/doc/tickd/examples/jobs.example.yaml \
   ./usr/share/doc/tickd/examples/prometheus/tickd-alerts.yml \
   ./usr/share/doc/tickd/examples/prometheus/tickd-alerts.test.yml
