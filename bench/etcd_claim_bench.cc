@@ -235,12 +235,12 @@ void Ceiling(const tickd::testing::EtcdServer& server, const Packing& p, int rep
   const std::string prefix = std::string("/ceiling/") + p.label + "/";
   constexpr std::int64_t kFirstTick = 1'800'000'000;
   const tickd::bench::CeilingRun run = tickd::bench::RunCeilingRounds(
-      replicas, seconds, 1'000'000, [&](int r, long round, int step) {
+      replicas, seconds, 1'000'000, [&](int r, long round, tickd::bench::CeilingStep step) {
         char tick[32];
         std::snprintf(tick, sizeof(tick), "%020lld", static_cast<long long>(kFirstTick + round));
         auto job = [&](int j) { return prefix + "job/job-" + std::to_string(j) + "/"; };
         std::vector<std::vector<std::string>> steps;
-        if (step == 0) {  // the claims this replica wins (job j: replica j % R)
+        if (step == tickd::bench::kClaims) {  // the claims this replica wins (job j: j % R)
           for (int j = r; j < jobs; j += replicas) {
             const std::string t = job(j) + "tick/" + tick + "/";
             steps.push_back({PutOp(t + "r", kRecord),
@@ -249,16 +249,17 @@ void Ceiling(const tickd::testing::EtcdServer& server, const Packing& p, int rep
                              PutOp(prefix + "jobs/job-" + std::to_string(j), ""),
                              PutOp(job(j) + "head", kHead)});
           }
-        } else {  // its completes, then its observation of every job
-          for (int j = r; j < jobs; j += replicas) {
-            const std::string t = job(j) + "tick/" + tick + "/";
-            steps.push_back({PutOp(t + "r", kRecordDone), DeleteOp(t + "l"), DeleteOp(t + "u")});
-          }
+        } else if (step == tickd::bench::kObservations) {  // of every job
           for (int j = 0; j < jobs; ++j) {
             steps.push_back(
                 {PutOp(job(j) + "tick/" + tick + "/w/replica-" + std::to_string(r), kObservation),
                  PutOp(job(j) + "idx/" + tick, ""),
                  PutOp(prefix + "jobs/job-" + std::to_string(j), "")});
+          }
+        } else {  // the completes of its claims
+          for (int j = r; j < jobs; j += replicas) {
+            const std::string t = job(j) + "tick/" + tick + "/";
+            steps.push_back({PutOp(t + "r", kRecordDone), DeleteOp(t + "l"), DeleteOp(t + "u")});
           }
         }
         return SendSteps(*gateways[static_cast<std::size_t>(r)], steps, p);

@@ -6,13 +6,14 @@
 // store's capacity the protocol's reads, checks and round trips leave unused.
 //
 // The work comes in rounds, one round = one instant T of every job (job j, tick
-// T0 + round), on N connections (the replicas, one thread each) in lockstep:
-//   step 0 (claims):   the winner of each job (replica j % N) writes its claim;
-//   step 1 (finish):   the winner writes its complete, and every replica writes its
-//                      observation of every job (the ledger), as each replica does.
-// All connections finish step 0 before any starts step 1, so a complete never
-// overtakes its claim. The run stops after the round in which `seconds` ran out, or
-// after `max_rounds`.
+// T0 + round), on N connections (the replicas, one thread each) in lockstep steps:
+//   kClaims:        the winner of each job (replica j % N) writes its claim;
+//   kObservations:  every replica writes its observation of every job (the ledger),
+//                   as ours does after each chunk of claims;
+//   kCompletes:     the winner writes its complete.
+// Every connection finishes a step before any starts the next, so a complete never
+// overtakes its claim, and each step's wall time is measured. The run stops after the
+// round in which `seconds` ran out, or after `max_rounds`.
 #pragma once
 
 #include <atomic>
@@ -25,47 +26,56 @@
 
 namespace tickd::bench {
 
+enum CeilingStep { kClaims, kObservations, kCompletes, kCeilingSteps };
+
 struct CeilingRun {
   long rounds = 0;  // instants of every job written
   double secs = 0;  // wall time of those rounds
   long errors = 0;  // requests the store refused or did not answer
   long requests = 0;
+  double step_secs[kCeilingSteps] = {};  // wall time spent in each step
 };
 
-// Runs rounds of `step(replica, round, step_index)` (which returns {requests sent,
+// Runs rounds of `step(replica, round, CeilingStep)` (which returns {requests sent,
 // errors}) on `replicas` threads in lockstep, as described above.
 template <typename Step>
 CeilingRun RunCeilingRounds(int replicas, double seconds, long max_rounds, Step step) {
+  using Clock = std::chrono::steady_clock;
   std::atomic<long> errors{0}, requests{0};
   std::atomic<bool> stop{false};
-  long rounds = 0;
-  const auto start = std::chrono::steady_clock::now();
-  auto after_finish = [&]() noexcept {  // runs once per round, on one thread
-    ++rounds;
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (secs >= seconds || rounds >= max_rounds) stop = true;
+  CeilingRun run;
+  const auto start = Clock::now();
+  auto step_start = start;
+  int current = 0;
+  // Runs once per step, on one thread, when every replica is through it.
+  auto step_done = [&]() noexcept {
+    const auto now = Clock::now();
+    run.step_secs[current] += std::chrono::duration<double>(now - step_start).count();
+    step_start = now;
+    if (++current < kCeilingSteps) return;
+    current = 0;
+    ++run.rounds;
+    if (std::chrono::duration<double>(now - start).count() >= seconds ||
+        run.rounds >= max_rounds) {
+      stop = true;
+    }
   };
-  std::barrier claims_done(replicas);
-  std::barrier round_done(replicas, after_finish);
+  std::barrier steps_done(replicas, step_done);
   std::vector<std::thread> threads;
   for (int r = 0; r < replicas; ++r) {
     threads.emplace_back([&, r] {
       for (long round = 0; !stop; ++round) {
-        for (int s = 0; s < 2; ++s) {
-          const auto [sent, failed] = step(r, round, s);
+        for (int s = 0; s < kCeilingSteps; ++s) {
+          const auto [sent, failed] = step(r, round, static_cast<CeilingStep>(s));
           requests += sent;
           errors += failed;
-          if (s == 0) claims_done.arrive_and_wait();
+          steps_done.arrive_and_wait();
         }
-        round_done.arrive_and_wait();
       }
     });
   }
   for (auto& t : threads) t.join();
-  CeilingRun run;
-  run.rounds = rounds;
-  run.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.secs = std::chrono::duration<double>(Clock::now() - start).count();
   run.errors = errors;
   run.requests = requests;
   return run;
@@ -77,10 +87,14 @@ inline void PrintCeiling(const char* label, const CeilingRun& run, int jobs,
   const double job_ticks = static_cast<double>(run.rounds) * jobs;
   std::printf(
       "ceiling %s: %ld rounds x %d jobs in %.2f s = %.0f job-ticks/s, %.0f %s/s, "
-      "%.0f requests/s, errors %ld\n",
+      "%.0f requests/s, errors %ld\n  per round: claims %.0f ms, observations %.0f ms, "
+      "completes %.0f ms\n",
       label, run.rounds, jobs, run.secs, job_ticks / run.secs,
       job_ticks * changes_per_job_tick / run.secs, changes,
-      static_cast<double>(run.requests) / run.secs, run.errors);
+      static_cast<double>(run.requests) / run.secs, run.errors,
+      1000 * run.step_secs[kClaims] / static_cast<double>(run.rounds),
+      1000 * run.step_secs[kObservations] / static_cast<double>(run.rounds),
+      1000 * run.step_secs[kCompletes] / static_cast<double>(run.rounds));
   std::fflush(stdout);
 }
 

@@ -7,7 +7,9 @@
 //     nodes with up to 256 creates in flight);
 //   - the job-tick write-set ceiling (bench/write_set_ceiling.h): the node changes a
 //     job-tick needs at minimum, written from N sessions with nothing else to do,
-//     (a) one request per protocol step and (b) many job-ticks bundled per multi.
+//     (a) one request per protocol step and (b) many job-ticks bundled per multi;
+//     and, to place ours between them, (c) ours' own requests (reads, clock writes,
+//     round trips) for rounds in which no two replicas race.
 //
 // Usage: zookeeper_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]
 //                              [--reference-creates C (per thread; 0: none)]
@@ -78,6 +80,19 @@ struct Window {
 
 void OnCreated(int rc, const char*, const void* data) {
   static_cast<Window*>(const_cast<void*>(data))->Done(rc);
+}
+
+// The answers of ours' reads and creates that are no failure: a record not there yet
+// (ZNONODE), an observation folder another replica created first (ZNODEEXISTS).
+int Expected(int rc) { return rc == ZNONODE || rc == ZNODEEXISTS ? ZOK : rc; }
+void OnReadAnswer(int rc, const char*, int, const Stat*, const void* data) {
+  static_cast<Window*>(const_cast<void*>(data))->Done(Expected(rc));
+}
+void OnSetAnswer(int rc, const Stat*, const void* data) {
+  static_cast<Window*>(const_cast<void*>(data))->Done(rc);
+}
+void OnCreateAnswer(int rc, const char*, const void* data) {
+  static_cast<Window*>(const_cast<void*>(data))->Done(Expected(rc));
 }
 
 // A session to the server, connected (waits up to 5 s), or nullptr.
@@ -222,8 +237,37 @@ const std::string kRecord(140, 'r'), kRecordDone(170, 'd'), kLease(60, 'l'), kHe
 
 // One variant: `bundle` job-ticks' steps per multi (1: one multi per step, as ours
 // sends them, and the observations as single creates, as ours sends them).
+// How a variant sends a round's steps.
+enum class Shape {
+  kPerStep,   // one multi per claim and per complete, one create per observation
+  kBundled,   // `bundle` job-ticks' steps per multi
+  kOursRaceFree,  // ours' requests (below) without its races: only the winner writes
+};
+
+// A read (get) or the clock write (setData) through the window; answers only counted.
+void Get(zhandle_t* zh, Window& w, const std::string& path) {
+  w.Acquire();
+  if (zoo_aget(zh, path.c_str(), 0, &OnReadAnswer, &w) != ZOK) w.Done(ZSYSTEMERROR);
+}
+void SetClock(zhandle_t* zh, Window& w, const std::string& path) {
+  w.Acquire();
+  if (zoo_aset(zh, path.c_str(), "", 0, -1, &OnSetAnswer, &w) != ZOK) w.Done(ZSYSTEMERROR);
+}
+
+// ours' chunk of claims (lock/zookeeper: kChunk).
+constexpr int kOursChunk = 250;
+
+// One variant. kOursRaceFree sends what lock/zookeeper sends for a round in which no
+// two replicas race (each replica reads every job, only the job's winner writes):
+// per chunk of 250 jobs, from the replica's own slice on, one pipelined read (record
+// and head of each job, one clock setData), the winner's claim multis (record, lease,
+// head), then each replica's observations (the tick's folder, ZNODEEXISTS but for
+// the first, and its node); per complete, the record, lease and run node read, then
+// the multi (record, lease). Each a round trip after the other, as ours waits for
+// each. The difference between it and the per-step ceiling is what ours' reads and
+// round trips cost; between it and ours, what races, waves and decisions cost.
 void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, int replicas,
-             int jobs, int seconds, int bundle) {
+             int jobs, int seconds, Shape shape, int bundle = 1) {
   std::vector<zhandle_t*> sessions;
   for (int r = 0; r < replicas; ++r) sessions.push_back(Connect(server));
   const std::string root = std::string("/ceiling-") + label;
@@ -236,6 +280,10 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
       for (const char* sub : {"/t", "/l", "/o"}) Create(sessions[0], w, job_dir(j) + sub, "");
       Create(sessions[0], w, job_dir(j) + "/head", kHead);
     }
+    for (int r = 0; r < replicas; ++r) {  // each session's scratch node (the clock)
+      Create(sessions[static_cast<std::size_t>(r)], w, root + "-clock-" + std::to_string(r), "",
+             ZOO_EPHEMERAL);
+    }
     if (const auto [sent, errors] = w.Drain(); errors != 0) {
       std::printf("ceiling %s: setup failed (%ld of %ld creates)\n", label, errors, sent);
       return;
@@ -245,7 +293,7 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
   std::vector<Window> windows(static_cast<std::size_t>(replicas));
   constexpr std::int64_t kFirstTick = 1'800'000'000;
   const tickd::bench::CeilingRun run = tickd::bench::RunCeilingRounds(
-      replicas, seconds, 1'000'000, [&](int r, long round, int step) {
+      replicas, seconds, 1'000'000, [&](int r, long round, tickd::bench::CeilingStep step) {
         zhandle_t* zh = sessions[static_cast<std::size_t>(r)];
         Window& w = windows[static_cast<std::size_t>(r)];
         const std::string tick = std::to_string(kFirstTick + round);
@@ -255,7 +303,62 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
             multi.Send(zh, w);
           }
         };
-        if (step == 0) {  // the claims this replica wins
+        if (shape == Shape::kOursRaceFree) {
+          long sent = 0, errors = 0;
+          auto round_trip = [&] {
+            multi.Send(zh, w);
+            const auto [n, failed] = w.Drain();
+            sent += n;
+            errors += failed;
+          };
+          if (step == tickd::bench::kClaims) {  // observations in, as ours writes them
+            const std::string node = "/replica-" + std::to_string(r);
+            for (int from = 0; from < jobs; from += kOursChunk) {
+              const int to = std::min(jobs, from + kOursChunk);
+              auto job_at = [&](int n) { return (n + r * jobs / replicas) % jobs; };
+              for (int n = from; n < to; ++n) {
+                Get(zh, w, job_dir(job_at(n)) + "/t/" + tick);
+                Get(zh, w, job_dir(job_at(n)) + "/head");
+              }
+              SetClock(zh, w, root + "-clock-" + std::to_string(r));
+              round_trip();
+              for (int n = from; n < to; ++n) {
+                const int j = job_at(n);
+                if (j % replicas != r) continue;
+                multi.Create(job_dir(j) + "/t/" + tick, kRecord);
+                multi.Create(job_dir(j) + "/l/" + tick, kLease, ZOO_EPHEMERAL);
+                multi.Set(job_dir(j) + "/head", kHead, head_version[static_cast<std::size_t>(j)]++);
+                multi.Send(zh, w);
+              }
+              round_trip();
+              for (int n = from; n < to; ++n) {
+                w.Acquire();
+                const std::string dir = job_dir(job_at(n)) + "/o/" + tick;
+                if (zoo_acreate(zh, dir.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, &OnCreateAnswer,
+                                &w) != ZOK) {
+                  w.Done(ZSYSTEMERROR);
+                }
+                Create(zh, w, dir + node, kObservation);
+              }
+              round_trip();
+            }
+          } else if (step == tickd::bench::kCompletes) {
+            for (int j = r; j < jobs; j += replicas) {
+              Get(zh, w, job_dir(j) + "/t/" + tick);
+              Get(zh, w, job_dir(j) + "/l/" + tick);
+              Get(zh, w, job_dir(j) + "/run");
+            }
+            round_trip();
+            for (int j = r; j < jobs; j += replicas) {
+              multi.Set(job_dir(j) + "/t/" + tick, kRecordDone, 0);
+              multi.Delete(job_dir(j) + "/l/" + tick, 0);
+              multi.Send(zh, w);
+            }
+            round_trip();
+          }
+          return std::pair<long, long>{sent, errors};
+        }
+        if (step == tickd::bench::kClaims) {  // the claims this replica wins
           for (int j = r; j < jobs; j += replicas) {
             const std::string dir = job_dir(j);
             multi.Create(dir + "/t/" + tick, kRecord);
@@ -264,22 +367,22 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
             multi.Create(dir + "/o/" + tick, "");
             flush_if_full(4);
           }
-        } else {  // its completes, then its observation of every job
-          for (int j = r; j < jobs; j += replicas) {
-            multi.Set(job_dir(j) + "/t/" + tick, kRecordDone, 0);
-            multi.Delete(job_dir(j) + "/l/" + tick, 0);
-            flush_if_full(2);
-          }
-          multi.Send(zh, w);
+        } else if (step == tickd::bench::kObservations) {  // of every job
           const std::string node = "/replica-" + std::to_string(r);
           for (int j = 0; j < jobs; ++j) {
             const std::string path = job_dir(j) + "/o/" + tick + node;
-            if (bundle == 1) {
+            if (shape == Shape::kPerStep) {
               Create(zh, w, path, kObservation);
             } else {
               multi.Create(path, kObservation);
               flush_if_full(1);
             }
+          }
+        } else {  // the completes of its claims
+          for (int j = r; j < jobs; j += replicas) {
+            multi.Set(job_dir(j) + "/t/" + tick, kRecordDone, 0);
+            multi.Delete(job_dir(j) + "/l/" + tick, 0);
+            flush_if_full(2);
           }
         }
         multi.Send(zh, w);
@@ -338,9 +441,11 @@ int main(int argc, char** argv) {
   }
   if (reference_creates > 0) Reference(server, a.replicas, reference_creates);
   if (ceiling_seconds > 0) {
-    Ceiling(server, "per-step", a.replicas, a.jobs, ceiling_seconds, 1);
+    Ceiling(server, "per-step", a.replicas, a.jobs, ceiling_seconds, Shape::kPerStep);
     const std::string bundled = "bundled-" + std::to_string(ceiling_bundle);
-    Ceiling(server, bundled.c_str(), a.replicas, a.jobs, ceiling_seconds, ceiling_bundle);
+    Ceiling(server, bundled.c_str(), a.replicas, a.jobs, ceiling_seconds, Shape::kBundled,
+            ceiling_bundle);
+    Ceiling(server, "ours-race-free", a.replicas, a.jobs, ceiling_seconds, Shape::kOursRaceFree);
   }
   return status;
 }
