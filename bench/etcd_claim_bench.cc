@@ -24,6 +24,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/batch_claim_driver.h"
@@ -166,6 +167,7 @@ struct Packing {
   std::size_t ops_per_list;   // the txn's ops, or each nested txn's
   std::size_t lists_per_txn;  // 1: a plain txn; more: a txn of that many nested txns
   bool one_step_per_txn;      // each step its own txn, as a call per step sends it
+  bool ours = false;          // not a packing: ours' requests, without races (OursRaceFree)
 };
 // etcd refuses a request above --max-request-bytes (1.5 MiB by default).
 constexpr std::size_t kMaxBodyBytes = 1 << 20;
@@ -220,6 +222,146 @@ std::pair<long, long> SendSteps(Gateway& g, const std::vector<std::vector<std::s
 const std::string kRecord(140, 'r'), kRecordDone(170, 'd'), kToken(30, 't'), kHead(60, 'h'),
     kObservation(80, 'o');
 
+// The keys of job j's tick T under `prefix`, named as lock/etcd names them.
+struct TickKeys {
+  std::string job, tick, jobs_entry;  // P job/<job>/, P job/<job>/tick/<T>/, P jobs/<job>
+  std::string index;                   // P job/<job>/idx/<T>
+  TickKeys(const std::string& prefix, int j, const char* padded_tick)
+      : job(prefix + "job/job-" + std::to_string(j) + "/"),
+        tick(job + "tick/" + padded_tick + "/"),
+        jobs_entry(prefix + "jobs/job-" + std::to_string(j)),
+        index(job + "idx/" + padded_tick) {}
+};
+
+std::vector<std::string> ClaimOps(const TickKeys& k, const std::string& lease) {
+  return {PutOp(k.tick + "r", kRecord), PutOp(k.tick + "l", kToken, lease),
+          PutOp(k.tick + "u", "1800000000123"), PutOp(k.index, ""), PutOp(k.jobs_entry, ""),
+          PutOp(k.job + "head", kHead)};
+}
+std::vector<std::string> ObservationOps(const TickKeys& k, int replica) {
+  return {PutOp(k.tick + "w/replica-" + std::to_string(replica), kObservation),
+          PutOp(k.index, ""), PutOp(k.jobs_entry, "")};
+}
+std::vector<std::string> CompleteOps(const TickKeys& k) {
+  return {PutOp(k.tick + "r", kRecordDone), DeleteOp(k.tick + "l"), DeleteOp(k.tick + "u")};
+}
+
+std::string RangeOp(const std::string& key, const std::string& end = "") {
+  std::string op = R"({"request_range":{"key":")" + B64(key) + '"';
+  if (!end.empty()) op += R"(,"range_end":")" + B64(end) + '"';
+  return op + "}}";
+}
+// A compare of `target` (CREATE, MOD) with `result` (EQUAL, GREATER) against `revision`.
+std::string CompareOp(const std::string& key, const char* result, const char* target,
+                      const char* field, const char* revision) {
+  return R"({"key":")" + B64(key) + R"(","result":")" + result + R"(","target":")" + target +
+         R"(",")" + field + R"(":")" + revision + "\"}";
+}
+std::string Joined(const std::vector<std::string>& ops) {
+  std::string out;
+  for (const auto& op : ops) out += (out.empty() ? "" : ",") + op;
+  return out;
+}
+// A nested txn (lists of ops joined by ','; an empty list is left out).
+std::string NestedTxn(const std::string& compare, const std::string& success,
+                      const std::string& failure = "") {
+  std::string txn = R"({"request_txn":{)";
+  if (!compare.empty()) txn += R"("compare":[)" + compare + "],";
+  txn += R"("success":[)" + success + "]";
+  if (!failure.empty()) txn += R"(,"failure":[)" + failure + "]";
+  return txn + "}}";
+}
+
+// ours' claims per txn (lock/etcd kClaimsPerTxn: 128 − 8 − 1).
+constexpr int kOursChunk = 119;
+
+// One step of a round as lock/etcd sends it when no two replicas race (each replica
+// reads every job, only the job's winner writes): claims — a lease for the batch,
+// then per chunk of 119 jobs from the replica's own slice on, one read txn (per job a
+// nested txn ranging the tick's keys, the run key and the head; the permission
+// probe), the winner's txn of nested claim txns (compare: no record, the head's
+// mod_revision; success: the claim's 6 puts; failure: 3 ranges; the probe's delete),
+// and one txn of nested observation puts for every job of the chunk; completes — per
+// chunk, a read txn, then a txn of nested complete txns (compare the record's
+// mod_revision). Compares that always hold here (the head's and record's mod_revision
+// > 0 instead of == the value read) cost the member the same as ours'.
+template <typename Keys>
+std::pair<long, long> OursRound(Gateway& g, const std::string& prefix, Keys keys, int r,
+                                int replicas, int jobs, tickd::bench::CeilingStep step) {
+  long sent = 0, errors = 0;
+  // Posts a txn; with `must_hold` nested txns, a compare that failed counts as an error
+  // (its writes did not happen). The gateway leaves false out: count the trues.
+  auto post = [&](const std::vector<std::string>& ops, std::size_t must_hold = 0) {
+    ++sent;
+    std::string answer;
+    if (!g.Post("/v3/kv/txn", R"({"success":[)" + Joined(ops) + "]}", &answer)) {
+      ++errors;
+      return;
+    }
+    std::size_t held = 0;
+    constexpr std::string_view kHeld = "\"succeeded\":true";
+    for (auto at = answer.find(kHeld); at != std::string::npos; at = answer.find(kHeld, at + 1)) {
+      ++held;
+    }
+    if (must_hold > 0 && held < must_hold + 1) ++errors;  // + 1: the outer txn
+  };
+  const std::string probe = prefix + "job/-permission-probe";
+  auto reads = [&](const TickKeys& k) {
+    return NestedTxn("", RangeOp(k.tick, k.tick + "w") + "," + RangeOp(k.job + "run") + "," +
+                             RangeOp(k.job + "head"));
+  };
+  if (step == tickd::bench::kClaims) {
+    ++sent;
+    const std::string lease = g.GrantLease(60);
+    if (lease.empty()) ++errors;
+    auto job_at = [&](int n) { return (n + r * jobs / replicas) % jobs; };
+    for (int from = 0; from < jobs; from += kOursChunk) {
+      const int to = std::min(jobs, from + kOursChunk);
+      std::vector<std::string> read, claims, observations;
+      for (int n = from; n < to; ++n) read.push_back(reads(keys(job_at(n))));
+      read.push_back(RangeOp(probe));
+      post(read);
+      for (int n = from; n < to; ++n) {
+        const int j = job_at(n);
+        if (j % replicas != r) continue;
+        const TickKeys k = keys(j);
+        claims.push_back(NestedTxn(
+            CompareOp(k.tick + "r", "EQUAL", "CREATE", "create_revision", "0") + "," +
+                CompareOp(k.job + "head", "GREATER", "MOD", "mod_revision", "0"),
+            Joined(ClaimOps(k, lease)),
+            RangeOp(k.tick + "r") + "," + RangeOp(k.job + "run") + "," + RangeOp(k.job + "head")));
+      }
+      if (!claims.empty()) {
+        const std::size_t count = claims.size();
+        claims.push_back(DeleteOp(probe));
+        post(claims, count);
+      }
+      for (int n = from; n < to; ++n) {
+        observations.push_back(NestedTxn("", Joined(ObservationOps(keys(job_at(n)), r))));
+      }
+      post(observations);
+    }
+  } else if (step == tickd::bench::kCompletes) {
+    std::vector<int> mine;
+    for (int j = r; j < jobs; j += replicas) mine.push_back(j);
+    for (std::size_t from = 0; from < mine.size(); from += kOursChunk) {
+      const std::size_t to = std::min(mine.size(), from + kOursChunk);
+      std::vector<std::string> read, completes;
+      for (std::size_t n = from; n < to; ++n) read.push_back(reads(keys(mine[n])));
+      read.push_back(RangeOp(probe));
+      post(read);
+      for (std::size_t n = from; n < to; ++n) {
+        const TickKeys k = keys(mine[n]);
+        completes.push_back(
+            NestedTxn(CompareOp(k.tick + "r", "GREATER", "MOD", "mod_revision", "0"),
+                      Joined(CompleteOps(k))));
+      }
+      post(completes, completes.size());
+    }
+  }
+  return {sent, errors};
+}
+
 void Ceiling(const tickd::testing::EtcdServer& server, const Packing& p, int replicas, int jobs,
              int seconds) {
   std::vector<std::unique_ptr<Gateway>> gateways;
@@ -233,34 +375,33 @@ void Ceiling(const tickd::testing::EtcdServer& server, const Packing& p, int rep
     }
   }
   const std::string prefix = std::string("/ceiling/") + p.label + "/";
+  {  // the heads, as a job's first claim leaves them (ours compares them)
+    std::vector<std::vector<std::string>> heads;
+    for (int j = 0; j < jobs; ++j) {
+      heads.push_back({PutOp(TickKeys(prefix, j, "").job + "head", kHead)});
+    }
+    if (SendSteps(*gateways[0], heads, Packing{"setup", 128, 1, false}).second != 0) {
+      std::printf("ceiling %s: the heads could not be written\n", p.label);
+      return;
+    }
+  }
   constexpr std::int64_t kFirstTick = 1'800'000'000;
   const tickd::bench::CeilingRun run = tickd::bench::RunCeilingRounds(
       replicas, seconds, 1'000'000, [&](int r, long round, tickd::bench::CeilingStep step) {
         char tick[32];
         std::snprintf(tick, sizeof(tick), "%020lld", static_cast<long long>(kFirstTick + round));
-        auto job = [&](int j) { return prefix + "job/job-" + std::to_string(j) + "/"; };
+        auto keys = [&](int j) { return TickKeys(prefix, j, tick); };
+        if (p.ours) return OursRound(*gateways[static_cast<std::size_t>(r)], prefix, keys, r,
+                                     replicas, jobs, step);
         std::vector<std::vector<std::string>> steps;
         if (step == tickd::bench::kClaims) {  // the claims this replica wins (job j: j % R)
           for (int j = r; j < jobs; j += replicas) {
-            const std::string t = job(j) + "tick/" + tick + "/";
-            steps.push_back({PutOp(t + "r", kRecord),
-                             PutOp(t + "l", kToken, leases[static_cast<std::size_t>(r)]),
-                             PutOp(t + "u", "1800000000123"), PutOp(job(j) + "idx/" + tick, ""),
-                             PutOp(prefix + "jobs/job-" + std::to_string(j), ""),
-                             PutOp(job(j) + "head", kHead)});
+            steps.push_back(ClaimOps(keys(j), leases[static_cast<std::size_t>(r)]));
           }
         } else if (step == tickd::bench::kObservations) {  // of every job
-          for (int j = 0; j < jobs; ++j) {
-            steps.push_back(
-                {PutOp(job(j) + "tick/" + tick + "/w/replica-" + std::to_string(r), kObservation),
-                 PutOp(job(j) + "idx/" + tick, ""),
-                 PutOp(prefix + "jobs/job-" + std::to_string(j), "")});
-          }
+          for (int j = 0; j < jobs; ++j) steps.push_back(ObservationOps(keys(j), r));
         } else {  // the completes of its claims
-          for (int j = r; j < jobs; j += replicas) {
-            const std::string t = job(j) + "tick/" + tick + "/";
-            steps.push_back({PutOp(t + "r", kRecordDone), DeleteOp(t + "l"), DeleteOp(t + "u")});
-          }
+          for (int j = r; j < jobs; j += replicas) steps.push_back(CompleteOps(keys(j)));
         }
         return SendSteps(*gateways[static_cast<std::size_t>(r)], steps, p);
       });
@@ -312,6 +453,7 @@ int main(int argc, char** argv) {
         {"per-step", 128, 1, true},   // one txn per claim, complete, observation
         {"txn-128", 128, 1, false},   // plain txns of up to 128 ops
         {"nested-64x64", 64, 64, false},  // 64 nested txns of up to 128 - 64 ops
+        {"ours-race-free", 0, 0, false, true},  // ours' requests (OursRound)
     };
     for (const Packing& p : kPackings) Ceiling(server, p, a.replicas, a.jobs, ceiling_seconds);
   }
