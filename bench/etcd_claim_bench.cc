@@ -7,6 +7,9 @@
 //     job-tick makes, sent from N connections through the same JSON gateway with
 //     nothing else to do: one txn per protocol step, txns of up to 128 plain ops, and
 //     txns of 64 nested txns of up to 64 ops (what --max-txn-ops = 128 lets through);
+//     and, to place ours between them, ours' own requests (reads, nested claim txns
+//     with compares, observation and complete txns) for rounds in which no two
+//     replicas race;
 //   - `etcdctl check perf` against the same member (60 s of plain puts from many
 //     clients).
 //
