@@ -9,7 +9,7 @@
 //     txns of 64 nested txns of up to 64 ops (what --max-txn-ops = 128 lets through);
 //     and, to place ours between them, ours' own requests (reads, nested claim txns
 //     with compares, observation and complete txns) for rounds in which no two
-//     replicas race;
+//     replicas race, with and without its read txns;
 //   - `etcdctl check perf` against the same member (60 s of plain puts from many
 //     clients).
 //
@@ -170,7 +170,8 @@ struct Packing {
   std::size_t ops_per_list;   // the txn's ops, or each nested txn's
   std::size_t lists_per_txn;  // 1: a plain txn; more: a txn of that many nested txns
   bool one_step_per_txn;      // each step its own txn, as a call per step sends it
-  bool ours = false;          // not a packing: ours' requests, without races (OursRaceFree)
+  bool ours = false;          // not a packing: ours' requests, without races (OursRound)
+  bool ours_reads = true;     // … with ours' read txns (false: the writes alone, blind)
 };
 // etcd refuses a request above --max-request-bytes (1.5 MiB by default).
 constexpr std::size_t kMaxBodyBytes = 1 << 20;
@@ -288,9 +289,11 @@ constexpr int kOursChunk = 119;
 // chunk, a read txn, then a txn of nested complete txns (compare the record's
 // mod_revision). Compares that always hold here (the head's and record's mod_revision
 // > 0 instead of == the value read) cost the member the same as ours'.
+// Without `with_reads`, the same writes sent blind: what the reads cost, by difference.
 template <typename Keys>
 std::pair<long, long> OursRound(Gateway& g, const std::string& prefix, Keys keys, int r,
-                                int replicas, int jobs, tickd::bench::CeilingStep step) {
+                                int replicas, int jobs, tickd::bench::CeilingStep step,
+                                bool with_reads) {
   long sent = 0, errors = 0;
   // Posts a txn; with `must_hold` nested txns, a compare that failed counts as an error
   // (its writes did not happen). The gateway leaves false out: count the trues.
@@ -323,7 +326,7 @@ std::pair<long, long> OursRound(Gateway& g, const std::string& prefix, Keys keys
       std::vector<std::string> read, claims, observations;
       for (int n = from; n < to; ++n) read.push_back(reads(keys(job_at(n))));
       read.push_back(RangeOp(probe));
-      post(read);
+      if (with_reads) post(read);
       for (int n = from; n < to; ++n) {
         const int j = job_at(n);
         if (j % replicas != r) continue;
@@ -352,7 +355,7 @@ std::pair<long, long> OursRound(Gateway& g, const std::string& prefix, Keys keys
       std::vector<std::string> read, completes;
       for (std::size_t n = from; n < to; ++n) read.push_back(reads(keys(mine[n])));
       read.push_back(RangeOp(probe));
-      post(read);
+      if (with_reads) post(read);
       for (std::size_t n = from; n < to; ++n) {
         const TickKeys k = keys(mine[n]);
         completes.push_back(
@@ -394,8 +397,10 @@ void Ceiling(const tickd::testing::EtcdServer& server, const Packing& p, int rep
         char tick[32];
         std::snprintf(tick, sizeof(tick), "%020lld", static_cast<long long>(kFirstTick + round));
         auto keys = [&](int j) { return TickKeys(prefix, j, tick); };
-        if (p.ours) return OursRound(*gateways[static_cast<std::size_t>(r)], prefix, keys, r,
-                                     replicas, jobs, step);
+        if (p.ours) {
+          return OursRound(*gateways[static_cast<std::size_t>(r)], prefix, keys, r, replicas,
+                           jobs, step, p.ours_reads);
+        }
         std::vector<std::vector<std::string>> steps;
         if (step == tickd::bench::kClaims) {  // the claims this replica wins (job j: j % R)
           for (int j = r; j < jobs; j += replicas) {
@@ -457,6 +462,7 @@ int main(int argc, char** argv) {
         {"txn-128", 128, 1, false},   // plain txns of up to 128 ops
         {"nested-64x64", 64, 64, false},  // 64 nested txns of up to 128 - 64 ops
         {"ours-race-free", 0, 0, false, true},  // ours' requests (OursRound)
+        {"ours-no-reads", 0, 0, false, true, false},  // … without its read txns
     };
     for (const Packing& p : kPackings) Ceiling(server, p, a.replicas, a.jobs, ceiling_seconds);
   }

@@ -9,7 +9,8 @@
 //     job-tick needs at minimum, written from N sessions with nothing else to do,
 //     (a) one request per protocol step and (b) many job-ticks bundled per multi;
 //     and, to place ours between them, (c) ours' own requests (reads, clock writes,
-//     round trips) for rounds in which no two replicas race.
+//     round trips) for rounds in which no two replicas race, with and without its
+//     reads and clock writes.
 //
 // Usage: zookeeper_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]
 //                              [--reference-creates C (per thread; 0: none)]
@@ -242,6 +243,7 @@ enum class Shape {
   kPerStep,   // one multi per claim and per complete, one create per observation
   kBundled,   // `bundle` job-ticks' steps per multi
   kOursRaceFree,  // ours' requests (below) without its races: only the winner writes
+  kOursNoReads,   // the same without its reads and clock writes: what they cost
 };
 
 // A read (get) or the clock write (setData) through the window; answers only counted.
@@ -266,6 +268,7 @@ constexpr int kOursChunk = 250;
 // the multi (record, lease). Each a round trip after the other, as ours waits for
 // each. The difference between it and the per-step ceiling is what ours' reads and
 // round trips cost; between it and ours, what races, waves and decisions cost.
+// kOursNoReads leaves the reads and the clock write out (the same writes, blind).
 void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, int replicas,
              int jobs, int seconds, Shape shape, int bundle = 1) {
   std::vector<zhandle_t*> sessions;
@@ -303,7 +306,8 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
             multi.Send(zh, w);
           }
         };
-        if (shape == Shape::kOursRaceFree) {
+        if (shape == Shape::kOursRaceFree || shape == Shape::kOursNoReads) {
+          const bool with_reads = shape == Shape::kOursRaceFree;
           long sent = 0, errors = 0;
           auto round_trip = [&] {
             multi.Send(zh, w);
@@ -316,12 +320,14 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
             for (int from = 0; from < jobs; from += kOursChunk) {
               const int to = std::min(jobs, from + kOursChunk);
               auto job_at = [&](int n) { return (n + r * jobs / replicas) % jobs; };
-              for (int n = from; n < to; ++n) {
-                Get(zh, w, job_dir(job_at(n)) + "/t/" + tick);
-                Get(zh, w, job_dir(job_at(n)) + "/head");
+              if (with_reads) {
+                for (int n = from; n < to; ++n) {
+                  Get(zh, w, job_dir(job_at(n)) + "/t/" + tick);
+                  Get(zh, w, job_dir(job_at(n)) + "/head");
+                }
+                SetClock(zh, w, root + "-clock-" + std::to_string(r));
+                round_trip();
               }
-              SetClock(zh, w, root + "-clock-" + std::to_string(r));
-              round_trip();
               for (int n = from; n < to; ++n) {
                 const int j = job_at(n);
                 if (j % replicas != r) continue;
@@ -343,12 +349,14 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
               round_trip();
             }
           } else if (step == tickd::bench::kCompletes) {
-            for (int j = r; j < jobs; j += replicas) {
-              Get(zh, w, job_dir(j) + "/t/" + tick);
-              Get(zh, w, job_dir(j) + "/l/" + tick);
-              Get(zh, w, job_dir(j) + "/run");
+            if (with_reads) {
+              for (int j = r; j < jobs; j += replicas) {
+                Get(zh, w, job_dir(j) + "/t/" + tick);
+                Get(zh, w, job_dir(j) + "/l/" + tick);
+                Get(zh, w, job_dir(j) + "/run");
+              }
+              round_trip();
             }
-            round_trip();
             for (int j = r; j < jobs; j += replicas) {
               multi.Set(job_dir(j) + "/t/" + tick, kRecordDone, 0);
               multi.Delete(job_dir(j) + "/l/" + tick, 0);
@@ -446,6 +454,7 @@ int main(int argc, char** argv) {
     Ceiling(server, bundled.c_str(), a.replicas, a.jobs, ceiling_seconds, Shape::kBundled,
             ceiling_bundle);
     Ceiling(server, "ours-race-free", a.replicas, a.jobs, ceiling_seconds, Shape::kOursRaceFree);
+    Ceiling(server, "ours-no-reads", a.replicas, a.jobs, ceiling_seconds, Shape::kOursNoReads);
   }
   return status;
 }
