@@ -168,6 +168,41 @@ TEST_CASE("bad http: and notifier values name FILE:LINE:COL and the key path",
   CHECK(HasError(errors, file + ":6:28: jobs[0].on_failure.retry: unknown key"));
   errors = Errors(dir, "version: 1\ndefaults:\n  on_failure: {http: {url: x}}\njobs: []\n", &file);
   CHECK(HasError(errors, file + ":3:28: defaults.on_failure.http.url: 'x' is not an http"));
+  // A notifier's http mapping allows url, headers and timeout only.
+  errors = Errors(dir, job + "    on_failure: {http: {headers: {X-A: b}}}\n", &file);
+  CHECK(HasError(errors, file + ":6:24: jobs[0].on_failure.http: missing 'url'"));
+  errors = Errors(dir, job + "    on_failure: {http: {url: \"http://x/\", method: PUT}}\n", &file);
+  CHECK(HasError(errors, file + ":6:43: jobs[0].on_failure.http.method: unknown key (allowed: url, headers, timeout)"));
+  errors = Errors(dir, job + "    on_failure: {http: {url: \"http://x/\", headers: {\"a b\": v}}}\n", &file);
+  CHECK(HasError(errors, file + ":6:53: jobs[0].on_failure.http.headers.a b: not an HTTP header name"));
+  errors = Errors(dir, job + "    on_failure: {http: {url: \"http://x/\", timeout: soon}}\n", &file);
+  CHECK(HasError(errors, file + ":6:52: jobs[0].on_failure.http.timeout: soon"));
+}
+
+TEST_CASE("a notifier's timeout: in http or beside it, the later one counts", "[config][notify]") {
+  TempDir dir;
+  const Config cfg = MustLoad(dir, R"(version: 1
+jobs:
+  - name: a
+    schedule: "* * * * *"
+    shell: "true"
+    on_failure: {timeout: 7s, http: {url: "http://127.0.0.1:9/"}}
+    on_success: {timeout: 7s, http: {url: "http://127.0.0.1:9/", timeout: 2s}}
+    on_miss: {http: {url: "http://127.0.0.1:9/", timeout: 2s}, timeout: 7s}
+  - name: b
+    schedule: "* * * * *"
+    shell: "true"
+    on_failure: {http: {url: "http://127.0.0.1:9/"}}
+)");
+  const Job& a = cfg.jobs[0];
+  REQUIRE(a.on_failure);
+  CHECK(a.on_failure->timeout == milliseconds(7'000));  // http without one keeps it
+  REQUIRE(a.on_success);
+  CHECK(a.on_success->timeout == milliseconds(2'000));
+  REQUIRE(a.on_miss);
+  CHECK(a.on_miss->timeout == milliseconds(7'000));
+  REQUIRE(cfg.jobs[1].on_failure);
+  CHECK(cfg.jobs[1].on_failure->timeout == milliseconds(5'000));  // the notifier default
 }
 
 TEST_CASE("a header value never appears in an error", "[config][errors][http]") {
