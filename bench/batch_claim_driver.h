@@ -40,6 +40,8 @@ struct BatchTally {
   std::vector<double> claim_ms;  // each claim's answer − T
   std::vector<double> batch_ms;  // a replica's last answer of T − T
   std::vector<double> done_ms;   // claims and completes of T answered − T
+  std::vector<double> claim_phase_ms;     // a replica's ClaimBatchAsAnswered of T (observations in)
+  std::vector<double> complete_phase_ms;  // its CompleteBatch of T
   std::atomic<int> errors{0};
   std::atomic<int> missed{0};
   std::atomic<long> claims{0};
@@ -56,6 +58,7 @@ inline double MsSince(std::int64_t tick) {
 inline void ClaimTickBatched(lock::Backend& backend, int replica, int jobs, std::int64_t tick,
                              bool paced, BatchTally& tally) {
   using namespace std::chrono_literals;
+  const double started = MsSince(tick);
   std::vector<lock::ClaimRequest> reqs(static_cast<std::size_t>(jobs));
   for (int j = 0; j < jobs; ++j) {
     lock::ClaimRequest& r = reqs[static_cast<std::size_t>(j)];
@@ -105,6 +108,8 @@ inline void ClaimTickBatched(lock::Backend& backend, int replica, int jobs, std:
   if (paced) tally.claim_ms.insert(tally.claim_ms.end(), answered_ms.begin(), answered_ms.end());
   tally.batch_ms.push_back(claimed);
   tally.done_ms.push_back(done_ms);
+  tally.claim_phase_ms.push_back(claimed - started);
+  tally.complete_phase_ms.push_back(done_ms - claimed);
 }
 
 // Runs every replica on its own thread over ticks [first, first + count).
@@ -159,9 +164,11 @@ inline int RunBatchBench(std::vector<std::unique_ptr<lock::Backend>>& replicas,
       Percentile(paced.done_ms, 0.99));
   std::printf(
       "saturation %d ticks: %ld claims in %.2f s = %.0f claims/s, %.0f job-ticks/s, "
-      "violations %d, errors %d\n",
+      "violations %d, errors %d\n"
+      "  per replica and tick: claims (observations in) p50 %.0f ms, completes p50 %.0f ms\n",
       a.sat_ticks, sat.claims.load(), secs, static_cast<double>(sat.claims.load()) / secs,
-      a.jobs * a.sat_ticks / secs, sat_bad, sat.errors.load());
+      a.jobs * a.sat_ticks / secs, sat_bad, sat.errors.load(), Percentile(sat.claim_phase_ms, 0.5),
+      Percentile(sat.complete_phase_ms, 0.5));
   std::fflush(stdout);
   return paced_bad + sat_bad + paced.errors + sat.errors + paced.missed == 0 ? 0 : 2;
 }

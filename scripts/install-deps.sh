@@ -17,6 +17,7 @@ packages=(
   redis-sentinel             # … and Sentinel setups (tests/redis/redis_sentinel.h)
   zookeeper libzookeeper-mt-dev default-jre-headless  # ZooKeeper backend + its tests' server
   etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start
+  libssl-dev                 # etcd_claim_bench: base64 (OpenSSL) for its write-set ceiling
   etcd-client  # etcdctl: etcd_claim_bench measures the store's reference rate (check perf)
   postgresql-15 libpq-dev    # the PostgreSQL backend (libpq) and the server its tests start
   procps psmisc util-linux   # tests: pgrep/killall; setpriv runs the PostgreSQL test server
