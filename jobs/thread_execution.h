@@ -1,8 +1,9 @@
 // A run that is a call on a thread of this process rather than a child process: an
 // in-process plugin (isolation: none, plugin_inprocess.cc), an http: job's request
-// (http_execution.cc) or a function of a libtickd program (lib/callable_runner.cc). Stopping is cooperative — a thread
-// cannot be killed — so the call is handed a std::stop_token that Terminate and the
-// timeout fire, and a call that does not return in time is reported, not waited for.
+// (http_execution.cc) or a function of a libtickd program (lib/callable_runner.cc).
+// Stopping is cooperative — a thread cannot be killed — so the call is handed a
+// std::stop_token that Terminate and the timeout fire, and a call that does not return
+// in time is reported, not waited for.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/error.h"
 #include "jobs/execution.h"
