@@ -152,6 +152,11 @@ constexpr int kMaxRaces = 5;  // re-reads after losing a version race, per call
 // Claims per chunk of a batch: the reads and multis of a chunk are in flight together
 // (the client's queue and the server's request queue hold them).
 constexpr std::size_t kClaimsPerChunk = 250;
+// Claims or completes whose ops go into one multi (MultiEach), and the most data one
+// multi carries: far below jute.maxbuffer's 1 MB (a claim has 3–6 ops of ~200 bytes;
+// a complete can carry a run's output, up to 64 KB).
+constexpr std::size_t kItemsPerMulti = 50;
+constexpr std::size_t kMultiBytes = 256 * 1024;
 
 // key=value lines; values never hold a newline (tokens, node ids, hashes, numbers).
 std::string Encode(const Fields& fields) {
@@ -616,9 +621,9 @@ class ZookeeperBackend final : public Backend {
   }
 
   // Every complete as a single one did, in rounds: the record, lease and run nodes of
-  // every complete in one pipelined read, then one multi per complete, pipelined (each
-  // all or nothing on its own). A multi that lost a version race is read again in the
-  // next round, at most kMaxRaces.
+  // every complete in one pipelined read, then each complete's ops all or nothing on
+  // their own, several completes to a multi (MultiEach). A complete that lost a version
+  // race is read again in the next round, at most kMaxRaces.
   std::vector<Result<CompleteStatus>> CompleteBatch(
       std::span<const CompleteRequest> reqs) override {
     std::lock_guard lock(mu_);
@@ -644,8 +649,7 @@ class ZookeeperBackend final : public Backend {
         return out;
       }
       std::vector<std::size_t> writing;
-      std::vector<Batch> writes;
-      writes.reserve(pending.size());
+      std::vector<std::vector<Op>> items;  // writing's multis' ops
       for (std::size_t n = 0; n < pending.size(); ++n) {
         const std::size_t i = pending[n];
         const auto& [held, completion] = reqs[i];
@@ -682,26 +686,26 @@ class ZookeeperBackend final : public Backend {
         if (run.rc == ZOK && Get(Decode(run.value), "owner") == held.owner_token) {
           ops.push_back({Op::kDelete, base_ + "/" + held.job + "/run", "", run.stat.version});
         }
-        // Its own request (one multi per complete), so far below jute.maxbuffer (1 MB).
         if (const std::string_view output = OutputToStore(completion.output); !output.empty()) {
           ops.push_back({Op::kCreate, Path(held.job, "out", held.tick_unix), std::string(output),
                          -1, ZOO_PERSISTENT});
         }
-        writes.emplace_back(zh_.get());
-        writes.back().Multi(std::move(ops));
+        items.push_back(std::move(ops));
         writing.push_back(i);
       }
+      const std::vector<std::optional<int>> written = MultiEach(std::move(items), deadline);
       std::vector<std::size_t> retry;
       for (std::size_t w = 0; w < writing.size(); ++w) {
         const std::size_t i = writing[w];
-        if (auto ok = Await(writes[w], deadline, "complete"); !ok) {
-          out[i] = tl::unexpected(ok.error());
-        } else if (writes[w][0].rc == ZOK) {
+        if (!written[w]) {
+          out[i] = MakeError(context_ + ": complete",
+                             "no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
+        } else if (*written[w] == ZOK) {
           out[i] = CompleteStatus::kCompleted;
-        } else if (IsRace(writes[w][0].rc)) {
+        } else if (IsRace(*written[w])) {
           retry.push_back(i);
         } else {
-          out[i] = Failure("complete", writes[w][0].rc);
+          out[i] = Failure("complete", *written[w]);
         }
       }
       pending = std::move(retry);
@@ -1078,6 +1082,82 @@ class ZookeeperBackend final : public Backend {
     return ZOK;
   }
 
+  // Writes each item's ops all or nothing, as one multi per item would, but several
+  // items to a multi (up to kItemsPerMulti items and kMultiBytes of data): one server
+  // transaction for many jobs instead of one each. A multi fails whole on one failed
+  // op, so a bundle that failed on one item's op wrote nothing: that item gets its
+  // op's error, and the bundle's other items are sent again, one multi each (their ops
+  // check by version whatever they rely on, so sending them later is as safe). Each
+  // item's result: the rc of the multi that decided it (ZOK: written), or nullopt when
+  // no answer came before `deadline` (it may or may not be written).
+  std::vector<std::optional<int>> MultiEach(std::vector<std::vector<Op>> items,
+                                            steady_clock::time_point deadline) {
+    struct Bundle {
+      std::vector<std::size_t> items;
+      std::vector<std::size_t> first_op;  // each item's first op in the multi
+      Batch batch;
+    };
+    std::vector<Bundle> bundles;
+    bundles.reserve(items.size());
+    for (std::size_t i = 0; i < items.size();) {
+      Bundle& b = bundles.emplace_back(Bundle{{}, {}, Batch(zh_.get())});
+      std::vector<Op> ops;
+      std::size_t bytes = 0;
+      for (; i < items.size() && b.items.size() < kItemsPerMulti; ++i) {
+        std::size_t size = 0;
+        for (const Op& op : items[i]) size += op.path.size() + op.data.size();
+        if (!b.items.empty() && bytes + size > kMultiBytes) break;
+        bytes += size;
+        b.items.push_back(i);
+        b.first_op.push_back(ops.size());
+        ops.insert(ops.end(), items[i].begin(), items[i].end());
+      }
+      b.batch.Multi(std::move(ops));
+    }
+    std::vector<std::optional<int>> out(items.size());
+    std::vector<std::size_t> alone;  // items of a failed bundle whose own ops did not fail
+    for (Bundle& b : bundles) {
+      if (!b.batch.Wait(deadline)) continue;  // nullopt: no answer
+      if (b.batch.ServerAnswered()) last_contact_ = steady_clock::now();
+      const int rc = b.batch[0].rc;
+      // The op that failed the bundle: the first whose error is neither ZOK (the ops
+      // before it) nor ZRUNTIMEINCONSISTENCY (the ops after it). None: the multi failed
+      // as a whole (the connection, the session), and so did each item.
+      const std::vector<int>& errors = b.batch[0].op_errors;
+      std::size_t failed = errors.size();
+      for (std::size_t k = 0; rc != ZOK && k < errors.size(); ++k) {
+        if (errors[k] != ZOK && errors[k] != ZRUNTIMEINCONSISTENCY) {
+          failed = k;
+          break;
+        }
+      }
+      if (rc == ZOK || rc == ZCONNECTIONLOSS || failed == errors.size()) {
+        for (const std::size_t i : b.items) out[i] = rc;
+        continue;
+      }
+      for (std::size_t m = 0; m < b.items.size(); ++m) {
+        const std::size_t end = m + 1 < b.items.size() ? b.first_op[m + 1] : errors.size();
+        if (failed >= b.first_op[m] && failed < end) {
+          out[b.items[m]] = errors[failed];
+        } else {
+          alone.push_back(b.items[m]);
+        }
+      }
+    }
+    std::vector<Batch> singles;
+    singles.reserve(alone.size());
+    for (const std::size_t i : alone) {
+      singles.emplace_back(zh_.get());
+      singles.back().Multi(std::move(items[i]));
+    }
+    for (std::size_t k = 0; k < alone.size(); ++k) {
+      if (!singles[k].Wait(deadline)) continue;
+      if (singles[k].ServerAnswered()) last_contact_ = steady_clock::now();
+      out[alone[k]] = singles[k][0].rc;
+    }
+    return out;
+  }
+
   static bool IsRace(int rc) { return rc == ZNODEEXISTS || rc == ZBADVERSION || rc == ZNONODE; }
 
   // A live lease: its node exists (checked by the caller) and was renewed in time.
@@ -1267,25 +1347,21 @@ class ZookeeperBackend final : public Backend {
       for (const std::size_t n : writing) on_answer(chunk[n], tl::unexpected(ok.error()));
       return {};
     }
-    std::vector<Batch> writes;
-    writes.reserve(writing.size());
-    for (const std::size_t n : writing) {
-      writes.emplace_back(zh_.get());
-      writes.back().Multi(std::move(plans[n].ops));
-    }
+    std::vector<std::vector<Op>> items;
+    for (const std::size_t n : writing) items.push_back(std::move(plans[n].ops));
+    const std::vector<std::optional<int>> written = MultiEach(std::move(items), deadline);
     std::vector<std::size_t> retry;
     for (std::size_t w = 0; w < writing.size(); ++w) {
       const ClaimPlan& p = plans[writing[w]];
       const ClaimRequest& req = reqs[p.index];
-      Batch& write = writes[w];
-      if (!write.Wait(deadline)) {
+      if (!written[w]) {
         on_answer(p.index,
                   MakeError(context_ + ": claim", "no answer within " +
                                                       std::to_string(options_.op_timeout.count()) +
                                                       "ms (the claim may or may not be recorded)"));
         continue;
       }
-      const int rc = write[0].rc;
+      const int rc = *written[w];
       if (rc == ZOK) {
         last_contact_ = steady_clock::now();
         ClaimOutcome won;
