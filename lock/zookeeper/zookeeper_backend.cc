@@ -64,12 +64,14 @@
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
 //   claim per job (a job's ticks in the order given), each wave in chunks of 250:
 //   every get of the chunk pipelined with ONE clock read (the scratch node's setData),
-//   then the lease nodes a re-claim or a forbid check needs, pipelined, then one multi
-//   per claim, all pipelined. A multi is all or nothing, so each claim has its own:
-//   a race lost on one job fails only that claim, which is read again in the next
-//   wave. The server's group commit writes the pipelined multis with few fsyncs.
-//   Then this replica's observations of the chunk's outcomes (ClaimRequest::observe)
-//   are created, pipelined, before the chunk's answers are handed over.
+//   then the lease nodes a re-claim or a forbid check needs, pipelined, then the won
+//   claims' multis, up to 50 claims to a multi (MultiEach), pipelined. A multi is all
+//   or nothing: a race lost on one job fails its bundle whole; that claim is read
+//   again in the next wave, the bundle's others are sent again one multi each. The
+//   server's group commit writes the pipelined multis with few fsyncs. Then this
+//   replica's observations of the chunk's outcomes (ClaimRequest::observe), several
+//   to a multi where the winning claim made the tick's o/ folder, before the chunk's
+//   answers are handed over.
 //   A single Claim is a batch of one.
 //   Connection lost while the multi was in flight (ambiguous): once reconnected
 //   within op_timeout, the lease node is ours only if it holds our token AND its
@@ -1177,6 +1179,7 @@ class ZookeeperBackend final : public Backend {
     std::size_t index = 0;  // in the batch's requests
     std::string record_path, lease_path, run_path, head_path;
     std::size_t record = 0, head = 0, run = 0;  // reply slots in the chunk's read
+    std::size_t observations = 0;               // the tick's o/ folder, when req.observe
     std::size_t lease = 0, holder = 0;          // reply slots in the second read
     bool read_lease = false, read_holder = false;
     std::int64_t run_tick = 0;  // the tick the run node names (forbid)
@@ -1184,9 +1187,10 @@ class ZookeeperBackend final : public Backend {
     std::uint64_t fence = 0;
   };
 
-  // Observations, pipelined: the job's folders (once per session), then each tick's
-  // folder (usually already there) and the observation, then an overwrite of those
-  // this replica had recorded before. One answer per observation.
+  // Observations: the job's folders (once per session), then the observations' nodes
+  // several to a multi (MultiEach); for those that failed, pipelined, the tick's folder
+  // and the node, then an overwrite of those this replica had recorded before. One
+  // answer per observation.
   std::vector<Result<void>> RecordAll(const std::vector<Observation>& all,
                                       steady_clock::time_point deadline) {
     std::vector<Result<void>> out(all.size());
@@ -1197,25 +1201,45 @@ class ZookeeperBackend final : public Backend {
       return out;
     }
     std::vector<std::string> paths, data;
-    Batch batch(zh_.get());
-    for (const Observation& obs : all) {
-      const std::string dir = Path(obs.job, "o", obs.tick_unix);
-      paths.push_back(dir + "/" + NodeName(obs.node));
+    std::vector<std::size_t> claimed;      // observations of a won or lost tick
+    std::vector<std::vector<Op>> creates;  // their nodes alone
+    for (std::size_t n = 0; n < all.size(); ++n) {
+      const Observation& obs = all[n];
+      paths.push_back(Path(obs.job, "o", obs.tick_unix) + "/" + NodeName(obs.node));
       data.push_back(Encode({{"outcome", obs.outcome},
                              {"wall_ms", std::to_string(obs.node_wall.time_since_epoch().count())},
                              {"hash", obs.config_hash},
                              {"fence", std::to_string(obs.fence)}}));
-      batch.Create(dir, "", ZOO_PERSISTENT);
-      batch.Create(paths.back(), data.back(), ZOO_PERSISTENT);
+      if (obs.outcome == "won" || obs.outcome == "lost") {
+        claimed.push_back(n);
+        creates.push_back({{Op::kCreate, paths.back(), data.back(), -1, ZOO_PERSISTENT}});
+      }
+    }
+    // First the nodes of claimed ticks alone, several to a multi: their folder is there
+    // (the claim's multi created it, unless an older tickd won it). The others, and
+    // those that failed (no folder, recorded before), go the long way below.
+    const std::vector<std::optional<int>> fast = MultiEach(std::move(creates), deadline);
+    std::vector<bool> done(all.size(), false);
+    for (std::size_t k = 0; k < claimed.size(); ++k) done[claimed[k]] = fast[k] && *fast[k] == ZOK;
+    std::vector<std::size_t> rest;
+    for (std::size_t n = 0; n < all.size(); ++n) {
+      if (!done[n]) rest.push_back(n);
+    }
+    if (rest.empty()) return out;
+    Batch batch(zh_.get());
+    for (const std::size_t n : rest) {
+      batch.Create(Path(all[n].job, "o", all[n].tick_unix), "", ZOO_PERSISTENT);
+      batch.Create(paths[n], data[n], ZOO_PERSISTENT);
     }
     if (auto ok = Await(batch, deadline, "record"); !ok) {
-      for (auto& o : out) o = tl::unexpected(ok.error());
+      for (const std::size_t n : rest) out[n] = tl::unexpected(ok.error());
       return out;
     }
     Batch overwrite(zh_.get());
     std::vector<std::pair<std::size_t, std::size_t>> sets;  // (observation, slot)
-    for (std::size_t n = 0; n < all.size(); ++n) {
-      const int folder = batch[2 * n].rc, create = batch[2 * n + 1].rc;
+    for (std::size_t r = 0; r < rest.size(); ++r) {
+      const std::size_t n = rest[r];
+      const int folder = batch[2 * r].rc, create = batch[2 * r + 1].rc;
       if (folder != ZOK && folder != ZNODEEXISTS) {
         out[n] = Failure("record", folder);
       } else if (create == ZNODEEXISTS) {
@@ -1293,6 +1317,7 @@ class ZookeeperBackend final : public Backend {
       p.head_path = base_ + "/" + req.job + "/head";
       p.record = read.Get(p.record_path);
       p.head = read.Get(p.head_path);
+      if (req.observe) p.observations = read.Get(Path(req.job, "o", req.tick_unix));
       if (req.forbid_overlap) p.run = read.Get(p.run_path);
     }
     if (auto ok = Await(read, deadline, "claim"); !ok) return fail_all(ok.error());
@@ -1454,6 +1479,11 @@ class ZookeeperBackend final : public Backend {
       }
       record_op = ops.size();
       ops.push_back({Op::kCreate, plan.record_path, "", -1, ZOO_PERSISTENT});
+      // The tick's observation folder with the claim, so that the replicas' observations
+      // of it go several to a multi (RecordAll) instead of each with its folder's create.
+      if (req.observe && read[plan.observations].rc == ZNONODE) {
+        ops.push_back({Op::kCreate, Path(req.job, "o", req.tick_unix), "", -1, ZOO_PERSISTENT});
+      }
     }
     ops.push_back({Op::kCreate, plan.lease_path,
                    Encode({{"owner", req.owner_token},
