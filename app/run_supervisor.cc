@@ -194,7 +194,8 @@ void RunSupervisor::Supervise(Outcome& out) {
       {
         std::lock_guard lock(output_mu_);
         output_tail_.Add(stream, line);
-        notify_tail_.Add(stream, line);
+        // Only a notification reads notify_tail_ (Notify); without a notifier, skip it.
+        if (tick_.notifier != nullptr) notify_tail_.Add(stream, line);
         if (logged_lines_ >= kLoggedLinesPerRun) {
           ++dropped_lines_;
           return;

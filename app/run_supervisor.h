@@ -158,6 +158,7 @@ class RunSupervisor {
   std::mutex output_mu_;
   jobs::OutputTail output_tail_;       // all attempts, for the store
   jobs::OutputTail notify_tail_;       // the last kNotifyOutputBytes, for a notification
+                                       // (fed only when tick_.notifier is set)
   std::size_t logged_lines_ = 0;       // `output` log lines so far
   std::size_t dropped_lines_ = 0;      // lines beyond kLoggedLinesPerRun (not logged)
 

@@ -41,6 +41,20 @@ std::string TickOutcome(const lock::TickHistory& t) {
   return seen.empty() ? "-" : seen;
 }
 
+// The fields a tick has in both /api/status (`ticks`) and /api/runs (`runs`); each
+// endpoint adds its own. (nlohmann::json sorts keys, so the order here is not the output's.)
+nlohmann::json TickJson(const lock::TickHistory& t) {
+  using nlohmann::json;
+  return {{"tick", FormatTick(t.tick_unix)},
+          {"tick_unix", t.tick_unix},
+          {"winner", t.winner},
+          {"fence", t.fence},
+          {"state", t.state},
+          {"outcome", TickOutcome(t)},
+          {"exit_code", t.exit_code ? json(*t.exit_code) : json(nullptr)},
+          {"duration_seconds", static_cast<double>(t.duration.count()) / 1000.0}};
+}
+
 const char* OutcomeColor(std::string_view outcome) {
   if (outcome == "done") return "\033[32m";
   if (outcome == "running") return "\033[33m";
@@ -261,15 +275,9 @@ std::string FormatRunsJson(const RunsReport& report) {
     for (const jobs::OutputLine& l : jobs::ParseOutputTail(t.output)) {
       output.push_back({{"stream", l.stream}, {"line", l.text}});
     }
-    runs.push_back({{"tick", FormatTick(t.tick_unix)},
-                    {"tick_unix", t.tick_unix},
-                    {"winner", t.winner},
-                    {"fence", t.fence},
-                    {"state", t.state},
-                    {"outcome", TickOutcome(t)},
-                    {"exit_code", t.exit_code ? json(*t.exit_code) : json(nullptr)},
-                    {"duration_seconds", static_cast<double>(t.duration.count()) / 1000.0},
-                    {"output", std::move(output)}});
+    json run = TickJson(t);
+    run["output"] = std::move(output);
+    runs.push_back(std::move(run));
   }
   json root = {{"generated", FormatTimestamp(report.generated)},
                {"backend", report.backend},
@@ -377,23 +385,17 @@ std::string FormatStatusJson(const StatusReport& report) {
              {"fence", o.fence}});
       }
       const std::optional<milliseconds> skew = TickSkew(t);
-      ticks.push_back({{"tick", FormatTick(t.tick_unix)},
-                       {"tick_unix", t.tick_unix},
-                       {"winner", t.winner},
-                       {"state", t.state},
-                       {"outcome", TickOutcome(t)},
-                       {"exit_code", t.exit_code ? json(*t.exit_code) : json(nullptr)},
-                       {"duration_seconds", static_cast<double>(t.duration.count()) / 1000.0},
-                       {"fence", t.fence},
-                       {"config_hash", SplitClaimHash(t.config_hash).config},
-                       {"config_mismatch", ConfigMismatch(t)},
-                       {"tzdata", SplitClaimHash(t.config_hash).tzdata},
-                       {"tzdata_versions", TzdataVersions(t)},
-                       {"tzdata_mismatch", TzdataMismatch(t)},
-                       {"losers", Losers(t)},
-                       {"skew_seconds",
-                        skew ? json(static_cast<double>(skew->count()) / 1000.0) : json(nullptr)},
-                       {"observations", std::move(observations)}});
+      json tick = TickJson(t);
+      tick.update({{"config_hash", SplitClaimHash(t.config_hash).config},
+                   {"config_mismatch", ConfigMismatch(t)},
+                   {"tzdata", SplitClaimHash(t.config_hash).tzdata},
+                   {"tzdata_versions", TzdataVersions(t)},
+                   {"tzdata_mismatch", TzdataMismatch(t)},
+                   {"losers", Losers(t)},
+                   {"skew_seconds",
+                    skew ? json(static_cast<double>(skew->count()) / 1000.0) : json(nullptr)},
+                   {"observations", std::move(observations)}});
+      ticks.push_back(std::move(tick));
     }
     json paused = nullptr;
     if (js.paused) {

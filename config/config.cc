@@ -234,6 +234,10 @@ class Loader {
   void ApplyPlugin(const Entry& e, Job& job);
   void ApplyEnv(const Entry& e, Job& job);
   void ApplyHttpJob(const Entry& e, Job& job);
+  // The keys of an `http:` mapping (of a job or a notifier) that `allowed` lets in, into
+  // `spec`; a key not set leaves its field as it was. Each bad value is reported and
+  // clears `ok`; a missing url is reported only while `ok` still holds.
+  void HttpMapping(const Entry& e, Keys allowed, HttpJobSpec& spec, bool& ok);
   // `headers:` of an http job or notifier: a mapping of header names to values.
   std::optional<std::vector<std::pair<std::string, std::string>>> Headers(const Entry& e);
   std::optional<std::vector<StatusRange>> ExpectStatus(const Entry& e);
@@ -1244,8 +1248,17 @@ void Loader::ApplyHttpJob(const Entry& e, Job& job) {
   }
   HttpJobSpec spec;
   bool ok = true;
+  HttpMapping(e, kHttpJobKeys, spec, ok);
+  if (ok && spec.method == "HEAD" && !spec.body.empty()) {
+    Fail(e.mark, e.path + ".body: a HEAD request has no body");
+    ok = false;
+  }
+  if (ok) job.http = std::move(spec);
+}
+
+void Loader::HttpMapping(const Entry& e, Keys allowed, HttpJobSpec& spec, bool& ok) {
   bool has_url = false;
-  for (const Entry& h : Entries(e.value, e.path, kHttpJobKeys)) {
+  for (const Entry& h : Entries(e.value, e.path, allowed)) {
     if (h.key == "url") {
       auto url = HttpUrl(h);
       if (url) spec.url = *url;
@@ -1290,11 +1303,6 @@ void Loader::ApplyHttpJob(const Entry& e, Job& job) {
     Fail(e.mark, e.path + ": missing 'url'");
     ok = false;
   }
-  if (ok && spec.method == "HEAD" && !spec.body.empty()) {
-    Fail(e.mark, e.path + ".body: a HEAD request has no body");
-    ok = false;
-  }
-  if (ok) job.http = std::move(spec);
 }
 
 void Loader::ApplyNotifier(const Entry& e, std::optional<Notifier>& notifier) {
@@ -1335,27 +1343,14 @@ void Loader::ApplyNotifier(const Entry& e, std::optional<Notifier>& notifier) {
         ok = false;
         continue;
       }
-      bool has_url = false;
-      for (const Entry& h : Entries(f.value, f.path, kNotifierHttpKeys)) {
-        if (h.key == "url") {
-          auto url = HttpUrl(h);
-          if (url) n.url = *url;
-          has_url = url.has_value();
-          ok = ok && has_url;
-        } else if (h.key == "headers") {
-          auto headers = Headers(h);
-          if (headers) n.headers = std::move(*headers);
-          ok = ok && headers.has_value();
-        } else if (auto d = Duration(h, false)) {
-          n.timeout = *d;
-        } else {
-          ok = false;
-        }
-      }
-      if (!has_url && ok) {
-        Fail(f.mark, f.path + ": missing 'url'");
-        ok = false;
-      }
+      // The request part of a notifier: url, headers and timeout. The timeout starts as
+      // the notifier's, so a mapping without one keeps it (not HttpJobSpec's 30 s).
+      HttpJobSpec request;
+      request.timeout = n.timeout;
+      HttpMapping(f, kNotifierHttpKeys, request, ok);
+      n.url = std::move(request.url);
+      n.headers = std::move(request.headers);
+      n.timeout = request.timeout;
     } else if (f.key == "timeout") {
       auto d = Duration(f, false);
       if (d) n.timeout = *d;

@@ -1,148 +1,46 @@
 #include "jobs/http_execution.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
-#include <optional>
-#include <system_error>
-#include <thread>
+#include <stop_token>
+
+#include "jobs/thread_execution.h"
 
 namespace tickd::jobs {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
 constexpr std::size_t kBodyOutputBytes = 4'096;  // of the response body, as output lines
+// A cancelled transfer ends within milliseconds, so waiting for it costs nothing and
+// keeps its result whole even with kill_grace: 0 (the supervisor then hears how the
+// run ended, not that its thread ignored the stop).
+constexpr milliseconds kCancelledTransferGrace{1'000};
 
-// What the transfer thread and the Execution share; the thread is always joined (a
-// cancelled transfer returns within milliseconds), so plain ownership suffices.
-class HttpExecution final : public Execution {
- public:
-  HttpExecution(HttpRequest request, std::vector<StatusRange> expect, const ProcessSpec& spec,
-                OutputSink sink)
-      : request_(std::move(request)),
-        expect_(std::move(expect)),
-        sink_(std::move(sink)),
-        max_lines_(spec.max_output_lines),
-        max_line_bytes_(spec.max_line_bytes),
-        start_(SteadyClock::now()),
-        timeout_(std::max(spec.timeout, milliseconds(0))) {}
-
-  ~HttpExecution() override {
-    Terminate(RunOutcome::kKilled);
-    if (thread_.joinable()) thread_.join();
+// The body's first kBodyOutputBytes as lines (stream "http").
+void BodyLines(std::string_view body, CallOutput& output) {
+  body = body.substr(0, kBodyOutputBytes);
+  while (!body.empty()) {
+    const std::size_t nl = body.find('\n');
+    std::string_view line = body.substr(0, nl);
+    body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    output.Line("http", line);
   }
+}
 
-  void Start() {
-    thread_ = std::thread([this] {
-      HttpResult r = call_.Run(request_);
-      std::size_t dropped = 0;
-      if (r.end == HttpEnd::kAnswered) dropped = Output(r.body);
-      std::lock_guard lock(mu_);
-      answer_ = std::move(r);
-      dropped_ = dropped;
-      end_ = SteadyClock::now();
-      cv_.notify_all();
-    });
+// How one transfer ended, as the run's CallEnd. A stop (Terminate, spec.timeout)
+// decides the outcome itself (thread_execution.h); a transfer it cancelled says nothing.
+CallEnd TransferEnd(const HttpResult& a, const std::vector<StatusRange>& expect,
+                    bool stop_requested) {
+  if (a.end == HttpEnd::kAnswered) {
+    if (StatusExpected(a.status, expect)) return CallEnd{true, std::nullopt, ""};
+    return CallEnd{false, std::nullopt,
+                   "HTTP status " + std::to_string(a.status) + " (expected " +
+                       StatusRangesText(expect) + ")"};
   }
-
-  void Terminate(RunOutcome reason) override {
-    if (reason != RunOutcome::kTimeout && reason != RunOutcome::kLeaseLost) {
-      reason = RunOutcome::kKilled;
-    }
-    {
-      std::lock_guard lock(mu_);
-      if (reason_ || answer_) return;
-      reason_ = reason;
-    }
-    call_.Cancel();
-  }
-
-  std::optional<RunResult> WaitFor(milliseconds d) override {
-    const SteadyClock::time_point until =
-        SteadyClock::now() + std::min(d, milliseconds(std::chrono::hours(24)));
-    std::unique_lock lock(mu_);
-    while (true) {
-      if (answer_) return MakeResult();
-      const SteadyClock::time_point now = SteadyClock::now();
-      if (!reason_ && now >= start_ + timeout_) {
-        reason_ = RunOutcome::kTimeout;
-        lock.unlock();
-        call_.Cancel();
-        lock.lock();
-        continue;
-      }
-      if (now >= until) return std::nullopt;
-      cv_.wait_until(lock, reason_ ? until : std::min(until, start_ + timeout_));
-    }
-  }
-
- private:
-  // The body's first bytes as lines, on the transfer thread. Returns the lines dropped.
-  std::size_t Output(std::string_view body) {
-    body = body.substr(0, kBodyOutputBytes);
-    std::size_t lines = 0;
-    std::size_t dropped = 0;
-    while (!body.empty()) {
-      const std::size_t nl = body.find('\n');
-      std::string_view line = body.substr(0, nl);
-      body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (lines >= max_lines_) {
-        ++dropped;
-        continue;
-      }
-      ++lines;
-      if (sink_) sink_("http", line.substr(0, max_line_bytes_));
-    }
-    return dropped;
-  }
-
-  // REQUIRES: mu_ held, answer_ set.
-  RunResult MakeResult() {
-    if (result_) return *result_;
-    RunResult r;
-    r.duration = std::chrono::duration_cast<milliseconds>(end_ - start_);
-    r.dropped_lines = dropped_;
-    const HttpResult& a = *answer_;
-    if (reason_ && a.end != HttpEnd::kAnswered) {
-      r.outcome = *reason_;  // cancelled (or timed out) by us
-    } else if (a.end == HttpEnd::kTimeout) {
-      r.outcome = RunOutcome::kTimeout;
-      r.error = a.error;
-    } else if (a.end == HttpEnd::kAnswered) {
-      const bool ok = StatusExpected(a.status, expect_);
-      r.outcome = reason_ ? *reason_ : ok ? RunOutcome::kDone : RunOutcome::kFailed;
-      if (!ok) {
-        r.error = "HTTP status " + std::to_string(a.status) + " (expected " +
-                  StatusRangesText(expect_) + ")";
-      }
-    } else {
-      r.outcome = reason_ ? *reason_ : RunOutcome::kFailed;
-      r.error = a.error;
-    }
-    result_ = r;
-    return r;
-  }
-
-  const HttpRequest request_;
-  const std::vector<StatusRange> expect_;
-  const OutputSink sink_;
-  const std::size_t max_lines_;
-  const std::size_t max_line_bytes_;
-  const SteadyClock::time_point start_;
-  const milliseconds timeout_;
-  HttpCall call_;
-
-  std::mutex mu_;  // guards the fields below
-  std::condition_variable cv_;
-  std::optional<RunOutcome> reason_;
-  std::optional<HttpResult> answer_;
-  std::size_t dropped_ = 0;
-  SteadyClock::time_point end_{};
-  std::optional<RunResult> result_;
-  std::thread thread_;
-};
+  if (stop_requested) return CallEnd{false, std::nullopt, ""};
+  CallEnd end{false, std::nullopt, a.error};
+  end.timed_out = a.end == HttpEnd::kTimeout;  // the request's own timeout
+  return end;
+}
 
 std::string RangeText(const StatusRange& r) {
   if (r.first == r.second) return std::to_string(r.first);
@@ -176,14 +74,21 @@ Result<std::unique_ptr<Execution>> StartHttp(const HttpJob& job, const ProcessSp
     }
   }
   request.max_response_bytes = kBodyOutputBytes;
-  auto exec = std::make_unique<HttpExecution>(std::move(request), job.expect_status, spec,
-                                              std::move(sink));
-  try {
-    exec->Start();
-  } catch (const std::system_error& e) {
-    return MakeError("jobs: http thread", e.what());
-  }
-  return std::unique_ptr<Execution>(std::move(exec));
+  auto output = std::make_shared<CallOutput>(std::move(sink), spec);
+  ThreadCall call = [output, request = std::move(request),
+                     expect = job.expect_status](std::stop_token stop) {
+    HttpCall transfer;
+    const std::stop_callback cancel(stop, [&transfer] { transfer.Cancel(); });
+    const HttpResult r = transfer.Run(request);
+    if (r.end == HttpEnd::kAnswered) BodyLines(r.body, *output);
+    return TransferEnd(r, expect, stop.stop_requested());
+  };
+  ThreadCallOptions options;
+  options.ignored_stop = "the HTTP transfer did not end within kill_grace of its cancellation";
+  options.output = std::move(output);
+  ProcessSpec thread_spec = spec;
+  thread_spec.kill_grace = std::max(spec.kill_grace, kCancelledTransferGrace);
+  return StartThreadCall(thread_spec, std::move(call), std::move(options));
 }
 
 }  // namespace tickd::jobs

@@ -1,6 +1,7 @@
-// The `http:` job type (docs/design.md §4): one HTTP request per attempt, run as an
-// Execution on a thread of its own so the supervisor treats it like a process —
-// Terminate (lease lost, timeout, shutdown) cancels the transfer at once.
+// The `http:` job type (docs/design.md §4): one HTTP request per attempt, run as a
+// thread call (thread_execution.h) so the supervisor treats it like a process — the
+// stop that Terminate (lease lost, shutdown) or the timeout requests cancels the
+// transfer at once.
 #pragma once
 
 #include <memory>

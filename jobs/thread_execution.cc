@@ -35,7 +35,7 @@ class ThreadExecution final : public Execution {
   ~ThreadExecution() override {
     Terminate(RunOutcome::kKilled);
     WaitFor(kill_grace_ + milliseconds(1));
-    if (options_.on_destroy) options_.on_destroy();
+    if (options_.output) options_.output->Detach();
   }
 
   void Terminate(RunOutcome reason) override {
@@ -61,7 +61,7 @@ class ThreadExecution final : public Execution {
       }
       if (result_) {
         lock.unlock();
-        const std::size_t dropped = options_.dropped_lines ? options_.dropped_lines() : 0;
+        const std::size_t dropped = options_.output ? options_.output->dropped() : 0;
         lock.lock();
         result_->dropped_lines = dropped;
         return result_;
@@ -90,8 +90,10 @@ class ThreadExecution final : public Execution {
     r.duration = std::chrono::duration_cast<milliseconds>(state_->end_time - start_);
     if (reason_) {
       r.outcome = *reason_;
+    } else if (state_->end.ok) {
+      r.outcome = RunOutcome::kDone;
     } else {
-      r.outcome = state_->end.ok ? RunOutcome::kDone : RunOutcome::kFailed;
+      r.outcome = state_->end.timed_out ? RunOutcome::kTimeout : RunOutcome::kFailed;
     }
     return r;
   }
@@ -117,6 +119,31 @@ class ThreadExecution final : public Execution {
 };
 
 }  // namespace
+
+void CallOutput::Line(std::string_view stream, std::string_view text) {
+  std::lock_guard lock(mu_);
+  if (lines_ >= max_lines_) {
+    ++dropped_;
+    return;
+  }
+  ++lines_;
+  if (!sink_) return;
+  try {
+    sink_(stream, text.substr(0, max_line_bytes_));
+  } catch (...) {
+    // The call runs on a thread of its own, where an exception would end the daemon.
+  }
+}
+
+std::size_t CallOutput::dropped() const {
+  std::lock_guard lock(mu_);
+  return dropped_;
+}
+
+void CallOutput::Detach() {
+  std::lock_guard lock(mu_);
+  sink_ = nullptr;
+}
 
 Result<std::unique_ptr<Execution>> StartThreadCall(const ProcessSpec& spec, ThreadCall call,
                                                    ThreadCallOptions options) {

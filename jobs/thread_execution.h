@@ -1,15 +1,20 @@
 // A run that is a call on a thread of this process rather than a child process: an
-// in-process plugin (isolation: none, plugin_inprocess.cc) or a function of a
-// libtickd program (lib/callable_runner.cc). Stopping is cooperative — a thread
-// cannot be killed — so the call is handed a std::stop_token that Terminate and the
-// timeout fire, and a call that does not return in time is reported, not waited for.
+// in-process plugin (isolation: none, plugin_inprocess.cc), an http: job's request
+// (http_execution.cc) or a function of a libtickd program (lib/callable_runner.cc).
+// Stopping is cooperative — a thread cannot be killed — so the call is handed a
+// std::stop_token that Terminate and the timeout fire, and a call that does not return
+// in time is reported, not waited for.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "base/error.h"
 #include "jobs/execution.h"
@@ -21,27 +26,51 @@ struct CallEnd {
   bool ok = false;               // kDone; else kFailed (when no stop was requested)
   std::optional<int> exit_code;  // RunResult::exit_code, when the call returns a status
   std::string error;             // RunResult::error: why it failed
+  bool timed_out = false;        // !ok because the call's own time limit passed: kTimeout
 };
 
 // REQUIRES: does not throw (it runs on a thread of its own: catch inside).
 using ThreadCall = std::function<CallEnd(std::stop_token stop)>;
 
+// The output lines of a call, bounded as a process's are: at most
+// spec.max_output_lines reach the sink, each cut at spec.max_line_bytes; the rest are
+// counted as dropped. Thread-safe: the call writes, its Execution detaches the sink
+// when it goes (the sink's owner may go with it) and reports the lines dropped.
+class CallOutput {
+ public:
+  CallOutput(OutputSink sink, const ProcessSpec& spec)
+      : sink_(std::move(sink)), max_lines_(spec.max_output_lines),
+        max_line_bytes_(spec.max_line_bytes) {}
+
+  // One line of `stream`, without its '\n'. Never throws (a throwing sink loses the line).
+  void Line(std::string_view stream, std::string_view text);
+  // Lines beyond max_output_lines so far.
+  std::size_t dropped() const;
+  // No line reaches the sink after this returns.
+  void Detach();
+
+ private:
+  mutable std::mutex mu_;
+  OutputSink sink_;  // guarded by mu_; null once detached
+  const std::size_t max_lines_;
+  const std::size_t max_line_bytes_;
+  std::size_t lines_ = 0;    // guarded by mu_
+  std::size_t dropped_ = 0;  // guarded by mu_
+};
+
 struct ThreadCallOptions {
   // RunResult::error of a call still running spec.kill_grace after its stop was
   // requested.
   std::string ignored_stop;
-  // Runs when the Execution is destroyed, on the thread destroying it (a sink the
-  // call writes to can be detached here: its owner may go once the Execution does).
-  std::function<void()> on_destroy;
-  // RunResult::dropped_lines when the run ends (null: 0). Called under no lock of
-  // the Execution's.
-  std::function<std::size_t()> dropped_lines;
+  // Where the call writes its output lines, if it has any: detached when the
+  // Execution is destroyed; its dropped() is RunResult::dropped_lines.
+  std::shared_ptr<CallOutput> output;
 };
 
 // Starts `call` on a new, detached thread that owns it until it returns, whether or
 // not the Execution is still there. Outcomes (WaitFor):
 //  - the call returned before any stop was requested: kDone when CallEnd::ok, else
-//    kFailed, with its exit_code and error;
+//    kTimeout when CallEnd::timed_out, else kFailed, with its exit_code and error;
 //  - Terminate(reason) or spec.timeout requested the stop (the token fires): once the
 //    call returns, that reason (kTimeout, kLeaseLost; anything else reads kKilled);
 //  - the call still running spec.kill_grace after that: the reason, with

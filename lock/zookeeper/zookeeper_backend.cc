@@ -64,12 +64,14 @@
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
 //   claim per job (a job's ticks in the order given), each wave in chunks of 250:
 //   every get of the chunk pipelined with ONE clock read (the scratch node's setData),
-//   then the lease nodes a re-claim or a forbid check needs, pipelined, then one multi
-//   per claim, all pipelined. A multi is all or nothing, so each claim has its own:
-//   a race lost on one job fails only that claim, which is read again in the next
-//   wave. The server's group commit writes the pipelined multis with few fsyncs.
-//   Then this replica's observations of the chunk's outcomes (ClaimRequest::observe)
-//   are created, pipelined, before the chunk's answers are handed over.
+//   then the lease nodes a re-claim or a forbid check needs, pipelined, then the won
+//   claims' multis, up to 50 claims to a multi (MultiEach), pipelined. A multi is all
+//   or nothing: a race lost on one job fails its bundle whole; that claim is read
+//   again in the next wave, the bundle's others are sent again one multi each. The
+//   server's group commit writes the pipelined multis with few fsyncs. Then this
+//   replica's observations of the chunk's outcomes (ClaimRequest::observe), several
+//   to a multi where the winning claim made the tick's o/ folder, before the chunk's
+//   answers are handed over.
 //   A single Claim is a batch of one.
 //   Connection lost while the multi was in flight (ambiguous): once reconnected
 //   within op_timeout, the lease node is ours only if it holds our token AND its
@@ -152,6 +154,11 @@ constexpr int kMaxRaces = 5;  // re-reads after losing a version race, per call
 // Claims per chunk of a batch: the reads and multis of a chunk are in flight together
 // (the client's queue and the server's request queue hold them).
 constexpr std::size_t kClaimsPerChunk = 250;
+// Claims or completes whose ops go into one multi (MultiEach), and the most data one
+// multi carries: far below jute.maxbuffer's 1 MB (a claim has 3–6 ops of ~200 bytes;
+// a complete can carry a run's output, up to 64 KB).
+constexpr std::size_t kItemsPerMulti = 50;
+constexpr std::size_t kMultiBytes = 256 * 1024;
 
 // key=value lines; values never hold a newline (tokens, node ids, hashes, numbers).
 std::string Encode(const Fields& fields) {
@@ -616,9 +623,9 @@ class ZookeeperBackend final : public Backend {
   }
 
   // Every complete as a single one did, in rounds: the record, lease and run nodes of
-  // every complete in one pipelined read, then one multi per complete, pipelined (each
-  // all or nothing on its own). A multi that lost a version race is read again in the
-  // next round, at most kMaxRaces.
+  // every complete in one pipelined read, then each complete's ops all or nothing on
+  // their own, several completes to a multi (MultiEach). A complete that lost a version
+  // race is read again in the next round, at most kMaxRaces.
   std::vector<Result<CompleteStatus>> CompleteBatch(
       std::span<const CompleteRequest> reqs) override {
     std::lock_guard lock(mu_);
@@ -644,8 +651,7 @@ class ZookeeperBackend final : public Backend {
         return out;
       }
       std::vector<std::size_t> writing;
-      std::vector<Batch> writes;
-      writes.reserve(pending.size());
+      std::vector<std::vector<Op>> items;  // writing's multis' ops
       for (std::size_t n = 0; n < pending.size(); ++n) {
         const std::size_t i = pending[n];
         const auto& [held, completion] = reqs[i];
@@ -682,26 +688,26 @@ class ZookeeperBackend final : public Backend {
         if (run.rc == ZOK && Get(Decode(run.value), "owner") == held.owner_token) {
           ops.push_back({Op::kDelete, base_ + "/" + held.job + "/run", "", run.stat.version});
         }
-        // Its own request (one multi per complete), so far below jute.maxbuffer (1 MB).
         if (const std::string_view output = OutputToStore(completion.output); !output.empty()) {
           ops.push_back({Op::kCreate, Path(held.job, "out", held.tick_unix), std::string(output),
                          -1, ZOO_PERSISTENT});
         }
-        writes.emplace_back(zh_.get());
-        writes.back().Multi(std::move(ops));
+        items.push_back(std::move(ops));
         writing.push_back(i);
       }
+      const std::vector<std::optional<int>> written = MultiEach(std::move(items), deadline);
       std::vector<std::size_t> retry;
       for (std::size_t w = 0; w < writing.size(); ++w) {
         const std::size_t i = writing[w];
-        if (auto ok = Await(writes[w], deadline, "complete"); !ok) {
-          out[i] = tl::unexpected(ok.error());
-        } else if (writes[w][0].rc == ZOK) {
+        if (!written[w]) {
+          out[i] = MakeError(context_ + ": complete",
+                             "no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
+        } else if (*written[w] == ZOK) {
           out[i] = CompleteStatus::kCompleted;
-        } else if (IsRace(writes[w][0].rc)) {
+        } else if (IsRace(*written[w])) {
           retry.push_back(i);
         } else {
-          out[i] = Failure("complete", writes[w][0].rc);
+          out[i] = Failure("complete", *written[w]);
         }
       }
       pending = std::move(retry);
@@ -1078,6 +1084,82 @@ class ZookeeperBackend final : public Backend {
     return ZOK;
   }
 
+  // Writes each item's ops all or nothing, as one multi per item would, but several
+  // items to a multi (up to kItemsPerMulti items and kMultiBytes of data): one server
+  // transaction for many jobs instead of one each. A multi fails whole on one failed
+  // op, so a bundle that failed on one item's op wrote nothing: that item gets its
+  // op's error, and the bundle's other items are sent again, one multi each (their ops
+  // check by version whatever they rely on, so sending them later is as safe). Each
+  // item's result: the rc of the multi that decided it (ZOK: written), or nullopt when
+  // no answer came before `deadline` (it may or may not be written).
+  std::vector<std::optional<int>> MultiEach(std::vector<std::vector<Op>> items,
+                                            steady_clock::time_point deadline) {
+    struct Bundle {
+      std::vector<std::size_t> items;
+      std::vector<std::size_t> first_op;  // each item's first op in the multi
+      Batch batch;
+    };
+    std::vector<Bundle> bundles;
+    bundles.reserve(items.size());
+    for (std::size_t i = 0; i < items.size();) {
+      Bundle& b = bundles.emplace_back(Bundle{{}, {}, Batch(zh_.get())});
+      std::vector<Op> ops;
+      std::size_t bytes = 0;
+      for (; i < items.size() && b.items.size() < kItemsPerMulti; ++i) {
+        std::size_t size = 0;
+        for (const Op& op : items[i]) size += op.path.size() + op.data.size();
+        if (!b.items.empty() && bytes + size > kMultiBytes) break;
+        bytes += size;
+        b.items.push_back(i);
+        b.first_op.push_back(ops.size());
+        ops.insert(ops.end(), items[i].begin(), items[i].end());
+      }
+      b.batch.Multi(std::move(ops));
+    }
+    std::vector<std::optional<int>> out(items.size());
+    std::vector<std::size_t> alone;  // items of a failed bundle whose own ops did not fail
+    for (Bundle& b : bundles) {
+      if (!b.batch.Wait(deadline)) continue;  // nullopt: no answer
+      if (b.batch.ServerAnswered()) last_contact_ = steady_clock::now();
+      const int rc = b.batch[0].rc;
+      // The op that failed the bundle: the first whose error is neither ZOK (the ops
+      // before it) nor ZRUNTIMEINCONSISTENCY (the ops after it). None: the multi failed
+      // as a whole (the connection, the session), and so did each item.
+      const std::vector<int>& errors = b.batch[0].op_errors;
+      std::size_t failed = errors.size();
+      for (std::size_t k = 0; rc != ZOK && k < errors.size(); ++k) {
+        if (errors[k] != ZOK && errors[k] != ZRUNTIMEINCONSISTENCY) {
+          failed = k;
+          break;
+        }
+      }
+      if (rc == ZOK || rc == ZCONNECTIONLOSS || failed == errors.size()) {
+        for (const std::size_t i : b.items) out[i] = rc;
+        continue;
+      }
+      for (std::size_t m = 0; m < b.items.size(); ++m) {
+        const std::size_t end = m + 1 < b.items.size() ? b.first_op[m + 1] : errors.size();
+        if (failed >= b.first_op[m] && failed < end) {
+          out[b.items[m]] = errors[failed];
+        } else {
+          alone.push_back(b.items[m]);
+        }
+      }
+    }
+    std::vector<Batch> singles;
+    singles.reserve(alone.size());
+    for (const std::size_t i : alone) {
+      singles.emplace_back(zh_.get());
+      singles.back().Multi(std::move(items[i]));
+    }
+    for (std::size_t k = 0; k < alone.size(); ++k) {
+      if (!singles[k].Wait(deadline)) continue;
+      if (singles[k].ServerAnswered()) last_contact_ = steady_clock::now();
+      out[alone[k]] = singles[k][0].rc;
+    }
+    return out;
+  }
+
   static bool IsRace(int rc) { return rc == ZNODEEXISTS || rc == ZBADVERSION || rc == ZNONODE; }
 
   // A live lease: its node exists (checked by the caller) and was renewed in time.
@@ -1097,6 +1179,7 @@ class ZookeeperBackend final : public Backend {
     std::size_t index = 0;  // in the batch's requests
     std::string record_path, lease_path, run_path, head_path;
     std::size_t record = 0, head = 0, run = 0;  // reply slots in the chunk's read
+    std::size_t observations = 0;               // the tick's o/ folder, when req.observe
     std::size_t lease = 0, holder = 0;          // reply slots in the second read
     bool read_lease = false, read_holder = false;
     std::int64_t run_tick = 0;  // the tick the run node names (forbid)
@@ -1104,9 +1187,10 @@ class ZookeeperBackend final : public Backend {
     std::uint64_t fence = 0;
   };
 
-  // Observations, pipelined: the job's folders (once per session), then each tick's
-  // folder (usually already there) and the observation, then an overwrite of those
-  // this replica had recorded before. One answer per observation.
+  // Observations: the job's folders (once per session), then the observations' nodes
+  // several to a multi (MultiEach); for those that failed, pipelined, the tick's folder
+  // and the node, then an overwrite of those this replica had recorded before. One
+  // answer per observation.
   std::vector<Result<void>> RecordAll(const std::vector<Observation>& all,
                                       steady_clock::time_point deadline) {
     std::vector<Result<void>> out(all.size());
@@ -1117,25 +1201,45 @@ class ZookeeperBackend final : public Backend {
       return out;
     }
     std::vector<std::string> paths, data;
-    Batch batch(zh_.get());
-    for (const Observation& obs : all) {
-      const std::string dir = Path(obs.job, "o", obs.tick_unix);
-      paths.push_back(dir + "/" + NodeName(obs.node));
+    std::vector<std::size_t> claimed;      // observations of a won or lost tick
+    std::vector<std::vector<Op>> creates;  // their nodes alone
+    for (std::size_t n = 0; n < all.size(); ++n) {
+      const Observation& obs = all[n];
+      paths.push_back(Path(obs.job, "o", obs.tick_unix) + "/" + NodeName(obs.node));
       data.push_back(Encode({{"outcome", obs.outcome},
                              {"wall_ms", std::to_string(obs.node_wall.time_since_epoch().count())},
                              {"hash", obs.config_hash},
                              {"fence", std::to_string(obs.fence)}}));
-      batch.Create(dir, "", ZOO_PERSISTENT);
-      batch.Create(paths.back(), data.back(), ZOO_PERSISTENT);
+      if (obs.outcome == "won" || obs.outcome == "lost") {
+        claimed.push_back(n);
+        creates.push_back({{Op::kCreate, paths.back(), data.back(), -1, ZOO_PERSISTENT}});
+      }
+    }
+    // First the nodes of claimed ticks alone, several to a multi: their folder is there
+    // (the claim's multi created it, unless an older tickd won it). The others, and
+    // those that failed (no folder, recorded before), go the long way below.
+    const std::vector<std::optional<int>> fast = MultiEach(std::move(creates), deadline);
+    std::vector<bool> done(all.size(), false);
+    for (std::size_t k = 0; k < claimed.size(); ++k) done[claimed[k]] = fast[k] && *fast[k] == ZOK;
+    std::vector<std::size_t> rest;
+    for (std::size_t n = 0; n < all.size(); ++n) {
+      if (!done[n]) rest.push_back(n);
+    }
+    if (rest.empty()) return out;
+    Batch batch(zh_.get());
+    for (const std::size_t n : rest) {
+      batch.Create(Path(all[n].job, "o", all[n].tick_unix), "", ZOO_PERSISTENT);
+      batch.Create(paths[n], data[n], ZOO_PERSISTENT);
     }
     if (auto ok = Await(batch, deadline, "record"); !ok) {
-      for (auto& o : out) o = tl::unexpected(ok.error());
+      for (const std::size_t n : rest) out[n] = tl::unexpected(ok.error());
       return out;
     }
     Batch overwrite(zh_.get());
     std::vector<std::pair<std::size_t, std::size_t>> sets;  // (observation, slot)
-    for (std::size_t n = 0; n < all.size(); ++n) {
-      const int folder = batch[2 * n].rc, create = batch[2 * n + 1].rc;
+    for (std::size_t r = 0; r < rest.size(); ++r) {
+      const std::size_t n = rest[r];
+      const int folder = batch[2 * r].rc, create = batch[2 * r + 1].rc;
       if (folder != ZOK && folder != ZNODEEXISTS) {
         out[n] = Failure("record", folder);
       } else if (create == ZNODEEXISTS) {
@@ -1213,6 +1317,7 @@ class ZookeeperBackend final : public Backend {
       p.head_path = base_ + "/" + req.job + "/head";
       p.record = read.Get(p.record_path);
       p.head = read.Get(p.head_path);
+      if (req.observe) p.observations = read.Get(Path(req.job, "o", req.tick_unix));
       if (req.forbid_overlap) p.run = read.Get(p.run_path);
     }
     if (auto ok = Await(read, deadline, "claim"); !ok) return fail_all(ok.error());
@@ -1267,25 +1372,21 @@ class ZookeeperBackend final : public Backend {
       for (const std::size_t n : writing) on_answer(chunk[n], tl::unexpected(ok.error()));
       return {};
     }
-    std::vector<Batch> writes;
-    writes.reserve(writing.size());
-    for (const std::size_t n : writing) {
-      writes.emplace_back(zh_.get());
-      writes.back().Multi(std::move(plans[n].ops));
-    }
+    std::vector<std::vector<Op>> items;
+    for (const std::size_t n : writing) items.push_back(std::move(plans[n].ops));
+    const std::vector<std::optional<int>> written = MultiEach(std::move(items), deadline);
     std::vector<std::size_t> retry;
     for (std::size_t w = 0; w < writing.size(); ++w) {
       const ClaimPlan& p = plans[writing[w]];
       const ClaimRequest& req = reqs[p.index];
-      Batch& write = writes[w];
-      if (!write.Wait(deadline)) {
+      if (!written[w]) {
         on_answer(p.index,
                   MakeError(context_ + ": claim", "no answer within " +
                                                       std::to_string(options_.op_timeout.count()) +
                                                       "ms (the claim may or may not be recorded)"));
         continue;
       }
-      const int rc = write[0].rc;
+      const int rc = *written[w];
       if (rc == ZOK) {
         last_contact_ = steady_clock::now();
         ClaimOutcome won;
@@ -1378,6 +1479,11 @@ class ZookeeperBackend final : public Backend {
       }
       record_op = ops.size();
       ops.push_back({Op::kCreate, plan.record_path, "", -1, ZOO_PERSISTENT});
+      // The tick's observation folder with the claim, so that the replicas' observations
+      // of it go several to a multi (RecordAll) instead of each with its folder's create.
+      if (req.observe && read[plan.observations].rc == ZNONODE) {
+        ops.push_back({Op::kCreate, Path(req.job, "o", req.tick_unix), "", -1, ZOO_PERSISTENT});
+      }
     }
     ops.push_back({Op::kCreate, plan.lease_path,
                    Encode({{"owner", req.owner_token},

@@ -4,8 +4,6 @@
 // three simulated replicas that each see a tick missed and send it once in all.
 #include "app/notifier.h"
 
-#include <httplib.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
@@ -16,11 +14,13 @@
 #include "lock/none/none_backend.h"
 #include "lock/sqlite/sqlite_backend.h"
 #include "tests/app/sim.h"
+#include "tests/support/loopback_http.h"
 
 namespace tickd::app::testing {
 namespace {
 
 using namespace std::chrono_literals;
+using tickd::testing::LoopbackHttp;
 
 // Records each try; fails the first `failures` of them.
 struct FakeSender {
@@ -180,49 +180,11 @@ TEST_CASE("a full queue drops the newest notification with a line, never blocks"
   CHECK(sim.Grep({"outcome=dropped", "shutting down"}).size() == 3);
 }
 
-// A loopback endpoint that records what it is POSTed; answers `status`.
-class Endpoint {
- public:
-  explicit Endpoint(int status = 200) : status_(status) {
-    server_.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      bodies_.push_back(req.body);
-      headers_ = req.headers;
-      res.status = status_;
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    REQUIRE(port_ > 0);
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~Endpoint() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
-  std::vector<std::string> bodies() {
-    std::lock_guard lock(mu_);
-    return bodies_;
-  }
-  std::string header(const std::string& name) {
-    std::lock_guard lock(mu_);
-    auto it = headers_.find(name);
-    return it == headers_.end() ? "" : it->second;
-  }
-
- private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
-  int status_;
-  std::mutex mu_;
-  std::vector<std::string> bodies_;
-  httplib::Headers headers_;
-};
-
 TEST_CASE("the HTTP notifier POSTs the JSON with the job's headers", "[notify][http]") {
-  Endpoint endpoint;
+  LoopbackHttp endpoint;
+  endpoint.Answer("/hook", 200);
   config::Notifier target;
-  target.url = endpoint.url();
+  target.url = endpoint.Url("/hook");
   target.headers = {{"Authorization", "Bearer t"}};
   NotifyEvent e = RunEvent("report", kT0, "failed");
   e.event = "failure";
@@ -233,8 +195,10 @@ TEST_CASE("the HTTP notifier POSTs the JSON with the job's headers", "[notify][h
   CancelToken cancel;
   std::string error;
   REQUIRE(SendNotification(target, e, cancel, &error));
-  REQUIRE(endpoint.bodies().size() == 1);
-  const auto j = nlohmann::json::parse(endpoint.bodies()[0]);
+  const auto requests = endpoint.Requests("/hook");
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].method == "POST");
+  const auto j = nlohmann::json::parse(requests[0].body);
   CHECK(j["event"] == "failure");
   CHECK(j["job"] == "report");
   CHECK(j["tick"] == "2026-11-21T14:00:00Z");
@@ -247,11 +211,12 @@ TEST_CASE("the HTTP notifier POSTs the JSON with the job's headers", "[notify][h
   CHECK(j["duration_seconds"] == 1.5);
   CHECK(j["attempts"] == 2);
   CHECK(j["output"] == "one\ntwo");
-  CHECK(endpoint.header("Content-Type") == "application/json");
-  CHECK(endpoint.header("Authorization") == "Bearer t");
+  CHECK(requests[0].Header("Content-Type") == "application/json");
+  CHECK(requests[0].Header("Authorization") == "Bearer t");
 
-  Endpoint broken(503);
-  target.url = broken.url();
+  LoopbackHttp broken;
+  broken.Answer("/hook", 503);
+  target.url = broken.Url("/hook");
   CHECK_FALSE(SendNotification(target, e, cancel, &error));
   CHECK(error == "HTTP status 503");
 }

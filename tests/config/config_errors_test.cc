@@ -5,44 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include "config/config.h"
-#include "tests/config/temp_dir.h"
+#include "tests/config/load.h"
 
 namespace tickd::config {
 namespace {
 
-using testing::ErrorLines;
-using testing::Joined;
+using testing::LoadText;
 using testing::TempDir;
 using testing::TestOptions;
-
-// Loads `text` as a job file and returns every error line; "FILE" in `expected`
-// lines stands for the file's path.
-struct Loaded {
-  std::string file;
-  std::vector<std::string> errors;
-  bool Has(const std::string& expected) const {
-    std::string line = expected;
-    if (line.rfind("FILE", 0) == 0) line = file + line.substr(4);
-    for (const std::string& e : errors) {
-      if (e.rfind(line, 0) == 0) return true;
-    }
-    return false;
-  }
-};
-
-Loaded LoadText(const TempDir& dir, const std::string& text, LoadOptions options = TestOptions()) {
-  Loaded out;
-  out.file = dir.Write("jobs.yaml", text);
-  auto result = LoadConfig(out.file, options);
-  out.errors = ErrorLines(result);
-  return out;
-}
-
-#define CHECK_ERROR(loaded, expected)        \
-  do {                                       \
-    INFO(Joined((loaded).errors));           \
-    CHECK((loaded).Has(expected));           \
-  } while (false)
 
 const char kJobHead[] = "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n";
 

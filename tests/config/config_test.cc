@@ -6,23 +6,15 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/config/temp_dir.h"
+#include "tests/config/load.h"
 
 namespace tickd::config {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::ErrorLines;
-using testing::Joined;
+using testing::MustLoad;
 using testing::TempDir;
 using testing::TestOptions;
-
-Config MustLoad(const std::string& file, LoadOptions options = TestOptions()) {
-  auto result = LoadConfig(file, options);
-  INFO(Joined(ErrorLines(result)));
-  REQUIRE(result.has_value());
-  return *result;
-}
 
 const Job& FindJob(const Config& c, const std::string& name) {
   for (const Job& j : c.jobs) {

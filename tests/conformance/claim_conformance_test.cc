@@ -60,6 +60,31 @@ HeldClaim WinLate(Harness& h, Backend& b, const std::string& job, std::int64_t t
   return HeldOf(req, won);
 }
 
+// The expiry cases: a claim of `tick` for `node` with the harness's short lease and
+// recover set, both for the holder that stops renewing and for the replica that takes
+// the tick over once that lease expired.
+ClaimRequest ShortRecoverReq(Harness& h, std::string job, std::int64_t tick, std::string node,
+                             std::string token) {
+  ClaimRequest req = Req(h, std::move(job), tick, std::move(node), std::move(token));
+  req.lease = h.short_lease();
+  req.recover = true;
+  return req;
+}
+
+// A claim that must be won, and what its holder renews, refences and completes with.
+struct Won {
+  ClaimOutcome outcome;
+  HeldClaim held;
+};
+Won MustWin(Backend& b, const ClaimRequest& req) {
+  const ClaimOutcome won = MustClaim(b, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  return {won, HeldOf(req, won)};
+}
+
+// Lets a short lease whose holder stopped renewing expire (twice its length passes).
+void LetShortLeaseExpire(Harness& h) { h.Elapse(h.short_lease() * 2); }
+
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("conformance: one winner among concurrent claimers on many threads",
@@ -241,7 +266,7 @@ TEMPLATE_LIST_TEST_CASE("conformance: a done tick is never claimed again", "[con
   CHECK(lost.status == ClaimStatus::kLost);
   CHECK(lost.holder_node == "node-a");
   CHECK(lost.holder_tick_unix == tick);
-  h.Elapse(h.short_lease() * 2);
+  LetShortLeaseExpire(h);
   CHECK(MustClaim(*b, late).status == ClaimStatus::kLost);
   CHECK(MustClaim(*a, Req(h, "once", tick, "node-a", "tok-a2")).status == ClaimStatus::kLost);
 }
@@ -438,30 +463,22 @@ TEMPLATE_LIST_TEST_CASE(
   if (Skipped(h)) return;
   auto a = h.OpenReplica();
   auto b = h.OpenReplica();
-  const auto lease = h.short_lease();
   const std::int64_t t1 = NowUnix(h.clock());
-  auto first = Req(h, "mono-recover", t1, "node-a", "tok-a");
-  first.lease = lease;
-  first.recover = true;
+  auto first = ShortRecoverReq(h, "mono-recover", t1, "node-a", "tok-a");
   first.forbid_overlap = false;
-  const ClaimOutcome won_a = MustClaim(*a, first);
-  REQUIRE(won_a.status == ClaimStatus::kWon);
+  const Won won_a = MustWin(*a, first);
   // concurrency: allow: the next tick starts while the first still runs.
   auto next = Req(h, "mono-recover", t1 + 1, "node-b", "tok-b1");
   next.forbid_overlap = false;
-  const ClaimOutcome won_next = MustClaim(*b, next);
-  REQUIRE(won_next.status == ClaimStatus::kWon);
+  const Won won_next = MustWin(*b, next);
 
   // A stops renewing; B re-claims the first tick once its lease expired.
-  h.Elapse(lease * 2);
-  auto again = Req(h, "mono-recover", t1, "node-b", "tok-b2");
-  again.lease = lease;
-  again.recover = true;
+  LetShortLeaseExpire(h);
+  auto again = ShortRecoverReq(h, "mono-recover", t1, "node-b", "tok-b2");
   again.forbid_overlap = false;
-  const ClaimOutcome recovered = MustClaim(*b, again);
-  REQUIRE(recovered.status == ClaimStatus::kWon);
-  CHECK(recovered.fence > won_next.fence);
-  CHECK(*a->Renew(HeldOf(first, won_a)) == RenewStatus::kLost);
+  const Won recovered = MustWin(*b, again);
+  CHECK(recovered.outcome.fence > won_next.outcome.fence);
+  CHECK(*a->Renew(won_a.held) == RenewStatus::kLost);
 }
 
 TEMPLATE_LIST_TEST_CASE(
@@ -525,16 +542,10 @@ TEMPLATE_LIST_TEST_CASE("conformance: renew keeps a lease; expiry lets recover r
   auto b = h.OpenReplica();
   const auto lease = h.short_lease();
   const std::int64_t tick = NowUnix(h.clock());
-  auto first = Req(h, "crashy", tick, "node-a", "tok-a");
-  first.lease = lease;
-  first.recover = true;
-  const ClaimOutcome won_a = MustClaim(*a, first);
-  REQUIRE(won_a.status == ClaimStatus::kWon);
-  const HeldClaim held_a = HeldOf(first, won_a);
+  const Won won_a = MustWin(*a, ShortRecoverReq(h, "crashy", tick, "node-a", "tok-a"));
+  const HeldClaim& held_a = won_a.held;
 
-  auto second = Req(h, "crashy", tick, "node-b", "tok-b");
-  second.lease = lease;
-  second.recover = true;
+  auto second = ShortRecoverReq(h, "crashy", tick, "node-b", "tok-b");
   second.starting_deadline = 60s;
 
   // Renewed at half the lease, A's lease outlives its first term.
@@ -552,9 +563,8 @@ TEMPLATE_LIST_TEST_CASE("conformance: renew keeps a lease; expiry lets recover r
   CHECK(refused.status == ClaimStatus::kLost);
   CHECK(refused.holder_node == "node-a");
   // ...with recover it is re-claimed, with a higher fence.
-  const ClaimOutcome won_b = MustClaim(*b, second);
-  REQUIRE(won_b.status == ClaimStatus::kWon);
-  CHECK(won_b.fence > won_a.fence);
+  const Won won_b = MustWin(*b, second);
+  CHECK(won_b.outcome.fence > won_a.outcome.fence);
 
   // The stale holder can neither renew nor complete, and changes nothing.
   CHECK(*a->Renew(held_a) == RenewStatus::kLost);
@@ -564,11 +574,11 @@ TEMPLATE_LIST_TEST_CASE("conformance: renew keeps a lease; expiry lets recover r
   REQUIRE(history->size() == 1);
   CHECK(history->front().winner == "node-b");
   CHECK(history->front().state == "running");
-  CHECK(history->front().fence == won_b.fence);
+  CHECK(history->front().fence == won_b.outcome.fence);
   CHECK(MustClaim(*a, Req(h, "crashy", tick, "node-a", "tok-a2")).status == ClaimStatus::kLost);
 
   // The new holder still owns it.
-  const HeldClaim held_b = HeldOf(second, won_b);
+  const HeldClaim& held_b = won_b.held;
   CHECK(*b->Renew(held_b) == RenewStatus::kRenewed);
   CHECK(*b->Complete(held_b, Completion{"done", 7, 25ms}) == CompleteStatus::kCompleted);
   history = b->History("crashy", 10);
@@ -759,31 +769,26 @@ TEMPLATE_LIST_TEST_CASE("conformance: locks lists a running claim; a release wai
   if (Skipped(h)) return;
   auto a = h.OpenReplica();
   auto b = h.OpenReplica();
-  const auto lease = h.short_lease();
   const std::int64_t tick = NowUnix(h.clock());
-  auto req = Req(h, "stuck", tick, "node-a", "tok-a");
-  req.lease = lease;
-  req.recover = true;
-  const ClaimOutcome won = MustClaim(*a, req);
-  REQUIRE(won.status == ClaimStatus::kWon);
-  const HeldClaim held = HeldOf(req, won);
+  const Won won = MustWin(*a, ShortRecoverReq(h, "stuck", tick, "node-a", "tok-a"));
+  const HeldClaim& held = won.held;
 
   // Listed from another replica, with its holder, tick, fence and config hash.
   auto running = RunningOf(*b, "stuck");
   REQUIRE(running.size() == 1);
   CHECK(running[0].tick_unix == tick);
   CHECK(running[0].node == "node-a");
-  CHECK(running[0].fence == won.fence);
+  CHECK(running[0].fence == won.outcome.fence);
   CHECK(running[0].config_hash == "hash-node-a");
   CHECK(running[0].holder_alive);
-  if (running[0].lease_left) CHECK(*running[0].lease_left <= lease);
+  if (running[0].lease_left) CHECK(*running[0].lease_left <= h.short_lease());
 
   // A live holder's claim is never released.
   CHECK(*b->ForceRelease("stuck", tick) == ForceReleaseStatus::kHolderAlive);
   CHECK(*a->Renew(held) == RenewStatus::kRenewed);
 
   // The holder stops renewing; once its lease expired the claim can be released.
-  h.Elapse(lease * 2);
+  LetShortLeaseExpire(h);
   running = RunningOf(*b, "stuck");
   REQUIRE(running.size() == 1);
   CHECK_FALSE(running[0].holder_alive);
@@ -801,7 +806,7 @@ TEMPLATE_LIST_TEST_CASE("conformance: locks lists a running claim; a release wai
   CHECK(history->front().state == "done");
   CHECK(history->front().run_outcome == "released");
   CHECK(history->front().winner == "node-a");
-  CHECK(history->front().fence == won.fence);
+  CHECK(history->front().fence == won.outcome.fence);
 
   // Released is done: even a recover claim never runs the tick again, and under
   // forbid the job's next tick is no longer busy.
@@ -1126,30 +1131,23 @@ TEMPLATE_LIST_TEST_CASE("conformance: a claim whose lease expired is not refence
   if (Skipped(h)) return;
   auto a = h.OpenReplica();
   auto b = h.OpenReplica();
-  const auto lease = h.short_lease();
   const std::int64_t tick = NowUnix(h.clock());
-  auto first = Req(h, "refence-late", tick, "node-a", "tok-a");
-  first.lease = lease;
-  first.recover = true;
-  const ClaimOutcome won_a = MustClaim(*a, first);
-  REQUIRE(won_a.status == ClaimStatus::kWon);
-  const HeldClaim held_a = HeldOf(first, won_a);
+  const Won won_a = MustWin(*a, ShortRecoverReq(h, "refence-late", tick, "node-a", "tok-a"));
+  const HeldClaim& held_a = won_a.held;
 
-  h.Elapse(lease * 2);
+  LetShortLeaseExpire(h);
   CHECK(MustRefence(*a, held_a).status == RefenceStatus::kNotOwner);
 
-  auto second = Req(h, "refence-late", tick, "node-b", "tok-b");
-  second.lease = 30s;
+  auto second = Req(h, "refence-late", tick, "node-b", "tok-b");  // a 30 s lease
   second.recover = true;
   second.starting_deadline = 60s;
-  const ClaimOutcome won_b = MustClaim(*b, second);
-  REQUIRE(won_b.status == ClaimStatus::kWon);
-  CHECK(won_b.fence > won_a.fence);
+  const Won won_b = MustWin(*b, second);
+  CHECK(won_b.outcome.fence > won_a.outcome.fence);
   CHECK(MustRefence(*a, held_a).status == RefenceStatus::kNotOwner);
-  HeldClaim held_b = HeldOf(second, won_b);
+  HeldClaim held_b = won_b.held;
   const RefenceOutcome moved = MustRefence(*b, held_b);
   REQUIRE(moved.status == RefenceStatus::kRefenced);
-  CHECK(moved.fence > won_b.fence);
+  CHECK(moved.fence > won_b.outcome.fence);
   held_b.fence = moved.fence;
   CHECK(RunningOf(*a, "refence-late").at(0).fence == moved.fence);
   CHECK(*a->Complete(held_a, Completion{"done", 0, 1ms}) == CompleteStatus::kNotOwner);

@@ -1,15 +1,14 @@
 #include "tests/e2e/notify_scenario.h"
 
-#include <httplib.h>
 #include <signal.h>
 
 #include <catch2/catch.hpp>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
+#include "tests/support/loopback_http.h"
 #include "tests/support/refused_port.h"
 
 namespace tickd::e2e {
@@ -17,62 +16,24 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// What the endpoint saw: notification bodies per path, and the http: job's requests.
-class Endpoint {
- public:
-  Endpoint() {
-    for (const char* path : {"/fail", "/miss"}) {
-      server_.Post(path, [this, path](const httplib::Request& req, httplib::Response& res) {
-        std::lock_guard lock(mu_);
-        posts_[path].push_back(nlohmann::json::parse(req.body, nullptr, false));
-        res.status = 204;
-      });
-    }
-    server_.Get("/job", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      job_.push_back({req.get_header_value("X-Tickd-Tick-Unix"),
-                      req.get_header_value("X-Tickd-Fence"),
-                      req.get_header_value("Authorization"),
-                      std::chrono::system_clock::now()});
-      res.set_content("pong\n", "text/plain");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    REQUIRE(port_ > 0);
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+// The notifications POSTed to `path`, parsed (one that is not JSON reads as discarded).
+std::vector<nlohmann::json> Posts(tickd::testing::LoopbackHttp& endpoint,
+                                  const std::string& path) {
+  std::vector<nlohmann::json> posts;
+  for (const auto& r : endpoint.Requests(path)) {
+    posts.push_back(nlohmann::json::parse(r.body, nullptr, false));
   }
-  ~Endpoint() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string Url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-  std::vector<nlohmann::json> Posts(const std::string& path) {
-    std::lock_guard lock(mu_);
-    return posts_[path];
-  }
-  struct JobRequest {
-    std::string tick, fence, authorization;
-    std::chrono::system_clock::time_point at;
-  };
-  std::vector<JobRequest> JobRequests() {
-    std::lock_guard lock(mu_);
-    return job_;
-  }
-
- private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
-  std::mutex mu_;
-  std::map<std::string, std::vector<nlohmann::json>> posts_;
-  std::vector<JobRequest> job_;
-};
+  return posts;
+}
 
 }  // namespace
 
 void ScenarioNotifyAndHttp(BackendFixture& backend) {
-  Endpoint endpoint;
+  // Notifications go to /fail and /miss, the http: job to /job.
+  tickd::testing::LoopbackHttp endpoint;
+  endpoint.Answer("/fail", 204);
+  endpoint.Answer("/miss", 204);
+  endpoint.Answer("/job", 200, "pong\n");
   testing::RefusedPort dead;
   Cluster cluster(backend);
   cluster.WriteJobFile(
@@ -96,7 +57,7 @@ void ScenarioNotifyAndHttp(BackendFixture& backend) {
   for (const char* node : {"node-a", "node-b", "node-c"}) {
     cluster.StartReplica(node, {"TICKD_E2E_TOKEN=t0k"});
   }
-  REQUIRE(Cluster::WaitUntil([&] { return endpoint.Posts("/fail").size() >= 3; }, 15s));
+  REQUIRE(Cluster::WaitUntil([&] { return Posts(endpoint, "/fail").size() >= 3; }, 15s));
   // Every replica stops past rare's deadline (1 s): its ticks meanwhile are missed.
   const auto stopped_at = std::chrono::system_clock::now();
   for (auto& r : cluster.replicas()) r->Signal(SIGSTOP);
@@ -129,8 +90,8 @@ void ScenarioNotifyAndHttp(BackendFixture& backend) {
   const bool drained = Cluster::WaitUntil(
       [&] {
         collect();
-        return endpoint.Posts("/fail").size() >= failed_runs.size() &&
-               endpoint.Posts("/miss").size() >= missed.size();
+        return Posts(endpoint, "/fail").size() >= failed_runs.size() &&
+               Posts(endpoint, "/miss").size() >= missed.size();
       },
       10s);
   std::this_thread::sleep_for(500ms);  // a duplicate would come now
@@ -148,7 +109,7 @@ void ScenarioNotifyAndHttp(BackendFixture& backend) {
 
   // on_failure: once per tick that ran, from its winner, with its fence.
   std::map<std::string, int> posted;
-  for (const nlohmann::json& j : endpoint.Posts("/fail")) {
+  for (const nlohmann::json& j : Posts(endpoint, "/fail")) {
     REQUIRE(j.is_object());
     const std::string tick = j["tick"];
     ++posted[tick];
@@ -170,7 +131,7 @@ void ScenarioNotifyAndHttp(BackendFixture& backend) {
   // on_miss: every missed tick of rare once in all (every replica logged it missed).
   CHECK_FALSE(missed.empty());
   std::map<std::string, int> miss_posts;
-  for (const nlohmann::json& j : endpoint.Posts("/miss")) {
+  for (const nlohmann::json& j : Posts(endpoint, "/miss")) {
     REQUIRE(j.is_object());
     ++miss_posts[j["tick"]];
     CHECK(j["event"] == "miss");
@@ -185,13 +146,13 @@ void ScenarioNotifyAndHttp(BackendFixture& backend) {
   // The http: job: one request per tick won, fences increasing with the tick, the
   // header's ${VAR} expanded; its dead on_success endpoint held up no tick (each
   // request within 1 s of its tick, the stop excepted).
-  const auto requests = endpoint.JobRequests();
+  const auto requests = endpoint.Requests("/job");
   std::map<long long, unsigned long long> fence_of;
   for (const auto& r : requests) {
-    CHECK(r.authorization == "Bearer t0k");
-    const long long tick = std::stoll(r.tick);
+    CHECK(r.Header("Authorization") == "Bearer t0k");
+    const long long tick = std::stoll(r.Header("X-Tickd-Tick-Unix"));
     CHECK(fence_of.count(tick) == 0);
-    fence_of[tick] = std::stoull(r.fence);
+    fence_of[tick] = std::stoull(r.Header("X-Tickd-Fence"));
     // A tick claimed just before the stop starts late after it, as it should.
     const auto due = std::chrono::system_clock::time_point(std::chrono::seconds(tick));
     if (due > stopped_at - 1s && due < resumed_at) continue;

@@ -280,8 +280,21 @@ class PostgresServer {
     if (sig == SIGCONT) ::kill(pid_, SIGCONT);
   }
 
+  // True while `pid` runs (a zombie has released its memory: not running).
+  static bool Running(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    const auto close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+  }
+
   void StopWith(int sig) {
     if (pid_ <= 0) return;
+    // The backends outlive a killed postmaster for a moment; a postmaster started while
+    // one still holds the old shared memory refuses to start ("pre-existing shared
+    // memory block is still in use"), so they are waited for too.
+    const std::vector<pid_t> children = Children();
     if (sig == SIGKILL) {
       SignalAll(SIGKILL);
     } else {
@@ -297,6 +310,11 @@ class PostgresServer {
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    for (const pid_t child : children) {
+      while (Running(child) && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
     }
     pid_ = -1;
   }
