@@ -8,9 +8,9 @@
 //   - the job-tick write-set ceiling (bench/write_set_ceiling.h): the node changes a
 //     job-tick needs at minimum, written from N sessions with nothing else to do,
 //     (a) one request per protocol step and (b) many job-ticks bundled per multi;
-//     and, to place ours between them, (c) ours' own requests (reads, clock writes,
-//     round trips) for rounds in which no two replicas race, with and without its
-//     reads and clock writes.
+//     and, to place ours between them, (c) the requests lock/zookeeper sent before
+//     43efc92 (one multi per claim; reads, clock writes, round trips) for rounds in
+//     which no two replicas race, with and without its reads and clock writes.
 //
 // Usage: zookeeper_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]
 //                              [--reference-creates C (per thread; 0: none)]
@@ -242,7 +242,7 @@ const std::string kRecord(140, 'r'), kRecordDone(170, 'd'), kLease(60, 'l'), kHe
 enum class Shape {
   kPerStep,   // one multi per claim and per complete, one create per observation
   kBundled,   // `bundle` job-ticks' steps per multi
-  kOursRaceFree,  // ours' requests (below) without its races: only the winner writes
+  kOursRaceFree,  // ours' requests before 43efc92 (below), without races
   kOursNoReads,   // the same without its reads and clock writes: what they cost
 };
 
@@ -259,8 +259,10 @@ void SetClock(zhandle_t* zh, Window& w, const std::string& path) {
 // ours' chunk of claims (lock/zookeeper: kChunk).
 constexpr int kOursChunk = 250;
 
-// One variant. kOursRaceFree sends what lock/zookeeper sends for a round in which no
-// two replicas race (each replica reads every job, only the job's winner writes):
+// One variant. kOursRaceFree sends what lock/zookeeper sent before 43efc92 bundled its
+// claims and completes (kept as the measurement of that design: bench/README.md) for a
+// round in which no two replicas race (each replica reads every job, only the job's
+// winner writes):
 // per chunk of 250 jobs, from the replica's own slice on, one pipelined read (record
 // and head of each job, one clock setData), the winner's claim multis (record, lease,
 // head), then each replica's observations (the tick's folder, ZNODEEXISTS but for
