@@ -291,6 +291,14 @@ std::string LoadAverage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (tickd::bench::WantsHelp(argc, argv)) {
+    std::printf(
+        "usage: claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K] [--forbid 1]\n"
+        "         [--aof 0] [--aof-rewrite 0] [--completers N] [--observe 0] [--spread 0]\n"
+        "Starts its own redis-server; runs N replicas x M jobs @every 1s (paced S s, then K\n"
+        "saturation ticks), then redis-benchmark against it. See bench/README.md.\n");
+    return 0;
+  }
   const Args args = Parse(argc, argv);
   g_observe = args.observe;
   if (!tickd::testing::RedisServer::Available()) {

@@ -1,10 +1,12 @@
-// What every claim benchmark counts and prints: wins per (job, T) and percentiles.
+// What every claim benchmark counts and prints: wins per (job, T) and percentiles; and
+// the usage check they share.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -31,6 +33,15 @@ inline int ExactlyOnceViolations(const Winners& winners, int jobs, std::int64_t 
     }
   }
   return bad;
+}
+
+// True when the arguments ask for the usage text (the benches take "--key value" pairs).
+inline bool WantsHelp(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
 }
 
 }  // namespace tickd::bench

@@ -145,6 +145,14 @@ void RunReplicas(std::vector<std::unique_ptr<Backend>>& replicas, const Args& a,
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (tickd::bench::WantsHelp(argc, argv)) {
+    std::printf(
+        "usage: postgres_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]\n"
+        "         [--fsync 0] [--op-timeout-ms T]\n"
+        "Starts its own PostgreSQL 15; runs N replicas x M jobs @every 1s (paced S s, then K\n"
+        "saturation ticks). See bench/README.md.\n");
+    return 0;
+  }
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];

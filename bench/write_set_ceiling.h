@@ -98,13 +98,4 @@ inline void PrintCeiling(const char* label, const CeilingRun& run, int jobs,
   std::fflush(stdout);
 }
 
-// True when the arguments ask for the usage text (the benches take "--key value" pairs).
-inline bool WantsHelp(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
 }  // namespace tickd::bench
