@@ -48,6 +48,17 @@ ClaimRequest Req(Harness& h, std::string job, std::int64_t tick, std::string nod
 
 const char* Name(ClaimStatus s) { return ClaimStatusName(s).data(); }
 
+// A claim that must be won, and what its holder renews, refences and completes with.
+struct Won {
+  ClaimOutcome outcome;
+  HeldClaim held;
+};
+Won MustWin(Backend& b, const ClaimRequest& req) {
+  const ClaimOutcome won = MustClaim(b, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  return {won, HeldOf(req, won)};
+}
+
 // Wins `tick` of `job` on `b` for node-a, however long ago the tick was (no starting
 // deadline) and beside other running ticks of the job (allow).
 HeldClaim WinLate(Harness& h, Backend& b, const std::string& job, std::int64_t tick,
@@ -55,9 +66,7 @@ HeldClaim WinLate(Harness& h, Backend& b, const std::string& job, std::int64_t t
   auto req = Req(h, job, tick, "node-a", token);
   req.starting_deadline = std::nullopt;
   req.forbid_overlap = false;
-  const ClaimOutcome won = MustClaim(b, req);
-  REQUIRE(won.status == ClaimStatus::kWon);
-  return HeldOf(req, won);
+  return MustWin(b, req).held;
 }
 
 // The expiry cases: a claim of `tick` for `node` with the harness's short lease and
@@ -69,17 +78,6 @@ ClaimRequest ShortRecoverReq(Harness& h, std::string job, std::int64_t tick, std
   req.lease = h.short_lease();
   req.recover = true;
   return req;
-}
-
-// A claim that must be won, and what its holder renews, refences and completes with.
-struct Won {
-  ClaimOutcome outcome;
-  HeldClaim held;
-};
-Won MustWin(Backend& b, const ClaimRequest& req) {
-  const ClaimOutcome won = MustClaim(b, req);
-  REQUIRE(won.status == ClaimStatus::kWon);
-  return {won, HeldOf(req, won)};
 }
 
 // Lets a short lease whose holder stopped renewing expire (twice its length passes).
@@ -253,10 +251,8 @@ TEMPLATE_LIST_TEST_CASE("conformance: a done tick is never claimed again", "[con
   auto a = h.OpenReplica();
   auto b = h.OpenReplica();
   const std::int64_t tick = NowUnix(h.clock());
-  const auto req = Req(h, "once", tick, "node-a", "tok-a");
-  const ClaimOutcome won = MustClaim(*a, req);
-  REQUIRE(won.status == ClaimStatus::kWon);
-  REQUIRE(*a->Complete(HeldOf(req, won), Completion{"done", 0, 10ms}) ==
+  const Won won = MustWin(*a, Req(h, "once", tick, "node-a", "tok-a"));
+  REQUIRE(*a->Complete(won.held, Completion{"done", 0, 10ms}) ==
           CompleteStatus::kCompleted);
 
   // A lagging replica arriving after the run finished, even one allowed to recover.
@@ -827,10 +823,8 @@ TEMPLATE_LIST_TEST_CASE("conformance: releasing a tick that is not running chang
   auto a = h.OpenReplica();
   const std::int64_t tick = NowUnix(h.clock());
   CHECK(*a->ForceRelease("never", tick) == ForceReleaseStatus::kNotRunning);
-  const auto req = Req(h, "finished", tick, "node-a", "tok-a");
-  const ClaimOutcome won = MustClaim(*a, req);
-  REQUIRE(won.status == ClaimStatus::kWon);
-  REQUIRE(*a->Complete(HeldOf(req, won), Completion{"done", 0, 3ms}) ==
+  const Won won = MustWin(*a, Req(h, "finished", tick, "node-a", "tok-a"));
+  REQUIRE(*a->Complete(won.held, Completion{"done", 0, 3ms}) ==
           CompleteStatus::kCompleted);
   CHECK(RunningOf(*a, "finished").empty());
   CHECK(*a->ForceRelease("finished", tick) == ForceReleaseStatus::kNotRunning);
@@ -1062,16 +1056,15 @@ TEMPLATE_LIST_TEST_CASE("conformance: a refence gives the running claim a greate
   const std::int64_t tick = NowUnix(h.clock());
   auto req = Req(h, "retried", tick, "node-a", "tok-a");
   req.forbid_overlap = false;
-  const ClaimOutcome won = MustClaim(*a, req);
-  REQUIRE(won.status == ClaimStatus::kWon);
-  HeldClaim held = HeldOf(req, won);
+  const Won won = MustWin(*a, req);
+  HeldClaim held = won.held;
 
   // Another job's claim in between never makes this job's fence go back.
   CHECK(MustClaim(*b, Req(h, "retried-other", tick, "node-b", "tok-o")).status ==
         ClaimStatus::kWon);
   const RefenceOutcome first = MustRefence(*a, held);
   REQUIRE(first.status == RefenceStatus::kRefenced);
-  CHECK(first.fence > won.fence);
+  CHECK(first.fence > won.outcome.fence);
   CHECK(first.fence < (std::uint64_t{1} << 53));
   held.fence = first.fence;
   const RefenceOutcome second = MustRefence(*a, held);
