@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
@@ -47,6 +48,19 @@ namespace {
 
 namespace fs = std::filesystem;
 using Keys = std::span<const std::string_view>;
+
+// `s` in lower (upper) case: enum names, status classes (2xx) and HTTP methods are
+// read case-blind.
+std::string Lowered(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+std::string Uppered(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
+}
 
 constexpr std::string_view kTopKeys[] = {"version",  "node", "lock",
                                          "defaults", "jobs", "http",
@@ -369,9 +383,7 @@ template <typename E, std::size_t N>
 std::optional<E> Loader::Enum(const Entry& e, const EnumName<E> (&names)[N]) {
   auto text = Text(e);
   if (!text) return std::nullopt;
-  std::string lower = *text;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = Lowered(*text);
   for (const auto& n : names) {
     if (n.name == lower) return n.value;
   }
@@ -1213,9 +1225,7 @@ std::optional<std::vector<StatusRange>> Loader::ExpectStatus(const Entry& e) {
       ok = false;
       continue;
     }
-    std::string t = *text;
-    std::transform(t.begin(), t.end(), t.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string t = Lowered(*text);
     int first = 0;
     int last = 0;
     if (t.size() == 3 && t[0] >= '1' && t[0] <= '5' && t[1] == 'x' && t[2] == 'x') {
@@ -1270,9 +1280,7 @@ void Loader::HttpMapping(const Entry& e, Keys allowed, HttpJobSpec& spec, bool& 
         ok = false;
         continue;
       }
-      std::string upper = *m;
-      std::transform(upper.begin(), upper.end(), upper.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      const std::string upper = Uppered(*m);
       if (std::find(std::begin(kHttpMethods), std::end(kHttpMethods), upper) ==
           std::end(kHttpMethods)) {
         Fail(h.mark,
