@@ -314,13 +314,10 @@ void Notifier::TryOne(Item item) {
   if (item.decide) {
     Result<bool> ours = item.decide();
     if (!ours) {
-      log_.Log(LogLevel::kWarn, "notify",
-               {{"job", item.event.job},
-                {"tick", FormatTick(item.event.tick_unix)},
-                {"node", node_},
-                {"event", item.event.event},
-                {"outcome", "error"},
-                {"error", "cannot decide who sends it: " + ours.error().ToString()}});
+      std::vector<Field> fields = LineFields(item);
+      fields.emplace_back("outcome", "error");
+      fields.emplace_back("error", "cannot decide who sends it: " + ours.error().ToString());
+      log_.Log(LogLevel::kWarn, "notify", fields);
       metrics_.Notification(item.event.job, item.event.event, "error");
       return;
     }
@@ -366,15 +363,12 @@ void Notifier::TryOne(Item item) {
   for (int i = 1; i < item.tried && backoff < options_.max_backoff; ++i) backoff *= 2;
   backoff = std::min(backoff, options_.max_backoff);
   if (log_.Enabled(LogLevel::kDebug)) {
-    log_.Log(LogLevel::kDebug, "notify",
-             {{"job", item.event.job},
-              {"tick", FormatTick(item.event.tick_unix)},
-              {"node", node_},
-              {"event", item.event.event},
-              {"outcome", "retry"},
-              {"attempt", item.tried},
-              {"backoff", FormatSeconds(backoff)},
-              {"error", error}});
+    std::vector<Field> fields = LineFields(item);
+    fields.emplace_back("outcome", "retry");
+    fields.emplace_back("attempt", item.tried);
+    fields.emplace_back("backoff", FormatSeconds(backoff));
+    fields.emplace_back("error", error);
+    log_.Log(LogLevel::kDebug, "notify", fields);
   }
   item.due = clock_.Steady() + backoff;
   std::lock_guard lock(mu_);  // past the grace, Work() drops it with the rest
@@ -382,13 +376,17 @@ void Notifier::TryOne(Item item) {
   cv_.notify_all();
 }
 
+std::vector<Field> Notifier::LineFields(const Item& item) const {
+  return {{"job", item.event.job},
+          {"tick", FormatTick(item.event.tick_unix)},
+          {"node", node_},
+          {"event", item.event.event}};
+}
+
 void Notifier::Finish(const Item& item, std::string_view result, const std::string& error) {
-  std::vector<Field> fields = {{"job", item.event.job},
-                               {"tick", FormatTick(item.event.tick_unix)},
-                               {"node", node_},
-                               {"event", item.event.event},
-                               {"target", item.target.shell ? "shell" : "http"},
-                               {"outcome", result}};
+  std::vector<Field> fields = LineFields(item);
+  fields.emplace_back("target", item.target.shell ? "shell" : "http");
+  fields.emplace_back("outcome", result);
   if (item.tried > 0) fields.emplace_back("attempts", item.tried);
   if (!error.empty()) fields.emplace_back("error", error);
   log_.Log(result == "sent" ? LogLevel::kInfo : LogLevel::kWarn, "notify", fields);

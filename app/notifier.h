@@ -154,6 +154,8 @@ class Notifier {
   void Work();
   void TryOne(Item item);
   void Finish(const Item& item, std::string_view result, const std::string& error);
+  // The fields every `notify` line about `item` starts with: job, tick, node, event.
+  std::vector<Field> LineFields(const Item& item) const;
 
   Clock& clock_;
   Logger& log_;
