@@ -74,6 +74,28 @@ struct Counted : Metrics {
   }
 };
 
+// One replica's notifier, as the single-notifier cases want it: a Sim at kT0, a
+// FakeSender on its clock, counted metrics, and backoffs that never wait for real. A
+// case adjusts `sender` and `options`, then Start()s the notifier.
+struct OneNotifier {
+  Sim sim{WallAt(kT0)};
+  Gate hold;  // for sender.hold
+  FakeSender sender;
+  Counted metrics;
+  NotifierOptions options;
+  std::unique_ptr<Notifier> started;  // destroyed first
+
+  OneNotifier() {
+    sender.clock = &sim.clock;
+    options.max_real_wait = 1ms;
+  }
+  Notifier& Start() {
+    started = std::make_unique<Notifier>(sim.clock, sim.log, &metrics, "node-a", options,
+                                         sender.Fn());
+    return *started;
+  }
+};
+
 config::Job JobWith(const std::string& name) {
   config::Job job;
   job.name = name;
@@ -95,16 +117,10 @@ NotifyEvent RunEvent(const std::string& job, std::int64_t tick, const std::strin
   return e;
 }
 
-TEST_CASE("a failed notification is retried 1 s, then 2 s later; then it is sent",
-          "[notify]") {
-  Sim sim(WallAt(kT0));
-  FakeSender sender;
-  sender.clock = &sim.clock;
+TEST_CASE_METHOD(OneNotifier, "a failed notification is retried 1 s, then 2 s later; then it is sent",
+                 "[notify]") {
   sender.failures = 2;
-  Counted metrics;
-  NotifierOptions options;
-  options.max_real_wait = 1ms;
-  Notifier notifier(sim.clock, sim.log, &metrics, "node-a", options, sender.Fn());
+  Notifier& notifier = Start();
   const config::Job job = JobWith("j");
   const SteadyTime t0 = sim.clock.Steady();
   notifier.RunEnded(job, RunEvent("j", kT0, "failed"));
@@ -127,15 +143,10 @@ TEST_CASE("a failed notification is retried 1 s, then 2 s later; then it is sent
             .size() == 1);
 }
 
-TEST_CASE("a dead endpoint costs one line and a metric after its last try", "[notify]") {
-  Sim sim(WallAt(kT0));
-  FakeSender sender;
-  sender.clock = &sim.clock;
+TEST_CASE_METHOD(OneNotifier, "a dead endpoint costs one line and a metric after its last try",
+                 "[notify]") {
   sender.failures = 100;
-  Counted metrics;
-  NotifierOptions options;
-  options.max_real_wait = 1ms;
-  Notifier notifier(sim.clock, sim.log, &metrics, "node-a", options, sender.Fn());
+  Notifier& notifier = Start();
   notifier.RunEnded(JobWith("j"), RunEvent("j", kT0, "timeout"));
   for (int i = 0; i < 10 && metrics.Get("j failure failed") == 0; ++i) {
     std::this_thread::sleep_for(5ms);
@@ -148,18 +159,11 @@ TEST_CASE("a dead endpoint costs one line and a metric after its last try", "[no
   CHECK(lines[0].find("error=\"endpoint down\"") != std::string::npos);
 }
 
-TEST_CASE("a full queue drops the newest notification with a line, never blocks",
-          "[notify]") {
-  Sim sim(WallAt(kT0));
-  Gate hold;
-  FakeSender sender;
-  sender.clock = &sim.clock;
+TEST_CASE_METHOD(OneNotifier, "a full queue drops the newest notification with a line, never blocks",
+                 "[notify]") {
   sender.hold = &hold;
-  Counted metrics;
-  NotifierOptions options;
-  options.max_real_wait = 1ms;
   options.queue_limit = 2;
-  Notifier notifier(sim.clock, sim.log, &metrics, "node-a", options, sender.Fn());
+  Notifier& notifier = Start();
   const config::Job job = JobWith("j");
   notifier.RunEnded(job, RunEvent("j", kT0, "failed"));  // taken by the worker, held
   REQUIRE(Eventually([&] { return sim.Grep({"notify"}).empty(); }));
@@ -170,7 +174,7 @@ TEST_CASE("a full queue drops the newest notification with a line, never blocks"
                   "error=\"the queue is full\""})
             .size() == 1);
   // Shutdown: a short grace, then the try under way is cancelled and the rest dropped.
-  std::thread grace_ends([&sim] {
+  std::thread grace_ends([this] {
     std::this_thread::sleep_for(20ms);
     sim.clock.Advance(100ms);
   });
