@@ -23,7 +23,7 @@ void EarlyClaims(SchedulerOptions& o) {
 // a run may start on its own thread while the test body ends.
 class StartTimes {
  public:
-  StartTimes(Sim& sim, bool hold) : record_(std::make_shared<Record>()) {
+  StartTimes(Sim& sim, bool hold) : runner_(sim.runner), record_(std::make_shared<Record>()) {
     sim.runner.plan = [record = record_, clock = &sim.clock, hold](const jobs::ProcessSpec& spec) {
       std::lock_guard lock(record->mu);
       record->walls.push_back(clock->Wall());
@@ -31,6 +31,9 @@ class StartTimes {
       return hold ? std::optional<int>() : std::optional<int>(0);
     };
   }
+  // n starts recorded, each with its run at the runner (the plan records a start before
+  // the runner has its run, which a test may finish).
+  bool Seen(std::size_t n) { return walls().size() == n && runner_.starts() == n; }
   std::vector<WallTime> walls() {
     std::lock_guard lock(record_->mu);
     return record_->walls;
@@ -46,6 +49,7 @@ class StartTimes {
     std::vector<WallTime> walls;
     std::vector<std::map<std::string, std::string>> envs;
   };
+  FakeRunner& runner_;
   std::shared_ptr<Record> record_;
 };
 
@@ -80,7 +84,7 @@ TEST_CASE("early claims: claimed claim_lead before T, the lease counts from T, t
   LetRunsLook();
   CHECK(starts.walls().empty());  // no run before T
   sim.Step(milliseconds(1), false);  // T
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   CHECK(starts.walls()[0] == WallAt(kT0));
   CHECK(starts.env(0).at("TICKD_FENCE") == "1");
   REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
@@ -99,7 +103,7 @@ TEST_CASE("early claims: renewals come lease/3 after T, not after the claim") {
   });
   sim.Step(milliseconds(100), false);  // T − 900 ms: claimed
   sim.Step(milliseconds(900), false);  // T
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   sim.Step(milliseconds(799), false);  // T + 799 ms: 1,699 ms after the claim
   LetRunsLook();
   CHECK(sim.backend.renewals == 0);
@@ -151,7 +155,7 @@ TEST_CASE("early claims: a forbid job's previous run still going is asked again 
   Scheduler& b = sim.AddReplica("b", {EveryJob("slow", 60)}, long_lease);
   sim.Step(milliseconds(800), false);  // 14:00 − 200 ms: one wins
   sim.Step(milliseconds(200), false);  // 14:00: its run starts and goes on
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   sim.Step(milliseconds(59'800), false);  // 14:01 − 200 ms: still running
   sim.WaitQuiet(false);
   // Here (the holder: its own run) and there (the store says busy): no verdict yet.
@@ -163,7 +167,7 @@ TEST_CASE("early claims: a forbid job's previous run still going is asked again 
   CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=won"}).size() == 1);
   CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=lost"}).size() == 1);
   CHECK(sim.Grep({"outcome=busy"}).empty());
-  REQUIRE(Eventually([&] { return starts.walls().size() == 2; }));
+  REQUIRE(Eventually([&] { return starts.Seen(2); }));
   CHECK(starts.walls()[1] == WallAt(kT0 + 60));
 
   // Still running at T: busy, once per replica, as without a lead.
@@ -202,7 +206,7 @@ TEST_CASE("early claims: a manual claim of the second before T races the early c
                                               std::chrono::minutes(10)},
                               lock::Completion{"done", 0, milliseconds(100)}));
   sim.Step(milliseconds(200), false);  // T
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   CHECK(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won"}).size() == 1);
   CHECK(starts.walls()[0] == WallAt(kT0));
 
@@ -220,7 +224,7 @@ TEST_CASE("early claims: a manual claim of the second before T races the early c
   REQUIRE(late.has_value());
   CHECK(late->status == lock::ClaimStatus::kSuperseded);
   sim.Step(milliseconds(100), false);  // 14:01
-  REQUIRE(Eventually([&] { return starts.walls().size() == 2; }));
+  REQUIRE(Eventually([&] { return starts.Seen(2); }));
   CHECK(starts.walls()[1] == WallAt(kT0 + 60));
   sim.runner.run(1)->FinishWithExit(0);
 }
@@ -240,12 +244,12 @@ TEST_CASE("early claims: a reload between the claim and T runs the claimed tick 
   sim.WaitQuiet(false);
   a.Reload({version("2")});
   sim.Step(milliseconds(200), false);  // T
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   CHECK(starts.env(0).at("VERSION") == "1");
   sim.WaitQuiet();
   CHECK(sim.backend.claims().size() == 1);  // the claimed tick is not claimed again
   sim.Step(seconds(60));  // 14:01: the new definition
-  REQUIRE(Eventually([&] { return starts.walls().size() == 2; }));
+  REQUIRE(Eventually([&] { return starts.Seen(2); }));
   CHECK(starts.env(1).at("VERSION") == "2");
   CHECK(starts.walls()[1] == WallAt(kT0 + 60));
 }
@@ -271,7 +275,7 @@ TEST_CASE("early claims: a wall clock set back after the claim still starts at T
   CHECK(starts.walls().empty());
   CHECK(sim.clock.Wall() < WallAt(kT0));
   while (sim.clock.Wall() < WallAt(kT0)) sim.Step(milliseconds(100), false);
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   CHECK(starts.walls()[0] == WallAt(kT0));
   REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
   CHECK(sim.backend.renewals >= 1);
@@ -284,7 +288,7 @@ TEST_CASE("early claims: a wall clock set forward past T after the claim starts 
   StartTimes starts(sim, false);
   ClaimedBeforeT(sim);
   sim.clock.StepWall(seconds(2));
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   CHECK(starts.walls()[0] == WallAt(kT0, 1'800));
 }
 
@@ -310,7 +314,7 @@ TEST_CASE("early claims: shutdown before T with a grace starts the claimed tick 
   LetRunsLook();
   CHECK(starts.walls().empty());
   sim.clock.Advance(milliseconds(100));  // T: the tick is ours, nobody else runs it
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   CHECK(starts.walls()[0] == WallAt(kT0));
   sim.clock.Advance(seconds(1));  // the grace ends (the lease has not): the run is killed
   stopping.join();
@@ -354,7 +358,7 @@ TEST_CASE("early claims with jitter: claimed claim_lead before the due instant, 
   LetRunsLook();
   CHECK(starts.walls().empty());  // nothing before the due instant
   sim.Step(milliseconds(1), false);
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   CHECK(starts.walls()[0] == WallTime(milliseconds(due_ms)));
   REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
 }
@@ -368,7 +372,7 @@ TEST_CASE("early claims: a pause written between the claim and T holds from the 
   REQUIRE(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=won"}).size() == 1);
   REQUIRE(sim.store->SetPause(lock::Pause{"j", std::nullopt, sim.clock.Wall(), "operator", ""}));
   sim.Step(milliseconds(200), false);  // T: the claimed tick starts
-  REQUIRE(Eventually([&] { return starts.walls().size() == 1; }));
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
   CHECK(starts.walls()[0] == WallAt(kT0));
   REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
   sim.Step(milliseconds(59'800), false);  // 14:01 − 200 ms: read the pause, no claim
