@@ -15,7 +15,9 @@ echo "== tests"
 
 if [[ "${TICKD_SKIP_SANITIZERS:-0}" != 1 ]]; then
   echo "== unit tests under ASan + UBSan"
-  BUILD_DIR="$here/build-asan" BUILD_TYPE=Debug bash scripts/build.sh \
+  # Only what the unit tests need (tests/CMakeLists.txt, tickd_unit_tests): the tests
+  # of the real servers run in the stage above.
+  BUILD_DIR="$here/build-asan" BUILD_TYPE=Debug TARGET=tickd_unit_tests bash scripts/build.sh \
     -DTICKD_SANITIZE=ON -DTICKD_WERROR=ON -DTICKD_BUILD_BENCH=OFF
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j2 --timeout 900 -L unit)
