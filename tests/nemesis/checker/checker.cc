@@ -310,6 +310,35 @@ class Checker {
     return nullptr;
   }
 
+  // The replica `runner`'s attempt of (job, T) when the resource refused it because an
+  // attempt of the job with a higher fence had begun first, from a replica under a
+  // fault at that moment: a replica whose clock is ahead claims and begins later ticks
+  // early, and the fence then refuses an on-time run that began after it (an `allow`
+  // job's; checker.h rule (e)). Empty when not so.
+  std::string RefusedUnderFault(const JobSpec& job, std::int64_t t,
+                                const std::string& runner) const {
+    for (const Attempt& a : journal_) {
+      if (a.job != job.name || a.tick != t || a.replica != runner || a.accepted ||
+          !a.last_fence) {
+        continue;
+      }
+      for (const Attempt& b : journal_) {
+        if (b.job != job.name || !b.accepted || b.fence != *a.last_fence || b.replica == runner) {
+          continue;
+        }
+        for (const FaultWindow& f : faults_) {
+          if (f.took_effect && f.effect != "none" && f.target == b.replica &&
+              f.start_ms <= b.start_ms && b.start_ms <= f.end_ms + spec_.after_ms) {
+            return "refused by the fence: " + b.replica + " had begun " + Utc(b.tick) +
+                   " with fence " + std::to_string(b.fence) + " under fault " + f.fault + " (" +
+                   a.where + ")";
+          }
+        }
+      }
+    }
+    return "";
+  }
+
   // Why `node` could not run (job, T); empty when it could have.
   std::string CouldNotRun(const std::string& node, const JobSpec& job, std::int64_t t) const {
     if (const FaultWindow* f = Covering(node, job, t)) return "fault " + f->fault;
@@ -332,7 +361,13 @@ class Checker {
                  " ended in error and keeps its lease (" + err->where + ")";
         }
       }
+      if (e->outcome == "won") {
+        if (std::string why = RefusedUnderFault(job, t, node); !why.empty()) return why;
+      }
       if (e->outcome == "lost") {
+        if (std::string why = RefusedUnderFault(job, t, e->winner); !why.empty()) {
+          return "lost to " + e->winner + ", whose run was " + why;
+        }
         if (const FaultWindow* f = Covering(e->winner, job, t)) {
           return "lost to " + e->winner + " under fault " + f->fault;
         }

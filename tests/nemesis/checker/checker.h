@@ -77,7 +77,14 @@
 //   (d) r's tick line says lost with winner w and a fault window covers w for T (the
 //       winner's claim went through, then it could not run it: the answer was lost,
 //       it was killed, cut off, stopped), or w's own tick line for (J, T) says error
-//       (the claim stands in the store, its answer to w was an error: not run).
+//       (the claim stands in the store, its answer to w was an error: not run);
+//   (e) r's tick line says won (w = r) or lost with winner w, and the resource refused
+//       w's attempt of (J, T) because the attempt whose fence it had accepted last
+//       (last_fence) was by another replica under a fault window when it began: a
+//       replica whose clock is ahead claims later ticks early and begins their runs at
+//       once, so an on-time run of T (an `allow` job's: under forbid the early claim
+//       is busy) that begins after it carries the lower fence. The fence did its job;
+//       the fault cost the tick.
 // A missed tick is explained when every replica (spec.replicas, or every node seen in
 // the logs) could not run it; otherwise it is unexplained — e.g. some replica logged
 // won (or lost to a winner) and no fault touched the winner, yet nothing reached the

@@ -350,6 +350,37 @@ TEST_CASE("checker: a missed tick is explained by a fault or the replicas' lines
   }
 }
 
+TEST_CASE("checker: a run the fence refused because a replica under a fault began a later "
+          "tick first is explained, else fails",
+          "[nemesis][checker]") {
+  // n2's clock is 30 s ahead: it claims j2's tick T+30 early and begins its run at
+  // once, with a fence above T's. n1 won T on time (j2 is `allow`, so T+30's claim was
+  // not busy) and begins after it: the resource refuses n1's lower fence.
+  Scenario s;
+  const std::int64_t t = kT0 + kTicks - 1;  // the last tick: no later fence of j2 follows
+  s.Write("j2", t + 30, 10'000, "n2", t * 1000 - 100, t * 1000 + 200);
+  Attempt& refused = s.Find("j2", t);
+  refused.accepted = false;
+  refused.ended = "rejected";
+  refused.last_fence = 10'000;
+  refused.end_ms = refused.start_ms;
+  refused.seq = s.journal.size() + 1;  // decided after n2's
+  s.faults.push_back(
+      FaultWindow{"clock-step-forward", "n2", t * 1000 - 2000, t * 1000 + 6000, "replica-clock",
+                  true});
+  const Report r = s.Run();
+  CHECK(r.Passed());
+  CHECK(r.counts.missed == 1);
+  CHECK(r.counts.unexplained_missed == 0);
+  // The fault on a replica other than the one that raised the fence: unexplained.
+  s.faults.back().target = "n3";
+  CHECK(s.Run().counts.unexplained_missed == 1);
+  // On n2, but over before its run began: unexplained.
+  s.faults.back().target = "n2";
+  s.faults.back().end_ms = t * 1000 - 1500;
+  CHECK(s.Run().counts.unexplained_missed == 1);
+}
+
 TEST_CASE("checker: reads DESIGN §6 lines as tickd writes them", "[nemesis][checker]") {
   const auto won = ParseLogEvent(
       "2026-11-25T06:20:16.734Z info tick job=j1 tick=2026-11-25T06:20:16Z node=n3 "
