@@ -68,7 +68,9 @@ tl::expected<NextJob, int> FromArguments(const NextArgs& args) {
         BadInput("--dialect " + args.dialect + ": expected cron, quartz or spring"));
   }
   const auto dst_gap = cron::DstGapFromName(args.dst_gap);
-  if (!dst_gap) return tl::unexpected(BadInput("--dst-gap " + args.dst_gap + ": expected run or skip"));
+  if (!dst_gap) {
+    return tl::unexpected(BadInput("--dst-gap " + args.dst_gap + ": expected run or skip"));
+  }
   const auto dst_overlap = cron::DstOverlapFromName(args.dst_overlap);
   if (!dst_overlap) {
     return tl::unexpected(
@@ -89,7 +91,9 @@ tl::expected<NextJob, int> FromArguments(const NextArgs& args) {
   out.options.job_name = args.job;
   if (args.jitter) {
     auto jitter = ParseDuration(*args.jitter);
-    if (!jitter) return tl::unexpected(BadInput("--jitter " + *args.jitter + ": " + jitter.error().detail));
+    if (!jitter) {
+      return tl::unexpected(BadInput("--jitter " + *args.jitter + ": " + jitter.error().detail));
+    }
     // The offset is a function of the job's name: without it there is none to print.
     if (args.job.empty()) return tl::unexpected(BadInput("--jitter needs --job NAME"));
     out.jitter = *jitter;

@@ -86,7 +86,8 @@ int Main(int argc, char** argv) {
   trigger->add_option("JOB", trigger_args.job, "Job name")->required();
 
   tickd::app::LocksArgs locks_args;
-  CLI::App* locks = cli.add_subcommand("locks", "List running claims; free one whose holder is gone");
+  CLI::App* locks =
+      cli.add_subcommand("locks", "List running claims; free one whose holder is gone");
   locks->add_option("-c,--config", locks_args.config_path, "Job file")->required();
   locks->add_option("--release", locks_args.release_job, "Release JOB's claim (holder gone)");
   locks->add_flag("--yes", locks_args.yes, "Confirm --release");

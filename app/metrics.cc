@@ -18,7 +18,10 @@ struct Family {
 // and would rename ours to `exported_job`.
 const std::vector<Family>& Families() {
   static const std::vector<Family> kFamilies = {
-      {"tickd_ticks_total", "counter", "Ticks this replica tried, by outcome.", {"job_name", "outcome"}},
+      {"tickd_ticks_total",
+       "counter",
+       "Ticks this replica tried, by outcome.",
+       {"job_name", "outcome"}},
       {"tickd_runs_total",
        "counter",
        "Runs this replica finished, by outcome.",

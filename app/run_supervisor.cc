@@ -241,8 +241,8 @@ void RunSupervisor::Supervise(Outcome& out) {
     Result<std::unique_ptr<jobs::Execution>> started =
         prepared ? prepared->Release() : runner_.Start(job, spec, std::move(sink));
     if (prepared && tick_.metrics) {
-      const auto tick_at =
-          std::chrono::system_clock::time_point(milliseconds(tick_.job->DueMs(tick_.held.tick_unix)));
+      const auto tick_at = std::chrono::system_clock::time_point(
+          milliseconds(tick_.job->DueMs(tick_.held.tick_unix)));
       const auto started_at = prepared->started().value_or(
           std::chrono::system_clock::time_point(clock_.Wall().time_since_epoch()));
       tick_.metrics->FireLateness(job.name, started_at - tick_at);

@@ -44,8 +44,9 @@ class ProcessRunner final : public Runner {
                                                        jobs::OutputSink sink,
                                                        WallTime start_at) override {
     if (!job.plugin && !job.http) {
-      return jobs::PrepareProcess(spec, std::move(sink),
-                                  std::chrono::system_clock::time_point(start_at.time_since_epoch()));
+      return jobs::PrepareProcess(
+          spec, std::move(sink),
+          std::chrono::system_clock::time_point(start_at.time_since_epoch()));
     }
     return Runner::Prepare(job, spec, std::move(sink), start_at);  // plugins, http: at T
   }

@@ -589,8 +589,8 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     // Measured from the due instant: a jittered run is not late for its jitter. An
     // early claim's run is measured at its release instead (RunSupervisor).
     if (LeadOf(jobs[i]->DueMs(reqs[i].tick_unix), reqs[i]) > milliseconds(0)) continue;
-    metrics().FireLateness(reqs[i].job,
-                           reqs[i].node_wall - WallTime(milliseconds(jobs[i]->DueMs(reqs[i].tick_unix))));
+    metrics().FireLateness(
+        reqs[i].job, reqs[i].node_wall - WallTime(milliseconds(jobs[i]->DueMs(reqs[i].tick_unix))));
   }
   // A won tick whose observation the claim wrote starts as soon as its answer is in
   // (a backend may answer a big batch call by call); everything else is handled once

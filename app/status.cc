@@ -309,7 +309,9 @@ std::string FormatStatusText(const StatusReport& report, bool color) {
     } else if (js.next_tick) {
       head += FormatTick(*js.next_tick) + " (in " +
               FormatSeconds(milliseconds(*js.next_tick * 1000 - now_ms)) + ")";
-      if (js.next_due_ms) head += "  due=" + FormatTimestamp(WallTime(milliseconds(*js.next_due_ms)));
+      if (js.next_due_ms) {
+        head += "  due=" + FormatTimestamp(WallTime(milliseconds(*js.next_due_ms)));
+      }
     } else {
       head += "none";
     }
@@ -399,11 +401,12 @@ std::string FormatStatusJson(const StatusReport& report) {
     }
     json paused = nullptr;
     if (js.paused) {
-      paused = {{"all", js.paused->job == lock::kAllJobs},
-                {"by", js.paused->by},
-                {"since", FormatTimestamp(js.paused->since)},
-                {"until", js.paused->until ? json(FormatTimestamp(*js.paused->until)) : json(nullptr)},
-                {"reason", js.paused->reason}};
+      paused = {
+          {"all", js.paused->job == lock::kAllJobs},
+          {"by", js.paused->by},
+          {"since", FormatTimestamp(js.paused->since)},
+          {"until", js.paused->until ? json(FormatTimestamp(*js.paused->until)) : json(nullptr)},
+          {"reason", js.paused->reason}};
     }
     jobs.push_back({{"name", js.name},
                     {"schedule", js.schedule},
@@ -412,8 +415,9 @@ std::string FormatStatusJson(const StatusReport& report) {
                     {"paused", std::move(paused)},
                     {"next_tick", js.next_tick ? json(FormatTick(*js.next_tick)) : json(nullptr)},
                     {"next_tick_unix", js.next_tick ? json(*js.next_tick) : json(nullptr)},
-                    {"next_due", js.next_due_ms ? json(FormatTimestamp(WallTime(milliseconds(*js.next_due_ms))))
-                                                : json(nullptr)},
+                    {"next_due",
+                     js.next_due_ms ? json(FormatTimestamp(WallTime(milliseconds(*js.next_due_ms))))
+                                    : json(nullptr)},
                     {"next_due_unix_ms", js.next_due_ms ? json(*js.next_due_ms) : json(nullptr)},
                     {"ticks", std::move(ticks)}});
   }

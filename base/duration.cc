@@ -45,7 +45,8 @@ Result<milliseconds> ParseDuration(std::string_view text) {
     }
     std::string_view unit_text = text.substr(i, unit_end - i);
     if (unit_text.empty()) {
-      return MakeError(ctx, "missing unit after " + std::to_string(value) + " (use ms, s, m, h, d)");
+      return MakeError(ctx,
+                       "missing unit after " + std::to_string(value) + " (use ms, s, m, h, d)");
     }
     const Unit* unit = nullptr;
     for (const Unit& u : kUnits) {

@@ -183,7 +183,9 @@ class Completer {
       if (batch_) {
         // Everything that ended meanwhile goes in one CompleteBatch (one round trip).
         batch.reserve(queue_.size());
-        for (HeldClaim& h : queue_) batch.push_back(CompleteRequest{std::move(h), {"done", 0, 1ms}});
+        for (HeldClaim& h : queue_) {
+          batch.push_back(CompleteRequest{std::move(h), {"done", 0, 1ms}});
+        }
         queue_.clear();
       } else {
         batch.push_back(CompleteRequest{std::move(queue_.front()), {"done", 0, 1ms}});
@@ -265,8 +267,9 @@ double InfoNumber(const std::string& info, const std::string& name) {
 std::pair<double, double> ServerCpuAndReads(const tickd::testing::RedisServer& server) {
   const std::string cpu = Cli(server, "INFO cpu");
   const std::string stats = Cli(server, "INFO stats");
-  return {InfoNumber(cpu, "used_cpu_user_main_thread") + InfoNumber(cpu, "used_cpu_sys_main_thread"),
-          InfoNumber(stats, "total_reads_processed")};
+  return {
+      InfoNumber(cpu, "used_cpu_user_main_thread") + InfoNumber(cpu, "used_cpu_sys_main_thread"),
+      InfoNumber(stats, "total_reads_processed")};
 }
 
 // This process's CPU seconds (every thread: replicas, completers; user + sys).

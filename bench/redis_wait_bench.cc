@@ -56,8 +56,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "redis_wait_bench: the sentinel set did not start\n");
     return 1;
   }
-  std::printf("| wait | single claim p50 µs | p99 µs | batch of 1,000 ms (median of %d) | not won |\n",
-              batches);
+  std::printf(
+      "| wait | single claim p50 µs | p99 µs | batch of 1,000 ms (median of %d) | not won |\n",
+      batches);
   std::printf("|---|---|---|---|---|\n");
   const std::int64_t tick = 1'800'000'000;
   for (int wait = 0; wait <= 2; ++wait) {

@@ -391,7 +391,9 @@ std::optional<E> Loader::Enum(const Entry& e, const EnumName<E> (&names)[N]) {
   for (const auto& n : names) allowed.push_back(n.name);
   std::string message = e.path + ": " + Quoted(*text) + " is not one of " +
                         JoinNames(allowed, " or ");
-  if (auto close = ClosestMatch(*text, allowed)) message += "; did you mean " + Quoted(*close) + "?";
+  if (auto close = ClosestMatch(*text, allowed)) {
+    message += "; did you mean " + Quoted(*close) + "?";
+  }
   Fail(e.mark, std::move(message));
   return std::nullopt;
 }
@@ -1520,7 +1522,9 @@ std::string Job::ConfigHash() const {
     for (const auto& header : http->headers) h.Field("http.header", header.first);
     h.Field("http.body", http->body);
     h.Field("http.timeout", http->timeout.count());
-    for (const auto& [lo, hi] : http->expect_status) h.Field("http.expect", static_cast<long long>(lo) * 1000 + hi);
+    for (const auto& [lo, hi] : http->expect_status) {
+      h.Field("http.expect", static_cast<long long>(lo) * 1000 + hi);
+    }
   }
   h.Field("timeout", timeout.count());
   h.Field("kill_grace", kill_grace.count());
@@ -1702,8 +1706,9 @@ Loaded LoadText(const std::string& text, const std::string& path, const fs::path
       if (!stray) {
         return FileError(path, "the file is empty (it needs at least 'version: 1' and 'jobs:')");
       }
-      loader.Fail(*stray, "the job file must be a mapping with 'version: 1' and 'jobs:', found only '" +
-                              std::string(1, text[stray->pos]) + "'");
+      loader.Fail(*stray,
+                  "the job file must be a mapping with 'version: 1' and 'jobs:', found only '" +
+                      std::string(1, text[stray->pos]) + "'");
       return tl::unexpected(std::move(loader.errors()));
     }
     if (const auto second = SecondDocument(text)) {
@@ -1767,7 +1772,9 @@ Loaded LoadConfig(const std::string& path, const LoadOptions& options) {
     char buffer[65536];
     ssize_t n = 0;
     while ((n = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, n);
-    if (n < 0) refusals.push_back({path, 0, 0, std::string("cannot read: ") + std::strerror(errno)});
+    if (n < 0) {
+      refusals.push_back({path, 0, 0, std::string("cannot read: ") + std::strerror(errno)});
+    }
   }
   ::close(fd);
   if (!refusals.empty()) return tl::unexpected(std::move(refusals));

@@ -355,8 +355,8 @@ class FieldParser {
     }
     const int step = step_text.size() > 6 ? 1'000'000 : std::stoi(std::string(step_text));
     if (step < 1 || step >= Span()) {
-      return tl::unexpected(Error(step_col, "step " + std::to_string(step) +
-                                                " is out of range 1-" + std::to_string(Span() - 1)));
+      return tl::unexpected(Error(step_col, "step " + std::to_string(step) + " is out of range 1-" +
+                                                std::to_string(Span() - 1)));
     }
     return step;
   }
@@ -422,7 +422,8 @@ class FieldParser {
       SetValue(spec, lo + static_cast<int>(h % size));
       return std::nullopt;
     }
-    const std::uint64_t offset = h % std::min<std::uint64_t>(static_cast<std::uint64_t>(step), size);
+    const std::uint64_t offset =
+        h % std::min<std::uint64_t>(static_cast<std::uint64_t>(step), size);
     for (int v = lo + static_cast<int>(offset); v <= hi; v += step) SetValue(spec, v);
     return std::nullopt;
   }

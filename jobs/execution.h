@@ -21,7 +21,7 @@ using std::chrono::milliseconds;
 
 struct ProcessSpec {
   std::vector<std::string> argv;           // argv[0] is looked up in PATH when it has no '/'
-  std::map<std::string, std::string> env;  // set on top of the daemon's environment (TICKD_*, job env)
+  std::map<std::string, std::string> env;  // on top of the daemon's environment (TICKD_*, job env)
   std::string workdir;                     // "" = the daemon's working directory
   std::string stdin_data;                  // the child's stdin (a notifier's JSON); "" = /dev/null
   milliseconds timeout{3'600'000};         // Terminate(kTimeout) after this
@@ -71,8 +71,8 @@ class Execution {
 };
 
 // Starts argv in its own process group (a vfork-style clone, jobs/process.cc) with
-// stdin from /dev/null (or spec.stdin_data), an empty signal mask and default signal dispositions; stdout
-// and stderr go to `sink`. Outcomes:
+// stdin from /dev/null (or spec.stdin_data), an empty signal mask and default signal dispositions;
+// stdout and stderr go to `sink`. Outcomes:
 //  - an Execution that runs. It has no thread of its own: WaitFor (and the destructor)
 //    call `sink`, enforce spec.timeout and the kill grace, and reap the process
 //    (waitpid on its pid only; no SIGCHLD handler is installed), so the caller keeps
@@ -117,8 +117,8 @@ class PreparedStart {
 // REQUIRES: the preparing thread outlives the run (RunSupervisor's does).
 // Errors: as StartProcess (a program that cannot start gives a finished Execution
 // at Release, not an Error here).
-Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, OutputSink sink,
-                                                      std::chrono::system_clock::time_point start_at);
+Result<std::unique_ptr<PreparedStart>> PrepareProcess(
+    const ProcessSpec& spec, OutputSink sink, std::chrono::system_clock::time_point start_at);
 
 // A PreparedStart that does nothing before Release and then calls `start` (runs that
 // cannot be made ready ahead: in-process plugins, test runners).

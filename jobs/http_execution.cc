@@ -51,8 +51,9 @@ std::string RangeText(const StatusRange& r) {
 }  // namespace
 
 bool StatusExpected(int status, const std::vector<StatusRange>& ranges) {
-  return std::any_of(ranges.begin(), ranges.end(),
-                     [status](const StatusRange& r) { return status >= r.first && status <= r.second; });
+  return std::any_of(ranges.begin(), ranges.end(), [status](const StatusRange& r) {
+    return status >= r.first && status <= r.second;
+  });
 }
 
 std::string StatusRangesText(const std::vector<StatusRange>& ranges) {

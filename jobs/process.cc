@@ -678,7 +678,8 @@ Result<std::unique_ptr<Execution>> FromSpawn(SpawnPlan& plan, const Spawned& chi
                                            SteadyClock::time_point start) {
   const int rc = child.error;
   if (rc != 0) {
-    std::string where = plan.program + (plan.workdir.empty() ? "" : " (workdir " + plan.workdir + ")");
+    std::string where =
+        plan.program + (plan.workdir.empty() ? "" : " (workdir " + plan.workdir + ")");
     if (IsResourceError(rc)) return MakeError("jobs: start " + where, ErrnoText(rc));
     // As a shell reports it: 127 not found, 126 found but not executable.
     const int exit_code = rc == ENOENT || rc == ENOTDIR ? 127 : 126;
@@ -775,8 +776,8 @@ Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputS
   return FromSpawn(**plan, child, spec, std::move(sink), start);
 }
 
-Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, OutputSink sink,
-                                                      std::chrono::system_clock::time_point start_at) {
+Result<std::unique_ptr<PreparedStart>> PrepareProcess(
+    const ProcessSpec& spec, OutputSink sink, std::chrono::system_clock::time_point start_at) {
   std::unique_ptr<Execution> cannot_start;
   Result<std::unique_ptr<SpawnPlan>> plan = MakePlan(spec, cannot_start);
   if (!plan) return tl::unexpected(plan.error());
@@ -789,7 +790,8 @@ Result<std::unique_ptr<PreparedStart>> PrepareProcess(const ProcessSpec& spec, O
   if (!*plan) return finished(std::move(cannot_start));
   SpawnPlan& p = **plan;
   if (p.resolve_error != 0) {
-    return finished(*FromSpawn(p, {-1, -1, p.resolve_error}, spec, std::move(sink), SteadyClock::now()));
+    return finished(
+        *FromSpawn(p, {-1, -1, p.resolve_error}, spec, std::move(sink), SteadyClock::now()));
   }
   int status[2];
   if (pipe2(status, O_CLOEXEC) != 0) return MakeError("jobs: status pipe", ErrnoText(errno));

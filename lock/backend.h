@@ -107,8 +107,8 @@ enum class ClaimStatus {
   kStoreReset,
 };
 
-// "won" "lost" "busy" "missed" "superseded" "store-reset" (inline: every backend target uses it, and they are
-// linked into tickd_lock, not the other way round).
+// "won" "lost" "busy" "missed" "superseded" "store-reset" (inline: every backend target uses it,
+// and they are linked into tickd_lock, not the other way round).
 inline std::string_view ClaimStatusName(ClaimStatus s) {
   switch (s) {
     case ClaimStatus::kWon:
@@ -129,7 +129,7 @@ inline std::string_view ClaimStatusName(ClaimStatus s) {
 
 struct ClaimOutcome {
   ClaimStatus status = ClaimStatus::kLost;
-  std::uint64_t fence = 0;                 // kWon: strictly greater than every earlier fence of the job
+  std::uint64_t fence = 0;  // kWon: strictly greater than every earlier fence of the job
   // kLost: the winner; kBusy: the node running the earlier tick; kSuperseded: the node
   // that claimed the later tick, when known.
   std::string holder_node;

@@ -141,9 +141,9 @@ using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 // writes it (same field, same encoding), so the claim needs no second round trip.
 // What the server pays for is keys created and commands called, so a claim does as
 // few as it can: a loser reads the head (when it knows a claimed tick), the record
-// and adds its observation (3 calls, one write); a winner writes one new key per tick, the record (the lease is the record's
-// lease_until on the server's clock, not a key of its own: a key created and deleted
-// per tick cost more than the rest of the claim), plus the fence and the ledger index.
+// and adds its observation (3 calls, one write); a winner writes one new key per tick, the record
+// (the lease is the record's lease_until on the server's clock, not a key of its own: a key created
+// and deleted per tick cost more than the rest of the claim), plus the fence and the ledger index.
 // The index's lifetime is renewed by Prune (the daemon prunes at start and hourly),
 // not by claims: every redis.call costs the server ~1 µs, a tenth of a won claim.
 static_assert(kFenceEpochShift == 11, "the claim script multiplies TIME_ms by 2048");
@@ -413,8 +413,8 @@ std::string PercentDecode(std::string_view s) {
 }
 
 bool ParseInt(std::string_view text, int& out) {
-  return !text.empty() &&
-         std::from_chars(text.data(), text.data() + text.size(), out).ptr == text.data() + text.size();
+  return !text.empty() && std::from_chars(text.data(), text.data() + text.size(), out).ptr ==
+                              text.data() + text.size();
 }
 
 // host[:port], [v6]:port, :port or "" into `out` (which holds the defaults).
@@ -474,7 +474,9 @@ Result<Endpoint> ParseUrl(const std::string& url) {
     while (true) {
       const auto comma = rest.find(',');
       HostPort hp{"127.0.0.1", 26379};
-      if (auto ok = ParseHostPort(rest.substr(0, comma), hp); !ok) return tl::unexpected(ok.error());
+      if (auto ok = ParseHostPort(rest.substr(0, comma), hp); !ok) {
+        return tl::unexpected(ok.error());
+      }
       ep.sentinels.push_back(std::move(hp));
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
@@ -845,12 +847,13 @@ class RedisBackend final : public Backend {
       return Base(reqs[i].held.job);
     }, [&](std::size_t i, Command& cmd) {
       const auto& [held, completion] = reqs[i];
-      cmd.insert(cmd.end(), {std::to_string(held.tick_unix), held.owner_token, completion.outcome,
-                             completion.exit_code ? std::to_string(*completion.exit_code) : "",
-                             std::to_string(completion.duration.count()),
-                             std::string(OutputToStore(completion.output)),
-                             std::to_string(std::max(0, completion.keep_outputs)),
-                             std::to_string(std::max<std::int64_t>(0, options_.retention.count()))});
+      cmd.insert(cmd.end(),
+                 {std::to_string(held.tick_unix), held.owner_token, completion.outcome,
+                  completion.exit_code ? std::to_string(*completion.exit_code) : "",
+                  std::to_string(completion.duration.count()),
+                  std::string(OutputToStore(completion.output)),
+                  std::to_string(std::max(0, completion.keep_outputs)),
+                  std::to_string(std::max<std::int64_t>(0, options_.retention.count()))});
     });
     auto replies = RunScripts(calls, {}, per_call);
     std::vector<Result<CompleteStatus>> out;
@@ -1007,7 +1010,9 @@ class RedisBackend final : public Backend {
                                            std::span<const std::int64_t> ticks) override {
     const std::string base = Base(std::string(job));
     std::vector<Command> gets;
-    for (const std::int64_t tick : ticks) gets.push_back({"GET", base + "out:" + std::to_string(tick)});
+    for (const std::int64_t tick : ticks) {
+      gets.push_back({"GET", base + "out:" + std::to_string(tick)});
+    }
     auto replies = Pipeline(gets);
     if (!replies) return tl::unexpected(replies.error());
     std::vector<std::string> out;
@@ -1262,7 +1267,8 @@ class RedisBackend final : public Backend {
       // The server answers WAIT within its timeout: leave it a quarter of what is left
       // to reach us before the socket's own timeout.
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-      const std::string timeout_ms = std::to_string(std::max<std::int64_t>(1, left.count() * 3 / 4));
+      const std::string timeout_ms =
+          std::to_string(std::max<std::int64_t>(1, left.count() * 3 / 4));
       auto waited = SendLocked(
           {{"WAIT", std::to_string(endpoint_.wait_replicas), timeout_ms}}, deadline);
       if (!waited) return tl::unexpected(waited.error());

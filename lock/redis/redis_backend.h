@@ -38,8 +38,8 @@ struct RedisOptions {
 // unreachable server, a refused password — name the URL with its password masked.
 // The Backend is thread-safe (one connection behind a mutex); after a failure it
 // reconnects on a later call (through the sentinels, for a Sentinel URL), with a
-// growing pause between attempts (≤ 2 s), and answers Error meanwhile. Complete calls made at the same time from several threads
-// share one pipeline (group commit): each still gets its own answer.
+// growing pause between attempts (≤ 2 s), and answers Error meanwhile. Complete calls made at the
+// same time from several threads share one pipeline (group commit): each still gets its own answer.
 Result<std::unique_ptr<Backend>> NewRedisBackend(const RedisOptions& options);
 
 }  // namespace tickd::lock

@@ -288,8 +288,8 @@ class Batch {
       const int len = static_cast<int>(op.data.size());
       switch (op.kind) {
         case Op::kCreate:
-          zoo_create_op_init(&s.zops[k], op.path.c_str(), op.data.data(), len, acl_, op.mode, s.path_bufs[k].data(),
-                             static_cast<int>(s.path_bufs[k].size()));
+          zoo_create_op_init(&s.zops[k], op.path.c_str(), op.data.data(), len, acl_, op.mode,
+                             s.path_bufs[k].data(), static_cast<int>(s.path_bufs[k].size()));
           break;
         case Op::kDelete:
           zoo_delete_op_init(&s.zops[k], op.path.c_str(), op.version);
@@ -700,8 +700,9 @@ class ZookeeperBackend final : public Backend {
       for (std::size_t w = 0; w < writing.size(); ++w) {
         const std::size_t i = writing[w];
         if (!written[w]) {
-          out[i] = MakeError(context_ + ": complete",
-                             "no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
+          out[i] =
+              MakeError(context_ + ": complete",
+                        "no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
         } else if (*written[w] == ZOK) {
           out[i] = CompleteStatus::kCompleted;
         } else if (IsRace(*written[w])) {
@@ -978,7 +979,9 @@ class ZookeeperBackend final : public Backend {
     for (std::size_t i = 0; i < names.size(); ++i) {
       if (reads[i].rc == ZNONODE) continue;  // resumed in between
       if (reads[i].rc != ZOK) return Failure("pauses", reads[i].rc);
-      if (auto p = DecodePause(NodeFromName(names[i]), reads[i].value)) out.push_back(std::move(*p));
+      if (auto p = DecodePause(NodeFromName(names[i]), reads[i].value)) {
+        out.push_back(std::move(*p));
+      }
     }
     return out;
   }
@@ -1648,7 +1651,8 @@ class ZookeeperBackend final : public Backend {
   }
 
   // What complete and release both read, pipelined: the tick's record [0], its lease
-  // node [1] and the job's run node [2] (refence: its head node). Each one found, or ZNONODE; else an Error.
+  // node [1] and the job's run node [2] (refence: its head node). Each one found, or ZNONODE; else
+  // an Error.
   Result<Batch> ReadTickNodes(const std::string& record_path, const std::string& lease_path,
                               const std::string& run_path, steady_clock::time_point deadline,
                               const std::string& what) {

@@ -57,7 +57,8 @@ class StartTimes {
 // should not happen has had the chance to.
 void LetRunsLook() { std::this_thread::sleep_for(milliseconds(50)); }
 
-TEST_CASE("early claims: claimed claim_lead before T, the lease counts from T, the run starts at T") {
+TEST_CASE(
+    "early claims: claimed claim_lead before T, the lease counts from T, the run starts at T") {
   Sim sim(WallAt(kT0, -1'000));
   StartTimes starts(sim, false);
   Scheduler& a = sim.AddReplica("a", {EveryJob("j", 60)}, EarlyClaims);
@@ -264,7 +265,8 @@ Scheduler& ClaimedBeforeT(Sim& sim) {
   return a;
 }
 
-TEST_CASE("early claims: a wall clock set back after the claim still starts at T on the wall clock") {
+TEST_CASE(
+    "early claims: a wall clock set back after the claim still starts at T on the wall clock") {
   Sim sim(WallAt(kT0, -1'000));
   StartTimes starts(sim, false);
   Scheduler& a = ClaimedBeforeT(sim);

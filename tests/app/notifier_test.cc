@@ -117,7 +117,8 @@ NotifyEvent RunEvent(const std::string& job, std::int64_t tick, const std::strin
   return e;
 }
 
-TEST_CASE_METHOD(OneNotifier, "a failed notification is retried 1 s, then 2 s later; then it is sent",
+TEST_CASE_METHOD(OneNotifier,
+                 "a failed notification is retried 1 s, then 2 s later; then it is sent",
                  "[notify]") {
   sender.failures = 2;
   Notifier& notifier = Start();
@@ -159,7 +160,8 @@ TEST_CASE_METHOD(OneNotifier, "a dead endpoint costs one line and a metric after
   CHECK(lines[0].find("error=\"endpoint down\"") != std::string::npos);
 }
 
-TEST_CASE_METHOD(OneNotifier, "a full queue drops the newest notification with a line, never blocks",
+TEST_CASE_METHOD(OneNotifier,
+                 "a full queue drops the newest notification with a line, never blocks",
                  "[notify]") {
   sender.hold = &hold;
   options.queue_limit = 2;

@@ -62,13 +62,15 @@ TEST_CASE("a pause of every job stops them all; one with an end resumes by itsel
   CHECK(sim.Grep({"tick=2026-11-21T14:00:01Z", "outcome=won"}).empty());
 }
 
-TEST_CASE("pauses that cannot be read keep the ones read before: a pause holds through a store hiccup") {
+TEST_CASE(
+    "pauses that cannot be read keep the ones read before: a pause holds through a store hiccup") {
   Sim sim(WallAt(kT0, -500));
   TestBackend& view = sim.NewView();
   PrometheusMetrics metrics(sim.clock);
   REQUIRE(sim.store->SetPause(PauseOf("cleanup")));
-  sim.AddReplica("node-a", {EveryJob("cleanup", 1)}, [&](SchedulerOptions& o) { o.metrics = &metrics; },
-                 &view);
+  sim.AddReplica(
+      "node-a", {EveryJob("cleanup", 1)}, [&](SchedulerOptions& o) { o.metrics = &metrics; },
+      &view);
   sim.Step(seconds(1));
   sim.WaitQuiet();
   CHECK(metrics.Render().find("tickd_job_paused{job_name=\"cleanup\"} 1") != std::string::npos);

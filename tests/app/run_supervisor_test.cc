@@ -390,7 +390,8 @@ TEST_CASE("retries: retry_backoff doubles with each retry") {
   CHECK(sim.Grep({" info retry job=j", "attempt=2 backoff=1.000s fence=2"}).size() == 1);
   CHECK(sim.Grep({" info retry job=j", "attempt=3 backoff=2.000s fence=3"}).size() == 1);
   CHECK(sim.Grep({" info retry job=j", "attempt=4 backoff=4.000s fence=4"}).size() == 1);
-  CHECK(sim.Grep({" warn run job=j", "outcome=failed exit=1", "fence=4", "attempts=4"}).size() == 1);
+  CHECK(sim.Grep({" warn run job=j", "outcome=failed exit=1", "fence=4", "attempts=4"}).size() ==
+        1);
 }
 
 TEST_CASE("retries: no retry starts at or past the job's next instant, and the last one's "

@@ -151,7 +151,8 @@ TEST_CASE("forbid: a tick while the previous run still runs is busy on every rep
 // Regression (nemesis, Redis store-restart-without-data): the store forgot the running
 // tick, answered won for the next one, and the replica still running the job started
 // it beside the old run.
-TEST_CASE("forbid: a run still going on this replica makes the next tick busy, whatever the store says") {
+TEST_CASE(
+    "forbid: a run still going on this replica makes the next tick busy, whatever the store says") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };  // hold
   auto long_lease = [](SchedulerOptions& o) { o.lease = std::chrono::minutes(10); };
@@ -582,7 +583,8 @@ TEST_CASE("jitter: every replica claims tick T at its due instant, one wins") {
       offsets.insert(job->DueMs(tick) - tick * 1000);
     }
   }
-  std::sort(dues.begin(), dues.end(), [](const Due& a, const Due& b) { return a.due_ms < b.due_ms; });
+  std::sort(dues.begin(), dues.end(),
+            [](const Due& a, const Due& b) { return a.due_ms < b.due_ms; });
   CHECK(offsets.size() >= 8);  // 10 hashed offsets in [0, 9 s): nearly all different
   for (std::int64_t off : offsets) CHECK((off >= 0 && off < 9'000));
 

@@ -66,8 +66,9 @@ TEST_CASE("unknown keys are errors, with a did-you-mean when one is close", "[co
 
 TEST_CASE("duplicate job names and duplicate keys", "[config][errors]") {
   TempDir dir;
-  auto r = LoadText(dir, std::string(kJobHead) + "    shell: \"true\"\n" +
-                             "  - name: a\n    schedule: \"* * * * *\"\n    shell: x\n    shell: y\n");
+  auto r =
+      LoadText(dir, std::string(kJobHead) + "    shell: \"true\"\n" +
+                        "  - name: a\n    schedule: \"* * * * *\"\n    shell: x\n    shell: y\n");
   CHECK_ERROR(r, "FILE:6:11: jobs[1].name: duplicate job name 'a' (first at line 3)");
   CHECK_ERROR(r, "FILE:9:5: jobs[1].shell: duplicate key (first at line 8)");
 }
@@ -97,7 +98,8 @@ TEST_CASE("exactly one of shell, run, plugin, http", "[config][errors]") {
                                                  "  - name: c\n    schedule: \"@daily\"\n"
                                                  "    run: /bin/not-a-list\n");
   CHECK_ERROR(r, "FILE:3:5: jobs[0]: missing the command: set one of shell, run, plugin, http");
-  CHECK_ERROR(r, "FILE:5:5: jobs[1]: set exactly one of shell, run, plugin, http (found shell and run)");
+  CHECK_ERROR(
+      r, "FILE:5:5: jobs[1]: set exactly one of shell, run, plugin, http (found shell and run)");
   CHECK_ERROR(r, "FILE:11:10: jobs[2].run: takes a list");
   CHECK(r.errors.size() == 3);
 }
@@ -170,7 +172,8 @@ TEST_CASE("retries and retry_backoff: bad values and the two forms mixed name th
   CHECK(r.errors.size() == 5);
 }
 
-TEST_CASE("lock.claim_lead: 0s claims at T; 1s or more is an error at its place", "[config][errors]") {
+TEST_CASE("lock.claim_lead: 0s claims at T; 1s or more is an error at its place",
+          "[config][errors]") {
   TempDir dir;
   auto r = LoadText(dir, "version: 1\nlock: {claim_lead: 1s}\njobs:\n  - name: a\n"
                          "    schedule: \"* * * * *\"\n    shell: x\n");
@@ -216,7 +219,8 @@ TEST_CASE("an unset ${VAR} names the variable and the place", "[config][errors]"
   TempDir dir;
   auto r = LoadText(dir, std::string(kJobHead) + "    shell: echo ${TICKD_CFG_TEST_MISSING}\n");
   REQUIRE(r.errors.size() == 1);
-  CHECK_ERROR(r, "FILE:5:12: jobs[0].shell: environment variable TICKD_CFG_TEST_MISSING is not set");
+  CHECK_ERROR(r,
+              "FILE:5:12: jobs[0].shell: environment variable TICKD_CFG_TEST_MISSING is not set");
 }
 
 TEST_CASE("env: names must be variable names and not TICKD_*", "[config][errors]") {
@@ -360,7 +364,8 @@ TEST_CASE("errors in defaults are reported once, where they are written", "[conf
                          "  shell: a\n  run: [b]\njobs:\n"
                          "  - {name: a, schedule: \"* * * * *\"}\n"
                          "  - {name: b, schedule: \"* * * * *\"}\n");
-  CHECK_ERROR(r, "FILE:3:3: defaults: set at most one of shell, run, plugin, http (found shell and run)");
+  CHECK_ERROR(
+      r, "FILE:3:3: defaults: set at most one of shell, run, plugin, http (found shell and run)");
   CHECK_ERROR(r, "FILE:3:9: defaults.name: a job name cannot have a default");
   CHECK_ERROR(r, "FILE:4:13: defaults.timezone: unknown time zone 'Nowhere/City'");
   CHECK(r.errors.size() == 3);

@@ -40,7 +40,8 @@ jobs:
   CHECK(job.http->method == "POST");
   CHECK(job.http->url == "https://example.invalid/hook");
   REQUIRE(job.http->headers.size() == 2);
-  CHECK(job.http->headers[0] == std::pair<std::string, std::string>("Authorization", "Bearer s3cret"));
+  CHECK(job.http->headers[0] ==
+        std::pair<std::string, std::string>("Authorization", "Bearer s3cret"));
   CHECK(job.http->body == "{\"a\":1}");
   CHECK(job.http->timeout == milliseconds(3'000));
   CHECK(job.http->expect_status == std::vector<StatusRange>{{200, 299}, {304, 304}});
@@ -151,7 +152,8 @@ TEST_CASE("bad http: and notifier values name FILE:LINE:COL and the key path",
   r = LoadText(dir, job + "    on_failure: {http: {headers: {X-A: b}}}\n");
   CHECK_ERROR(r, "FILE:6:24: jobs[0].on_failure.http: missing 'url'");
   r = LoadText(dir, job + "    on_failure: {http: {url: \"http://x/\", method: PUT}}\n");
-  CHECK_ERROR(r, "FILE:6:43: jobs[0].on_failure.http.method: unknown key (allowed: url, headers, timeout)");
+  CHECK_ERROR(
+      r, "FILE:6:43: jobs[0].on_failure.http.method: unknown key (allowed: url, headers, timeout)");
   r = LoadText(dir, job + "    on_failure: {http: {url: \"http://x/\", headers: {\"a b\": v}}}\n");
   CHECK_ERROR(r, "FILE:6:53: jobs[0].on_failure.http.headers.a b: not an HTTP header name");
   r = LoadText(dir, job + "    on_failure: {http: {url: \"http://x/\", timeout: soon}}\n");

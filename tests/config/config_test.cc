@@ -261,7 +261,8 @@ jobs:
   CHECK(FindJob(c, "explicit").starting_deadline == milliseconds(120'000));
 }
 
-TEST_CASE("a starting_deadline from defaults is clamped to each job's period", "[config][deadline]") {
+TEST_CASE("a starting_deadline from defaults is clamped to each job's period",
+          "[config][deadline]") {
   TempDir dir;
   const std::string file = dir.Write("jobs.yaml", R"(version: 1
 defaults:

@@ -215,8 +215,8 @@ TEMPLATE_LIST_TEST_CASE("conformance: one winner among concurrent claimers in se
         char byte;
         while (::read(start[0], &byte, 1) > 0) {
         }
-        auto out = replica->Claim(
-            Req(h, "proc-race", tick, "child-" + std::to_string(i), "child-tok-" + std::to_string(i)));
+        auto out = replica->Claim(Req(h, "proc-race", tick, "child-" + std::to_string(i),
+                                      "child-tok-" + std::to_string(i)));
         if (out) code = static_cast<int>(out->status);
       } catch (...) {
       }
@@ -951,7 +951,8 @@ TEMPLATE_LIST_TEST_CASE("conformance: a run's output is read back by another rep
   for (const std::int64_t tick : {t_count, t_age, t_kept, t_big}) {
     const HeldClaim held = claim_at(tick, "tok-out-" + std::to_string(n));
     Completion c{n % 2 == 0 ? "done" : "failed", n % 2, 5ms};
-    c.output = tick == t_big ? big : "o run " + std::to_string(n) + "\ne <b>oops</b> \xE2\x9C\x93\n";
+    c.output =
+        tick == t_big ? big : "o run " + std::to_string(n) + "\ne <b>oops</b> \xE2\x9C\x93\n";
     c.keep_outputs = 3;
     REQUIRE(*a->Complete(held, c) == CompleteStatus::kCompleted);
     ++n;

@@ -31,11 +31,13 @@ Instant T(std::string_view rfc3339) { return *ParseRfc3339(rfc3339); }
 }  // namespace
 
 TEST_CASE("error lines name the expression, field, column and reason", "[cron][parser]") {
-  CHECK(ErrorOf("61 * * * *") == "61 * * * *: field 1 (minute) at column 1: 61 is out of range 0-59");
+  CHECK(ErrorOf("61 * * * *") ==
+        "61 * * * *: field 1 (minute) at column 1: 61 is out of range 0-59");
   CHECK(ErrorOf("* 24 * * *") == "* 24 * * *: field 2 (hour) at column 3: 24 is out of range 0-23");
   CHECK(ErrorOf("0 0 1,,2 * *") ==
         "0 0 1,,2 * *: field 3 (day-of-month) at column 7: empty list element");
-  CHECK(ErrorOf("*/0 * * * *") == "*/0 * * * *: field 1 (minute) at column 3: step 0 is out of range 1-59");
+  CHECK(ErrorOf("*/0 * * * *") ==
+        "*/0 * * * *: field 1 (minute) at column 3: step 0 is out of range 1-59");
   CHECK(ErrorOf("0 0 * FOO *") ==
         "0 0 * FOO *: field 4 (month) at column 7: 'FOO' is not a number or a name");
   CHECK(ErrorOf("0 0 * * 1-8") ==

@@ -159,7 +159,8 @@ bool DayMatches(const Expr& e, std::chrono::year_month_day ymd) {
     const unsigned n = static_cast<unsigned>(e.dom_arg);
     dom_ok = false;
     if (n <= last) {
-      const std::chrono::weekday wn{std::chrono::sys_days{ymd.year() / ymd.month() / std::chrono::day{n}}};
+      const std::chrono::weekday wn{
+          std::chrono::sys_days{ymd.year() / ymd.month() / std::chrono::day{n}}};
       unsigned target = n;
       if (wn == std::chrono::Saturday) target = n == 1 ? 3 : n - 1;
       if (wn == std::chrono::Sunday) target = n == last ? n - 2 : n + 1;
@@ -167,7 +168,9 @@ bool DayMatches(const Expr& e, std::chrono::year_month_day ymd) {
     }
   }
   bool dow_ok = e.dow[wd.c_encoding()];
-  if (e.dow_special == 1) dow_ok = wd.c_encoding() == static_cast<unsigned>(e.dow_x) && d + 7 > last;
+  if (e.dow_special == 1) {
+    dow_ok = wd.c_encoding() == static_cast<unsigned>(e.dow_x) && d + 7 > last;
+  }
   if (e.dow_special == 2) {
     dow_ok = wd.c_encoding() == static_cast<unsigned>(e.dow_x) &&
              (d - 1) / 7 + 1 == static_cast<unsigned>(e.dow_n);
@@ -202,7 +205,8 @@ TEST_CASE("5-field expressions in UTC equal a brute-force scan over a year",
     const Instant end = start + seconds(366 * 86400);
     std::vector<Instant> brute;
     // Minute by minute over every day whose date matches (the others hold no firing).
-    for (auto day = std::chrono::floor<std::chrono::days>(start); day <= end; day += std::chrono::days{1}) {
+    for (auto day = std::chrono::floor<std::chrono::days>(start); day <= end;
+         day += std::chrono::days{1}) {
       if (!e.month[static_cast<unsigned>(std::chrono::year_month_day{day}.month())] ||
           !DayMatches(e, std::chrono::year_month_day{day})) {
         continue;

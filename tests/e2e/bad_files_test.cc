@@ -23,14 +23,16 @@ const BadFile kBadFiles[] = {
     {"syntax error", "version: 1\njobs:\n  - name: a\n    schedule: [\n", ":5:1", ""},
     {"unknown key", "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shel: true\n",
      ":5:5", "did you mean 'shell'"},
-    {"bad schedule", "version: 1\njobs:\n  - name: a\n    schedule: \"61 * * * *\"\n    shell: true\n",
-     ":4:15", "field 1 (minute)"},
+    {"bad schedule",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"61 * * * *\"\n    shell: true\n", ":4:15",
+     "field 1 (minute)"},
     {"duplicate name",
      "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n"
      "  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n",
      ":6:11", "duplicate"},
-    {"H in a list", "version: 1\njobs:\n  - name: a\n    schedule: \"H,5 * * * *\"\n    shell: true\n",
-     ":4:15", "'H' cannot be combined with other values in a list"},
+    {"H in a list",
+     "version: 1\njobs:\n  - name: a\n    schedule: \"H,5 * * * *\"\n    shell: true\n", ":4:15",
+     "'H' cannot be combined with other values in a list"},
     {"H range backwards",
      "version: 1\njobs:\n  - name: a\n    schedule: \"H(30-10) * * * *\"\n    shell: true\n",
      ":4:15", "range 30-10 goes backwards"},
@@ -94,9 +96,9 @@ TEST_CASE("bad job files exit 2 with FILE:LINE:COL", "[e2e]") {
     }
   }
   SECTION("a job file writable by others is refused, saying how to fix it") {
-    const fs::path file =
-        WriteFile(dir, "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n",
-                  0666);
+    const fs::path file = WriteFile(
+        dir, "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: true\n",
+        0666);
     for (const char* cmd : {"validate", "run"}) {
       auto [status, output] = RunCommand({TICKD_BINARY, cmd, "-c", file.string()});
       INFO(output);

@@ -120,7 +120,8 @@ void ScenarioNotifyAndHttp(BackendFixture& backend) {
     CHECK(j["output"] == "about to fail");
     auto run = failed_runs.find(tick);
     REQUIRE(run != failed_runs.end());
-    CHECK(run->second == std::string(j["node"]) + " " + std::to_string(j["fence"].get<std::uint64_t>()));
+    CHECK(run->second ==
+          std::string(j["node"]) + " " + std::to_string(j["fence"].get<std::uint64_t>()));
   }
   CHECK(failed_runs.size() >= 4);
   for (const auto& [tick, node_fence] : failed_runs) {

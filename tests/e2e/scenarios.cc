@@ -44,7 +44,8 @@ std::vector<RunRecord> ReadRuns(const fs::path& file) {
 // Shell for a job that records its start and end in runs.txt around `work`.
 std::string RecordingShell(const std::string& work) {
   return "echo \"start $TICKD_TICK_UNIX $TICKD_NODE $TICKD_FENCE $(date +%s.%N)\" >> runs.txt; " +
-         work + "; echo \"end $TICKD_TICK_UNIX $TICKD_NODE $TICKD_FENCE $(date +%s.%N)\" >> runs.txt";
+         work +
+         "; echo \"end $TICKD_TICK_UNIX $TICKD_NODE $TICKD_FENCE $(date +%s.%N)\" >> runs.txt";
 }
 
 // Runs the tickd binary with `args` in the backend's environment; it must exit 0.
@@ -124,7 +125,9 @@ void ScenarioSkewedReplicas(BackendFixture& backend) {
   // Every replica logs one tick line per tick, naming the winner. Judge the ticks
   // that every replica was up for: between the latest first tick and earliest last.
   std::map<std::string, std::map<std::string, std::vector<LogLine>>> by_node_tick;
-  for (const LogLine& l : Events(lines, "tick", "fast")) by_node_tick[l.Get("node")][l.Get("tick")].push_back(l);
+  for (const LogLine& l : Events(lines, "tick", "fast")) {
+    by_node_tick[l.Get("node")][l.Get("tick")].push_back(l);
+  }
   REQUIRE(by_node_tick.size() == 3);
   std::string from, to = "~";
   for (const auto& [node, ticks] : by_node_tick) {
@@ -523,7 +526,9 @@ void ScenarioRunOutput(BackendFixture& backend) {
     for (const nlohmann::json& l : lines) {
       const std::string text_line = l["line"];
       if (l["stream"] == "stdout" && text_line == "last " + tick_unix) last = true;
-      if (l["stream"] == "stderr" && text_line == "warn " + tick_unix + " <b>&amp;</b>") warn = true;
+      if (l["stream"] == "stderr" && text_line == "warn " + tick_unix + " <b>&amp;</b>") {
+        warn = true;
+      }
       if (text_line.starts_with("first ")) first = true;
     }
     CHECK(last);
@@ -546,7 +551,8 @@ void ScenarioGracefulShutdown(BackendFixture& backend) {
   cluster.StartReplica("node-a");
   cluster.StartReplica("node-b");
   cluster.StartReplica("node-c");
-  REQUIRE(Cluster::WaitUntil([&] { return ReadRuns(cluster.dir() / "runs.txt").size() >= 4; }, 15s));
+  REQUIRE(
+      Cluster::WaitUntil([&] { return ReadRuns(cluster.dir() / "runs.txt").size() >= 4; }, 15s));
   const auto t0 = std::chrono::steady_clock::now();
   StopAll(cluster);
   CHECK(std::chrono::steady_clock::now() - t0 < 10s);
@@ -647,7 +653,8 @@ long long UnixMs(const std::string& rfc3339) {
   const std::size_t dot = rfc3339.find('.');
   if (dot != std::string::npos) {
     int digits = 0;
-    for (std::size_t i = dot + 1; i < rfc3339.size() && std::isdigit(static_cast<unsigned char>(rfc3339[i])); ++i) {
+    for (std::size_t i = dot + 1;
+         i < rfc3339.size() && std::isdigit(static_cast<unsigned char>(rfc3339[i])); ++i) {
       if (digits++ < 3) ms = ms * 10 + (rfc3339[i] - '0');
     }
     for (; digits < 3; ++digits) ms *= 10;
@@ -685,8 +692,8 @@ void ScenarioSpread(BackendFixture& backend) {
   std::map<std::pair<std::string, long long>, long long> due_of;
   const std::string from = UtcRfc3339(started_ms / 1000);
   for (const std::string job : {"spread-a", "spread-b", "spread-c", "hashed"}) {
-    auto [status, output] =
-        RunCommand({TICKD_BINARY, "next", "-c", file.string(), "--job", job, "--from", from, "-n", "40"});
+    auto [status, output] = RunCommand(
+        {TICKD_BINARY, "next", "-c", file.string(), "--job", job, "--from", from, "-n", "40"});
     INFO("tickd next --job " << job << ":\n" << output);
     REQUIRE(status == 0);
     std::istringstream in(output);
@@ -719,8 +726,9 @@ void ScenarioSpread(BackendFixture& backend) {
   for (const auto& [key, at] : starts) {
     // Every tick that ran is on the schedule `tickd next` prints (judged or not).
     INFO(key.first << " tick " << key.second);
-    auto [status, output] = RunCommand({TICKD_BINARY, "next", "-c", file.string(), "--job",
-                                        key.first, "--from", UtcRfc3339(key.second - 1), "-n", "1"});
+    auto [status, output] =
+        RunCommand({TICKD_BINARY, "next", "-c", file.string(), "--job", key.first, "--from",
+                    UtcRfc3339(key.second - 1), "-n", "1"});
     REQUIRE(status == 0);
     const std::size_t sep = output.find(" tick=");
     const std::string tick_text = sep == std::string::npos ? output : output.substr(sep + 6);

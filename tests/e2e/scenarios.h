@@ -50,10 +50,10 @@ void ScenarioServerRestart(BackendFixture& backend, const std::string& secret);
 void ScenarioSpread(BackendFixture& backend);
 
 // Retries under new fences (docs/design.md §1 rule 14): three replicas, a job every
-// 3 s (room for 3 tries before the next instant on a loaded machine) that fails its first two tries and succeeds on the third (retries: 3). Every
-// tick that ran was tried 3 times, all on its winner, with 3 strictly increasing
-// fences (above every fence of the earlier ticks); its run line says attempts=3 with
-// the last fence, its two retry lines name the new fences, and the ledger
+// 3 s (room for 3 tries before the next instant on a loaded machine) that fails its first two tries
+// and succeeds on the third (retries: 3). Every tick that ran was tried 3 times, all on its winner,
+// with 3 strictly increasing fences (above every fence of the earlier ticks); its run line says
+// attempts=3 with the last fence, its two retry lines name the new fences, and the ledger
 // (`tickd status --json`) holds the last one.
 void ScenarioRetries(BackendFixture& backend);
 

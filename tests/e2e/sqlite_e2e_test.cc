@@ -79,7 +79,8 @@ std::vector<int> ProcessesMentioning(const std::string& text) {
   while (dirent* d = readdir(proc)) {
     if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
     std::ifstream in(std::string("/proc/") + d->d_name + "/cmdline");
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cmdline((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
     if (cmdline.find(text) != std::string::npos) pids.push_back(std::stoi(d->d_name));
   }
   closedir(proc);

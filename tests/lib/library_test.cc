@@ -152,8 +152,9 @@ TEST_CASE("library: a function that ignores its stop token past the lease is rep
   REQUIRE(Eventually([&] { return !w.backend->completions().empty(); }));
   CHECK(w.backend->completions()[0].second.outcome == "lease-lost");
   // The run line follows the complete, so it may come a moment later.
-  CHECK(Eventually(
-      [&] { return !lines.With({"run", "outcome=lease-lost", "ignored its stop token"}).empty(); }));
+  CHECK(Eventually([&] {
+    return !lines.With({"run", "outcome=lease-lost", "ignored its stop token"}).empty();
+  }));
   release = true;
   s.stop();
 }

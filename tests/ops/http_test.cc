@@ -64,9 +64,10 @@ TEST_CASE("http endpoints of a running two-replica cluster") {
     INFO(name);
     CHECK(metrics->body.find(name) != std::string::npos);
   }
-  CHECK((
-      metrics->body.find("tickd_ticks_total{job_name=\"beat\",outcome=\"won\"}") != std::string::npos ||
-      metrics->body.find("tickd_ticks_total{job_name=\"beat\",outcome=\"lost\"}") != std::string::npos));
+  CHECK((metrics->body.find("tickd_ticks_total{job_name=\"beat\",outcome=\"won\"}") !=
+             std::string::npos ||
+         metrics->body.find("tickd_ticks_total{job_name=\"beat\",outcome=\"lost\"}") !=
+             std::string::npos));
 
   // /api/status: every finished tick's winner is the node whose log has its run line.
   std::map<std::string, std::string> ran;  // tick → node

@@ -669,7 +669,8 @@ TEST_CASE("redis: Complete from many threads at once: coalesced, each caller get
     std::size_t a = 0;
     for (int k = 0; k < kPerThread; ++k) {
       const int i = t * kPerThread + k;
-      const CompleteStatus want = i % 7 == 0 ? CompleteStatus::kNotOwner : CompleteStatus::kCompleted;
+      const CompleteStatus want =
+          i % 7 == 0 ? CompleteStatus::kNotOwner : CompleteStatus::kCompleted;
       for (int repeat = 0; repeat < (i % 5 == 0 ? 2 : 1); ++repeat) {
         REQUIRE(a < answers[t].size());
         REQUIRE(answers[t][a]);

@@ -133,7 +133,8 @@ class RedisSentinelSet {
         for (std::size_t k = 0; k < servers_.size(); ++k) {
           if (k == i) continue;
           const std::string info = Cli(k, "INFO replication");
-          followed = followed && info.find("master_port:" + std::to_string(now)) != std::string::npos &&
+          followed = followed &&
+                     info.find("master_port:" + std::to_string(now)) != std::string::npos &&
                      info.find("master_link_status:up") != std::string::npos;
         }
         if (followed) return i;

@@ -222,7 +222,8 @@ TEST_CASE("redis sentinel: claims go on across a failover; with wait no tick is 
   for (; std::chrono::steady_clock::now() < until && won_after < 20; ++tick) {
     const bool after = failed_over;
     std::vector<tickd::Result<ClaimOutcome>> out(2, tl::unexpected(tickd::Error("", "")));
-    std::thread other([&] { out[1] = b->Claim(Req("orders", tick, "node-b", "b-" + std::to_string(tick))); });
+    std::thread other(
+        [&] { out[1] = b->Claim(Req("orders", tick, "node-b", "b-" + std::to_string(tick))); });
     out[0] = a->Claim(Req("orders", tick, "node-a", "a-" + std::to_string(tick)));
     other.join();
     for (std::size_t k = 0; k < 2; ++k) {
@@ -236,9 +237,10 @@ TEST_CASE("redis sentinel: claims go on across a failover; with wait no tick is 
       fences[tick] = out[k]->fence;
       if (after) ++won_after;
       Backend& holder = k == 0 ? *a : *b;
-      const auto done = holder.Complete(HeldClaim{"orders", tick, (k == 0 ? "a-" : "b-") + std::to_string(tick),
-                                      out[k]->fence, 15s},
-                            Completion{"done", 0, 1ms});
+      const auto done =
+          holder.Complete(HeldClaim{"orders", tick, (k == 0 ? "a-" : "b-") + std::to_string(tick),
+                                    out[k]->fence, 15s},
+                          Completion{"done", 0, 1ms});
       (void)done;  // a complete lost in the failover only leaves the job busy for a lease
     }
     std::this_thread::sleep_for(50ms);

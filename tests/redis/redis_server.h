@@ -108,8 +108,8 @@ class RedisServer {
   pid_t pid_ = -1;
 };
 
-// redis-cli against the server on `port` (no AUTH when `password` is empty): its output (not a tty: no type
-// annotations), stderr included, trailing newlines and spaces removed.
+// redis-cli against the server on `port` (no AUTH when `password` is empty): its output (not a tty:
+// no type annotations), stderr included, trailing newlines and spaces removed.
 inline std::string RedisCli(int port, const std::string& password, const std::string& args) {
   const std::string auth = password.empty() ? "" : "-a '" + password + "' --no-auth-warning ";
   const std::string cmd = "redis-cli -p " + std::to_string(port) + " " + auth + args + " 2>&1";

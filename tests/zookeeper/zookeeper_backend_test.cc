@@ -186,7 +186,8 @@ TEST_CASE("zookeeper: calls fail closed within op_timeout", "[zookeeper]") {
   if (!Available()) return;
   SECTION("nothing listens on the port") {
     tickd::lock::ZookeeperOptions options;
-    options.url = "zookeeper://127.0.0.1:" + std::to_string(tickd::testing::FreeLoopbackPort()) + "/x";
+    options.url =
+        "zookeeper://127.0.0.1:" + std::to_string(tickd::testing::FreeLoopbackPort()) + "/x";
     options.op_timeout = 500ms;
     const auto sent = steady_clock::now();
     auto backend = tickd::lock::NewZookeeperBackend(options);

@@ -61,7 +61,9 @@ class FencedRun {
   std::vector<std::optional<int>> Stop() {
     for (auto& r : cluster_.replicas()) r->Signal(SIGTERM);
     std::vector<std::optional<int>> statuses;
-    for (auto& r : cluster_.replicas()) statuses.push_back(r->Wait(std::chrono::milliseconds(15000)));
+    for (auto& r : cluster_.replicas()) {
+      statuses.push_back(r->Wait(std::chrono::milliseconds(15000)));
+    }
     if (resource_) resource_->Stop();
     return statuses;
   }

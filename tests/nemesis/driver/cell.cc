@@ -403,7 +403,8 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       const std::string trouble = TroubleAfter(target, target_lines);
       // Delay and stall act when the target's traffic was held up (its requests did
       // not reach the store in time); an error line of the target says so too.
-      took = f == "proxy-drop-replies" ? dropped > 0 : (dropped > 0 || held > 0 || !trouble.empty());
+      took =
+          f == "proxy-drop-replies" ? dropped > 0 : (dropped > 0 || held > 0 || !trouble.empty());
       evidence << "proxy bytes dropped " << dropped << ", held " << held
                << "; target log: " << (trouble.empty() ? "no error line" : trouble);
       proxy->Pass();
