@@ -25,7 +25,7 @@ std::string_view OutputStreamName(OutputStream s) {
 
 OutputCapture::OutputCapture(OutputSink sink, std::size_t max_lines,
                              std::size_t max_line_bytes)
-    : sink_(std::move(sink)), max_lines_(max_lines), max_line_bytes_(max_line_bytes) {}
+    : lines_(std::move(sink), max_lines), max_line_bytes_(max_line_bytes) {}
 
 void OutputCapture::Feed(OutputStream s, std::string_view bytes) {
   StreamState& st = streams_[static_cast<std::size_t>(s)];
@@ -60,17 +60,20 @@ void OutputCapture::Finish(OutputStream s) {
 }
 
 void OutputCapture::Deliver(OutputStream s, std::string_view line) {
-  if (delivered_lines_ >= max_lines_) {
-    ++dropped_lines_;
+  lines_.Deliver(OutputStreamName(s), line);
+}
+
+void LineBudget::Deliver(std::string_view stream, std::string_view line) {
+  if (delivered_ >= max_lines_) {
+    ++dropped_;
     return;
   }
-  ++delivered_lines_;
+  ++delivered_;
   if (!sink_) return;
   try {
-    sink_(OutputStreamName(s), line);
+    sink_(stream, line);
   } catch (...) {
-    // A throwing sink must not end the supervisor thread (and with it the daemon);
-    // the line is lost, the run goes on.
+    // The line is lost; the run goes on.
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "jobs/execution.h"
 
@@ -20,6 +21,28 @@ std::string_view OutputStreamName(OutputStream s);  // "stdout" "stderr"
 
 // Appended to a line that was cut at max_line_bytes.
 inline constexpr std::string_view kTruncatedMark = "\u2026[truncated]";
+
+// At most max_lines lines reach `sink` (the rest are only counted); a throwing sink
+// loses its line, never the caller's thread (a run's supervisor or call thread, where
+// an exception would end the daemon). An empty sink discards the lines, still counted.
+// Not thread-safe.
+class LineBudget {
+ public:
+  LineBudget(OutputSink sink, std::size_t max_lines)
+      : sink_(std::move(sink)), max_lines_(max_lines) {}
+
+  void Deliver(std::string_view stream, std::string_view line);
+  // Lines not delivered because max_lines was reached.
+  std::size_t dropped() const { return dropped_; }
+  // No line reaches the sink after this.
+  void Detach() { sink_ = nullptr; }
+
+ private:
+  OutputSink sink_;
+  std::size_t max_lines_;
+  std::size_t delivered_ = 0;
+  std::size_t dropped_ = 0;
+};
 
 class OutputCapture {
  public:
@@ -35,7 +58,7 @@ class OutputCapture {
   void Finish(OutputStream s);
 
   // Lines not delivered because max_lines was reached.
-  std::size_t dropped_lines() const { return dropped_lines_; }
+  std::size_t dropped_lines() const { return lines_.dropped(); }
 
  private:
   struct StreamState {
@@ -45,11 +68,8 @@ class OutputCapture {
 
   void Deliver(OutputStream s, std::string_view line);
 
-  OutputSink sink_;
-  std::size_t max_lines_;
+  LineBudget lines_;
   std::size_t max_line_bytes_;
-  std::size_t delivered_lines_ = 0;
-  std::size_t dropped_lines_ = 0;
   std::array<StreamState, 2> streams_;
 };
 

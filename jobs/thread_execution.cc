@@ -122,27 +122,17 @@ class ThreadExecution final : public Execution {
 
 void CallOutput::Line(std::string_view stream, std::string_view text) {
   std::lock_guard lock(mu_);
-  if (lines_ >= max_lines_) {
-    ++dropped_;
-    return;
-  }
-  ++lines_;
-  if (!sink_) return;
-  try {
-    sink_(stream, text.substr(0, max_line_bytes_));
-  } catch (...) {
-    // The call runs on a thread of its own, where an exception would end the daemon.
-  }
+  lines_.Deliver(stream, text.substr(0, max_line_bytes_));
 }
 
 std::size_t CallOutput::dropped() const {
   std::lock_guard lock(mu_);
-  return dropped_;
+  return lines_.dropped();
 }
 
 void CallOutput::Detach() {
   std::lock_guard lock(mu_);
-  sink_ = nullptr;
+  lines_.Detach();
 }
 
 Result<std::unique_ptr<Execution>> StartThreadCall(const ProcessSpec& spec, ThreadCall call,

@@ -18,6 +18,7 @@
 
 #include "base/error.h"
 #include "jobs/execution.h"
+#include "jobs/output_capture.h"
 
 namespace tickd::jobs {
 
@@ -39,8 +40,7 @@ using ThreadCall = std::function<CallEnd(std::stop_token stop)>;
 class CallOutput {
  public:
   CallOutput(OutputSink sink, const ProcessSpec& spec)
-      : sink_(std::move(sink)), max_lines_(spec.max_output_lines),
-        max_line_bytes_(spec.max_line_bytes) {}
+      : lines_(std::move(sink), spec.max_output_lines), max_line_bytes_(spec.max_line_bytes) {}
 
   // One line of `stream`, without its '\n'. Never throws (a throwing sink loses the line).
   void Line(std::string_view stream, std::string_view text);
@@ -51,11 +51,8 @@ class CallOutput {
 
  private:
   mutable std::mutex mu_;
-  OutputSink sink_;  // guarded by mu_; null once detached
-  const std::size_t max_lines_;
+  LineBudget lines_;  // guarded by mu_
   const std::size_t max_line_bytes_;
-  std::size_t lines_ = 0;    // guarded by mu_
-  std::size_t dropped_ = 0;  // guarded by mu_
 };
 
 struct ThreadCallOptions {
