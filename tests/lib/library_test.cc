@@ -69,6 +69,12 @@ struct World {
   }
 };
 
+// The value of `series` (name and labels, as rendered) in Prometheus text; 0 when absent.
+double MetricValue(const std::string& text, const std::string& series) {
+  const std::size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + series.size() + 2));
+}
+
 SchedulerOptions Options(const std::string& node, Lines& lines) {
   SchedulerOptions o;
   o.node = node;
@@ -96,9 +102,25 @@ TEST_CASE("library: two schedulers on one store run each tick once, fences incre
     REQUIRE(Eventually([&] { return a.active_runs() == 0 && b.active_runs() == 0; }));
     a.stop();
     b.stop();
+    // The daemon's metrics: between them, the two counted one win per tick run.
+    const std::string won = "tickd_ticks_total{job_name=\"cleanup\",outcome=\"won\"}";
+    std::lock_guard lock(mu);
+    CHECK(MetricValue(a.metrics_text(), won) + MetricValue(b.metrics_text(), won) ==
+          static_cast<double>(runs.size()));
   }
   std::lock_guard lock(mu);
   REQUIRE(runs.size() >= 9);
+  // The daemon's ledger: each tick run has both schedulers' observations.
+  auto history = w.memory->History("cleanup", 20);
+  REQUIRE(history);
+  for (const lock::TickHistory& h : *history) {
+    if (!runs.contains(h.tick_unix)) continue;
+    std::set<std::string> observed;
+    for (const lock::Observation& o : h.observations) observed.insert(o.node);
+    CHECK(observed == std::set<std::string>{"a", "b"});
+  }
+  // And its tick lines: the loser names the winner.
+  CHECK(!lines.With({" tick ", "job=cleanup", "outcome=lost", "winner="}).empty());
   std::uint64_t last_fence = 0;
   for (const auto& [tick, who] : runs) {
     INFO("tick " << tick);
