@@ -59,7 +59,10 @@ TEST_CASE("the completion carries the end of what the run printed; the log its f
     o.history.runs = 7;
   });
   sim.Step(seconds(1), false);
-  REQUIRE(Eventually([&] { return sim.backend.completions().size() == 1; }));
+  // The supervisor completes the claim first, then logs the run line.
+  REQUIRE(Eventually([&] {
+    return sim.backend.completions().size() == 1 && !sim.Grep({" run job=j"}).empty();
+  }));
   // Every line reaches the supervisor; the log's cap is its own.
   CHECK(sim.runner.specs().at(0).max_output_lines == SIZE_MAX);
   const lock::Completion c = sim.backend.completions()[0].second;
