@@ -112,7 +112,10 @@ class RedisServer {
 // no type annotations), stderr included, trailing newlines and spaces removed.
 inline std::string RedisCli(int port, const std::string& password, const std::string& args) {
   const std::string auth = password.empty() ? "" : "-a '" + password + "' --no-auth-warning ";
-  const std::string cmd = "redis-cli -p " + std::to_string(port) + " " + auth + args + " 2>&1";
+  // Bounded: a frozen (SIGSTOPped) server would otherwise hold the test until ctest's
+  // timeout, with nothing said about where it stood.
+  const std::string cmd =
+      "timeout 10 redis-cli -p " + std::to_string(port) + " " + auth + args + " 2>&1";
   std::string out;
   if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
     char buf[512];

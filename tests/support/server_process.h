@@ -102,13 +102,24 @@ inline bool WaitUntilServing(pid_t& pid, const std::function<bool()>& ready,
   return false;
 }
 
-// Sends `sig` (after SIGCONT, so a paused server sees it) and reaps the server.
+// Sends `sig` (after SIGCONT, so a paused server sees it) and reaps the server; one
+// still running 20 s later gets SIGKILL. Bounded because a server may outlive the
+// signal: Redis 7 keeps serving when its SIGTERM shutdown fails, and waits up to its
+// shutdown-timeout for lagging replicas before it exits.
 inline void StopServer(pid_t& pid, int sig) {
   if (pid <= 0) return;
   ::kill(pid, SIGCONT);
   ::kill(pid, sig);
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= give_up) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   pid = -1;
 }
 
