@@ -19,6 +19,13 @@ std::size_t Utf8CutPoint(std::string_view line, std::size_t limit) {
 
 }  // namespace
 
+std::string FitLine(std::string_view line, std::size_t max_line_bytes) {
+  if (line.size() <= max_line_bytes) return std::string(line);
+  std::string cut(line.substr(0, Utf8CutPoint(line, max_line_bytes)));
+  cut.append(kTruncatedMark);
+  return cut;
+}
+
 std::string_view OutputStreamName(OutputStream s) {
   return s == OutputStream::kStdout ? "stdout" : "stderr";
 }
@@ -37,9 +44,7 @@ void OutputCapture::Feed(OutputStream s, std::string_view bytes) {
       const std::size_t room = max_line_bytes_ - st.partial.size();
       st.partial.append(piece.substr(0, piece.size() > room ? room + 1 : piece.size()));
       if (st.partial.size() > max_line_bytes_) {
-        std::string cut = st.partial.substr(0, Utf8CutPoint(st.partial, max_line_bytes_));
-        cut.append(kTruncatedMark);
-        Deliver(s, cut);
+        Deliver(s, FitLine(st.partial, max_line_bytes_));
         st.partial.clear();
         st.skipping = true;
       }

@@ -122,7 +122,7 @@ class ThreadExecution final : public Execution {
 
 void CallOutput::Line(std::string_view stream, std::string_view text) {
   std::lock_guard lock(mu_);
-  lines_.Deliver(stream, text.substr(0, max_line_bytes_));
+  lines_.Deliver(stream, FitLine(text, max_line_bytes_));
 }
 
 std::size_t CallOutput::dropped() const {

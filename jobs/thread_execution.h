@@ -34,7 +34,7 @@ struct CallEnd {
 using ThreadCall = std::function<CallEnd(std::stop_token stop)>;
 
 // The output lines of a call, bounded as a process's are: at most
-// spec.max_output_lines reach the sink, each cut at spec.max_line_bytes; the rest are
+// spec.max_output_lines reach the sink, each cut as FitLine does; the rest are
 // counted as dropped. Thread-safe: the call writes, its Execution detaches the sink
 // when it goes (the sink's owner may go with it) and reports the lines dropped.
 class CallOutput {

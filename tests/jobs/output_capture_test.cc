@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "jobs/thread_execution.h"
+
 namespace tickd::jobs {
 namespace {
 
@@ -65,6 +67,25 @@ TEST_CASE("OutputCapture delivers at most max_lines and counts the rest", "[jobs
   cap.Finish(OutputStream::kStdout);
   CHECK(c.lines.size() == 3);
   CHECK(cap.dropped_lines() == 3);  // e2, 3, partial
+}
+
+TEST_CASE("an in-thread call's lines are cut and marked as a process's are", "[jobs]") {
+  Collector c;
+  ProcessSpec spec;
+  spec.max_output_lines = 3;
+  spec.max_line_bytes = 4;
+  CallOutput out(c.Sink(), spec);
+  out.Line("stdout", "abcd");                  // exactly the limit: not cut
+  out.Line("stdout", "abc\xE2\x82\xACz");      // "abc€z": 4 is inside €
+  out.Line("stderr", "ab\xC3\xA9\xC3\xA9");     // "abéé": a cut at 4 is clean
+  out.Line("stdout", "over the line budget");  // counted, not delivered
+  const std::vector<Line> want = {{"stdout", "abcd"},
+                                  {"stdout", "abc" + std::string(kTruncatedMark)},
+                                  {"stderr", "ab\xC3\xA9" + std::string(kTruncatedMark)}};
+  CHECK(c.lines == want);
+  CHECK(out.dropped() == 1);
+  CHECK(FitLine("", 0).empty());
+  CHECK(FitLine("x", 0) == kTruncatedMark);
 }
 
 TEST_CASE("OutputCapture survives a throwing sink", "[jobs]") {
