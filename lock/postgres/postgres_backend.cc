@@ -995,8 +995,13 @@ class PostgresBackend final : public Backend {
         std::to_string(std::max<std::int64_t>(2, (options_.op_timeout.count() + 999) / 1000));
     // Keywords before "dbname" are overridden by the same keyword inside the URL, so
     // a password in the URL wins over the one from the environment.
-    std::vector<const char*> keys = {"application_name", "connect_timeout", "options"};
-    std::vector<const char*> values = {"tickd", connect_s.c_str(), session.c_str()};
+    // client_encoding SQL_ASCII: the server converts nothing, so what tickd writes (valid
+    // UTF-8) is read back byte for byte on a UTF8, SQL_ASCII or single-byte (LATIN1…)
+    // database, whatever PGCLIENTENCODING says. A conversion to LATIN1 would refuse a
+    // run's output with a € in it, and fail its complete.
+    std::vector<const char*> keys = {"application_name", "connect_timeout", "options",
+                                     "client_encoding"};
+    std::vector<const char*> values = {"tickd", connect_s.c_str(), session.c_str(), "SQL_ASCII"};
     if (!url_has_password_ && !options_.password.empty()) {
       keys.push_back("password");
       values.push_back(options_.password.c_str());

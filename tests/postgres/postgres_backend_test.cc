@@ -157,6 +157,45 @@ TEST_CASE(
   CHECK_THAT(newer.error().ToString(), Catch::Contains("schema version 5"));
 }
 
+TEST_CASE("postgres: output round-trips byte for byte on a LATIN1 database, whatever "
+          "PGCLIENTENCODING says",
+          "[postgres]") {
+  if (!Available()) return;
+  PostgresServer& server = Shared();
+  const std::string db = "latin1_" + std::to_string(::getpid());
+  std::string error;
+  if (!server.Query("CREATE DATABASE \"" + db +
+                        "\" ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0",
+                    "postgres", &error)) {
+    FAIL("CREATE DATABASE: " << error);
+  }
+  // An operator's environment asking libpq to convert to UTF8: on a LATIN1 database the
+  // server would refuse the € (LATIN1 has none) and the complete would fail.
+  const char* before = std::getenv("PGCLIENTENCODING");
+  const std::string saved = before == nullptr ? "" : before;
+  ::setenv("PGCLIENTENCODING", "UTF8", 1);
+  auto b = Open(OptionsFor(server, db));
+  const auto req = Req("printer", NowUnix(), "node-a", "tok");
+  const ClaimOutcome won = MustClaim(*b, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  Completion done{"done", 0, 5ms};
+  done.output = "o caf\xC3\xA9 costs 3 \xE2\x82\xAC\ne \xE2\x9C\x93\n";
+  done.keep_outputs = 5;
+  const auto completed = b->Complete(HeldOf(req, won), done);
+  if (before == nullptr) {
+    ::unsetenv("PGCLIENTENCODING");
+  } else {
+    ::setenv("PGCLIENTENCODING", saved.c_str(), 1);
+  }
+  if (!completed) FAIL(completed.error().ToString());
+  CHECK(*completed == CompleteStatus::kCompleted);
+  const std::int64_t ticks[] = {req.tick_unix};
+  const auto outputs = b->Outputs("printer", ticks);
+  if (!outputs) FAIL(outputs.error().ToString());
+  REQUIRE(outputs->size() == 1);
+  CHECK(outputs->front() == done.output);
+}
+
 TEST_CASE("postgres: passwords stay out of errors; the URL's password wins", "[postgres]") {
   if (!Available()) return;
   PostgresServer& server = Shared();
