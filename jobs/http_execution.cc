@@ -14,16 +14,22 @@ constexpr std::size_t kBodyOutputBytes = 4'096;  // of the response body, as out
 // run ended, not that its thread ignored the stop).
 constexpr milliseconds kCancelledTransferGrace{1'000};
 
-// The body's first kBodyOutputBytes as lines (stream "http").
-void BodyLines(std::string_view body, CallOutput& output) {
+// The body's first kBodyOutputBytes as lines (stream "http"). When the body went on,
+// its last line kept is marked as cut (an empty one when the cut fell after a '\n').
+void BodyLines(std::string_view body, bool truncated, CallOutput& output) {
   body = body.substr(0, kBodyOutputBytes);
   while (!body.empty()) {
     const std::size_t nl = body.find('\n');
     std::string_view line = body.substr(0, nl);
     body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
+    if (truncated && nl == std::string_view::npos) {
+      output.CutLine("http", line);
+      return;
+    }
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     output.Line("http", line);
   }
+  if (truncated) output.CutLine("http", "");
 }
 
 // How one transfer ended, as the run's CallEnd. A stop (Terminate, spec.timeout)
@@ -81,7 +87,7 @@ Result<std::unique_ptr<Execution>> StartHttp(const HttpJob& job, const ProcessSp
     HttpCall transfer;
     const std::stop_callback cancel(stop, [&transfer] { transfer.Cancel(); });
     const HttpResult r = transfer.Run(request);
-    if (r.end == HttpEnd::kAnswered) BodyLines(r.body, *output);
+    if (r.end == HttpEnd::kAnswered) BodyLines(r.body, r.body_truncated, *output);
     return TransferEnd(r, expect, stop.stop_requested());
   };
   ThreadCallOptions options;

@@ -1,5 +1,6 @@
 #include "jobs/output_capture.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tickd::jobs {
@@ -21,9 +22,27 @@ std::size_t Utf8CutPoint(std::string_view line, std::size_t limit) {
 
 std::string FitLine(std::string_view line, std::size_t max_line_bytes) {
   if (line.size() <= max_line_bytes) return std::string(line);
-  std::string cut(line.substr(0, Utf8CutPoint(line, max_line_bytes)));
-  cut.append(kTruncatedMark);
-  return cut;
+  return CutLine(line, max_line_bytes);
+}
+
+std::string CutLine(std::string_view prefix, std::size_t max_line_bytes) {
+  std::size_t cut = Utf8CutPoint(prefix, std::min(prefix.size(), max_line_bytes));
+  if (cut == prefix.size()) {
+    // What follows is unknown: drop a last sequence shorter than its lead byte says.
+    std::size_t lead = cut;
+    while (lead > 0 && cut - lead < 3 &&
+           (static_cast<unsigned char>(prefix[lead - 1]) & 0xC0) == 0x80) {
+      --lead;
+    }
+    if (lead > 0) {
+      const auto b = static_cast<unsigned char>(prefix[lead - 1]);
+      const std::size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+      if (cut - (lead - 1) < need) cut = lead - 1;
+    }
+  }
+  std::string out(prefix.substr(0, cut));
+  out.append(kTruncatedMark);
+  return out;
 }
 
 std::string_view OutputStreamName(OutputStream s) {

@@ -22,10 +22,13 @@ std::string_view OutputStreamName(OutputStream s);  // "stdout" "stderr"
 // Appended to a line that was cut at max_line_bytes.
 inline constexpr std::string_view kTruncatedMark = "\u2026[truncated]";
 
-// `line` itself when it fits in max_line_bytes; else its first max_line_bytes, never
-// splitting a UTF-8 character, plus kTruncatedMark. What both a process's lines and
-// an in-thread call's (plugin, HTTP) go through.
+// `line` itself when it fits in max_line_bytes; else CutLine(line). What both a
+// process's lines and an in-thread call's (plugin, HTTP) go through.
 std::string FitLine(std::string_view line, std::size_t max_line_bytes);
+// `prefix`, the first bytes of a longer line, as that line is shown: at most its first
+// max_line_bytes, never ending inside a UTF-8 character (one cut at prefix's own end
+// is dropped too), plus kTruncatedMark.
+std::string CutLine(std::string_view prefix, std::size_t max_line_bytes);
 
 // At most max_lines lines reach `sink` (the rest are only counted); a throwing sink
 // loses its line, never the caller's thread (a run's supervisor or call thread, where

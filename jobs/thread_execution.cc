@@ -125,6 +125,11 @@ void CallOutput::Line(std::string_view stream, std::string_view text) {
   lines_.Deliver(stream, FitLine(text, max_line_bytes_));
 }
 
+void CallOutput::CutLine(std::string_view stream, std::string_view prefix) {
+  std::lock_guard lock(mu_);
+  lines_.Deliver(stream, jobs::CutLine(prefix, max_line_bytes_));
+}
+
 std::size_t CallOutput::dropped() const {
   std::lock_guard lock(mu_);
   return lines_.dropped();

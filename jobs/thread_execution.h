@@ -44,6 +44,8 @@ class CallOutput {
 
   // One line of `stream`, without its '\n'. Never throws (a throwing sink loses the line).
   void Line(std::string_view stream, std::string_view text);
+  // The first bytes of a line whose rest was not kept (CutLine: marked as cut).
+  void CutLine(std::string_view stream, std::string_view prefix);
   // Lines beyond max_output_lines so far.
   std::size_t dropped() const;
   // No line reaches the sink after this returns.

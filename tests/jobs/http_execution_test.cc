@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "jobs/output_capture.h"
 #include "tests/support/refused_port.h"
 
 namespace tickd::jobs {
@@ -36,6 +37,12 @@ class TestServer {
       Remember(req);
       res.status = std::stoi(req.matches[1]);
       res.set_content("status body", "text/plain");
+    });
+    server_.Get("/long", [this](const httplib::Request& req, httplib::Response& res) {
+      Remember(req);
+      // Byte 4,096 (where tickd stops keeping the body) falls inside the €.
+      res.set_content("head\n" + std::string(4'089, 'y') + "\xE2\x82\xAC and more\n",
+                      "text/plain");
     });
     server_.Get("/slow", [this](const httplib::Request& req, httplib::Response& res) {
       Remember(req);
@@ -123,6 +130,22 @@ TEST_CASE("an http job that gets an expected status is done; its body is its out
   CHECK(server.Header("X-Tickd-Fence") == "42");
   CHECK(server.Header("X-Tickd-Node") == "node-a");
   CHECK(server.Header("X-Tickd-Attempt") == "1");
+}
+
+TEST_CASE("an http job's body past 4,096 bytes: the last line kept is marked, never cut "
+          "inside a character",
+          "[jobs][http]") {
+  TestServer server;
+  HttpJob job;
+  job.request.url = server.Url("/long");
+  Lines out;
+  auto exec = StartHttp(job, Spec(), out.Sink());
+  REQUIRE(exec);
+  const RunResult r = Wait(**exec);
+  CHECK(r.outcome == RunOutcome::kDone);
+  CHECK(out.lines ==
+        std::vector<std::pair<std::string, std::string>>{
+            {"http", "head"}, {"http", std::string(4'089, 'y') + std::string(kTruncatedMark)}});
 }
 
 TEST_CASE("an http job's status decides done or failed by expect_status", "[jobs][http]") {

@@ -88,6 +88,19 @@ TEST_CASE("an in-thread call's lines are cut and marked as a process's are", "[j
   CHECK(FitLine("x", 0) == kTruncatedMark);
 }
 
+TEST_CASE("CutLine marks the first bytes of a longer line, dropping a character cut at "
+          "their end",
+          "[jobs]") {
+  const std::string mark(kTruncatedMark);
+  CHECK(CutLine("abc", 100) == "abc" + mark);             // whole characters: all kept
+  CHECK(CutLine("ab\xE2\x82", 100) == "ab" + mark);       // € cut after 2 of its 3 bytes
+  CHECK(CutLine("ab\xE2", 100) == "ab" + mark);           // … after its lead byte
+  CHECK(CutLine("ab\xE2\x82\xAC", 100) == "ab\xE2\x82\xAC" + mark);  // € whole
+  CHECK(CutLine("a\xF0\x9F\x98", 100) == "a" + mark);     // a 4-byte character, 3 kept
+  CHECK(CutLine("abc\xE2\x82\xACz", 4) == "abc" + mark);  // the limit inside €, as FitLine
+  CHECK(CutLine("", 100) == mark);
+}
+
 TEST_CASE("OutputCapture survives a throwing sink", "[jobs]") {
   int calls = 0;
   OutputCapture cap(
