@@ -17,19 +17,21 @@ constexpr milliseconds kCancelledTransferGrace{1'000};
 // The body's first kBodyOutputBytes as lines (stream "http"). When the body went on,
 // its last line kept is marked as cut (an empty one when the cut fell after a '\n').
 void BodyLines(std::string_view body, bool truncated, CallOutput& output) {
-  body = body.substr(0, kBodyOutputBytes);
-  while (!body.empty()) {
-    const std::size_t nl = body.find('\n');
-    std::string_view line = body.substr(0, nl);
-    body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
-    if (truncated && nl == std::string_view::npos) {
-      output.CutLine("http", line);
-      return;
-    }
+  const auto without_cr = [](std::string_view line) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    output.Line("http", line);
+    return line;
+  };
+  body = body.substr(0, kBodyOutputBytes);
+  for (std::size_t nl; (nl = body.find('\n')) != std::string_view::npos;) {
+    output.Line("http", without_cr(body.substr(0, nl)));
+    body.remove_prefix(nl + 1);
   }
-  if (truncated) output.CutLine("http", "");
+  // What follows the last '\n': the cut line of a longer body, or a last unended line.
+  if (truncated) {
+    output.CutLine("http", body);
+  } else if (!body.empty()) {
+    output.Line("http", without_cr(body));
+  }
 }
 
 // How one transfer ended, as the run's CallEnd. A stop (Terminate, spec.timeout)

@@ -63,7 +63,7 @@ void OutputCapture::Feed(OutputStream s, std::string_view bytes) {
       const std::size_t room = max_line_bytes_ - st.partial.size();
       st.partial.append(piece.substr(0, piece.size() > room ? room + 1 : piece.size()));
       if (st.partial.size() > max_line_bytes_) {
-        Deliver(s, FitLine(st.partial, max_line_bytes_));
+        Deliver(s, CutLine(st.partial, max_line_bytes_));
         st.partial.clear();
         st.skipping = true;
       }

@@ -302,14 +302,9 @@ class PostgresServer {
       ::kill(pid_, sig);
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > until) {
-        SignalAll(SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!ReapBy(pid_, until)) {
+      SignalAll(SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
     }
     for (const pid_t child : children) {
       while (Running(child) && std::chrono::steady_clock::now() < until) {

@@ -102,6 +102,17 @@ inline bool WaitUntilServing(pid_t& pid, const std::function<bool()>& ready,
   return false;
 }
 
+// Reaps child `pid` once it has exited, polling until `until`. False when it is
+// still running then (the caller escalates, then waits without a limit).
+inline bool ReapBy(pid_t pid, std::chrono::steady_clock::time_point until) {
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 // Sends `sig` (after SIGCONT, so a paused server sees it) and reaps the server; one
 // still running 20 s later gets SIGKILL. Bounded because a server may outlive the
 // signal: Redis 7 keeps serving when its SIGTERM shutdown fails, and waits up to its
@@ -110,15 +121,9 @@ inline void StopServer(pid_t& pid, int sig) {
   if (pid <= 0) return;
   ::kill(pid, SIGCONT);
   ::kill(pid, sig);
-  int status = 0;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() >= give_up) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!ReapBy(pid, std::chrono::steady_clock::now() + std::chrono::seconds(20))) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
   }
   pid = -1;
 }

@@ -322,21 +322,27 @@ class Checker {
           !a.last_fence) {
         continue;
       }
-      for (const Attempt& b : journal_) {
-        if (b.job != job.name || !b.accepted || b.fence != *a.last_fence || b.replica == runner) {
-          continue;
-        }
-        for (const FaultWindow& f : faults_) {
-          if (f.took_effect && f.effect != "none" && f.target == b.replica &&
-              f.start_ms <= b.start_ms && b.start_ms <= f.end_ms + spec_.after_ms) {
-            return "refused by the fence: " + b.replica + " had begun " + Utc(b.tick) +
-                   " with fence " + std::to_string(b.fence) + " under fault " + f.fault + " (" +
-                   a.where + ")";
-          }
+      const Attempt* b = AcceptedWithFence(job.name, *a.last_fence);
+      if (b == nullptr || b->replica == runner) continue;
+      for (const FaultWindow& f : faults_) {
+        if (f.took_effect && f.effect != "none" && f.target == b->replica &&
+            f.start_ms <= b->start_ms && b->start_ms <= f.end_ms + spec_.after_ms) {
+          return "refused by the fence: " + b->replica + " had begun " + Utc(b->tick) +
+                 " with fence " + std::to_string(b->fence) + " under fault " + f.fault + " (" +
+                 a.where + ")";
         }
       }
     }
     return "";
+  }
+
+  // The accepted attempt of `job` that ran under `fence` (the resource accepts each
+  // fence of a job at most once: only above the highest so far), or null.
+  const Attempt* AcceptedWithFence(const std::string& job, std::uint64_t fence) const {
+    for (const Attempt& b : journal_) {
+      if (b.job == job && b.accepted && b.fence == fence) return &b;
+    }
+    return nullptr;
   }
 
   // Why `node` could not run (job, T); empty when it could have.
