@@ -1,6 +1,6 @@
 // nemesis: runs the fault matrix (or a seeded random schedule of faults) against tickd
 // replicas on one or more backends, checks every cell with the checker, prints the
-// table backend × fault and writes the JSON of issue #14. README.md, "Reliability".
+// table backend × fault and writes the JSON of issue #14. docs/reliability.md.
 //
 //   nemesis --backend sqlite|redis|redis-sentinel|etcd|postgres|zookeeper|all[,…]
 //           [--faults a,b,…]
