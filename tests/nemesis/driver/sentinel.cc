@@ -20,7 +20,10 @@ struct OwnedSet {
 
 class Fixture final : private OwnedSet, public SentinelFixture {
  public:
-  Fixture() : SentinelFixture(OwnedSet::set) {
+  // ?wait=1: a claim waits for one of the two replicas, so the promoted master, left
+  // with one while the old one hangs, still takes claims (with wait=2 none would run
+  // until the old master is back in sync).
+  Fixture() : SentinelFixture(OwnedSet::set, 1) {
     if (!set_.running()) throw std::runtime_error("the Redis Sentinel set did not come up");
   }
 

@@ -1,6 +1,6 @@
 // Redis behind Sentinel as a nemesis backend ("redis-sentinel"): a master, two
 // replicas and three sentinels of its own (tests/redis/redis_sentinel.h), replicas
-// connecting through redis-sentinel://…?wait=2, and the fault that backend is for: the
+// connecting through redis-sentinel://…?wait=1, and the fault that backend is for: the
 // master hangs and the sentinels promote a replica.
 #pragma once
 
