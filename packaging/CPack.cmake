@@ -29,6 +29,10 @@ foreach(contract design.md backends.md)
   install(FILES ${PROJECT_BINARY_DIR}/doc-links/${contract}
           DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT tickd)
 endforeach()
+# Bash completion, where bash-completion looks for it when `tickd` is first completed.
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/tickd.bash-completion
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME tickd
+        COMPONENT tickd)
 # The man pages: docs/CMakeLists.txt.
 
 set(CPACK_PACKAGE_NAME tickd)

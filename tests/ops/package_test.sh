@@ -4,7 +4,7 @@
 # --version and validate of the example file. Also checks the packages' metadata and
 # contents (the library split: the daemon needs libtickd0; the -dev package holds the
 # headers, the .so link, the CMake package and tickd.pc) and that the systemd unit is
-# Type=notify. The man pages render and the manual is there.
+# Type=notify. The man pages render, the completion completes, the manual is there.
 set -euo pipefail
 build_dir=$1
 scratch=$(mktemp -d)
@@ -39,6 +39,7 @@ holds tickd ./usr/bin/tickd ./usr/lib/systemd/system/tickd.service \
   ./usr/share/doc/tickd/examples/prometheus/tickd-alerts.yml \
   ./usr/share/doc/tickd/examples/prometheus/tickd-alerts.test.yml \
   ./usr/share/man/man1/tickd.1.gz ./usr/share/man/man5/tickd.yaml.5.gz \
+  ./usr/share/bash-completion/completions/tickd \
   ./usr/share/doc/tickd/docs/README.md ./usr/share/doc/tickd/docs/job-file.md \
   ./usr/share/doc/tickd/docs/schedules.md ./usr/share/doc/tickd/docs/semantics.md \
   ./usr/share/doc/tickd/docs/operating.md ./usr/share/doc/tickd/docs/stores.md \
@@ -75,6 +76,14 @@ grep -q 'tickd.yaml - the job file of tickd' "$scratch/tickd.yaml.5.txt" ||
 for f in design.md backends.md; do
   [ -f "$root/usr/share/doc/tickd/docs/$f" ] || { echo "docs/$f does not resolve"; exit 1; }
 done
+# The packaged completion completes subcommands.
+(
+  # shellcheck source=/dev/null
+  source "$root/usr/share/bash-completion/completions/tickd"
+  COMP_WORDS=(tickd tri); COMP_CWORD=1; COMPREPLY=()
+  _tickd
+  [ "${COMPREPLY[*]}" = trigger ] || { echo "completion of 'tickd tri': '${COMPREPLY[*]}'"; exit 1; }
+)
 # The packaged alert rules are the ones tested, and pass promtool where it is installed.
 cmp "$root/usr/share/doc/tickd/examples/prometheus/tickd-alerts.yml" \
   "$(dirname "$0")/../../packaging/tickd-alerts.yml"
