@@ -3,6 +3,7 @@
 
   docs_test.py snippets --tickd PATH --root SRC   job files and shown commands
   docs_test.py links --root SRC                   relative links and their #anchors
+  docs_test.py man --tickd PATH --root SRC --man-dir DIR   the man pages
 
 What `snippets` checks, block by block (fenced code blocks of README.md and docs/**.md):
 
@@ -31,6 +32,11 @@ What `snippets` checks, block by block (fenced code blocks of README.md and docs
 `links` checks every relative Markdown link `[text](path#anchor)` outside code: the path
 exists (from the linking file's folder) and, for a .md target, the anchor is one of its
 headings as GitHub spells them. It also checks that README.md links every guide in docs/.
+
+`man` checks that tickd(1) names every subcommand and option `tickd --help` and
+`tickd SUB --help` list, that tickd.yaml(5) names every key the job-file loader accepts
+(the k…Keys tables of config/config.cc), and that the built pages in DIR render with
+`man -l` (NAME, SYNOPSIS or DESCRIPTION, no warnings).
 
 Exit 0 when everything holds; otherwise 1, with one line per failure naming FILE:LINE.
 """
@@ -259,17 +265,78 @@ def links(root):
     return failures
 
 
+def cli_surface(tickd):
+    """{subcommand: [options]} as CLI11 prints them in --help (hidden subcommands are not)."""
+    def help_of(*args):
+        return subprocess.run([tickd, *args, '--help'], stdout=subprocess.PIPE, check=True,
+                              timeout=30).stdout.decode()
+    text = help_of()
+    subs = re.findall(r'^  ([a-z][a-z-]*)\s', text.split('Subcommands:', 1)[1], re.M)
+    surface = {'': ['--help', '--version']}
+    for sub in subs:
+        options = []
+        for line in help_of(sub).split('\n'):
+            m = re.match(r'^  (-[^\s]+)', line)
+            if m:
+                options += m.group(1).split(',')
+        surface[sub] = options
+    return surface
+
+
+def man(root, tickd, man_dir):
+    failures = []
+    page = (root / 'docs/man/tickd.1.scd').read_text(encoding='utf-8')
+    surface = cli_surface(tickd)
+    for sub, options in surface.items():
+        if sub and not re.search(r'^\*' + re.escape(sub) + r'\*$', page, re.M):
+            failures.append(f'docs/man/tickd.1.scd: no COMMANDS entry *{sub}* for `tickd {sub}`')
+        for opt in options:
+            if not re.search(r'\*' + re.escape(opt) + r'\*', page):
+                failures.append(f'docs/man/tickd.1.scd: `tickd {sub} {opt}` is not described'
+                                f' (write *{opt}* in OPTIONS)')
+    yaml_page = (root / 'docs/man/tickd.yaml.5.scd').read_text(encoding='utf-8')
+    source = (root / 'config/config.cc').read_text(encoding='utf-8')
+    keys = set()
+    for table in re.findall(r'k\w*Keys\[\]\s*=\s*\{(.*?)\};', source, re.S):
+        keys.update(re.findall(r'"([a-z_]+)"', table))
+    if len(keys) < 30:
+        failures.append(f'config/config.cc: found only {len(keys)} job-file keys; has the loader\'s'
+                        ' key tables changed shape? (this test reads k…Keys[] = {…})')
+    for key in sorted(keys):
+        if not re.search(r'(?<![a-z_])' + re.escape(key) + r'(?![a-z_])', yaml_page):
+            failures.append(f'docs/man/tickd.yaml.5.scd: the job-file key `{key}` is not described')
+    for name in ['tickd.1.gz', 'tickd.yaml.5.gz']:
+        path = pathlib.Path(man_dir) / name
+        if not path.exists():
+            failures.append(f'{path}: not built')
+            continue
+        p = subprocess.run(['man', '-l', str(path)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, env=dict(os.environ, MANWIDTH='80'), timeout=60)
+        out, err = p.stdout.decode(errors='replace'), p.stderr.decode(errors='replace')
+        out = re.sub('.\b', '', out)   # the overstrike of bold and underline
+        if p.returncode != 0 or 'NAME' not in out or 'DESCRIPTION' not in out or err.strip():
+            failures.append(f'{path}: man -l exited {p.returncode}:\n' + indent((err or out)[:2000]))
+    print(f'man: {sum(len(o) for o in surface.values())} options of {len(surface) - 1} subcommands,'
+          f' {len(keys)} job-file keys')
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('what', choices=['snippets', 'links'])
+    ap.add_argument('what', choices=['snippets', 'links', 'man'])
     ap.add_argument('--root', required=True, type=pathlib.Path)
     ap.add_argument('--tickd')
+    ap.add_argument('--man-dir')
     args = ap.parse_args()
     root = args.root.resolve()
     if args.what == 'snippets':
         if not args.tickd:
             ap.error('snippets needs --tickd')
         failures = snippets(root, os.path.abspath(args.tickd))
+    elif args.what == 'man':
+        if not args.tickd or not args.man_dir:
+            ap.error('man needs --tickd and --man-dir')
+        failures = man(root, os.path.abspath(args.tickd), args.man_dir)
     else:
         failures = links(root)
     for f in failures:
