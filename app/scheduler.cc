@@ -45,6 +45,13 @@
  * Once an hour (and at start) the loop also prunes tick records older than the
  * retention; that deadline is part of its sleep like a tick.
  *
+ * A loop that stops turning must not go unnoticed (an LD_PRELOAD clock faker once
+ * made its sleep last for decades; a store call could hang): it publishes the
+ * wake-up it plans before each sleep and stamps its progress inside a turn, and
+ * another thread judges it from those alone (loop_health(), CheckLoop(): /healthz,
+ * the stuck gauge, the `loop` lines). A loop that sleeps until a far tick is not
+ * stuck; one that oversleeps its own plan, or makes no progress in a turn, is.
+ *
  * The loop stops when Shutdown() is called: it finishes the turn it is in (claims
  * already sent are handled), claims nothing more and exits; Shutdown then lets
  * the runs finish for the grace period and terminates the rest.
@@ -78,6 +85,8 @@ constexpr milliseconds kIdleSleep{3'600'000};
 // After a pause this long in ticks, the loop stops walking the missed ticks one by
 // one and jumps ahead (an @every 1s job paused for a month).
 constexpr std::size_t kMaxMissedWalk = 100'000;
+// While the loop stays stuck, its `loop outcome=stuck` line comes again this often.
+constexpr milliseconds kStuckLogEvery{60'000};
 
 std::int64_t WallMs(const Clock& clock) { return clock.Wall().time_since_epoch().count(); }
 
@@ -129,12 +138,13 @@ Scheduler::~Scheduler() {
   bool running;
   {
     std::lock_guard lock(mu_);
-    running = started_ && !(loop_exited_ && runs_.empty());
+    running = started_ && !(loop_exited_ && runs_.empty() && !watch_.joinable());
   }
   if (running) Shutdown(milliseconds(0));
 }
 
 void Scheduler::Start(JobSet jobs) {
+  Progress();  // before started_: loop_health() judges the loop from then on
   {
     std::lock_guard lock(mu_);
     if (started_) return;
@@ -143,6 +153,10 @@ void Scheduler::Start(JobSet jobs) {
     for (const auto& [name, job] : jobs_) job_set_.push_back(job);
   }
   loop_ = std::thread([this] { Loop(); });
+  if (options_.loop_check_every > milliseconds(0)) {
+    metrics().LoopStuck(milliseconds(0));  // exported from the start, for alerts
+    watch_ = std::thread([this] { Watch(); });
+  }
 }
 
 void Scheduler::Reload(JobSet jobs) {
@@ -175,6 +189,8 @@ void Scheduler::Shutdown(milliseconds grace) {
     stopping_ = true;
     if (!started_) loop_exited_ = true;  // no loop to wait for
   }
+  watch_cv_.notify_all();
+  if (watch_.joinable()) watch_.join();
   WakeLoopUntil([] { return false; });
   if (loop_.joinable()) loop_.join();
 
@@ -287,9 +303,64 @@ std::optional<SteadyTime> Scheduler::sleeping_until() const {
   return sleeping_until_;
 }
 
+Scheduler::LoopHealth Scheduler::loop_health() const {
+  const SteadyTime now = clock_.Steady();
+  std::lock_guard lock(mu_);
+  LoopHealth h;
+  if (!started_ || stopping_ || loop_exited_) return h;
+  if (sleeping_until_) {
+    // The loop set it before sleeping and resets it (after Progress) once awake.
+    h.sleeping = true;
+    h.behind = std::max(milliseconds(0), now - *sleeping_until_);
+    h.stuck = h.behind > options_.loop_slack;
+  } else {
+    h.behind = std::max(milliseconds(0), now - SteadyTime(milliseconds(progress_ms_.load())));
+    h.stuck = h.behind > options_.turn_stall;
+  }
+  return h;
+}
+
+void Scheduler::CheckLoop() {
+  const LoopHealth h = loop_health();
+  const SteadyTime now = clock_.Steady();
+  std::lock_guard lock(check_mu_);
+  metrics().LoopStuck(h.stuck ? h.behind : milliseconds(0));
+  if (h.stuck) {
+    stuck_behind_ = h.behind;
+    if (stuck_logged_ && now - *stuck_logged_ < kStuckLogEvery) return;
+    stuck_logged_ = now;
+    const milliseconds limit = h.sleeping ? options_.loop_slack : options_.turn_stall;
+    log_.Log(LogLevel::kWarn, "loop",
+             {{"node", options_.node},
+              {"outcome", "stuck"},
+              {"state", h.sleeping ? "sleeping" : "working"},
+              {"stuck_for", FormatSeconds(h.behind)},
+              {"limit", FormatSeconds(limit)}});
+  } else if (stuck_logged_) {
+    // `stuck_for`: as last judged stuck (the loop has moved since).
+    stuck_logged_.reset();
+    log_.Log(LogLevel::kInfo, "loop",
+             {{"node", options_.node},
+              {"outcome", "recovered"},
+              {"stuck_for", FormatSeconds(stuck_behind_)}});
+  }
+}
+
+void Scheduler::Watch() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    watch_cv_.wait_for(lock, options_.loop_check_every);
+    if (stopping_) break;
+    lock.unlock();
+    CheckLoop();
+    lock.lock();
+  }
+}
+
 void Scheduler::Loop() {
   BuildInitialQueue(WallMs(clock_));
   while (true) {
+    Progress();
     std::optional<JobSet> reload;
     std::uint64_t reload_number = 0;
     {
@@ -311,7 +382,9 @@ void Scheduler::Loop() {
     // After the claims: joining the runs that ended (a hundred threads and their
     // stacks, after a busy second) takes milliseconds a due tick must not wait for.
     ReapFinished();
+    Progress();
     PruneWhenDue(WallMs(clock_));
+    Progress();
     metrics().LoopTurn();
 
     const std::int64_t now_ms = WallMs(clock_);
@@ -328,6 +401,7 @@ void Scheduler::Loop() {
       sleeping_until_ = deadline;
     }
     clock_.SleepUntil(deadline);
+    Progress();  // before the reset: a check in between must not see an old turn
     std::lock_guard lock(mu_);
     sleeping_until_.reset();
   }
@@ -437,7 +511,10 @@ void Scheduler::ProcessDue(std::int64_t now_ms) {
     }
     due.push_back(std::move(e));
   }
-  if (!due.empty()) RefreshPauses(now_ms);
+  if (!due.empty()) {
+    RefreshPauses(now_ms);
+    Progress();
+  }
   std::stable_sort(due.begin(), due.end(),
                    [](const Entry& a, const Entry& b) { return a.tick < b.tick; });
   for (std::size_t i = 0; i < due.size();) {
@@ -630,6 +707,7 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
 void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                               const lock::ClaimRequest& req,
                               const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent) {
+  Progress();
   Remember(req, result);
   if (kind == EntryKind::kRecheck && !(result && result->status == lock::ClaimStatus::kWon)) {
     // A recheck only matters when it wins (the holder died, its lease expired): the
@@ -895,6 +973,7 @@ void Scheduler::Observe(const lock::ClaimRequest& req, std::string_view outcome,
 
 void Scheduler::WriteObservation(const lock::Observation& obs) {
   Result<void> r = CallBackend("ledger", [&] { return backend_.Record(obs); });
+  Progress();
   if (!r) {
     LogBackendError(log_, LogLevel::kDebug, "ledger", obs.job, FormatTick(obs.tick_unix), obs.node,
                     r.error());

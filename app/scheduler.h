@@ -3,6 +3,7 @@
 // top of scheduler.cc).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -51,6 +52,14 @@ struct SchedulerOptions {
   // The longest the loop sleeps without a turn (the heartbeat must keep coming while
   // nothing is due; the daemon sets it below the watchdog interval).
   std::chrono::milliseconds max_sleep{3'600'000};
+  // The loop watch (docs/design.md §9): the loop is stuck once it has slept
+  // `loop_slack` past the wake-up it planned, or spent `turn_stall` in a turn without
+  // progress (a claim round or answer, a ledger write, the pause read). A thread of the
+  // scheduler judges it every `loop_check_every` of real time (0: no such thread;
+  // tests call CheckLoop()).
+  std::chrono::milliseconds loop_check_every{0};
+  std::chrono::milliseconds loop_slack{5'000};
+  std::chrono::milliseconds turn_stall{30'000};
   // The replicas claiming beside this one: the ticks of one instant are claimed in
   // the order of this replica's rank among them (lock/claim_spread.h). Null: in the
   // order they were due. REQUIRES: outlives the scheduler.
@@ -97,6 +106,21 @@ class Scheduler {
   // until; nullopt while it works.
   std::optional<SteadyTime> sleeping_until() const;
 
+  // The loop as another thread sees it (it needs nothing from the loop's thread, so a
+  // stuck loop cannot hide). Not stuck before Start() and once Shutdown() began.
+  struct LoopHealth {
+    bool stuck = false;
+    bool sleeping = false;  // the loop was asleep; else inside a turn
+    // Asleep: how long past its planned wake-up (0 before it); in a turn: how long
+    // since its last progress.
+    std::chrono::milliseconds behind{0};
+  };
+  LoopHealth loop_health() const;
+  // Judges the loop now: sets the stuck gauge and logs `loop outcome=stuck` when it
+  // becomes stuck (again each minute it stays so, with how long by then) and
+  // `outcome=recovered` when it moves again. The watch thread calls it.
+  void CheckLoop();
+
  private:
   enum class EntryKind {
     kTick,     // the job's next tick
@@ -123,6 +147,10 @@ class Scheduler {
   using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
 
   void Loop();
+  // The watch thread: CheckLoop() every loop_check_every until Shutdown().
+  void Watch();
+  // The loop made progress (turn_stall counts from here).
+  void Progress() { progress_ms_.store(clock_.Steady().time_since_epoch().count()); }
   void BuildInitialQueue(std::int64_t now_ms);
   void ApplyReload(const JobSet& jobs, std::int64_t now_ms);
   void ProcessDue(std::int64_t now_ms);
@@ -213,6 +241,14 @@ class Scheduler {
   std::uint64_t reload_requested_ = 0;
   std::uint64_t reload_applied_ = 0;
   std::optional<SteadyTime> sleeping_until_;
+  std::thread watch_;                   // Watch(); joined by Shutdown()
+  std::condition_variable watch_cv_;    // wakes Watch() for Shutdown()
+  std::atomic<std::int64_t> progress_ms_{0};  // Steady() ms of the loop's last progress
+
+  // CheckLoop's memory (its callers: the watch thread, tests).
+  std::mutex check_mu_;
+  std::optional<SteadyTime> stuck_logged_;  // when `loop outcome=stuck` was last logged
+  std::chrono::milliseconds stuck_behind_{0};  // the last stuck judgement's `behind`
   JobSet job_set_;  // what jobs() and job_names() answer
   ThreadPool run_threads_;  // before runs_: each run's thread comes from here
   std::list<std::unique_ptr<RunSupervisor>> runs_;
