@@ -15,7 +15,10 @@
  *      other entry is claimed, and the job's following tick is pushed;
  *   3. claims the popped ticks that share one instant together (Backend::ClaimBatch:
  *      one round trip where the backend can), each with a fresh owner token, this
- *      replica's slice of them first (lock/claim_spread.h, app/peers.h). Won
+ *      replica's slice of them first (lock/claim_spread.h, app/peers.h), and never
+ *      more than it has room to start (max_concurrent_runs less the runs going: in
+ *      rounds, a round's lost answers leaving room for the next; the ticks beyond
+ *      are `skipped` here and left to the other replicas' claims). Won
  *      ticks go to a RunSupervisor, on a thread of the scheduler's pool; lost /
  *      busy / missed / error are only logged (an error fails closed: nothing runs
  *      without `won`). Every outcome is recorded in the ledger, best effort, once
@@ -595,11 +598,26 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
       spread.push_back(std::move(group[i]));
     group = std::move(spread);
   }
+  // In rounds, each claiming no more ticks than this replica has room to start
+  // (max_concurrent_runs less the runs going): a won tick always starts, and the
+  // ticks it cannot start are left to the other replicas, which claim every tick of
+  // the instant in their own order. A round's lost answers leave room for the next.
+  for (std::size_t next = 0; next < group.size();) {
+    Progress();
+    next = ClaimRound(group, next, options_.max_concurrent_runs - active_runs());
+  }
+  observe_later_ = nullptr;
+  for (const lock::Observation& obs : observations) WriteObservation(obs);
+}
+
+std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t from, int room) {
   std::vector<lock::ClaimRequest> reqs;
   std::vector<std::shared_ptr<const ScheduledJob>> jobs;
   std::vector<EntryKind> kinds;  // parallel to reqs (entries held back here have none)
   const std::int64_t now_ms = WallMs(clock_);
-  for (const Entry& e : group) {
+  std::size_t next = from;
+  for (; next < group.size(); ++next) {
+    const Entry& e = group[next];
     const auto& job = jobs_.at(e.job);
     lock::ClaimRequest req;
     req.job = job->job.name;
@@ -652,6 +670,11 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
       }
       continue;
     }
+    if (static_cast<int>(reqs.size()) >= room) {
+      if (room > 0) break;  // the next round claims it, with the room left then
+      NoRoomFor(*job, e, req, lead);
+      continue;
+    }
     // The backend may write this replica's ledger observation with the claim (one
     // round trip, not two); a recheck records only a win, below.
     req.observe = e.kind != EntryKind::kRecheck;
@@ -671,14 +694,13 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
   }
   // A won tick whose observation the claim wrote starts as soon as its answer is in
   // (a backend may answer a big batch call by call); everything else is handled once
-  // the batch has returned, on this thread, because it may call the backend (Record,
-  // Complete), which the batch may still hold. Answers come one at a time.
+  // the batch has returned, on this thread, because it may call the backend (Record),
+  // which the batch may still hold. Answers come one at a time.
   std::vector<std::optional<Result<lock::ClaimOutcome>>> results(reqs.size());
   std::vector<char> handled(reqs.size(), 0);
   const auto on_answer = [&](std::size_t i, Result<lock::ClaimOutcome> r) {
     if (i >= reqs.size()) return;
-    if (r && r->status == lock::ClaimStatus::kWon && r->observed &&
-        active_runs() < options_.max_concurrent_runs) {
+    if (r && r->status == lock::ClaimStatus::kWon && r->observed) {
       HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent);
       handled[i] = 1;
     }
@@ -700,8 +722,26 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
                          MakeError("claim", "the backend gave no answer for this tick"));
     HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent);
   }
-  observe_later_ = nullptr;
-  for (const lock::Observation& obs : observations) WriteObservation(obs);
+  return next;
+}
+
+void Scheduler::NoRoomFor(const ScheduledJob& job, const Entry& e, const lock::ClaimRequest& req,
+                          milliseconds lead) {
+  if (e.kind == EntryKind::kRecheck) {
+    ScheduleRecheck(job, e.tick);  // as after a lost answer: asked again in lease/2
+    return;
+  }
+  if (lead > milliseconds(0) && e.kind == EntryKind::kTick) {
+    // Claimed ahead of its instant: runs may end before then. Asked again at it.
+    queue_.push(Entry{job.DueMs(e.tick), e.tick, e.job, EntryKind::kTick, true});
+    return;
+  }
+  LogTick(job, req, "skipped",
+          {{"reason", "max_concurrent_runs"},
+           {"limit", options_.max_concurrent_runs},
+           {"running", active_runs()}},
+          LogLevel::kWarn);
+  Observe(req, "skipped", 0);
 }
 
 void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
@@ -748,26 +788,8 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       }
       const milliseconds lead = LeadOf(job->DueMs(req.tick_unix), req);
       // Renewals extend by lock.lease; the claim's own TTL was lead + lock.lease.
+      // Claimed within this replica's room (ClaimGroup): it always starts.
       lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease - lead};
-      if (active_runs() >= options_.max_concurrent_runs) {
-        log_.Log(LogLevel::kWarn, "skip",
-                 {{"job", req.job},
-                  {"tick", FormatTick(req.tick_unix)},
-                  {"node", req.node},
-                  {"reason", "max_concurrent_runs"},
-                  {"limit", options_.max_concurrent_runs},
-                  {"fence", o.fence}});
-        Result<lock::CompleteStatus> r = CallBackend("complete", [&] {
-          return backend_.Complete(held,
-                                   lock::Completion{"released", std::nullopt, milliseconds(0)});
-        });
-        if (!r) {
-          LogBackendError(log_, LogLevel::kWarn, "complete", req.job, FormatTick(req.tick_unix),
-                          req.node, r.error());
-        }
-        Observe(req, "skipped", o.fence);
-        return;
-      }
       if (!o.observed) Observe(req, "won", o.fence);
       StartRun(job, std::move(held), claim_sent, lead);
       return;

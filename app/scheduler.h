@@ -38,7 +38,9 @@ struct SchedulerOptions {
   // won tick's process is made ready then and released at T (docs/design.md §1
   // "Early claims"). 0: claimed at T. REQUIRES: below 1 s.
   std::chrono::milliseconds claim_lead{0};
-  int max_concurrent_runs = 64;             // won ticks beyond it are skipped, never delayed
+  // The runs this replica has going at most: an instant's ticks beyond the free room
+  // are not claimed (left to the other replicas), so a won tick always starts.
+  int max_concurrent_runs = 64;
   std::size_t missed_log_limit = 10;        // per job per wake-up; the rest is one summary
   std::chrono::milliseconds retention{7LL * 24 * 3'600'000};  // lock.retention: older ticks
   std::chrono::milliseconds prune_every{3'600'000};           //   are pruned this often
@@ -160,7 +162,18 @@ class Scheduler {
   // A `missed` tick line was logged: on_miss, if the job has one (the notifier's
   // thread asks the store who sends it). `store_said`: the claim answered missed.
   void NotifyMissed(const ScheduledJob& job, std::int64_t tick, bool store_said);
+  // Claims the ticks of one instant (`group`), in rounds that fit the room for runs.
   void ClaimGroup(std::vector<Entry> group);
+  // One round: claims group[from…] until `room` claims are sent, in one batch, and
+  // handles the answers; returns the index of the first entry left for the next
+  // round (group.size(): none). `room` <= 0: claims nothing; each claimable entry
+  // goes to NoRoomFor.
+  std::size_t ClaimRound(const std::vector<Entry>& group, std::size_t from, int room);
+  // An entry this replica has no room to claim: a tick is logged `skipped`
+  // (reason=max_concurrent_runs) and left to the other replicas; an early claim is
+  // asked again at its instant, a recheck in lease/2. `lead`: as in ClaimRound.
+  void NoRoomFor(const ScheduledJob& job, const Entry& e, const lock::ClaimRequest& req,
+                 std::chrono::milliseconds lead);
   void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                      const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result,
                      SteadyTime claim_sent);
