@@ -67,11 +67,16 @@ TEST_CASE(
   ahead.max_lead = 100ms;
   ahead.forbid_overlap = false;
   const ClaimOutcome refused = MustClaim(*backend, ahead);
-  CHECK(std::string(ClaimStatusName(refused.status)) == "early");
-  CHECK(refused.store_ms >= now * 1000);
-  CHECK(refused.store_ms < (now + 1) * 1000);
+  if (wall_ms() >= now * 1000 + 700) {
+    // The claim's read came too late to be early (a loaded machine): not judged.
+    WARN("the claim took until " << wall_ms() % 1000 << " ms into its second");
+  } else {
+    CHECK(std::string(ClaimStatusName(refused.status)) == "early");
+    CHECK(refused.store_ms >= now * 1000);
+    CHECK(refused.store_ms < (now + 1) * 1000);
+  }
   // The current second is not early.
-  auto on_time = Req("sub-second", now, "node-a", "tok-2");
+  auto on_time = Req("sub-second-now", now, "node-a", "tok-2");
   on_time.max_lead = 100ms;
   on_time.forbid_overlap = false;
   CHECK(MustClaim(*backend, on_time).status == ClaimStatus::kWon);
