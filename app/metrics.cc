@@ -49,6 +49,10 @@ const std::vector<Family>& Families() {
        "gauge",
        "Peer's wall clock minus ours when both tried the same tick.",
        {"peer"}},
+      {"tickd_store_clock_offset_seconds",
+       "gauge",
+       "This replica's wall clock minus the lock store's, measured at its last claim.",
+       {"backend"}},
       {"tickd_tzdata_info",
        "gauge",
        "The tz database version this replica computes ticks with (always 1).",
@@ -62,6 +66,11 @@ const std::vector<Family>& Families() {
        "counter",
        "Notifications (on_failure, on_success, on_miss) by how they ended.",
        {"job_name", "event", "result"}},
+      {"tickd_scheduler_loop_stuck_seconds",
+       "gauge",
+       "How long the scheduler loop has been stuck (past its planned wake-up, or without "
+       "progress in a turn); 0 while it turns.",
+       {}},
   };
   return kFamilies;
 }
@@ -182,6 +191,11 @@ void PrometheusMetrics::ClockSkew(std::string_view peer, Seconds skew) {
   counters_["tickd_clock_skew_seconds"][{std::string(peer)}] = skew.count();
 }
 
+void PrometheusMetrics::StoreClockOffset(std::string_view backend, Seconds offset) {
+  std::lock_guard lock(mu_);
+  counters_["tickd_store_clock_offset_seconds"][{std::string(backend)}] = offset.count();
+}
+
 void PrometheusMetrics::TzdataVersion(std::string_view version) {
   std::lock_guard lock(mu_);
   counters_["tickd_tzdata_info"] = {{{std::string(version)}, 1}};
@@ -205,6 +219,11 @@ void PrometheusMetrics::JobsPaused(const std::vector<std::string>& jobs,
 void PrometheusMetrics::LoopTurn() {
   last_turn_ms_.store(SteadyMs(clock_));
   if (on_loop_turn_) on_loop_turn_();
+}
+
+void PrometheusMetrics::LoopStuck(std::chrono::milliseconds behind) {
+  std::lock_guard lock(mu_);
+  counters_["tickd_scheduler_loop_stuck_seconds"][{}] = Seconds(behind).count();
 }
 
 std::chrono::milliseconds PrometheusMetrics::SinceLoopTurn() const {

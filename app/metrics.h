@@ -4,7 +4,7 @@
 //
 // Metric names are a contract (docs/design.md §9):
 //   tickd_ticks_total{job_name,outcome}      every tick line (won lost busy missed
-//                                            superseded error)
+//                                            superseded store-reset early skipped error)
 //   tickd_runs_total{job_name,outcome}       every run line (done failed timeout …)
 //   tickd_run_duration_seconds{job_name}     histogram of run durations
 //   tickd_claim_duration_seconds{backend}    histogram of claim round trips
@@ -14,11 +14,15 @@
 //   tickd_config_mismatch_total{job_name}
 //   tickd_clock_skew_seconds{peer}           gauge: peer's wall clock − ours, at the
 //                                            last tick both tried
+//   tickd_store_clock_offset_seconds{backend} gauge: our wall clock − the store's, at
+//                                            the last claim that read it
 //   tickd_tzdata_info{version}               gauge, 1: this replica's tz database
 //   tickd_tzdata_mismatch                    gauge: peers whose tz database differs
 //   tickd_job_paused{job_name}               gauge, 1 per job paused by `tickd pause`
 //                                            when the replica last looked (before
 //                                            an instant's claims); 0 once resumed
+//   tickd_scheduler_loop_stuck_seconds       gauge: how long the loop has been stuck
+//                                            (Scheduler::CheckLoop), 0 while it turns
 // The job's label is `job_name`: Prometheus's own `job` label names the scrape target.
 #pragma once
 
@@ -56,6 +60,8 @@ class Metrics {
   virtual void BackendError(std::string_view /*backend*/) {}
   virtual void ConfigMismatch(std::string_view /*job*/) {}
   virtual void ClockSkew(std::string_view /*peer*/, Seconds /*skew*/) {}
+  // This replica's wall clock minus the store's, measured at a claim.
+  virtual void StoreClockOffset(std::string_view /*backend*/, Seconds /*offset*/) {}
   // This replica's tz database version (once, at start).
   virtual void TzdataVersion(std::string_view /*version*/) {}
   // How many peers run a known tz database version other than ours.
@@ -63,12 +69,14 @@ class Metrics {
   // Of `jobs` (every job the replica schedules), those paused by `tickd pause`.
   virtual void JobsPaused(const std::vector<std::string>& /*jobs*/,
                           const std::vector<std::string>& /*paused*/) {}
-  // The scheduler loop finished a turn (heartbeat for /healthz and the watchdog).
   // A notification ended: result sent, failed (every try), dropped (queue full or
   // shutdown) or error (the store could not say who sends a miss).
   virtual void Notification(std::string_view /*job*/, std::string_view /*event*/,
                             std::string_view /*result*/) {}
+  // The scheduler loop finished a turn (the systemd watchdog's ping).
   virtual void LoopTurn() {}
+  // How long the scheduler loop has been stuck (0: it is not; Scheduler::CheckLoop).
+  virtual void LoopStuck(std::chrono::milliseconds /*behind*/) {}
 };
 
 Metrics& NullMetrics();
@@ -88,6 +96,7 @@ class PrometheusMetrics final : public Metrics {
   void BackendError(std::string_view backend) override;
   void ConfigMismatch(std::string_view job) override;
   void ClockSkew(std::string_view peer, Seconds skew) override;
+  void StoreClockOffset(std::string_view backend, Seconds offset) override;
   void TzdataVersion(std::string_view version) override;
   void TzdataMismatch(std::size_t peers) override;
   void JobsPaused(const std::vector<std::string>& jobs,
@@ -95,6 +104,7 @@ class PrometheusMetrics final : public Metrics {
   void Notification(std::string_view job, std::string_view event,
                     std::string_view result) override;
   void LoopTurn() override;
+  void LoopStuck(std::chrono::milliseconds behind) override;
 
   // Time since the last LoopTurn (or since construction).
   std::chrono::milliseconds SinceLoopTurn() const;

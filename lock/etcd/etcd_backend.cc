@@ -28,6 +28,10 @@
 //                                 every job). No lease. Ranged before each instant.
 //
 // claim: one read transaction (ranges over tick/<T>/[l,r,u], run and head), then:
+//  −1. the request checks the clock (max_lead, docs/design.md §1 rule 15) and even the
+//      latest the member's clock can have read at the read (below: "etcd's now") is
+//      before T + due_offset − max_lead → early, nothing written: the replica's clock
+//      is ahead of the member's;
 //   0. the request knows a later claimed tick than the head holds (known_tick > the
 //      head's tick, 0 without a head) → store-reset, naming the head's tick: etcd lost
 //      its data (docs/design.md §1 rule 12). Nothing is written. The read is one
@@ -39,7 +43,8 @@
 //      key gone and recover on → missed when etcd's now > lease_until + deadline,
 //      else re-claim below, comparing the record's mod_revision;
 //   2. no record and the head names a later tick → superseded (that tick and its
-//      node): claims are monotonic per job;
+//      node): claims are monotonic per job. A head further than max_lead ahead of
+//      Date + 999 ms judges by its `below` instead (lock/clock_check.h);
 //   3. no record and etcd's now > T + starting_deadline → missed;
 //   4. forbid and the run key names another tick → busy;
 //   5. the batch's lease (one per TTL = the lease rounded up to whole seconds, etcd's
@@ -74,7 +79,11 @@
 // "etcd's now": etcd has no time API. Every gateway reply carries an HTTP Date header
 // written by the member from its own clock (1 s resolution, rounded down), and the
 // read of step 1 is such a reply; the replica's clock is never used. So `missed` is
-// judged on the member's clock, up to 1 s leniently. A reply without Date (a proxy
+// judged on the member's clock, up to 1 s leniently. The clock check (step −1) takes
+// the latest the member's clock can have read instead: Date + 999 ms, narrowed by the
+// member's earlier replies (lock/clock_check.h SecondClockBound: each reply's Date and
+// when, on the replica's monotonic clock, it was sent and received), usually to a few
+// tens of ms once replies at different phases of the second came in. A reply without Date (a proxy
 // that strips it) never yields missed; the scheduler's own deadline check remains.
 // renew: keepalive of the lease (a reply without TTL: gone → lost), then a txn that
 // compares the lease key's value with the token and refreshes lease_until. The runs
@@ -124,6 +133,7 @@
 #include <vector>
 
 #include "lock/claim_waves.h"
+#include "lock/clock_check.h"
 #include "lock/complete_batcher.h"
 #include "lock/pause_record.h"
 #include "lock/registry.h"
@@ -323,22 +333,33 @@ std::optional<TickRecord> DecodeRecord(const Kv& kv) {
   return r;
 }
 
-// The job's claim head (P job/<job>/head).
-struct Head {
-  std::int64_t tick = 0;
-  std::string node;
+// The job's claim head (P job/<job>/head): its ticks (lock/clock_check.h), the epoch
+// and the count of claims since it.
+struct Head : HeadTicks {
   std::int64_t epoch_ms = 0;
   std::int64_t n = 0;
 };
 
 std::string Encode(const Head& h) {
-  return Json{{"tick", h.tick}, {"node", h.node}, {"epoch_ms", h.epoch_ms}, {"n", h.n}}.dump();
+  Json j = {{"tick", h.tick}, {"node", h.node}, {"epoch_ms", h.epoch_ms}, {"n", h.n}};
+  if (h.below > 0) {
+    j["below"] = h.below;
+    j["below_node"] = h.below_node;
+  }
+  return j.dump();
 }
 
 Head DecodeHead(const std::string& value) {
   const Json j = Json::parse(value, nullptr, false);
   if (!j.is_object()) return {};
-  return Head{Int(j, "tick"), Str(j, "node"), Int(j, "epoch_ms"), Int(j, "n")};
+  Head h;
+  h.tick = Int(j, "tick");
+  h.node = Str(j, "node");
+  h.below = Int(j, "below");
+  h.below_node = Str(j, "below_node");
+  h.epoch_ms = Int(j, "epoch_ms");
+  h.n = Int(j, "n");
+  return h;
 }
 
 struct RunMarker {
@@ -463,6 +484,9 @@ Result<Endpoints> ParseUrl(const std::string& url) {
 struct Reply {
   Json body;
   std::optional<std::int64_t> server_ms;  // the member's clock (Date header), if sent
+  // With server_ms: the latest the member's clock can have read when it answered,
+  // narrowed below Date + 999 ms by the member's earlier replies (SecondClockBound).
+  std::optional<std::int64_t> server_hi_ms;
 };
 
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
@@ -953,6 +977,7 @@ class EtcdBackend final : public Backend {
     std::optional<Head> head;
     std::int64_t head_mod_revision = 0;
     std::optional<std::int64_t> server_ms;
+    std::optional<std::int64_t> server_hi_ms;  // Reply::server_hi_ms of the read
   };
 
   Deadline Due() const { return steady_clock::now() + options_.op_timeout; }
@@ -1023,6 +1048,7 @@ class EtcdBackend final : public Backend {
     if (!txn) return tl::unexpected(txn.error());
     TickState st = ParseTickState(k, txn->body);
     st.server_ms = txn->server_ms;
+    st.server_hi_ms = txn->server_hi_ms;
     return st;
   }
 
@@ -1059,6 +1085,7 @@ class EtcdBackend final : public Backend {
       out.push_back(r.contains("response_txn") ? ParseTickState(keys[n], r["response_txn"])
                                                : TickState{});
       out.back().server_ms = txn->server_ms;
+      out.back().server_hi_ms = txn->server_hi_ms;
     }
     return out;
   }
@@ -1123,7 +1150,7 @@ class EtcdBackend final : public Backend {
   }
 
   // Writes this replica's observation of every answered claim that asks for it (not
-  // store-reset: nothing is written then; not an error) in one txn of nested puts, and
+  // store-reset or early: nothing is written then; not an error) in one txn of nested puts, and
   // marks them observed. A failure leaves them unobserved: the scheduler records them.
   void Observe(std::span<const ClaimRequest> reqs,
                std::vector<std::pair<std::size_t, Result<ClaimOutcome>>>& answers) {
@@ -1131,7 +1158,10 @@ class EtcdBackend final : public Backend {
     std::vector<ClaimOutcome*> observed;
     for (auto& [i, r] : answers) {
       const ClaimRequest& req = reqs[i];
-      if (!req.observe || !r || r->status == ClaimStatus::kStoreReset) continue;
+      if (!req.observe || !r || r->status == ClaimStatus::kStoreReset ||
+          r->status == ClaimStatus::kEarly) {
+        continue;
+      }
       Observation obs;
       obs.node = req.node;
       obs.outcome = std::string(ClaimStatusName(r->status));
@@ -1169,12 +1199,21 @@ class EtcdBackend final : public Backend {
       for (const std::size_t i : chunk) on_answer(i, tl::unexpected(states.error()));
       return {};
     }
+    // Every answer of the chunk carries the member's clock of its read (one revision,
+    // one Date): the middle of [Date, the latest it can have read].
+    const std::optional<std::int64_t> date_ms =
+        states->empty() ? std::nullopt : states->front().server_ms;
+    const std::int64_t date_mid_ms = date_ms ? (*date_ms + StoreHi(states->front())) / 2 : 0;
+    const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
+      if (r && date_ms) r->store_ms = date_mid_ms;
+      on_answer(i, std::move(r));
+    };
     std::vector<ClaimPlan> plans;
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
       ClaimPlan plan{chunk[n], std::move(keys[n]), std::move((*states)[n])};
       if (std::optional<ClaimOutcome> decided = Decide(req, plan)) {
-        on_answer(plan.index, std::move(*decided));
+        answer(plan.index, std::move(*decided));
       } else {
         plans.push_back(std::move(plan));
       }
@@ -1188,7 +1227,7 @@ class EtcdBackend final : public Backend {
           leases.For(req.lease, [&](std::int64_t ttl_s) { return Grant(ttl_s, deadline); });
       if (!lease) {
         failed = lease.error();
-        for (const ClaimPlan& p : plans) on_answer(p.index, tl::unexpected(lease.error()));
+        for (const ClaimPlan& p : plans) answer(p.index, tl::unexpected(lease.error()));
         return {};
       }
       plan.lease = *lease;
@@ -1198,7 +1237,7 @@ class EtcdBackend final : public Backend {
     auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
     if (!txn) {
       failed = txn.error();
-      ResolveAmbiguous(reqs, plans, txn.error(), leases, on_answer);
+      ResolveAmbiguous(reqs, plans, txn.error(), leases, answer);
       return {};
     }
     std::vector<std::size_t> retry;
@@ -1210,7 +1249,7 @@ class EtcdBackend final : public Backend {
                                ? &(*responses)[n]
                                : nullptr;
       if (result == nullptr || !result->contains("response_txn")) {
-        on_answer(plan.index,
+        answer(plan.index,
                   MakeError(context_ + ": claim", "the batch txn gave no answer for this claim"));
         continue;
       }
@@ -1220,7 +1259,7 @@ class EtcdBackend final : public Backend {
         continue;
       }
       if (*out && (*out)->status == ClaimStatus::kWon) leases.Won(plan.lease);
-      on_answer(plan.index, std::move(*out));
+      answer(plan.index, std::move(*out));
     }
     return retry;
   }
@@ -1230,6 +1269,13 @@ class EtcdBackend final : public Backend {
   // re-claim).
   std::optional<ClaimOutcome> Decide(const ClaimRequest& req, ClaimPlan& plan) {
     const TickState& state = plan.state;
+    // The member's clock (rule 15): Date is rounded down to its second, so it reads at
+    // most 999 ms more, or less as its earlier replies tell (StoreHi); without a Date
+    // nothing is judged early and no head ahead.
+    const std::int64_t store_hi_ms = StoreHi(state);
+    if (state.server_ms && ClaimIsEarly(req, store_hi_ms)) {
+      return ClaimOutcome{ClaimStatus::kEarly};
+    }
     // The replica saw a later claim than the head: etcd lost its data (rule 12). The
     // read is one revision of the store, and nothing is written; a claim that goes on
     // writes only if the head is still the one read (the txn compares its mod_revision).
@@ -1247,8 +1293,9 @@ class EtcdBackend final : public Backend {
       if (rec.state != "running" || !req.recover || state.lease) return Lost(req, rec);
       base_ms = state.lease_until;  // …or, for a re-claim, from the holder's lease end
       plan.reclaim_rev = rec.mod_revision;
-    } else if (state.head && state.head->tick > req.tick_unix) {
-      return Superseded(*state.head);
+    } else if (state.head) {
+      auto [judging, node] = JudgingHead(*state.head, req, store_hi_ms);
+      if (judging > req.tick_unix) return Superseded(judging, std::move(node));
     }
     if (req.starting_deadline && state.server_ms &&
         *state.server_ms > base_ms + req.starting_deadline->count()) {
@@ -1550,15 +1597,16 @@ class EtcdBackend final : public Backend {
     return out;
   }
 
-  static ClaimOutcome Superseded(const Head& head) {
+  static ClaimOutcome Superseded(std::int64_t tick, std::string node) {
     ClaimOutcome out;
     out.status = ClaimStatus::kSuperseded;
-    out.holder_node = head.node;
-    out.holder_tick_unix = head.tick;
+    out.holder_node = std::move(node);
+    out.holder_tick_unix = tick;
     return out;
   }
 
-  // The head after `req` wins: one more claim since the epoch, the tick only forward.
+  // The head after `req` wins: one more claim since the epoch, the tick only forward
+  // (MoveHead: a head ahead of the member's clock keeps its tick and moves `below`).
   // A new head's epoch is this replica's wall clock, never below the member's Date.
   static Head NextHead(const ClaimRequest& req, const TickState& state) {
     Head head;
@@ -1573,11 +1621,15 @@ class EtcdBackend final : public Backend {
       head.node = req.node;
     }
     ++head.n;
-    if (req.tick_unix > head.tick) {
-      head.tick = req.tick_unix;
-      head.node = req.node;
-    }
+    MoveHead(head, req, StoreHi(state));
     return head;
+  }
+
+  // The latest the member's clock can have read at the tick's read: INT64_MAX without
+  // a Date (nothing is then judged ahead).
+  static std::int64_t StoreHi(const TickState& state) {
+    if (!state.server_ms) return INT64_MAX;
+    return state.server_hi_ms.value_or(*state.server_ms + 999);
   }
 
   static ClaimOutcome Busy(const RunMarker& run) {
@@ -1696,7 +1748,12 @@ class EtcdBackend final : public Backend {
       curl_easy_setopt(c, CURLOPT_WRITEDATA, &response);
       curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &OnHeader);
       curl_easy_setopt(c, CURLOPT_HEADERDATA, &reply.server_ms);
+      const steady_clock::time_point sent = steady_clock::now();
       const CURLcode rc = curl_easy_perform(c);
+      if (rc == CURLE_OK && reply.server_ms) {
+        reply.server_hi_ms =
+            date_bounds_[current_].Add(*reply.server_ms, sent, steady_clock::now());
+      }
       if (rc != CURLE_OK) {
         last_error = host + ": " + curl_easy_strerror(rc);
         if (CouldNotConnect(c, rc)) {
@@ -1744,6 +1801,9 @@ class EtcdBackend final : public Backend {
   std::string token_;         // etcd's auth token ("" = none yet, or no authentication)
   HeadersPtr auth_headers_;   // headers_ plus "Authorization: <token_>"
   std::size_t current_ = 0;  // the member tried first
+  // Per member (its own clock), guarded by mu_: narrows its Date to under a second.
+  std::vector<SecondClockBound> date_bounds_ =
+      std::vector<SecondClockBound>(endpoints_.hosts.size());
   std::mutex leases_mu_;
   std::map<LeaseKey, std::int64_t> leases_;           // guarded by leases_mu_
   std::map<std::int64_t, int> lease_claims_;           // guarded by leases_mu_
