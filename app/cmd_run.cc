@@ -162,6 +162,7 @@ int CmdRun(const RunArgs& args) {
   SchedulerOptions options;
   options.node = node;
   options.lease = cfg.lock.lease;
+  options.stop_grace = cfg.lock.stop_grace;
   options.claim_lead = cfg.lock.claim_lead;
   options.max_concurrent_runs = cfg.max_concurrent_runs;
   options.retention = cfg.lock.retention;
