@@ -904,7 +904,7 @@ void Loader::CheckLockSecurity(const std::vector<Entry>& entries, const LockSett
     Fail(e->mark, lock.backend == "redis"
                       ? "lock.tls: Debian's hiredis is built without TLS; run stunnel on this "
                         "host in front of the server's TLS port and point lock.url at it "
-                        "(README: Securing the store)"
+                        "(docs/stores.md: Securing the store)"
                       : "lock.tls: not available for " + lock.backend +
                             " (Debian's ZooKeeper C client has no TLS); restrict the "
                             "ensemble's network and use digest authentication");

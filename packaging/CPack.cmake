@@ -1,6 +1,7 @@
 # Installation layout and the Debian packages (`cpack -G DEB` in the build folder).
 # Included from the top-level CMakeLists.txt. Three components, three packages:
-#   tickd         the daemon (app/: the binary; here: unit, examples, README)
+#   tickd         the daemon (app/: the binary; here: unit, examples, the manual, bash
+#                 completion; docs/: the man pages)
 #   libtickd0     libtickd.so.0 (lib/)
 #   libtickd-dev  the public headers, the .so link, the CMake package, tickd.pc (lib/)
 #                 and the plugin header (jobs/)
@@ -12,11 +13,27 @@ install(FILES ${CMAKE_CURRENT_LIST_DIR}/jobs.example.yaml
 # Prometheus alerting rules and their promtool unit tests (docs/design.md §9).
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/tickd-alerts.yml ${CMAKE_CURRENT_LIST_DIR}/tickd-alerts.test.yml
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/prometheus COMPONENT tickd)
-# The contracts operators read: the design (job file, log lines, signals …) and each
-# backend's protocol.
+# The manual as it is laid out in the repository, so that its relative links work:
+# README.md, docs/ (the guides and their map), and the contracts operators read (the
+# design: job file, log lines, signals …; each backend's protocol) beside the README,
+# where they always were, with links to them from docs/.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/design.md
               ${PROJECT_SOURCE_DIR}/docs/backends.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT tickd)
+file(GLOB tickd_guides ${PROJECT_SOURCE_DIR}/docs/*.md)
+list(FILTER tickd_guides EXCLUDE REGEX "/(design|backends)\\.md$")
+install(FILES ${tickd_guides} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT tickd)
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/doc-links)
+foreach(contract design.md backends.md)
+  file(CREATE_LINK ../${contract} ${PROJECT_BINARY_DIR}/doc-links/${contract} SYMBOLIC)
+  install(FILES ${PROJECT_BINARY_DIR}/doc-links/${contract}
+          DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT tickd)
+endforeach()
+# Bash completion, where bash-completion looks for it when `tickd` is first completed.
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/tickd.bash-completion
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME tickd
+        COMPONENT tickd)
+# The man pages: docs/CMakeLists.txt.
 
 set(CPACK_PACKAGE_NAME tickd)
 set(CPACK_PACKAGE_VENDOR "tickd")

@@ -25,6 +25,8 @@ packages=(
   libcpp-httplib-dev         # /metrics, /healthz, /api/status, the status page
   libsystemd-dev             # sd_notify: Type=notify, watchdog
   dpkg-dev                   # cpack -G DEB (dpkg-shlibdeps) and the package test
+  scdoc                      # the man pages: docs/man/*.scd → roff (docs/CMakeLists.txt)
+  man-db groff-base          # man -l: the docs and package tests render the man pages
   chromium                   # the status page's browser test (headless)
   openssl                    # TLS tests: certificates made at test time; stunnel4: the
   stunnel4                   #   tested route to a Redis TLS port (Debian's hiredis has no TLS)

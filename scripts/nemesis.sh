@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The nemesis (issue #14; README.md, "Reliability"): builds tickd and the nemesis
+# The nemesis (issue #14; docs/reliability.md): builds tickd and the nemesis
 # programs, then runs the fault matrix against one backend or all of them.
 #
 #   scripts/nemesis.sh --backend sqlite|redis|etcd|postgres|zookeeper|all [--faults a,b]

@@ -1034,7 +1034,7 @@ class EtcdBackend final : public Backend {
   // at its top level after the nested ones, one op under the prefix that the role must
   // allow: a range of a key tickd never writes for a read, a delete of it for a write
   // (deleting nothing changes nothing). A refused op fails the whole txn. A role must
-  // therefore grant the whole `P job/` range (README, "Securing the store").
+  // therefore grant the whole `P job/` range (docs/stores.md, "Securing the store").
   void AddPermissionProbe(Json& ops, bool write) const {
     const std::string probe = endpoints_.prefix + "job/-permission-probe";
     ops.push_back(write ? Delete(probe) : Range(probe));

@@ -23,8 +23,8 @@ struct RedisOptions {
   std::string url;
   // Used when the URL carries none: the ACL user (lock.username) and its password
   // (lock.password_file or lock.password_env). The password is never logged, never
-  // part of an error. No TLS: Debian's hiredis is built without it (README, Securing
-  // the store: stunnel in front of the server's tls-port).
+  // part of an error. No TLS: Debian's hiredis is built without it (docs/stores.md,
+  // Securing the store: stunnel in front of the server's tls-port).
   std::string username;
   std::string password;
   // Every call (connect included) returns within this, with an Error when the

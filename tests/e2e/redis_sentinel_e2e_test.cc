@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "tests/e2e/harness.h"
+#include "tests/e2e/redis_sentinel_fixture.h"
 #include "tests/nemesis/checker/fenced_run.h"
-#include "tests/redis/redis_sentinel.h"
 
 namespace tickd::e2e {
 namespace {
@@ -16,30 +16,11 @@ namespace {
 using std::chrono::milliseconds;
 using testing::RedisSentinelSet;
 
-constexpr const char* kPasswordVar = "TICKD_E2E_REDIS_PASSWORD";
-
 std::int64_t NowMs() {
   return std::chrono::duration_cast<milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-// The lock section for a RedisSentinelSet; the password through lock.password_env.
-class SentinelFixture final : public BackendFixture {
- public:
-  explicit SentinelFixture(RedisSentinelSet& set) : set_(set) {}
-  std::string name() const override { return "redis-sentinel"; }
-  std::string LockYaml(const fs::path&) const override {
-    return "  url: " + set_.url("?wait=2") + "\n  password_env: " + kPasswordVar +
-           "\n  op_timeout: 1s\n";
-  }
-  std::vector<std::string> Env() const override {
-    return {std::string(kPasswordVar) + "=" + set_.password()};
-  }
-
- private:
-  RedisSentinelSet& set_;
-};
 
 TEST_CASE("redis sentinel: a failover while jobs run: no tick accepted twice, fences in order",
           "[e2e][redis]") {
@@ -49,7 +30,7 @@ TEST_CASE("redis sentinel: a failover while jobs run: no tick accepted twice, fe
   }
   RedisSentinelSet set;
   REQUIRE(set.running());
-  SentinelFixture backend(set);
+  SentinelLockFixture backend(set);
   Cluster cluster(backend);
   nemesis::FencedRun run(cluster, NEMESIS_WRITE);
   INFO(run.error());

@@ -347,7 +347,7 @@ TEST_CASE("redis: a claim a promotion left behind is won again, with a higher fe
           "that saw it hears store-reset",
           "[redis]") {
   if (!Available()) return;
-  // What README "Redis behind Sentinel" says an asynchronous failover can do, without
+  // What docs/stores.md "Redis behind Sentinel" says an asynchronous failover can do, without
   // the sentinels' timing: the replica is promoted by hand just before a claim, as if
   // the claim had not reached it.
   RedisSentinelSet set(/*replicas=*/1, /*sentinels=*/0);

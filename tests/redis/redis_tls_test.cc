@@ -1,5 +1,5 @@
 // Redis secured: an ACL user with only the commands and keys tickd needs (the default
-// user off), and TLS by the route README "Securing the store" documents, since
+// user off), and TLS by the route docs/stores.md "Securing the store" documents, since
 // Debian's hiredis has no TLS: redis-server's own tls-port (client certificates
 // required) reached through a stunnel client on the replica's loopback, which checks
 // the server's certificate against the CA and shows the client's. Certificates are
@@ -35,7 +35,7 @@ constexpr const char* kUser = "tickd";
 constexpr const char* kPassword = "redis-Acl-pw-31";
 constexpr const char* kStunnel = "/usr/bin/stunnel4";
 
-// The ACL of README "Securing the store": keys under the prefix, the commands the
+// The ACL of docs/stores.md "Securing the store": keys under the prefix, the commands the
 // backend sends and those its scripts call (Redis 7 checks both), CONFIG GET for the
 // durability warnings at start. The default user is off.
 std::vector<std::string> AclArgs() {

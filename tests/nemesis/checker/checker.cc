@@ -87,6 +87,10 @@ const JobSpec& SpecOf(const CheckSpec& spec, const std::string& job) {
   return kDefault;
 }
 
+// claim_lead is below 1 s (DESIGN §1 "Early claims"): a claim of T made earlier than
+// this before T came from a clock ahead.
+constexpr std::int64_t kClaimLeadBelowMs = 1000;
+
 bool StoreScoped(const FaultWindow& f) {
   return f.effect == "store-down" || f.effect == "store-slow" || f.target.empty() ||
          f.target == "*" || f.target == "all" || f.target == "store";
@@ -125,6 +129,8 @@ class Checker {
     CheckDuplicates();
     CheckFenceOrderAndLease();
     CheckOverlaps();
+    CheckLateWrites();
+    CheckEarlyStarts();
     CheckExpectedTicks();
     return std::move(r_);
   }
@@ -265,14 +271,96 @@ class Checker {
     }
   }
 
-  // Whether a fault window covers `node` for tick T of `job` (checker.h, "covers").
+  // When the run of `a` was cut off (checker.h, "late write"): the earliest first write
+  // of an accepted attempt with a higher fence, or another replica's won line with a
+  // higher fence, of the same job where that ends a's claim; nullopt when none.
+  std::optional<std::int64_t> CutOff(const Attempt& a, std::string* why) const {
+    const bool forbid = SpecOf(spec_, a.job).forbid;
+    std::optional<std::int64_t> cut;
+    auto ends_claim = [&](std::int64_t tick, std::uint64_t fence) {
+      return fence > a.fence && (tick == a.tick || (forbid && tick > a.tick));
+    };
+    for (const Attempt& b : journal_) {
+      if (b.job == a.job && b.accepted && ends_claim(b.tick, b.fence) &&
+          (!cut || b.start_ms < *cut)) {
+        cut = b.start_ms;
+        *why = "fence " + std::to_string(b.fence) + " began at " + std::to_string(b.start_ms) +
+               " (" + b.where + ")";
+      }
+    }
+    for (const LogEvent& e : logs_) {
+      if (e.event != "tick" || e.outcome != "won" || e.job != a.job || !e.fence ||
+          !ends_claim(e.tick, *e.fence) || ClockFaulted(e.node) || (cut && e.ts_ms >= *cut)) {
+        continue;
+      }
+      cut = e.ts_ms;
+      *why = "the store granted " + Utc(e.tick) + " to " + e.node + " with fence " +
+             std::to_string(*e.fence) + " at " + std::to_string(e.ts_ms) + " (" + e.where + ")";
+    }
+    return cut;
+  }
+
+  bool ClockFaulted(const std::string& node) const {
+    return std::any_of(faults_.begin(), faults_.end(), [&](const FaultWindow& f) {
+      return f.took_effect && f.effect == "replica-clock" && f.target == node;
+    });
+  }
+
+  // Whether `node` was stopped (a took-effect replica-down window) at `ms`: a frozen
+  // daemon cannot end its job when the lease runs out (DESIGN §1 rule 2's limits).
+  bool Frozen(const std::string& node, std::int64_t ms) const {
+    return std::any_of(faults_.begin(), faults_.end(), [&](const FaultWindow& f) {
+      return f.took_effect && f.effect == "replica-down" && f.target == node && f.start_ms <= ms &&
+             ms <= f.end_ms;
+    });
+  }
+
+  void CheckLateWrites() {
+    for (const Attempt& a : journal_) {
+      if (!InScope(a.start_ms)) continue;
+      std::string why;
+      const std::optional<std::int64_t> cut = CutOff(a, &why);
+      if (!cut || Frozen(a.replica, *cut)) continue;
+      std::vector<std::int64_t> late;
+      if (a.start_ms > *cut) late.push_back(a.start_ms);
+      for (const std::int64_t w : a.writes) {
+        if (w > *cut) late.push_back(w);
+      }
+      if (late.empty()) continue;
+      r_.counts.late_writes += static_cast<std::int64_t>(late.size());
+      Add("late-write", a.job, a.tick,
+          std::to_string(late.size()) + " write(s) from " + std::to_string(late.front() - *cut) +
+              " to " + std::to_string(late.back() - *cut) + " ms after the run was cut off (" +
+              why + "): [" + Describe(a) + " writes=" + std::to_string(a.writes.size()) +
+              " refused=" + std::to_string(a.writes_refused) + "]");
+    }
+  }
+
+  void CheckEarlyStarts() {
+    for (const Attempt& a : journal_) {
+      if (!InScope(a.start_ms) || a.start_ms >= a.tick * 1000) continue;
+      ++r_.counts.early_starts;
+      Add("early-start", a.job, a.tick,
+          "began " + std::to_string(a.tick * 1000 - a.start_ms) +
+              " ms before its tick (real "
+              "clock): [" +
+              Describe(a) + "]");
+    }
+  }
+
+  // Whether a fault window covers `node` for tick T of `job` (checker.h, "covers"). A
+  // replica-clock window only at its two steps: the reach of a crash there.
   const FaultWindow* Covering(const std::string& node, const JobSpec& job, std::int64_t t) const {
     const std::int64_t from = t * 1000 - job.lease_ms - spec_.before_ms;
     const std::int64_t to = t * 1000 + spec_.after_ms;
+    auto in = [&](std::int64_t ms) { return from <= ms && ms <= to; };
     for (const FaultWindow& f : faults_) {
       if (!f.took_effect || f.effect == "none") continue;
       if (!StoreScoped(f) && f.target != node) continue;
-      if (f.start_ms <= to && f.end_ms >= from) return &f;
+      if (f.effect == "replica-clock" ? in(f.start_ms) || in(f.end_ms)
+                                      : f.start_ms <= to && f.end_ms >= from) {
+        return &f;
+      }
     }
     return nullptr;
   }
@@ -310,41 +398,6 @@ class Checker {
     return nullptr;
   }
 
-  // The replica `runner`'s attempt of (job, T) when the resource refused it because an
-  // attempt of the job with a higher fence had begun first, from a replica under a
-  // fault at that moment: a replica whose clock is ahead claims and begins later ticks
-  // early, and the fence then refuses an on-time run that began after it (an `allow`
-  // job's; checker.h rule (e)). Empty when not so.
-  std::string RefusedUnderFault(const JobSpec& job, std::int64_t t,
-                                const std::string& runner) const {
-    for (const Attempt& a : journal_) {
-      if (a.job != job.name || a.tick != t || a.replica != runner || a.accepted ||
-          !a.last_fence) {
-        continue;
-      }
-      const Attempt* b = AcceptedWithFence(job.name, *a.last_fence);
-      if (b == nullptr || b->replica == runner) continue;
-      for (const FaultWindow& f : faults_) {
-        if (f.took_effect && f.effect != "none" && f.target == b->replica &&
-            f.start_ms <= b->start_ms && b->start_ms <= f.end_ms + spec_.after_ms) {
-          return "refused by the fence: " + b->replica + " had begun " + Utc(b->tick) +
-                 " with fence " + std::to_string(b->fence) + " under fault " + f.fault + " (" +
-                 a.where + ")";
-        }
-      }
-    }
-    return "";
-  }
-
-  // The accepted attempt of `job` that ran under `fence` (the resource accepts each
-  // fence of a job at most once: only above the highest so far), or null.
-  const Attempt* AcceptedWithFence(const std::string& job, std::uint64_t fence) const {
-    for (const Attempt& b : journal_) {
-      if (b.job == job && b.accepted && b.fence == fence) return &b;
-    }
-    return nullptr;
-  }
-
   // Why `node` could not run (job, T); empty when it could have.
   std::string CouldNotRun(const std::string& node, const JobSpec& job, std::int64_t t) const {
     if (const FaultWindow* f = Covering(node, job, t)) return "fault " + f->fault;
@@ -352,6 +405,10 @@ class Checker {
     if (it == ticks_.end()) return "";
     for (const LogEvent* e : it->second) {
       if (e->node != node) continue;
+      if (e->outcome == "superseded" && e->later_tick && !ClockFaulted(node) &&
+          e->ts_ms < *e->later_tick * 1000 - kClaimLeadBelowMs) {
+        continue;  // superseded by a claim made before its tick was due: a clock ahead
+      }
       if (e->outcome != "won" && e->outcome != "lost" && e->outcome != "busy") {
         return "outcome=" + e->outcome;
       }
@@ -367,13 +424,7 @@ class Checker {
                  " ended in error and keeps its lease (" + err->where + ")";
         }
       }
-      if (e->outcome == "won") {
-        if (std::string why = RefusedUnderFault(job, t, node); !why.empty()) return why;
-      }
       if (e->outcome == "lost") {
-        if (std::string why = RefusedUnderFault(job, t, e->winner); !why.empty()) {
-          return "lost to " + e->winner + ", whose run was " + why;
-        }
         if (const FaultWindow* f = Covering(e->winner, job, t)) {
           return "lost to " + e->winner + " under fault " + f->fault;
         }
@@ -457,6 +508,8 @@ Json CountsJson(const Counts& c) {
               {"lease_violations", c.lease_violations},
               {"lease_unchecked", c.lease_unchecked},
               {"overlaps", c.overlaps},
+              {"late_writes", c.late_writes},
+              {"early_starts", c.early_starts},
               {"lateness_p99_ms", c.lateness_p99_ms},
               {"lateness_max_ms", c.lateness_max_ms}};
 }
@@ -483,7 +536,7 @@ bool ForEachLine(const std::filesystem::path& file, std::string* error, F each) 
 
 bool Report::Passed() const {
   return counts.duplicates == 0 && counts.stale_accepted == 0 && counts.overlaps == 0 &&
-         counts.unexplained_missed == 0;
+         counts.unexplained_missed == 0 && counts.late_writes == 0 && counts.early_starts == 0;
 }
 
 std::string Report::ToJson() const {
@@ -569,6 +622,7 @@ std::optional<LogEvent> ParseLogEvent(std::string_view line) {
   e.winner = f["winner"];
   e.holder = f["holder"];
   if (const auto ht = ParseUtcMs(f["holder_tick"])) e.holder_tick = *ht / 1000;
+  if (const auto lt = ParseUtcMs(f["later_tick"])) e.later_tick = *lt / 1000;
   return e;
 }
 
@@ -590,6 +644,8 @@ bool LoadJournal(const std::filesystem::path& file, std::vector<Attempt>* out, s
       a.end_ms = j.at("end_ms").get<std::int64_t>();
       a.ended = j.value("ended", "");
       a.seq = j.value("seq", std::uint64_t{0});
+      a.writes = j.value("writes", std::vector<std::int64_t>{});
+      a.writes_refused = j.value("writes_refused", std::size_t{0});
       a.where = Where(file, number);
       out->push_back(std::move(a));
       return true;

@@ -50,6 +50,23 @@
 // lateness        for each expected tick with an accepted attempt, the first accepted
 //                 attempt's start_ms − T·1000; lateness_p99_ms is the nearest-rank 99th
 //                 percentile (0 when there is none), lateness_max_ms the largest.
+// late write      (DESIGN §1 rule 2: by the end of its lease a run is gone) a write by
+//                 a run — its BEGIN, or one of its WRITEs, accepted or refused — after
+//                 the run was cut off: after the first write (start_ms) of an accepted
+//                 attempt of the job with a higher fence, or after another replica's
+//                 `tick … outcome=won` line of the job with a higher fence (the store
+//                 had ended this run's lease when it granted that claim: its lease as
+//                 the store sees it). Both only where the later fence shows the end of
+//                 this run's claim: a `forbid` job, or a re-claim of the same tick
+//                 (`recover`); an `allow` job's runs may overlap. A won line of a
+//                 replica with a took-effect replica-clock fault anywhere in the cell
+//                 is not read (its time is not real time). Not counted: a run whose
+//                 replica was stopped (a took-effect replica-down window on it) at the
+//                 cut-off — a frozen daemon cannot end its job (DESIGN §1 rule 2's
+//                 limits; the fence guards those writes). late_writes counts such
+//                 writes; each cut-off run that wrote late is one violation.
+// early start     (DESIGN §1 "Early claims": no run starts before T) an attempt, accepted
+//                 or not, whose start_ms (the resource's real clock) is before T·1000.
 // injected        fault windows with took_effect=true.
 // scope           every count and violation above but ticks, missed and lateness is
 //                 limited to attempts (run lines, fault windows) inside the spec's scope
@@ -61,11 +78,17 @@
 // target is "", "*", "all" or "store") concern every replica, other effects only the
 // replica named in target — and [F.start_ms, F.end_ms] overlaps
 // [T·1000 − lease_ms − before_ms, T·1000 + after_ms] (a fault shortly before T can still
-// hold T back: a dead holder's lease, a reconnect).
+// hold T back: a dead holder's lease, a reconnect). A replica-clock window is judged by
+// the real clock: it may cost the cluster no more ticks than a crash of its replica at
+// the step (start_ms) and at the step back (end_ms) would, so it covers r only when one
+// of those two instants falls in that interval.
 // Replica r could not run T when any of:
 //   (a) a fault window covers r for T;
 //   (b) r's tick line for T says an outcome other than won, lost and busy (error,
-//       missed, superseded, or a word added later);
+//       missed, superseded, or a word added later) — but not `superseded` by a
+//       later_tick claimed more than 1 s (claim_lead's bound) before it was due, by the
+//       time of r's line (r's clock not faked): only a clock ahead claims so early,
+//       and that costs more than a crash;
 //   (c) r's tick line says busy with holder h and holder_tick T', and either a fault
 //       window covers h for T, or the run of (J, T') was still going at T·1000 (an
 //       accepted attempt of (J, T') with end_ms >= T·1000, or h's `run` line for (J, T')
@@ -78,20 +101,17 @@
 //       winner's claim went through, then it could not run it: the answer was lost,
 //       it was killed, cut off, stopped), or w's own tick line for (J, T) says error
 //       (the claim stands in the store, its answer to w was an error: not run);
-//   (e) r's tick line says won (w = r) or lost with winner w, and the resource refused
-//       w's attempt of (J, T) because the attempt whose fence it had accepted last
-//       (last_fence) was by another replica under a fault window when it began: a
-//       replica whose clock is ahead claims later ticks early and begins their runs at
-//       once, so an on-time run of T (an `allow` job's: under forbid the early claim
-//       is busy) that begins after it carries the lower fence. The fence did its job;
-//       the fault cost the tick.
+//   (A replica whose clock is ahead that claims later ticks early and begins their
+//   runs at once, so that an on-time run the fence then refuses misses its tick, is
+//   not an explanation: those runs are early starts, and the miss costs more than a
+//   crash of that replica would.)
 // A missed tick is explained when every replica (spec.replicas, or every node seen in
 // the logs) could not run it; otherwise it is unexplained — e.g. some replica logged
 // won (or lost to a winner) and no fault touched the winner, yet nothing reached the
 // resource.
 //
-// A cell passes when duplicates, stale_accepted, overlaps and unexplained_missed are
-// all 0.
+// A cell passes when duplicates, stale_accepted, overlaps, unexplained_missed,
+// late_writes and early_starts are all 0.
 #pragma once
 
 #include <cstdint>
@@ -113,9 +133,11 @@ struct Attempt {
   std::optional<std::uint64_t> last_fence;
   std::int64_t start_ms = 0;
   std::int64_t end_ms = 0;
-  std::string ended;      // "end" | "disconnect" | "rejected" | "shutdown" | …
-  std::uint64_t seq = 0;  // 0: not journaled (then start_ms orders)
-  std::string where;      // "journal.jsonl:12", for evidence
+  std::string ended;                 // "end" | "disconnect" | "rejected" | "shutdown" | …
+  std::uint64_t seq = 0;             // 0: not journaled (then start_ms orders)
+  std::vector<std::int64_t> writes;  // the WRITEs after BEGIN (resource ms), in order
+  std::size_t writes_refused = 0;    // the last this many of them were refused
+  std::string where;                 // "journal.jsonl:12", for evidence
 };
 
 struct LogEvent {
@@ -129,6 +151,7 @@ struct LogEvent {
   std::string winner;                       // lost
   std::string holder;                       // busy
   std::optional<std::int64_t> holder_tick;  // busy
+  std::optional<std::int64_t> later_tick;   // superseded
   std::string where;                        // "n1.log:40"
 };
 
@@ -182,12 +205,15 @@ struct Counts {
   std::int64_t lease_violations = 0;
   std::int64_t lease_unchecked = 0;
   std::int64_t overlaps = 0;
+  std::int64_t late_writes = 0;
+  std::int64_t early_starts = 0;
   std::int64_t lateness_p99_ms = 0;
   std::int64_t lateness_max_ms = 0;
 };
 
 struct Violation {
-  std::string check;  // duplicate | fence-order | lease | overlap | unexplained-missed
+  std::string check;  // duplicate | fence-order | lease | overlap | unexplained-missed |
+                      // late-write | early-start
   std::string job;
   std::int64_t tick = 0;
   std::string evidence;  // the journal and log places and values that show it

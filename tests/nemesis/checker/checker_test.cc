@@ -314,8 +314,9 @@ TEST_CASE("checker: a missed tick is explained by a fault or the replicas' lines
     s.Find("j1", t - 1).end_ms = (t - 1) * 1000 + 305;
     CHECK(s.Run().counts.unexplained_missed == 1);
   }
-  SECTION("a claim answered with an error stands unrun: its tick and the busy ones in its "
-          "lease are explained") {
+  SECTION(
+      "a claim answered with an error stands unrun: its tick and the busy ones in its "
+      "lease are explained") {
     // n2 won T-1 in the store, but its answer was an error (Redis ?wait: too few
     // replicas acknowledged): nobody runs T-1, and T is busy behind the claim's lease.
     s.Forget("j1", t - 1);
@@ -350,9 +351,10 @@ TEST_CASE("checker: a missed tick is explained by a fault or the replicas' lines
   }
 }
 
-TEST_CASE("checker: a run the fence refused because a replica under a fault began a later "
-          "tick first is explained, else fails",
-          "[nemesis][checker]") {
+TEST_CASE(
+    "checker: a replica whose clock is ahead beginning a later tick early fails it: "
+    "an early start, and the on-time run it fenced out is a miss",
+    "[nemesis][checker]") {
   // n2's clock is 30 s ahead: it claims j2's tick T+30 early and begins its run at
   // once, with a fence above T's. n1 won T on time (j2 is `allow`, so T+30's claim was
   // not busy) and begins after it: the resource refuses n1's lower fence.
@@ -365,20 +367,111 @@ TEST_CASE("checker: a run the fence refused because a replica under a fault bega
   refused.last_fence = 10'000;
   refused.end_ms = refused.start_ms;
   refused.seq = s.journal.size() + 1;  // decided after n2's
-  s.faults.push_back(
-      FaultWindow{"clock-step-forward", "n2", t * 1000 - 2000, t * 1000 + 6000, "replica-clock",
-                  true});
+  s.faults.push_back(FaultWindow{"clock-step-forward", "n2", t * 1000 - 2000, t * 1000 + 6000,
+                                 "replica-clock", true});
   const Report r = s.Run();
-  CHECK(r.Passed());
+  CHECK_FALSE(r.Passed());
+  CHECK(r.counts.early_starts == 1);
+  REQUIRE(CountOf(r, "early-start") == 1);
   CHECK(r.counts.missed == 1);
-  CHECK(r.counts.unexplained_missed == 0);
-  // The fault on a replica other than the one that raised the fence: unexplained.
-  s.faults.back().target = "n3";
-  CHECK(s.Run().counts.unexplained_missed == 1);
-  // On n2, but over before its run began: unexplained.
-  s.faults.back().target = "n2";
-  s.faults.back().end_ms = t * 1000 - 1500;
-  CHECK(s.Run().counts.unexplained_missed == 1);
+  CHECK(r.counts.unexplained_missed == 1);
+}
+
+TEST_CASE(
+    "checker: a clock fault explains no more misses than a crash of its replica at "
+    "its steps would",
+    "[nemesis][checker]") {
+  Scenario s;
+  const std::int64_t t = kT0 + 5;  // won by n3 in the clean run; the others lose to it
+  s.Forget("j1", t);
+  s.Line("n3", t * 1000 + 3, "tick job=j1 tick=" + Tick(t) + " node=n3 outcome=won fence=999");
+  for (const std::string node : {"n1", "n2"}) {
+    s.Line(node, t * 1000 + 4,
+           "tick job=j1 tick=" + Tick(t) + " node=" + node + " outcome=lost winner=n3");
+  }
+  // n3's clock stepped 1 h ahead just before T: a crash then would cost T too.
+  s.faults.push_back(FaultWindow{"clock-step-forward", "n3", t * 1000 - 500, t * 1000 + 20'000,
+                                 "replica-clock", true});
+  CHECK(s.Run().Passed());
+  // The step long before T, the step back long after: a crash at either would not
+  // have cost T, so the clock must not either.
+  s.faults.back().start_ms = t * 1000 - 15'000;
+  const Report r = s.Run();
+  CHECK_FALSE(r.Passed());
+  CHECK(r.counts.unexplained_missed == 1);
+  // The step back just after T: explained again.
+  s.faults.back().end_ms = t * 1000 + 400;
+  CHECK(s.Run().Passed());
+  // Any other fault that spans T explains it (the interval rule).
+  s.faults.back() = FaultWindow{"partition-both",   "n3", t * 1000 - 15'000, t * 1000 + 20'000,
+                                "replica-isolated", true};
+  CHECK(s.Run().Passed());
+}
+
+TEST_CASE(
+    "checker: a run that writes after a later fence began, or after the store granted "
+    "a later claim, fails it (late writes)",
+    "[nemesis][checker]") {
+  Scenario s;
+  // j1's tick 3 (n1) keeps writing every 100 ms for 2 s: well past tick 4's start.
+  Attempt& a = s.Find("j1", kT0 + 3);
+  const std::int64_t next_start = s.Find("j1", kT0 + 4).start_ms;
+  for (std::int64_t w = a.start_ms + 100; w < a.start_ms + 2000; w += 100) a.writes.push_back(w);
+  a.end_ms = a.start_ms + 2000;
+  s.spec.overlap_tolerance_ms = 10'000;  // this case is about late writes, not overlaps
+  SECTION("after a later fence's first write") {
+    std::size_t refused = 0;  // the resource refuses those after tick 4's start
+    std::size_t after = 0;    // late from n2's won line of tick 4 (3 ms after T) on
+    for (const std::int64_t w : a.writes) {
+      refused += w > next_start ? 1 : 0;
+      after += w > (kT0 + 4) * 1000 + 3 ? 1 : 0;
+    }
+    a.writes_refused = refused;
+    const Report r = s.Run();
+    CHECK_FALSE(r.Passed());
+    CHECK(r.counts.late_writes == static_cast<std::int64_t>(after));
+    REQUIRE(CountOf(r, "late-write") == 1);
+    CHECK(r.violations.at(0).tick == kT0 + 3);
+    // An allow job's runs may overlap: the same writes of j2 are not late.
+    Attempt& b = s.Find("j2", kT0 + 3);
+    b.writes = a.writes;
+    a.writes.clear();
+    CHECK(s.Run().counts.late_writes == 0);
+  }
+  SECTION("after the store granted a later tick, before its run began") {
+    // Only writes before tick 4's start: still late, after n2's won line of tick 4.
+    std::erase_if(a.writes, [&](std::int64_t w) { return w >= next_start; });
+    a.writes.push_back(next_start - 1);
+    const std::int64_t granted = next_start - 2;
+    for (std::string& l : s.logs["n2"]) {  // n2 won tick 4 at T+3 ms: make it earlier
+      if (l.find("tick=" + Tick(kT0 + 4)) != std::string::npos &&
+          l.find("job=j1") != std::string::npos) {
+        l = Ts(granted) + l.substr(l.find(' '));
+      }
+    }
+    const Report r = s.Run();
+    CHECK(r.counts.late_writes == 1);
+    CHECK(r.violations.at(0).evidence.find("granted") != std::string::npos);
+    // A frozen daemon cannot stop its job: not counted while n1 was stopped.
+    s.faults.push_back(
+        FaultWindow{"replica-sigstop", "n1", granted - 1000, granted + 5000, "replica-down", true});
+    CHECK(s.Run().counts.late_writes == 0);
+    // The won line of a replica whose clock was faked is not read.
+    s.faults.back() =
+        FaultWindow{"clock-step-back", "n2", kT0 * 1000, kT0 * 1000 + 1, "replica-clock", true};
+    CHECK(s.Run().counts.late_writes == 0);
+  }
+}
+
+TEST_CASE("checker: a run that begins before its tick fails it (early start)",
+          "[nemesis][checker]") {
+  Scenario s;
+  s.Find("j2", kT0 + 6).start_ms = (kT0 + 6) * 1000 - 1;
+  const Report r = s.Run();
+  CHECK_FALSE(r.Passed());
+  CHECK(r.counts.early_starts == 1);
+  REQUIRE(CountOf(r, "early-start") == 1);
+  CHECK(r.violations.at(0).evidence.find("1 ms before") != std::string::npos);
 }
 
 TEST_CASE("checker: reads DESIGN §6 lines as tickd writes them", "[nemesis][checker]") {

@@ -23,6 +23,10 @@ const std::vector<FaultKind>& Catalog() {
        "one replica's wall clock stepped forward (libfaketime), then back"},
       {"clock-step-back", "replica-clock", false, false, false,
        "one replica's wall clock stepped back, then forward again"},
+      {"clock-step-forward-1h", "replica-clock", false, false, false,
+       "one replica's wall clock stepped an hour forward, then back"},
+      {"clock-step-back-1h", "replica-clock", false, false, false,
+       "one replica's wall clock stepped an hour back, then forward again"},
       {"clock-drift", "replica-clock", false, false, false,
        "one replica's wall clock runs fast for a while"},
       {"store-pause-half-lease", "store-down", true, false, false,
@@ -44,6 +48,21 @@ const std::vector<FaultKind>& Catalog() {
        "the database file and folder made read-only (chmod)"},
       {"sqlite-dir-removed", "store-down", false, true, false,
        "the database's folder removed, then created again empty"},
+      // While the long job (w-long: 10 s runs, a write every 100 ms) runs: the fault
+      // begins on the replica running it (or on the store), so its lease must end
+      // the run before another replica's run of the next tick begins.
+      {"long-run-partition", "replica-isolated", true, false, true,
+       "while the long job runs, its holder's namespace cut from the store both ways"},
+      {"long-run-proxy-stall", "replica-isolated", true, false, false,
+       "while the long job runs, its holder's store connections kept, nothing forwarded"},
+      {"long-run-drop-replies", "replica-isolated", true, false, false,
+       "while the long job runs, its holder's requests reach the store, replies are lost"},
+      {"long-run-store-pause", "store-down", true, false, false,
+       "while the long job runs, the store SIGSTOPped for twice the lease"},
+      {"sentinel-failover", "store-down", true, false, false,
+       "the master SIGSTOPped until the sentinels promote a replica (at least the hold), "
+       "then resumed: it rejoins as a replica",
+       true},
   };
   return kinds;
 }
@@ -55,16 +74,37 @@ const FaultKind* FindFault(const std::string& name) {
   return nullptr;
 }
 
+const std::string& BaseFault(const std::string& kind) {
+  static const std::vector<std::pair<std::string, std::string>> bases = {
+      {"long-run-partition", "partition-both"},
+      {"long-run-proxy-stall", "proxy-stall"},
+      {"long-run-drop-replies", "proxy-drop-replies"},
+      {"long-run-store-pause", "store-pause-twice-lease"},
+      {"clock-step-forward-1h", "clock-step-forward"},
+      {"clock-step-back-1h", "clock-step-back"},
+  };
+  for (const auto& [name, base] : bases) {
+    if (name == kind) return base;
+  }
+  return kind;
+}
+
 std::string NotApplicable(const FaultKind& kind, const std::string& backend) {
   if (kind.sqlite_only && backend != "sqlite") return "a fault of SQLite's file";
   if (kind.needs_server && backend == "sqlite") return "SQLite has no server";
+  if (kind.sentinel_only && backend != "redis-sentinel") return "a fault of Redis Sentinel";
+  // Behind Sentinel the store is three servers: no one address to proxy, partition or
+  // pause; the replica and clock faults are the redis backend's cells.
+  if (backend == "redis-sentinel" && !kind.sentinel_only) {
+    return "redis-sentinel runs its failover only (the redis backend has the others)";
+  }
   return "";
 }
 
 std::string CellPlan::Describe() const {
   std::ostringstream out;
-  out << fault << " target=n" << target + 1 << " hold=" << std::fixed << std::setprecision(1)
-      << hold_s << "s";
+  out << fault << " target=" << (on_long_run ? "holder" : "n" + std::to_string(target + 1))
+      << " hold=" << std::fixed << std::setprecision(1) << hold_s << "s";
   if (magnitude != 0) out << " magnitude=" << std::setprecision(2) << magnitude;
   if (!point.empty()) out << " point=" << point;
   return out.str();
@@ -77,14 +117,16 @@ void Shape(CellPlan& plan, double lease_s, std::mt19937_64* rng) {
   auto pick = [&](double fixed, double lo, double hi) {
     return rng ? std::uniform_real_distribution<double>(lo, hi)(*rng) : fixed;
   };
-  const std::string& f = plan.fault;
+  plan.on_long_run = plan.fault.rfind("long-run-", 0) == 0;
+  const std::string& f = BaseFault(plan.fault);
+  const bool hour = plan.fault.size() > 3 && plan.fault.substr(plan.fault.size() - 3) == "-1h";
   plan.hold_s = pick(8, 4, 12);
   if (f == "proxy-delay") {
     plan.magnitude = pick(1500, 200, 3000);  // ms per chunk; op_timeout is 1 s
   } else if (f == "clock-step-forward") {
-    plan.magnitude = pick(30, 1, 3600);  // seconds
+    plan.magnitude = hour ? 3600 : pick(30, 1, 3600);  // seconds
   } else if (f == "clock-step-back") {
-    plan.magnitude = -pick(30, 1, 3600);
+    plan.magnitude = hour ? -3600 : -pick(30, 1, 3600);
   } else if (f == "clock-drift") {
     plan.magnitude = pick(1.3, 1.01, 2.0);  // rate
     plan.hold_s = pick(10, 6, 14);

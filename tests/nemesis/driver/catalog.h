@@ -10,13 +10,18 @@
 namespace tickd::nemesis {
 
 struct FaultKind {
-  std::string name;    // "partition-both", … (the cell's "fault" in the JSON)
-  std::string effect;  // the fault window's "effect" for the checker
-  bool needs_server;   // a store process of its own (not SQLite)
-  bool sqlite_only;    // a fault of SQLite's file
-  bool needs_root;     // netns, mounts
-  std::string what;    // one line for --list and the README
+  std::string name;            // "partition-both", … (the cell's "fault" in the JSON)
+  std::string effect;          // the fault window's "effect" for the checker
+  bool needs_server;           // a store process of its own (not SQLite)
+  bool sqlite_only;            // a fault of SQLite's file
+  bool needs_root;             // netns, mounts
+  std::string what;            // one line for --list and the README
+  bool sentinel_only = false;  // a fault of Redis Sentinel (backend redis-sentinel)
 };
+
+// The fault a "long-run-*" kind injects (while the long job runs, on its holder):
+// "long-run-partition" → "partition-both", …; any other kind → itself.
+const std::string& BaseFault(const std::string& kind);
 
 const std::vector<FaultKind>& Catalog();
 // nullptr when `name` is no fault kind.
@@ -30,7 +35,10 @@ struct CellPlan {
   int target = 1;        // the replica (0-based) that replica-side faults hit
   double hold_s = 8;     // how long the fault lasts before it is healed
   double magnitude = 0;  // delay ms, clock step s, drift rate (kind-dependent)
-  std::string point;     // replica faults: "after-won" | "after-run"
+  // The replica faults hit the holder of the long job's run going when the fault
+  // begins (long-run-* kinds), not `target`.
+  bool on_long_run = false;
+  std::string point;  // replica faults: "after-won" | "after-run"
   std::string Describe() const;
 };
 

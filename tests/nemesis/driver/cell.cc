@@ -21,6 +21,7 @@
 
 #include "tests/e2e/harness.h"
 #include "tests/nemesis/driver/injectors.h"
+#include "tests/nemesis/driver/sentinel.h"
 #include "tests/support/server_process.h"
 
 namespace tickd::e2e {
@@ -101,6 +102,7 @@ bool Stopped(pid_t pid) {
 std::unique_ptr<BackendFixture> MakeFixture(const std::string& backend) {
   if (backend == "sqlite") return e2e::MakeSqliteFixture();
   if (backend == "redis") return e2e::MakeRedisFixture();
+  if (backend == "redis-sentinel") return SentinelFixture::Make();
 #ifdef TICKD_NEMESIS_HAVE_ETCD
   if (backend == "etcd") return e2e::MakeEtcdFixture();
 #endif
@@ -128,7 +130,10 @@ std::string JobFileText(const std::string& lock_yaml, double lease_s, const fs::
                         const std::string& write_bin) {
   std::ostringstream out;
   out << "version: 1\nlock:\n"
-      << lock_yaml << "  lease: " << static_cast<int>(std::lround(lease_s * 1000)) << "ms\n"
+      << lock_yaml << "  lease: " << static_cast<int>(std::lround(lease_s * 1000))
+      << "ms\n"
+      // A short grace: the long job's run still going at the end is cut, not awaited.
+      << "shutdown_grace: 2s\n"
       << "defaults:\n  timezone: UTC\n  timeout: 30s\n  kill_grace: 1s\njobs:\n";
   for (const JobPlan& j : NemesisJobs()) {
     out << "  - name: " << j.name << "\n"
@@ -136,7 +141,9 @@ std::string JobFileText(const std::string& lock_yaml, double lease_s, const fs::
         << "    concurrency: " << (j.forbid ? "forbid" : "allow") << "\n"
         << "    recover: " << (j.recover ? "true" : "false") << "\n"
         << "    run: [\"" << write_bin << "\", \"--socket\", \"" << socket.string()
-        << "\", \"--hold-ms\", \"" << j.hold_ms << "\"]\n";
+        << "\", \"--hold-ms\", \"" << j.hold_ms << "\"";
+    if (j.write_every_ms > 0) out << ", \"--write-every-ms\", \"" << j.write_every_ms << "\"";
+    out << "]\n";
   }
   return out.str();
 }
@@ -222,6 +229,38 @@ bool WaitForPoint(const Replica& replica, std::size_t skip, const std::string& e
       milliseconds(8000));
 }
 
+constexpr const char* kLongJob = "w-long";
+
+// Waits (≤ 25 s) until a run of the long job has gone on for 1–4 s (its tick line
+// `won`, no `run` line yet): the index of the replica running it, and *tick its T;
+// -1 when none did.
+int LongRunHolder(Cluster& cluster, std::int64_t* tick) {
+  int holder = -1;
+  Cluster::WaitUntil(
+      [&] {
+        const std::int64_t now = NowMs();
+        for (std::size_t i = 0; i < cluster.replicas().size() && holder < 0; ++i) {
+          const auto lines = cluster.replicas()[i]->Lines();
+          for (const LogLine& l : lines) {
+            if (l.event != "tick" || l.Get("job") != kLongJob || l.Get("outcome") != "won")
+              continue;
+            const std::int64_t t = TsMs(l.Get("tick"));
+            if (t < 0 || now < t + 1000 || now > t + 4000) continue;
+            const bool ended = std::any_of(lines.begin(), lines.end(), [&](const LogLine& r) {
+              return r.event == "run" && r.Get("job") == kLongJob && r.Get("tick") == l.Get("tick");
+            });
+            if (!ended) {
+              holder = static_cast<int>(i);
+              *tick = t / 1000;
+            }
+          }
+        }
+        return holder >= 0;
+      },
+      milliseconds(25000));
+  return holder;
+}
+
 // SIGTERM (after SIGCONT), then a new process of the same node on the same log.
 void RestartReplica(Replica& replica) {
   if (replica.running()) {
@@ -278,9 +317,15 @@ const std::vector<JobPlan>& NemesisJobs() {
   // Forbid and allow, a hold longer than the period (busy ticks, overlapping runs of
   // the allow job), a two-second schedule, and one job that recovers interrupted ticks.
   static const std::vector<JobPlan> jobs = {
-      {"w-forbid", 1, true, false, 200},    {"w-allow", 1, false, false, 300},
-      {"w-busy", 1, true, false, 1500},     {"w-every2", 2, true, false, 400},
-      {"w-overlap", 1, false, false, 1300}, {"w-recover", 1, true, true, 100},
+      {"w-forbid", 1, true, false, 200},
+      {"w-allow", 1, false, false, 300},
+      {"w-busy", 1, true, false, 1500},
+      {"w-every2", 2, true, false, 400},
+      {"w-overlap", 1, false, false, 1300},
+      {"w-recover", 1, true, true, 100},
+      // Runs for several leases, writing every 100 ms: a run that outlives its lease
+      // (its holder cut off, the store paused) shows as late writes.
+      {"w-long", 1, true, false, 10'000, 100},
   };
   return jobs;
 }
@@ -306,7 +351,14 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
     result.why = "needs root (network namespaces, mounts)";
     return result;
   }
-  const bool partition = plan.fault.rfind("partition-", 0) == 0;
+  // long-run-* kinds inject their base fault; clock-step-*-1h are clock steps.
+  const std::string& f = BaseFault(plan.fault);
+  const bool partition = f.rfind("partition-", 0) == 0;
+  if (backend == "redis-sentinel" && !SentinelFixture::Available()) {
+    result.status = "skipped";
+    result.why = "redis-server or redis-sentinel is not installed";
+    return result;
+  }
   if (partition) {
     if (std::string why = PartitionsUnavailable(); !why.empty()) {
       result.status = "skipped";
@@ -326,7 +378,9 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
     const fs::path windows = dir / "faults.jsonl";
 
     // The store's way for each replica (direct, through a proxy, from a namespace).
-    std::unique_ptr<StoreProxy> proxy;
+    // A proxy in front of the target's store connection; of every replica's when the
+    // target is the long job's holder, known only once the fault begins.
+    std::vector<std::unique_ptr<StoreProxy>> proxies(static_cast<std::size_t>(options.replicas));
     std::unique_ptr<Partitions> partitions;
     std::unique_ptr<ReplicaClock> clock;
     std::unique_ptr<Tmpfs> tmpfs;
@@ -336,12 +390,17 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       if (plan.fault == "sqlite-disk-full") tmpfs = std::make_unique<Tmpfs>(db_dir, "16m");
       fs::create_directories(db_dir);
       lock_yaml = "  backend: sqlite\n  url: sqlite://./db/tickd.db\n";
+    } else if (fixture->Address().empty()) {
+      lock_yaml = fixture->LockYaml(dir);  // Sentinel: the sentinels' addresses, no one store
     } else {
       lock_yaml = fixture->LockYamlVia(dir, "${" + std::string(kStoreVar) + "}");
     }
-    if (plan.fault.rfind("proxy-", 0) == 0) proxy = MakeProxy(fixture->Address());
+    for (std::size_t i = 0; i < proxies.size() && f.rfind("proxy-", 0) == 0; ++i) {
+      if (plan.on_long_run || static_cast<int>(i) == plan.target)
+        proxies.at(i) = MakeProxy(fixture->Address());
+    }
     if (partition) partitions = MakePartitions(options.replicas, fixture->Address());
-    if (plan.fault.rfind("clock-", 0) == 0) clock = MakeClock((dir / "clock").string());
+    if (f.rfind("clock-", 0) == 0) clock = MakeClock((dir / "clock").string());
 
     Resource resource(options.bin.resource, socket, journal, dir / "resource.log");
     cluster.WriteJobFileText(JobFileText(lock_yaml, options.lease_s, socket, options.bin.write));
@@ -353,8 +412,8 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       if (partitions) {
         prefix = partitions->ExecPrefix(i);
         store = partitions->store_address();
-      } else if (proxy && i == plan.target) {
-        store = proxy->address();
+      } else if (const auto& p = proxies.at(static_cast<std::size_t>(i)); p) {
+        store = p->address();
       }
       if (!store.empty()) env.push_back(std::string(kStoreVar) + "=" + store);
       if (clock && i == plan.target) {
@@ -366,7 +425,18 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
     SleepS(options.warmup_s);
 
     // Inject, gather the evidence that it took, hold, heal.
-    Replica& target = *cluster.replicas().at(static_cast<std::size_t>(plan.target));
+    int target_i = plan.target;
+    std::ostringstream evidence;
+    if (plan.on_long_run) {
+      std::int64_t long_tick = 0;
+      target_i = LongRunHolder(cluster, &long_tick);
+      if (target_i < 0) throw std::runtime_error("no run of the long job was going in 25 s");
+      evidence << "n" << target_i + 1 << " running " << kLongJob << " tick " << long_tick
+               << " since " << (NowMs() - long_tick * 1000) << " ms; ";
+      if (f.rfind("store-", 0) == 0) target_i = plan.target;  // the store's fault
+    }
+    Replica& target = *cluster.replicas().at(static_cast<std::size_t>(target_i));
+    StoreProxy* proxy = proxies[static_cast<std::size_t>(target_i)].get();
     const std::size_t target_lines = target.Lines().size();
     std::vector<std::size_t> lines_before;
     for (auto& r : cluster.replicas()) lines_before.push_back(r->Lines().size());
@@ -376,21 +446,19 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       }
       return std::string();
     };
-    std::string target_name = "n" + std::to_string(plan.target + 1);
+    std::string target_name = "n" + std::to_string(target_i + 1);
     std::int64_t fault_start = NowMs();
     bool took = false;
-    std::ostringstream evidence;
-    const std::string& f = plan.fault;
     if (partition) {
       const auto direction = f == "partition-both"       ? Partitions::Direction::kBoth
                              : f == "partition-to-store" ? Partitions::Direction::kToStore
                                                          : Partitions::Direction::kFromStore;
-      partitions->Partition(plan.target, direction);
+      partitions->Partition(target_i, direction);
       SleepS(plan.hold_s);
       const std::string trouble = TroubleAfter(target, target_lines);
       took = !trouble.empty();
       evidence << "target log: " << (took ? trouble : "no error line");
-      partitions->Heal(plan.target);
+      partitions->Heal(target_i);
     } else if (proxy) {
       const std::uint64_t dropped0 = proxy->bytes_dropped();
       const std::uint64_t held0 = proxy->bytes_held();
@@ -450,6 +518,10 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       evidence << "store port " << port << (took ? " refuses" : " still accepts");
       SleepS(plan.hold_s);
       fixture->Start();
+    } else if (f == "sentinel-failover") {
+      std::string why;
+      took = dynamic_cast<SentinelFixture&>(*fixture).FailOver(plan.hold_s, &why);
+      evidence << why;
     } else if (f == "store-restart-without-data") {
       fixture->RestartWithoutData();
       took = true;
@@ -526,7 +598,7 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
     resource.Stop();
 
     const bool replica_side = partition || proxy || clock || f.rfind("replica-", 0) == 0;
-    nlohmann::json window = {{"fault", f},
+    nlohmann::json window = {{"fault", plan.fault},
                              {"target", replica_side ? target_name : std::string("store")},
                              {"start_ms", fault_start},
                              {"end_ms", fault_end},

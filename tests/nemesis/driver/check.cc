@@ -119,13 +119,14 @@ CheckOutput RunCheck(const CheckInput& input) {
   o.overlaps = c.overlaps;
   o.fence_order_violations = c.fence_order_violations;
   o.lease_violations = c.lease_violations;
+  o.late_writes = c.late_writes;
+  o.early_starts = c.early_starts;
   o.lateness_p99_ms = static_cast<double>(c.lateness_p99_ms);
   for (const Violation& v : report.violations) {
     out.violations.push_back(v.check + " " + v.job + " tick " + std::to_string(v.tick) + ": " +
                              v.evidence);
   }
-  out.ok =
-      c.duplicates == 0 && c.stale_accepted == 0 && c.overlaps == 0 && c.unexplained_missed == 0;
+  out.ok = report.Passed();
   return out;
 }
 #endif

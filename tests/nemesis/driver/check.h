@@ -15,7 +15,8 @@ struct JobPlan {
   int every_s = 1;     // "@every Ns"
   bool forbid = true;  // concurrency: forbid (else allow)
   bool recover = false;
-  int hold_ms = 0;  // nemesis_write --hold-ms
+  int hold_ms = 0;         // nemesis_write --hold-ms
+  int write_every_ms = 0;  // nemesis_write --write-every-ms (0: the BEGIN is its one write)
 };
 
 struct CheckInput {
@@ -31,7 +32,7 @@ struct CheckInput {
 struct CellCounts {
   long ticks = 0, runs = 0, accepted = 0, rejected_stale = 0, missed = 0, duplicates = 0,
        stale_accepted = 0, unexplained_missed = 0, overlaps = 0, fence_order_violations = 0,
-       lease_violations = 0;
+       lease_violations = 0, late_writes = 0, early_starts = 0;
   // Re-runs of an interrupted tick of a `recover: true` job (not duplicates).
   long recovered = 0;
   double lateness_p99_ms = 0;

@@ -1,15 +1,17 @@
 // nemesis: runs the fault matrix (or a seeded random schedule of faults) against tickd
 // replicas on one or more backends, checks every cell with the checker, prints the
-// table backend × fault and writes the JSON of issue #14. README.md, "Reliability".
+// table backend × fault and writes the JSON of issue #14. docs/reliability.md.
 //
-//   nemesis --backend sqlite|redis|etcd|postgres|zookeeper|all[,…] [--faults a,b,…]
+//   nemesis --backend sqlite|redis|redis-sentinel|etcd|postgres|zookeeper|all[,…]
+//           [--faults a,b,…]
 //           [--cells backend:fault,…]
 //           [--seed S --minutes M] [--json FILE] [--replicas N] [--lease-ms N]
 //           [--warmup-s S] [--settle-s S] [--keep] [--fail-on-skip-if-root]
 //           [--plant-duplicate] [--list] [--dry-run]
 //
 // Exit status: 0 every cell that ran is clean; 1 a violation (duplicates,
-// stale_accepted, unexplained misses, the checker's verdict) or a cell that should
+// stale_accepted, unexplained misses, late writes, early starts: the checker's
+// verdict) or a cell that should
 // have run and could not; 2 bad arguments.
 #include <unistd.h>
 
@@ -41,7 +43,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kBackends = {"sqlite", "redis", "etcd", "postgres", "zookeeper"};
+const std::vector<std::string> kBackends = {"sqlite", "redis",    "redis-sentinel",
+                                            "etcd",   "postgres", "zookeeper"};
 
 struct Args {
   std::vector<std::string> backends;
@@ -213,23 +216,23 @@ std::vector<CellPlan> Plans(const Args& a, const std::string& backend) {
 }
 
 void PrintHeader() {
-  std::printf("%-10s %-27s %8s %6s %5s %8s %9s %6s %6s %5s %6s %10s  %s\n", "backend", "fault",
-              "injected", "ticks", "runs", "accepted", "rej.stale", "missed", "unexpl", "dups",
-              "stale", "late.p99ms", "note");
+  std::printf("%-14s %-27s %8s %6s %5s %8s %9s %6s %6s %5s %6s %5s %5s %10s  %s\n", "backend",
+              "fault", "injected", "ticks", "runs", "accepted", "rej.stale", "missed", "unexpl",
+              "dups", "stale", "lateW", "early", "late.p99ms", "note");
 }
 
 void PrintRow(const CellResult& r) {
   if (r.status != "ran") {
-    std::printf("%-10s %-27s %s: %s\n", r.backend.c_str(), r.plan.fault.c_str(), r.status.c_str(),
+    std::printf("%-14s %-27s %s: %s\n", r.backend.c_str(), r.plan.fault.c_str(), r.status.c_str(),
                 r.why.c_str());
     std::fflush(stdout);
     return;
   }
   const CellCounts& c = r.check.counts;
-  std::printf("%-10s %-27s %8d %6ld %5ld %8ld %9ld %6ld %6ld %5ld %6ld %10.0f  %s\n",
+  std::printf("%-14s %-27s %8d %6ld %5ld %8ld %9ld %6ld %6ld %5ld %6ld %5ld %5ld %10.0f  %s\n",
               r.backend.c_str(), r.plan.fault.c_str(), r.injected, c.ticks, c.runs, c.accepted,
               c.rejected_stale, c.missed, c.unexplained_missed, c.duplicates, c.stale_accepted,
-              c.lateness_p99_ms, r.check.ok ? "ok" : "VIOLATION");
+              c.late_writes, c.early_starts, c.lateness_p99_ms, r.check.ok ? "ok" : "VIOLATION");
   std::fflush(stdout);
 }
 
@@ -242,7 +245,9 @@ nlohmann::json CellJson(const CellResult& r) {
                       {"rejected_stale", c.rejected_stale},
                       {"missed", c.missed},
                       {"duplicates", c.duplicates},
-                      {"stale_accepted", c.stale_accepted}};
+                      {"stale_accepted", c.stale_accepted},
+                      {"late_writes", c.late_writes},
+                      {"early_starts", c.early_starts}};
   // Beyond issue #14's fields: what the reader of a failure needs.
   j["status"] = r.status;
   if (!r.why.empty()) j["why"] = r.why;
@@ -267,7 +272,8 @@ std::string Failure(const CellResult& r, bool fail_on_skip) {
   if (r.status == "skipped") return fail_on_skip ? "skipped as root: " + r.why : "";
   if (r.status != "ran") return "";
   const CellCounts& c = r.check.counts;
-  if (c.duplicates > 0 || c.stale_accepted > 0 || c.unexplained_missed > 0 || !r.check.ok) {
+  if (c.duplicates > 0 || c.stale_accepted > 0 || c.unexplained_missed > 0 || c.late_writes > 0 ||
+      c.early_starts > 0 || !r.check.ok) {
     std::string v = "violation";
     for (const std::string& s : r.check.violations) {
       v += "\n    " + s;

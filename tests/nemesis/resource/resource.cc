@@ -114,6 +114,8 @@ struct FencedResource::Conn {
   std::optional<std::uint64_t> last_fence;
   std::int64_t start_ms = 0;
   std::uint64_t seq = 0;
+  std::vector<std::int64_t> writes;  // WRITE times (ms)
+  std::size_t writes_refused = 0;
 };
 
 std::unique_ptr<FencedResource> FencedResource::Open(const fs::path& socket,
@@ -213,6 +215,10 @@ void FencedResource::Journal(const Conn& c, std::int64_t end_ms, const char* end
   j["end_ms"] = end_ms;
   j["ended"] = ended;
   j["seq"] = c.seq;
+  if (!c.writes.empty()) {
+    j["writes"] = c.writes;
+    j["writes_refused"] = c.writes_refused;
+  }
   const std::string line = j.dump() + "\n";
   // One write per line: O_APPEND keeps it whole (a single writer, a regular file).
   std::string_view rest = line;
@@ -270,6 +276,21 @@ void FencedResource::OnLine(Conn& c, const std::string& line, bool* close) {
     }
     // A client gone before it reads ACCEPT shows up as a disconnect on the next read.
     SendAll(c.fd, "ACCEPT\n", 1000);
+    return;
+  }
+  if (w.size() == 1 && w[0] == "WRITE") {
+    std::uint64_t highest = 0;
+    {
+      std::lock_guard lock(mu_);
+      c.writes.push_back(RealtimeMs());
+      highest = highest_[c.job];
+    }
+    if (highest == c.fence) {
+      SendAll(c.fd, "OK\n", 1000);
+    } else {
+      ++c.writes_refused;
+      SendAll(c.fd, "REFUSED " + std::to_string(highest) + "\n", 1000);
+    }
     return;
   }
   Journal(c, RealtimeMs(), w.size() == 1 && w[0] == "END" ? "end" : "error");
@@ -373,6 +394,53 @@ std::optional<std::string> ReadLine(int fd, int timeout_ms, bool* eof) {
   }
 }
 
+// Sleeps until `at` on the monotonic clock.
+void SleepUntil(const timespec& at) {
+  while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr) == EINTR) {
+  }
+}
+
+timespec PlusMs(timespec t, std::int64_t ms) {
+  const std::int64_t ns = t.tv_nsec + (ms % 1000) * 1000000;
+  t.tv_sec += static_cast<time_t>(ms / 1000 + ns / 1000000000);
+  t.tv_nsec = static_cast<long>(ns % 1000000000);
+  return t;
+}
+
+// The hold after ACCEPT: `hold_ms` long, with a WRITE every `write_every_ms` (on a
+// fixed schedule from ACCEPT). False (out->detail set) when the exchange broke.
+bool Hold(int fd, const WriteRequest& req, int io_timeout_ms, WriteResult* out) {
+  timespec start{};
+  ::clock_gettime(CLOCK_MONOTONIC, &start);
+  const timespec end = PlusMs(start, req.hold_ms);
+  for (std::int64_t k = 1; req.write_every_ms > 0; ++k) {
+    const timespec at = PlusMs(start, k * req.write_every_ms);
+    if (at.tv_sec > end.tv_sec || (at.tv_sec == end.tv_sec && at.tv_nsec >= end.tv_nsec)) break;
+    SleepUntil(at);
+    bool eof = false;
+    std::optional<std::string> answer;
+    if (!SendAll(fd, "WRITE\n", io_timeout_ms)) {
+      out->detail = Errno("send WRITE");
+      return false;
+    }
+    if (!(answer = ReadLine(fd, io_timeout_ms, &eof))) {
+      out->detail = eof ? "the resource closed after WRITE" : "no answer to WRITE";
+      return false;
+    }
+    ++out->writes;
+    if (answer->rfind("REFUSED ", 0) == 0) {
+      ++out->refused_writes;
+      out->detail = answer->substr(8);
+    } else if (*answer != "OK") {
+      out->outcome = WriteOutcome::kProtocolError;
+      out->detail = *answer;
+      return false;
+    }
+  }
+  SleepUntil(end);
+  return true;
+}
+
 }  // namespace
 
 WriteResult WriteOnce(const fs::path& socket, const WriteRequest& req, int io_timeout_ms) {
@@ -406,12 +474,7 @@ WriteResult WriteOnce(const fs::path& socket, const WriteRequest& req, int io_ti
   } else if (*answer != "ACCEPT") {
     out.outcome = WriteOutcome::kProtocolError;
     out.detail = *answer;
-  } else {
-    if (req.hold_ms > 0) {
-      timespec ts{req.hold_ms / 1000, static_cast<long>(req.hold_ms % 1000) * 1000000};
-      while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-      }
-    }
+  } else if (Hold(fd, req, io_timeout_ms, &out)) {
     // The server closes once END is journaled: EOF is the acknowledgement.
     if (!SendAll(fd, "END\n", io_timeout_ms)) {
       out.detail = Errno("send END");

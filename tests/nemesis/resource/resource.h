@@ -9,7 +9,12 @@
 //   server → ACCEPT\n                       fence > highest accepted fence of <job>
 //            REJECT <last_accepted_fence>\n otherwise; the server journals and closes
 //            ERROR <reason>\n               a malformed line; closes, nothing journaled
-//   after ACCEPT the client sends END\n (the run finished); the server journals and
+//   after ACCEPT the client may send WRITE\n lines (a run that keeps writing, e.g.
+//   every 100 ms); each is answered at once:
+//            OK\n                           <fence> is still the job's highest accepted
+//            REFUSED <highest>\n            a higher fence was accepted since (for good:
+//                                           the highest only grows); the connection stays
+//   then END\n (the run finished); the server journals and
 //   closes, so a client that reads EOF knows its END is in the journal. A connection
 //   that closes without END (the job was killed) is journaled as a disconnect.
 //
@@ -24,6 +29,9 @@
 // still open when the resource was stopped) | "error" (a line other than END after
 // ACCEPT). seq: the order of the decisions (BEGINs), 1, 2, … — the journal is in the
 // order attempts *ended*; sort by seq for the order they were accepted.
+// An attempt that sent WRITE lines also has "writes":[ms, …] (the resource's
+// CLOCK_REALTIME at each WRITE, in order) and "writes_refused":K (the last K of them
+// were refused); an attempt without any has neither key.
 // On start, an existing journal is replayed: the highest fences and seq carry on.
 #pragma once
 
@@ -94,6 +102,9 @@ struct WriteRequest {
   std::uint64_t fence = 0;
   std::string replica;
   int hold_ms = 0;  // between ACCEPT and END: simulated work, so overlaps are visible
+  // During the hold, a WRITE every this many ms (0: none): a run that keeps writing,
+  // so a writer that outlives its lease shows in the journal.
+  int write_every_ms = 0;
 };
 
 enum class WriteOutcome {
@@ -105,7 +116,9 @@ enum class WriteOutcome {
 
 struct WriteResult {
   WriteOutcome outcome = WriteOutcome::kSocketError;
-  std::string detail;
+  std::string detail;      // kAccepted with refused writes: the highest fence that refused them
+  int writes = 0;          // WRITE lines answered
+  int refused_writes = 0;  // … of them REFUSED
 };
 
 // One BEGIN … END exchange. Every wait (the answer, the close after END) is bounded by

@@ -228,6 +228,59 @@ TEST_CASE("resource: END journals the attempt with its times", "[nemesis][resour
   CHECK(j[0]["end_ms"].get<std::int64_t>() - j[0]["start_ms"].get<std::int64_t>() >= 150);
 }
 
+TEST_CASE(
+    "resource: WRITEs are OK while the fence is the highest, REFUSED once a later "
+    "one began, and journaled",
+    "[nemesis][resource]") {
+  Served s;
+  RawClient old_run(s.socket());
+  old_run.Send("BEGIN long 1764000000 5 n1\n");
+  REQUIRE(old_run.Line() == "ACCEPT");
+  old_run.Send("WRITE\n");
+  CHECK(old_run.Line() == "OK");
+  CHECK(s.Write("long", 1764000004, 9, "n2").outcome == WriteOutcome::kAccepted);
+  old_run.Send("WRITE\nWRITE\n");
+  CHECK(old_run.Line() == "REFUSED 9");
+  CHECK(old_run.Line() == "REFUSED 9");  // the connection stays: the writer may go on
+  old_run.Send("END\n");
+  CHECK(old_run.Line() == "<eof>");
+  const std::vector<Json> j = ReadJournal(s.journal());
+  REQUIRE(j.size() == 2);
+  CHECK_FALSE(j[0].contains("writes"));  // no WRITE: no key
+  CHECK(j[1]["fence"] == 5);
+  CHECK(j[1]["ended"] == "end");
+  REQUIRE(j[1]["writes"].size() == 3);
+  CHECK(j[1]["writes_refused"] == 2);
+  CHECK(j[1]["writes"][1].get<std::int64_t>() >= j[0]["start_ms"].get<std::int64_t>());
+}
+
+TEST_CASE("nemesis_write --write-every-ms: writes while it holds; exit 3 when refused",
+          "[nemesis][resource]") {
+  Served s;
+  const fs::path out = s.dir.path / "write.out";
+  const std::string sock = s.socket().string();
+  const pid_t first =
+      Spawn({NEMESIS_WRITE, "--socket", sock, "--hold-ms", "1500", "--write-every-ms", "100"},
+            TickEnv("long", 1764000000, 5, "n1"), out);
+  REQUIRE(WaitFor([&] { return s.resource->Stats().open == 1; }));
+  std::this_thread::sleep_for(milliseconds(300));
+  CHECK(s.Write("long", 1764000004, 9, "n2").outcome == WriteOutcome::kAccepted);
+  CHECK(Reap(first) == 3);
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("writes refused: fence 5 is below 9") != std::string::npos);
+  std::vector<Json> j = ReadJournal(s.journal());
+  REQUIRE(j.size() == 2);
+  const Json& run = j[1]["fence"] == 5 ? j[1] : j[0];
+  // A write every 100 ms of the 1.5 s hold (14, the last before the hold ends); some
+  // before the later fence began, the rest after it, all of those refused.
+  CHECK(run["writes"].size() == 14);
+  CHECK(run["writes_refused"].get<int>() >= 1);
+  CHECK(run["writes_refused"].get<int>() < 14);
+  CHECK(Reap(Spawn({NEMESIS_WRITE, "--socket", sock, "--write-every-ms", "0"},
+                   TickEnv("long", 1764000005, 10, "n1"), out)) == 2);
+}
+
 TEST_CASE("resource: a malformed line gets ERROR and is not journaled", "[nemesis][resource]") {
   Served s;
   RawClient c(s.socket());

@@ -1,9 +1,10 @@
-// nemesis_write --socket PATH [--hold-ms N]
+// nemesis_write --socket PATH [--hold-ms N] [--write-every-ms M]
 // The job command of the nemesis: one write to the fenced resource (resource.h) with
 // the tick tickd hands the job (DESIGN §5: TICKD_JOB, TICKD_TICK_UNIX, TICKD_FENCE,
-// TICKD_NODE). Exit status: 0 accepted (held N ms, then END); 3 rejected (a stale
-// fence); 4 the resource cannot be reached or broke the exchange; 2 bad arguments or
-// environment.
+// TICKD_NODE), then with --write-every-ms a WRITE every M ms while it holds. Exit
+// status: 0 accepted (held N ms, then END); 3 rejected (a stale fence), or some of its
+// WRITEs refused (a later fence began meanwhile); 4 the resource cannot be reached or
+// broke the exchange; 2 bad arguments or environment.
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -15,7 +16,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: nemesis_write --socket PATH [--hold-ms N]\n"
+    "usage: nemesis_write --socket PATH [--hold-ms N] [--write-every-ms M]\n"
     "(tests/nemesis/README.md, section \"Fenced resource and checker\")\n";
 
 int Usage(const std::string& why) {
@@ -52,6 +53,11 @@ int main(int argc, char** argv) {
       if (!ParseNumber(std::string(argv[++i]), &req.hold_ms) || req.hold_ms < 0) {
         return Usage("--hold-ms " + std::string(argv[i]) + ": not a count of milliseconds");
       }
+    } else if (arg == "--write-every-ms" && i + 1 < argc) {
+      if (!ParseNumber(std::string(argv[++i]), &req.write_every_ms) || req.write_every_ms <= 0) {
+        return Usage("--write-every-ms " + std::string(argv[i]) +
+                     ": not a positive count of milliseconds");
+      }
     } else {
       return Usage("argument " + std::to_string(i) + " (" + arg + "): unknown or missing value");
     }
@@ -74,7 +80,12 @@ int main(int argc, char** argv) {
   const tickd::nemesis::WriteResult r = tickd::nemesis::WriteOnce(socket, req);
   switch (r.outcome) {
     case tickd::nemesis::WriteOutcome::kAccepted:
-      return 0;
+      if (r.refused_writes == 0) return 0;
+      std::fprintf(stderr,
+                   "nemesis_write: %d of %d writes refused: fence %s is below %s, accepted for "
+                   "%s since\n",
+                   r.refused_writes, r.writes, fence.c_str(), r.detail.c_str(), req.job.c_str());
+      return 3;
     case tickd::nemesis::WriteOutcome::kRejected:
       std::fprintf(stderr,
                    "nemesis_write: rejected: fence %s is not above %s, the last accepted for %s\n",
