@@ -8,8 +8,11 @@
 // the job was already claimed — only possible when some replica's clock is ahead of
 // this one's — the trigger is `superseded` and runs nothing.
 //
+// A host whose clock is ahead of the store's by more than lock.clock_tolerance hears
+// `early` (docs/design.md §1 rule 15) and runs nothing.
+//
 // Exit status: 0 when the run ended `done`; 1 when it ended otherwise or the tick
-// was not won (lost / busy / missed / superseded / backend error); 2 for bad input.
+// was not won (lost / busy / missed / superseded / early / backend error); 2 for bad input.
 #include <unistd.h>
 
 #include <iostream>
@@ -49,6 +52,10 @@ std::string NotRunReason(const Result<lock::ClaimOutcome>& claimed, const lock::
     case lock::ClaimStatus::kStoreReset:
       // A manual trigger knows no earlier claim (known_tick 0): no backend answers this.
       return "the lock store lost claims it held (it restarted without its data)";
+    case lock::ClaimStatus::kEarly:
+      return "this host's clock is " +
+             FormatSeconds(req.node_wall - WallTime(std::chrono::milliseconds(claimed->store_ms))) +
+             " ahead of the lock store's (more than lock.clock_tolerance): fix its clock";
     case lock::ClaimStatus::kWon:
       break;
   }
@@ -83,6 +90,8 @@ int CmdTrigger(const TriggerArgs& args) {
   req.starting_deadline = (*scheduled)->StartingDeadline(req.tick_unix);
   req.forbid_overlap = job->concurrency == config::Concurrency::kForbid;
   req.config_hash = (*scheduled)->config_hash;
+  // The store refuses the current second of a clock ahead of its own (rule 15).
+  req.max_lead = ctx.config.lock.clock_tolerance;
   const SteadyTime claim_sent = clock.Steady();
   Result<lock::ClaimOutcome> claimed =
       CallBackend("claim", [&] { return ctx.backend->Claim(req); });

@@ -166,6 +166,10 @@ std::string FormatSeconds(milliseconds d) {
   return buf;
 }
 
+std::string FormatOffset(milliseconds d) {
+  return (d.count() >= 0 ? "+" : "") + FormatSeconds(d);
+}
+
 bool IsSecretEnvKey(std::string_view key) {
   return EndsWith(key, "_PASSWORD") || EndsWith(key, "_SECRET") || EndsWith(key, "_TOKEN");
 }

@@ -58,6 +58,8 @@ std::string FormatTimestamp(WallTime t);
 std::string FormatTick(std::int64_t tick_unix);
 // "0.509s": durations in log lines, seconds with millisecond precision.
 std::string FormatSeconds(std::chrono::milliseconds d);
+// "+30.012s" / "-0.250s": a clock's offset to another, signed.
+std::string FormatOffset(std::chrono::milliseconds d);
 // True for environment keys whose values are secrets (…_PASSWORD, …_SECRET, …_TOKEN).
 bool IsSecretEnvKey(std::string_view key);
 // The value to show for an environment variable: "***" for secrets, else the value.

@@ -53,6 +53,10 @@ const std::vector<Family>& Families() {
        "gauge",
        "Peer's wall clock minus ours when both tried the same tick.",
        {"peer"}},
+      {"tickd_store_clock_offset_seconds",
+       "gauge",
+       "This replica's wall clock minus the lock store's, measured at its last claim.",
+       {"backend"}},
       {"tickd_tzdata_info",
        "gauge",
        "The tz database version this replica computes ticks with (always 1).",
@@ -188,6 +192,11 @@ void PrometheusMetrics::ConfigMismatch(std::string_view job) {
 void PrometheusMetrics::ClockSkew(std::string_view peer, Seconds skew) {
   std::lock_guard lock(mu_);
   counters_["tickd_clock_skew_seconds"][{std::string(peer)}] = skew.count();
+}
+
+void PrometheusMetrics::StoreClockOffset(std::string_view backend, Seconds offset) {
+  std::lock_guard lock(mu_);
+  counters_["tickd_store_clock_offset_seconds"][{std::string(backend)}] = offset.count();
 }
 
 void PrometheusMetrics::TzdataVersion(std::string_view version) {

@@ -4,7 +4,7 @@
 //
 // Metric names are a contract (docs/design.md §9):
 //   tickd_ticks_total{job_name,outcome}      every tick line (won lost busy missed
-//                                            superseded error)
+//                                            superseded store-reset early skipped error)
 //   tickd_runs_total{job_name,outcome}       every run line (done failed timeout …)
 //   tickd_run_duration_seconds{job_name}     histogram of run durations
 //   tickd_claim_duration_seconds{backend}    histogram of claim round trips
@@ -18,6 +18,8 @@
 //   tickd_config_mismatch_total{job_name}
 //   tickd_clock_skew_seconds{peer}           gauge: peer's wall clock − ours, at the
 //                                            last tick both tried
+//   tickd_store_clock_offset_seconds{backend} gauge: our wall clock − the store's, at
+//                                            the last claim that read it
 //   tickd_tzdata_info{version}               gauge, 1: this replica's tz database
 //   tickd_tzdata_mismatch                    gauge: peers whose tz database differs
 //   tickd_job_paused{job_name}               gauge, 1 per job paused by `tickd pause`
@@ -62,6 +64,8 @@ class Metrics {
   virtual void BackendError(std::string_view /*backend*/) {}
   virtual void ConfigMismatch(std::string_view /*job*/) {}
   virtual void ClockSkew(std::string_view /*peer*/, Seconds /*skew*/) {}
+  // This replica's wall clock minus the store's, measured at a claim.
+  virtual void StoreClockOffset(std::string_view /*backend*/, Seconds /*offset*/) {}
   // This replica's tz database version (once, at start).
   virtual void TzdataVersion(std::string_view /*version*/) {}
   // How many peers run a known tz database version other than ours.
@@ -95,6 +99,7 @@ class PrometheusMetrics final : public Metrics {
   void BackendError(std::string_view backend) override;
   void ConfigMismatch(std::string_view job) override;
   void ClockSkew(std::string_view peer, Seconds skew) override;
+  void StoreClockOffset(std::string_view backend, Seconds offset) override;
   void TzdataVersion(std::string_view version) override;
   void TzdataMismatch(std::size_t peers) override;
   void JobsPaused(const std::vector<std::string>& jobs,

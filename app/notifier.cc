@@ -178,11 +178,16 @@ Result<bool> ClaimMissNotice(lock::Backend& backend, const config::Job& job,
   if (!store_said_missed) {
     // Missed by this replica's reckoning only: ask the store whether anybody claimed
     // it. A zero deadline answers `missed` for a tick nobody claimed and `lost`
-    // (someone ran it) or `superseded` (nobody did, a later tick was) otherwise.
+    // (someone ran it), `superseded` (nobody did, a later tick was) or `early` (the
+    // store's clock is not at T yet) otherwise.
     req.job = job.name;
     req.owner_token = NewOwnerToken();
     req.lease = kMissNoticeLease;
     req.starting_deadline = milliseconds(0);
+    // A tick the store's clock has not reached (this replica's clock is ahead) is
+    // `early` and nothing is written: without the check the probe would win it, and
+    // its released record would keep the tick from running when it comes (rule 15).
+    req.max_lead = milliseconds(0);
     Result<lock::ClaimOutcome> real = CallBackend("claim", [&] { return backend.Claim(req); });
     if (!real) return tl::unexpected(real.error());
     if (real->status == lock::ClaimStatus::kWon) {

@@ -24,6 +24,16 @@
  *      is on the monotonic clock, for (due − wall now); after waking the wall clock is read
  *      again, so an NTP step in either direction only moves when the loop looks
  *      next (a step back sleeps again, a step forward makes ticks due or missed).
+ *      A step back of more than a second takes each job up again from the new now,
+ *      past the latest tick the store answered other than `early`: a clock that was
+ *      ahead, mended, claims at once the ticks the store refused while it was ahead
+ *      (docs/design.md §1 rule 15), never one the store decided.
+ *
+ * Every claim carries max_lead = claim_lead + lock.clock_tolerance: the store refuses
+ * it `early` when this replica's clock is that far ahead of the store's; nothing is
+ * written, the tick line says the offset, and the replicas whose clocks are right run
+ * the tick. Every answer with the store's clock updates the offset gauge and, beyond
+ * node.clock_skew_warning, a `store-clock` line (SeeStoreClock).
  *
  * Why one queue and one thread: the loop never waits on a run (supervisors do),
  * so its only latency is the claim round trip; thousands of jobs cost one sleeping
@@ -78,6 +88,8 @@ constexpr milliseconds kIdleSleep{3'600'000};
 // After a pause this long in ticks, the loop stops walking the missed ticks one by
 // one and jumps ahead (an @every 1s job paused for a month).
 constexpr std::size_t kMaxMissedWalk = 100'000;
+// A wall clock this much behind the previous turn's was set back.
+constexpr milliseconds kStepBack{1'000};
 
 std::int64_t WallMs(const Clock& clock) { return clock.Wall().time_since_epoch().count(); }
 
@@ -307,6 +319,9 @@ void Scheduler::Loop() {
       reload_applied_ = reload_number;
       cv_.notify_all();
     }
+    const std::int64_t turn_ms = WallMs(clock_);
+    if (turn_ms < last_turn_ms_ - kStepBack.count()) RequeueAfterStepBack(turn_ms);
+    last_turn_ms_ = turn_ms;
     ProcessDue(WallMs(clock_));
     // After the claims: joining the runs that ended (a hundred threads and their
     // stacks, after a busy second) takes milliseconds a due tick must not wait for.
@@ -351,6 +366,32 @@ void Scheduler::BuildInitialQueue(std::int64_t now_ms) {
     }
     PushNext(*job, now_s);
   }
+}
+
+void Scheduler::RequeueAfterStepBack(std::int64_t now_ms) {
+  const std::int64_t now_s = FloorDiv(now_ms, 1000);
+  Heap kept;
+  while (!queue_.empty()) {
+    Entry e = queue_.top();
+    queue_.pop();
+    auto it = jobs_.find(e.job);
+    if (e.kind == EntryKind::kTick && !e.at_instant && it != jobs_.end() && it->second->next) {
+      std::int64_t answered = 0;
+      {
+        std::lock_guard lock(store_memory_mu_);
+        answered = store_memory_[e.job].answered_tick;
+      }
+      // A tick at this very second included (next is strictly after).
+      const std::optional<std::int64_t> t = it->second->next(std::max(now_s - 1, answered));
+      if (t && *t < e.tick) {
+        kept.push(TickEntry(*it->second, *t));
+        claimed_through_[e.job] = std::min(claimed_through_[e.job], *t - 1);
+        continue;
+      }
+    }
+    kept.push(std::move(e));
+  }
+  queue_ = std::move(kept);
 }
 
 void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
@@ -537,6 +578,9 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
     req.recover = job->job.recover;
     req.config_hash = job->config_hash;
     req.node_wall = clock_.Wall();
+    // The store refuses a claim this replica's clock makes too soon (rule 15).
+    if (options_.clock_tolerance) req.max_lead = options_.claim_lead + *options_.clock_tolerance;
+    req.due_offset = milliseconds(job->DueMs(e.tick) - e.tick * 1000);
     // Paused (`tickd pause`): no claim. A recheck of a lost tick just ends: the tick
     // line was logged at its first claim.
     if (const lock::Pause* pause = PauseOf(req.job, req.tick_unix)) {
@@ -631,6 +675,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
                               const lock::ClaimRequest& req,
                               const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent) {
   Remember(req, result);
+  if (result) SeeStoreClock(req, *result);
   if (kind == EntryKind::kRecheck && !(result && result->status == lock::ClaimStatus::kWon)) {
     // A recheck only matters when it wins (the holder died, its lease expired): the
     // tick line for this tick was logged at the first claim.
@@ -725,6 +770,16 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       if (!o.observed) Observe(req, "superseded", 0);
       return;
     }
+    case lock::ClaimStatus::kEarly:
+      // This replica's clock is ahead of the store's (rule 15): the store wrote nothing,
+      // and the replicas whose clocks are right claim the tick at its time.
+      LogTick(*job, req, "early",
+              {{"offset", FormatOffset(req.node_wall - WallTime(milliseconds(o.store_ms)))},
+               {"store_clock", FormatTimestamp(WallTime(milliseconds(o.store_ms)))},
+               {"max_lead", FormatSeconds(req.max_lead.value_or(milliseconds(0)))}},
+              LogLevel::kWarn);
+      Observe(req, "early", 0);
+      return;
     case lock::ClaimStatus::kStoreReset:
       // The store forgot a claim this replica saw: Remember has held the job back.
       LogTick(*job, req, "store-reset",
@@ -766,6 +821,7 @@ void Scheduler::Remember(const lock::ClaimRequest& req,
       claimed = result->holder_tick_unix;
       break;
     case lock::ClaimStatus::kMissed:
+    case lock::ClaimStatus::kEarly:
       break;
     case lock::ClaimStatus::kStoreReset: {
       std::lock_guard lock(store_memory_mu_);
@@ -780,6 +836,31 @@ void Scheduler::Remember(const lock::ClaimRequest& req,
   std::lock_guard lock(store_memory_mu_);
   StoreMemory& m = store_memory_[req.job];
   m.known_tick = std::max(m.known_tick, claimed);
+  if (result->status != lock::ClaimStatus::kEarly) {
+    m.answered_tick = std::max(m.answered_tick, req.tick_unix);
+  }
+}
+
+void Scheduler::SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome) {
+  if (outcome.store_ms == 0) return;  // the backend did not read its clock
+  // Our clock when we sent the claim minus the store's when it decided: the network's
+  // way there makes it read a few ms low.
+  const milliseconds offset = req.node_wall - WallTime(milliseconds(outcome.store_ms));
+  metrics().StoreClockOffset(backend_.name(), offset);
+  const milliseconds limit = options_.store_clock_warning;
+  if (limit.count() <= 0) return;
+  std::lock_guard lock(store_memory_mu_);
+  const bool beyond = offset >= limit || offset <= -limit;
+  if (beyond == store_clock_warned_) return;
+  // Back once within half the limit (no line per claim around the limit).
+  if (!beyond && (offset >= limit / 2 || offset <= -limit / 2)) return;
+  store_clock_warned_ = beyond;
+  log_.Log(beyond ? LogLevel::kWarn : LogLevel::kInfo, "store-clock",
+           {{"node", req.node},
+            {"backend", backend_.name()},
+            {"outcome", !beyond ? "back" : offset.count() > 0 ? "ahead" : "behind"},
+            {"offset", FormatOffset(offset)},
+            {"threshold", FormatSeconds(limit)}});
 }
 
 std::optional<std::vector<Field>> Scheduler::HeldBackByStoreReset(const std::string& job,

@@ -40,6 +40,13 @@ struct SchedulerOptions {
   // won tick's process is made ready then and released at T (docs/design.md §1
   // "Early claims"). 0: claimed at T. REQUIRES: below 1 s.
   std::chrono::milliseconds claim_lead{0};
+  // lock.clock_tolerance: every claim asks the store to refuse it `early` when its due
+  // instant is further than claim_lead + this ahead of the store's clock, and to pass
+  // over a claim head that far ahead (docs/design.md §1 rule 15). nullopt: no check.
+  std::optional<std::chrono::milliseconds> clock_tolerance = std::chrono::milliseconds(250);
+  // node.clock_skew_warning: a `store-clock` line when this replica's clock is further
+  // than this from the store's, as its claims measure it; 0: never (the gauge stays).
+  std::chrono::milliseconds store_clock_warning{1'000};
   int max_concurrent_runs = 64;             // won ticks beyond it are skipped, never delayed
   std::size_t missed_log_limit = 10;        // per job per wake-up; the rest is one summary
   std::chrono::milliseconds retention{7LL * 24 * 3'600'000};  // lock.retention: older ticks
@@ -160,7 +167,17 @@ class Scheduler {
   struct StoreMemory {
     std::int64_t known_tick = 0;
     std::optional<std::int64_t> reset_seen_ms;  // wall ms of the last store-reset answer
+    // The latest tick of the job whose claim the store answered other than early:
+    // after a wall-clock step back, the ticks past it are taken up again (rule 15).
+    std::int64_t answered_tick = 0;
   };
+  // This replica's clock against the store's at a claim (ClaimOutcome::store_ms):
+  // the offset gauge, and a `store-clock` line when it goes beyond the warning and back.
+  void SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome);
+  // The wall clock went back (a clock that was ahead, mended): each job's next tick
+  // is the first after now and after the latest tick the store answered other than
+  // early, so the ticks its clock ran ahead to (refused, nothing run) are claimed again.
+  void RequeueAfterStepBack(std::int64_t now_ms);
   // Updates the job's StoreMemory from a claim's answer.
   void Remember(const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result);
   // Why this replica must not claim (job, tick) now after a store-reset (the fields of
@@ -193,6 +210,7 @@ class Scheduler {
   std::map<std::string, std::shared_ptr<const ScheduledJob>> jobs_;
   Heap queue_;
   std::int64_t next_prune_ms_ = 0;  // wall ms; 0: at the first turn
+  std::int64_t last_turn_ms_ = 0;   // wall ms when the last turn began (a step back: less)
   std::vector<lock::Pause> pauses_;          // as last read (RefreshPauses)
   std::set<std::string> paused_jobs_;         // of jobs_, those paused at the last read
   bool pauses_unreadable_ = false;            // the last read failed (logged once)
@@ -226,6 +244,7 @@ class Scheduler {
   // Claim answers may arrive on a backend's thread (ClaimBatchAsAnswered).
   std::mutex store_memory_mu_;
   std::map<std::string, StoreMemory> store_memory_;
+  bool store_clock_warned_ = false;  // under store_memory_mu_: a store-clock line is out
 };
 
 }  // namespace tickd::app

@@ -4,12 +4,14 @@
 // read txn and one txn of nested claim txns); the runs are bench/batch_claim_driver.h.
 // Then, in the same run, the store's references:
 //   - the job-tick write-set ceiling (bench/write_set_ceiling.h): the key changes a
-//     job-tick makes, sent from N connections through the same JSON gateway with
-//     nothing else to do: one txn per protocol step, txns of up to 128 plain ops, and
-//     txns of 64 nested txns of up to 64 ops (what --max-txn-ops = 128 lets through);
-//     and, to place ours between them, ours' own requests (reads, nested claim txns
-//     with compares, observation and complete txns) for rounds in which no two
-//     replicas race, with and without its read txns;
+//     job-tick makes, sent from N connections with nothing else to do: one txn per
+//     protocol step, txns of up to 128 plain ops, and txns of 64 nested txns of up to
+//     64 ops (what --max-txn-ops = 128 lets through); and, to place ours between them,
+//     ours' own requests (reads, nested claim txns with compares, observation and
+//     complete txns) for rounds in which no two replicas race, with and without its
+//     read txns. Each variant twice, back to back: through the JSON gateway (as
+//     lock/etcd speaks) and over etcd's gRPC API (bench/etcd_proto/), with the ratio
+//     of their per-key rates;
 //   - `etcdctl check perf` against the same member (60 s of plain puts from many
 //     clients).
 //
@@ -17,15 +19,23 @@
 //                         [--reference 0] [--load s|m|l|xl as 0..3, default 3]
 //                         [--ceiling-seconds S (per variant; 0: none, default 5)]
 //                         [--batched 0 (skip our batched path: references only)]
+//                         [--gateway 0 | --grpc 0 (the ceiling over one wire only)]
+//                         [--grpc-first 1 (each variant over gRPC before the gateway)]
 // It starts its own etcd (tests/etcd/etcd_server.h: one member, WAL fsync as default).
 #include <curl/curl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <grpcpp/grpcpp.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +43,7 @@
 #include "bench/batch_claim_driver.h"
 #include "bench/write_set_ceiling.h"
 #include "lock/etcd/etcd_backend.h"
+#include "rpc.grpc.pb.h"  // bench/etcd_proto/rpc.proto, generated
 #include "tests/etcd/etcd_server.h"
 
 using namespace std::chrono_literals;
@@ -87,6 +98,19 @@ void Reference(const tickd::testing::EtcdServer& server, const char* load) {
 // So 9 + 3R (18 with three replicas). The ceiling sends exactly these, as plain ops:
 // no reads, no compares, no failure branches. (A ledger without the observations'
 // repeated index and job-name puts would need 9 + R.)
+//
+// Every variant goes over two wires to the same member and port (etcd serves gRPC over
+// HTTP/2 and its JSON gateway over HTTP/1.1 on the client port): JsonWire, the gateway
+// as lock/etcd speaks it, and GrpcWire, etcd's native API (bench/etcd_proto/). Both
+// send the same ops packed the same way, one request at a time on one connection per
+// replica, so their per-key rates compare like for like.
+
+// What a txn's answer says: whether the member took it (HTTP 200 / gRPC OK, no error),
+// and how many of its txns (itself and its nested ones) had every compare hold.
+struct TxnAnswer {
+  bool ok = false;
+  std::size_t held = 0;
+};
 
 // Base64 of the gateway's bytes fields (OpenSSL's encoder).
 std::string B64(const std::string& in) {
@@ -98,27 +122,106 @@ std::string B64(const std::string& in) {
   return out;
 }
 
-std::string PutOp(const std::string& key, const std::string& value,
-                  const std::string& lease = "") {
-  std::string op = R"({"request_put":{"key":")" + B64(key) + R"(","value":")" + B64(value) + '"';
-  if (!lease.empty()) op += R"(,"lease":")" + lease + '"';
-  return op + "}}";
+std::string Joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& part : parts) out += (out.empty() ? "" : ",") + part;
+  return out;
 }
 
-std::string DeleteOp(const std::string& key) {
-  return R"({"request_delete_range":{"key":")" + B64(key) + "\"}}";
-}
-
-// One reused HTTP connection to the member's gateway, as each replica has.
-class Gateway {
+// The JSON gateway (/v3/kv/txn, /v3/lease/grant) over one reused libcurl connection,
+// as each replica of lock/etcd has: keys and values base64, 64-bit integers as strings.
+class JsonWire {
  public:
-  explicit Gateway(int port) : base_("http://127.0.0.1:" + std::to_string(port)) {
+  using Op = std::string;       // a RequestOp as JSON
+  using Compare = std::string;  // a Compare as JSON
+  using LeaseId = std::string;  // the gateway writes int64s as strings
+  static constexpr const char* kName = "gateway";
+  static constexpr const char* kKeyTag = "j";  // same length as GrpcWire's: same key sizes
+
+  explicit JsonWire(int port) : base_("http://127.0.0.1:" + std::to_string(port)) {
     headers_.reset(curl_slist_append(headers_.release(), "Content-Type: application/json"));
     headers_.reset(curl_slist_append(headers_.release(), "Expect:"));
   }
 
+  static Op Put(const std::string& key, const std::string& value,
+                const std::optional<LeaseId>& lease = std::nullopt) {
+    std::string op =
+        R"({"request_put":{"key":")" + B64(key) + R"(","value":")" + B64(value) + '"';
+    if (lease) op += R"(,"lease":")" + *lease + '"';
+    return op + "}}";
+  }
+  static Op Delete(const std::string& key) {
+    return R"({"request_delete_range":{"key":")" + B64(key) + "\"}}";
+  }
+  static Op Range(const std::string& key, const std::string& end = "") {
+    std::string op = R"({"request_range":{"key":")" + B64(key) + '"';
+    if (!end.empty()) op += R"(,"range_end":")" + B64(end) + '"';
+    return op + "}}";
+  }
+  // create_revision == 0: the key does not exist.
+  static Compare Absent(const std::string& key) {
+    return R"({"key":")" + B64(key) +
+           R"(","result":"EQUAL","target":"CREATE","create_revision":"0"})";
+  }
+  // mod_revision > 0: the key exists.
+  static Compare Present(const std::string& key) {
+    return R"({"key":")" + B64(key) +
+           R"(","result":"GREATER","target":"MOD","mod_revision":"0"})";
+  }
+  // A nested txn (an empty list is left out).
+  static Op Nested(const std::vector<Compare>& compare, const std::vector<Op>& success,
+                   const std::vector<Op>& failure = {}) {
+    std::string txn = R"({"request_txn":{)";
+    if (!compare.empty()) txn += R"("compare":[)" + Joined(compare) + "],";
+    txn += R"("success":[)" + Joined(success) + "]";
+    if (!failure.empty()) txn += R"(,"failure":[)" + Joined(failure) + "]";
+    return txn + "}}";
+  }
+  // The op's share of a request body (with its separator).
+  static std::size_t Bytes(const Op& op) { return op.size() + 1; }
+
+  // A txn of `success` ops without compares. The gateway leaves false out of its
+  // answer: count the trues.
+  TxnAnswer Txn(const std::vector<Op>& success) {
+    std::string answer;
+    TxnAnswer a;
+    a.ok = Post("/v3/kv/txn", R"({"success":[)" + Joined(success) + "]}", &answer);
+    constexpr std::string_view kHeld = "\"succeeded\":true";
+    for (auto at = answer.find(kHeld); a.ok && at != std::string::npos;
+         at = answer.find(kHeld, at + 1)) {
+      ++a.held;
+    }
+    return a;
+  }
+
+  // A lease of `ttl_s` for this connection's lease keys (none when refused).
+  std::optional<LeaseId> GrantLease(int ttl_s) {
+    std::string answer;
+    if (!Post("/v3/lease/grant", R"({"TTL":")" + std::to_string(ttl_s) + "\"}", &answer)) {
+      return std::nullopt;
+    }
+    const nlohmann::json j = nlohmann::json::parse(answer, nullptr, false);
+    if (!j.is_object() || !j.contains("ID")) return std::nullopt;
+    return j["ID"].get<std::string>();
+  }
+
+  // How many keys lie in [key, end) (-1: no answer).
+  long Count(const std::string& key, const std::string& end) {
+    std::string answer;
+    if (!Post("/v3/kv/range",
+              R"({"key":")" + B64(key) + R"(","range_end":")" + B64(end) + R"(","count_only":true})",
+              &answer)) {
+      return -1;
+    }
+    const nlohmann::json j = nlohmann::json::parse(answer, nullptr, false);
+    if (!j.is_object()) return -1;
+    // The gateway leaves a count of 0 out, and writes int64s as strings.
+    return j.contains("count") ? std::stol(j["count"].get<std::string>()) : 0;
+  }
+
+ private:
   // True when the member answered HTTP 200 without an error; *answer: the body.
-  bool Post(const std::string& path, const std::string& body, std::string* answer = nullptr) {
+  bool Post(const std::string& path, const std::string& body, std::string* answer) {
     std::string reply;
     CURL* c = curl_.get();
     const std::string url = base_ + path;
@@ -137,21 +240,9 @@ class Gateway {
     if (!ok && errors_shown_++ < 3) {
       std::printf("  %s: HTTP %ld %s\n", path.c_str(), status, reply.substr(0, 200).c_str());
     }
-    if (answer != nullptr) *answer = std::move(reply);
+    *answer = std::move(reply);
     return ok;
   }
-
-  // A lease of `ttl_s` for this connection's lease keys ("" when refused).
-  std::string GrantLease(int ttl_s) {
-    std::string answer;
-    if (!Post("/v3/lease/grant", R"({"TTL":")" + std::to_string(ttl_s) + "\"}", &answer)) {
-      return "";
-    }
-    const nlohmann::json j = nlohmann::json::parse(answer, nullptr, false);
-    return j.is_object() && j.contains("ID") ? j["ID"].get<std::string>() : "";
-  }
-
- private:
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
     static_cast<std::string*>(user)->append(data, size * n);
     return size * n;
@@ -160,6 +251,131 @@ class Gateway {
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl_{curl_easy_init(), &curl_easy_cleanup};
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers_{nullptr,
                                                                       &curl_slist_free_all};
+  int errors_shown_ = 0;
+};
+
+// etcd's gRPC API (KV.Txn, Lease.LeaseGrant) over one HTTP/2 connection of its own
+// (a local subchannel pool: gRPC would otherwise share one connection between the
+// replicas' channels to the same address), synchronous calls, one at a time.
+class GrpcWire {
+ public:
+  using Op = etcdserverpb::RequestOp;
+  using Compare = etcdserverpb::Compare;
+  using LeaseId = std::int64_t;
+  static constexpr const char* kName = "grpc";
+  static constexpr const char* kKeyTag = "g";
+
+  explicit GrpcWire(int port) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(-1);  // a txn's answer is never refused by the client
+    channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
+                                         grpc::InsecureChannelCredentials(), args);
+    kv_ = etcdserverpb::KV::NewStub(channel_);
+    lease_ = etcdserverpb::Lease::NewStub(channel_);
+  }
+
+  static Op Put(const std::string& key, const std::string& value,
+                const std::optional<LeaseId>& lease = std::nullopt) {
+    Op op;
+    etcdserverpb::PutRequest* put = op.mutable_request_put();
+    put->set_key(key);
+    put->set_value(value);
+    if (lease) put->set_lease(*lease);
+    return op;
+  }
+  static Op Delete(const std::string& key) {
+    Op op;
+    op.mutable_request_delete_range()->set_key(key);
+    return op;
+  }
+  static Op Range(const std::string& key, const std::string& end = "") {
+    Op op;
+    etcdserverpb::RangeRequest* range = op.mutable_request_range();
+    range->set_key(key);
+    if (!end.empty()) range->set_range_end(end);
+    return op;
+  }
+  static Compare Absent(const std::string& key) {
+    Compare c;
+    c.set_key(key);
+    c.set_result(Compare::EQUAL);
+    c.set_target(Compare::CREATE);
+    c.set_create_revision(0);
+    return c;
+  }
+  static Compare Present(const std::string& key) {
+    Compare c;
+    c.set_key(key);
+    c.set_result(Compare::GREATER);
+    c.set_target(Compare::MOD);
+    c.set_mod_revision(0);
+    return c;
+  }
+  static Op Nested(std::vector<Compare> compare, std::vector<Op> success,
+                   std::vector<Op> failure = {}) {
+    Op op;
+    etcdserverpb::TxnRequest* txn = op.mutable_request_txn();
+    for (auto& c : compare) *txn->add_compare() = std::move(c);
+    for (auto& o : success) *txn->add_success() = std::move(o);
+    for (auto& o : failure) *txn->add_failure() = std::move(o);
+    return op;
+  }
+  // The op's share of a request (with its field tag and length).
+  static std::size_t Bytes(const Op& op) { return op.ByteSizeLong() + 4; }
+
+  TxnAnswer Txn(std::vector<Op> success) {
+    etcdserverpb::TxnRequest request;
+    request.mutable_success()->Reserve(static_cast<int>(success.size()));
+    for (auto& op : success) *request.add_success() = std::move(op);
+    etcdserverpb::TxnResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    const grpc::Status status = kv_->Txn(&context, request, &response);
+    if (!Ok(status, "KV.Txn")) return {};
+    TxnAnswer a{true, response.succeeded() ? 1u : 0u};
+    for (const auto& r : response.responses()) {
+      if (r.has_response_txn() && r.response_txn().succeeded()) ++a.held;
+    }
+    return a;
+  }
+
+  std::optional<LeaseId> GrantLease(int ttl_s) {
+    etcdserverpb::LeaseGrantRequest request;
+    request.set_ttl(ttl_s);
+    etcdserverpb::LeaseGrantResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    if (!Ok(lease_->LeaseGrant(&context, request, &response), "Lease.LeaseGrant") ||
+        !response.error().empty() || response.id() == 0) {
+      return std::nullopt;
+    }
+    return response.id();
+  }
+
+  long Count(const std::string& key, const std::string& end) {
+    etcdserverpb::RangeRequest request;
+    request.set_key(key);
+    request.set_range_end(end);
+    request.set_count_only(true);
+    etcdserverpb::RangeResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    if (!Ok(kv_->Range(&context, request, &response), "KV.Range")) return -1;
+    return response.count();
+  }
+
+ private:
+  bool Ok(const grpc::Status& status, const char* method) {
+    if (!status.ok() && errors_shown_++ < 3) {
+      std::printf("  %s: gRPC %d %s\n", method, static_cast<int>(status.error_code()),
+                  status.error_message().substr(0, 200).c_str());
+    }
+    return status.ok();
+  }
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv_;
+  std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
   int errors_shown_ = 0;
 };
 
@@ -173,49 +389,49 @@ struct Packing {
   bool ours = false;          // not a packing: ours' requests, without races (OursRound)
   bool ours_reads = true;     // … with ours' read txns (false: the writes alone, blind)
 };
-// etcd refuses a request above --max-request-bytes (1.5 MiB by default).
+// etcd refuses a request above --max-request-bytes (1.5 MiB by default). With 3 × 1,000
+// jobs no txn comes near this on either wire (the gateway's, the larger, are ≤ ~0.6 MiB),
+// so both wires pack every step alike.
 constexpr std::size_t kMaxBodyBytes = 1 << 20;
 
 // Sends the steps as `p` packs them; {requests, errors}.
-std::pair<long, long> SendSteps(Gateway& g, const std::vector<std::vector<std::string>>& steps,
+template <typename Wire>
+std::pair<long, long> SendSteps(Wire& wire, std::vector<std::vector<typename Wire::Op>> steps,
                                 const Packing& p) {
+  using Op = typename Wire::Op;
   long sent = 0, errors = 0;
-  std::vector<std::string> lists;  // closed lists of the txn being filled
-  std::string list;                // the open list: ops joined by ','
-  std::size_t list_ops = 0, bytes = 0;
+  std::vector<std::vector<Op>> lists;  // closed lists of the txn being filled
+  std::vector<Op> list;                // the open list
+  std::size_t bytes = 0;
   auto close_list = [&] {
-    if (list_ops == 0) return;
+    if (list.empty()) return;
     lists.push_back(std::move(list));
     list.clear();
-    list_ops = 0;
   };
   auto send = [&] {
     close_list();
     if (lists.empty()) return;
-    std::string body = R"({"success":[)";
-    for (std::size_t i = 0; i < lists.size(); ++i) {
-      if (i > 0) body += ',';
-      body += p.lists_per_txn == 1 ? lists[i] : R"({"request_txn":{"success":[)" + lists[i] + "]}}";
+    std::vector<Op> txn;
+    if (p.lists_per_txn == 1) {
+      txn = std::move(lists.front());
+    } else {
+      for (auto& l : lists) txn.push_back(Wire::Nested({}, std::move(l)));
     }
-    body += "]}";
     ++sent;
-    if (!g.Post("/v3/kv/txn", body)) ++errors;
+    if (!wire.Txn(std::move(txn)).ok) ++errors;
     lists.clear();
     bytes = 0;
   };
-  for (const auto& step : steps) {
+  for (auto& step : steps) {
     std::size_t step_bytes = 0;
-    for (const auto& op : step) step_bytes += op.size() + 1;
-    if (list_ops > 0 && (p.one_step_per_txn || list_ops + step.size() > p.ops_per_list)) {
+    for (const auto& op : step) step_bytes += Wire::Bytes(op);
+    if (!list.empty() && (p.one_step_per_txn || list.size() + step.size() > p.ops_per_list)) {
       close_list();
     }
     if (lists.size() == p.lists_per_txn || (bytes > 0 && bytes + step_bytes > kMaxBodyBytes)) {
       send();
     }
-    for (const auto& op : step) {
-      if (list_ops++ > 0) list += ',';
-      list += op;
-    }
+    for (auto& op : step) list.push_back(std::move(op));
     bytes += step_bytes;
   }
   send();
@@ -237,43 +453,22 @@ struct TickKeys {
         index(job + "idx/" + padded_tick) {}
 };
 
-std::vector<std::string> ClaimOps(const TickKeys& k, const std::string& lease) {
-  return {PutOp(k.tick + "r", kRecord), PutOp(k.tick + "l", kToken, lease),
-          PutOp(k.tick + "u", "1800000000123"), PutOp(k.index, ""), PutOp(k.jobs_entry, ""),
-          PutOp(k.job + "head", kHead)};
+template <typename Wire>
+std::vector<typename Wire::Op> ClaimOps(const TickKeys& k,
+                                        const std::optional<typename Wire::LeaseId>& lease) {
+  return {Wire::Put(k.tick + "r", kRecord), Wire::Put(k.tick + "l", kToken, lease),
+          Wire::Put(k.tick + "u", "1800000000123"), Wire::Put(k.index, ""),
+          Wire::Put(k.jobs_entry, ""), Wire::Put(k.job + "head", kHead)};
 }
-std::vector<std::string> ObservationOps(const TickKeys& k, int replica) {
-  return {PutOp(k.tick + "w/replica-" + std::to_string(replica), kObservation),
-          PutOp(k.index, ""), PutOp(k.jobs_entry, "")};
+template <typename Wire>
+std::vector<typename Wire::Op> ObservationOps(const TickKeys& k, int replica) {
+  return {Wire::Put(k.tick + "w/replica-" + std::to_string(replica), kObservation),
+          Wire::Put(k.index, ""), Wire::Put(k.jobs_entry, "")};
 }
-std::vector<std::string> CompleteOps(const TickKeys& k) {
-  return {PutOp(k.tick + "r", kRecordDone), DeleteOp(k.tick + "l"), DeleteOp(k.tick + "u")};
-}
-
-std::string RangeOp(const std::string& key, const std::string& end = "") {
-  std::string op = R"({"request_range":{"key":")" + B64(key) + '"';
-  if (!end.empty()) op += R"(,"range_end":")" + B64(end) + '"';
-  return op + "}}";
-}
-// A compare of `target` (CREATE, MOD) with `result` (EQUAL, GREATER) against `revision`.
-std::string CompareOp(const std::string& key, const char* result, const char* target,
-                      const char* field, const char* revision) {
-  return R"({"key":")" + B64(key) + R"(","result":")" + result + R"(","target":")" + target +
-         R"(",")" + field + R"(":")" + revision + "\"}";
-}
-std::string Joined(const std::vector<std::string>& ops) {
-  std::string out;
-  for (const auto& op : ops) out += (out.empty() ? "" : ",") + op;
-  return out;
-}
-// A nested txn (lists of ops joined by ','; an empty list is left out).
-std::string NestedTxn(const std::string& compare, const std::string& success,
-                      const std::string& failure = "") {
-  std::string txn = R"({"request_txn":{)";
-  if (!compare.empty()) txn += R"("compare":[)" + compare + "],";
-  txn += R"("success":[)" + success + "]";
-  if (!failure.empty()) txn += R"(,"failure":[)" + failure + "]";
-  return txn + "}}";
+template <typename Wire>
+std::vector<typename Wire::Op> CompleteOps(const TickKeys& k) {
+  return {Wire::Put(k.tick + "r", kRecordDone), Wire::Delete(k.tick + "l"),
+          Wire::Delete(k.tick + "u")};
 }
 
 // ours' claims per txn (lock/etcd kClaimsPerTxn: 128 − 8 − 1).
@@ -290,130 +485,180 @@ constexpr int kOursChunk = 119;
 // mod_revision). Compares that always hold here (the head's and record's mod_revision
 // > 0 instead of == the value read) cost the member the same as ours'.
 // Without `with_reads`, the same writes sent blind: what the reads cost, by difference.
-template <typename Keys>
-std::pair<long, long> OursRound(Gateway& g, const std::string& prefix, Keys keys, int r,
+template <typename Wire, typename Keys>
+std::pair<long, long> OursRound(Wire& wire, const std::string& prefix, Keys keys, int r,
                                 int replicas, int jobs, tickd::bench::CeilingStep step,
                                 bool with_reads) {
+  using Op = typename Wire::Op;
   long sent = 0, errors = 0;
-  // Posts a txn; with `must_hold` nested txns, a compare that failed counts as an error
-  // (its writes did not happen). The gateway leaves false out: count the trues.
-  auto post = [&](const std::vector<std::string>& ops, std::size_t must_hold = 0) {
+  // Sends a txn; with `must_hold` nested txns, a compare that failed counts as an error
+  // (its writes did not happen).
+  auto post = [&](std::vector<Op> ops, std::size_t must_hold = 0) {
     ++sent;
-    std::string answer;
-    if (!g.Post("/v3/kv/txn", R"({"success":[)" + Joined(ops) + "]}", &answer)) {
-      ++errors;
-      return;
-    }
-    std::size_t held = 0;
-    constexpr std::string_view kHeld = "\"succeeded\":true";
-    for (auto at = answer.find(kHeld); at != std::string::npos; at = answer.find(kHeld, at + 1)) {
-      ++held;
-    }
-    if (must_hold > 0 && held < must_hold + 1) ++errors;  // + 1: the outer txn
+    const TxnAnswer a = wire.Txn(std::move(ops));
+    if (!a.ok || (must_hold > 0 && a.held < must_hold + 1)) ++errors;  // + 1: the outer txn
   };
   const std::string probe = prefix + "job/-permission-probe";
   auto reads = [&](const TickKeys& k) {
-    return NestedTxn("", RangeOp(k.tick, k.tick + "w") + "," + RangeOp(k.job + "run") + "," +
-                             RangeOp(k.job + "head"));
+    return Wire::Nested({}, {Wire::Range(k.tick, k.tick + "w"), Wire::Range(k.job + "run"),
+                             Wire::Range(k.job + "head")});
   };
   if (step == tickd::bench::kClaims) {
     ++sent;
-    const std::string lease = g.GrantLease(60);
-    if (lease.empty()) ++errors;
+    const std::optional<typename Wire::LeaseId> lease = wire.GrantLease(60);
+    if (!lease) ++errors;
     auto job_at = [&](int n) { return (n + r * jobs / replicas) % jobs; };
     for (int from = 0; from < jobs; from += kOursChunk) {
       const int to = std::min(jobs, from + kOursChunk);
-      std::vector<std::string> read, claims, observations;
-      for (int n = from; n < to; ++n) read.push_back(reads(keys(job_at(n))));
-      read.push_back(RangeOp(probe));
-      if (with_reads) post(read);
+      if (with_reads) {
+        std::vector<Op> read;
+        for (int n = from; n < to; ++n) read.push_back(reads(keys(job_at(n))));
+        read.push_back(Wire::Range(probe));
+        post(std::move(read));
+      }
+      std::vector<Op> claims, observations;
       for (int n = from; n < to; ++n) {
         const int j = job_at(n);
         if (j % replicas != r) continue;
         const TickKeys k = keys(j);
-        claims.push_back(NestedTxn(
-            CompareOp(k.tick + "r", "EQUAL", "CREATE", "create_revision", "0") + "," +
-                CompareOp(k.job + "head", "GREATER", "MOD", "mod_revision", "0"),
-            Joined(ClaimOps(k, lease)),
-            RangeOp(k.tick + "r") + "," + RangeOp(k.job + "run") + "," + RangeOp(k.job + "head")));
+        claims.push_back(Wire::Nested(
+            {Wire::Absent(k.tick + "r"), Wire::Present(k.job + "head")},
+            ClaimOps<Wire>(k, lease),
+            {Wire::Range(k.tick + "r"), Wire::Range(k.job + "run"), Wire::Range(k.job + "head")}));
       }
       if (!claims.empty()) {
         const std::size_t count = claims.size();
-        claims.push_back(DeleteOp(probe));
-        post(claims, count);
+        claims.push_back(Wire::Delete(probe));
+        post(std::move(claims), count);
       }
       for (int n = from; n < to; ++n) {
-        observations.push_back(NestedTxn("", Joined(ObservationOps(keys(job_at(n)), r))));
+        observations.push_back(Wire::Nested({}, ObservationOps<Wire>(keys(job_at(n)), r)));
       }
-      post(observations);
+      post(std::move(observations));
     }
   } else if (step == tickd::bench::kCompletes) {
     std::vector<int> mine;
     for (int j = r; j < jobs; j += replicas) mine.push_back(j);
     for (std::size_t from = 0; from < mine.size(); from += kOursChunk) {
       const std::size_t to = std::min(mine.size(), from + kOursChunk);
-      std::vector<std::string> read, completes;
-      for (std::size_t n = from; n < to; ++n) read.push_back(reads(keys(mine[n])));
-      read.push_back(RangeOp(probe));
-      if (with_reads) post(read);
+      if (with_reads) {
+        std::vector<Op> read;
+        for (std::size_t n = from; n < to; ++n) read.push_back(reads(keys(mine[n])));
+        read.push_back(Wire::Range(probe));
+        post(std::move(read));
+      }
+      std::vector<Op> completes;
       for (std::size_t n = from; n < to; ++n) {
         const TickKeys k = keys(mine[n]);
-        completes.push_back(
-            NestedTxn(CompareOp(k.tick + "r", "GREATER", "MOD", "mod_revision", "0"),
-                      Joined(CompleteOps(k))));
+        completes.push_back(Wire::Nested({Wire::Present(k.tick + "r")}, CompleteOps<Wire>(k)));
       }
-      post(completes, completes.size());
+      const std::size_t count = completes.size();
+      post(std::move(completes), count);
     }
   }
   return {sent, errors};
 }
 
-void Ceiling(const tickd::testing::EtcdServer& server, const Packing& p, int replicas, int jobs,
-             int seconds) {
-  std::vector<std::unique_ptr<Gateway>> gateways;
-  std::vector<std::string> leases;
+// CPU seconds (user + system) the member has used so far (-1: unknown).
+double MemberCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto fields_at = stat.rfind(')');  // after "pid (comm)": state, ppid, …
+  if (fields_at == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(fields_at + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;  // fields 3..13 (man 5 proc)
+  long utime = 0, stime = 0;
+  if (!(fields >> utime >> stime)) return -1;
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds this process (the bench's clients) has used so far.
+double OwnCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+// One variant of the ceiling over `Wire`; prints its line. Nothing (rounds 0) when the
+// member refused the set-up.
+template <typename Wire>
+tickd::bench::CeilingRun Ceiling(const tickd::testing::EtcdServer& server, const Packing& p,
+                                 int replicas, int jobs, int seconds) {
+  const std::string label = std::string(p.label) + " via " + Wire::kName;
+  std::vector<std::unique_ptr<Wire>> wires;
+  std::vector<typename Wire::LeaseId> leases;
   for (int r = 0; r < replicas; ++r) {
-    gateways.push_back(std::make_unique<Gateway>(server.port()));
-    leases.push_back(gateways.back()->GrantLease(60));
-    if (leases.back().empty()) {
-      std::printf("ceiling %s: no lease granted\n", p.label);
-      return;
+    wires.push_back(std::make_unique<Wire>(server.port()));
+    const auto lease = wires.back()->GrantLease(60);
+    if (!lease) {
+      std::printf("ceiling %s: no lease granted\n", label.c_str());
+      return {};
     }
+    leases.push_back(*lease);
   }
-  const std::string prefix = std::string("/ceiling/") + p.label + "/";
+  const std::string prefix = std::string("/ceiling/") + Wire::kKeyTag + "/" + p.label + "/";
   {  // the heads, as a job's first claim leaves them (ours compares them)
-    std::vector<std::vector<std::string>> heads;
+    std::vector<std::vector<typename Wire::Op>> heads;
     for (int j = 0; j < jobs; ++j) {
-      heads.push_back({PutOp(TickKeys(prefix, j, "").job + "head", kHead)});
+      heads.push_back({Wire::Put(TickKeys(prefix, j, "").job + "head", kHead)});
     }
-    if (SendSteps(*gateways[0], heads, Packing{"setup", 128, 1, false}).second != 0) {
-      std::printf("ceiling %s: the heads could not be written\n", p.label);
-      return;
+    if (SendSteps(*wires[0], std::move(heads), Packing{"setup", 128, 1, false}).second != 0) {
+      std::printf("ceiling %s: the heads could not be written\n", label.c_str());
+      return {};
     }
   }
   constexpr std::int64_t kFirstTick = 1'800'000'000;
+  const double member_cpu_before = MemberCpuSeconds(server.pid());
+  const double own_cpu_before = OwnCpuSeconds();
   const tickd::bench::CeilingRun run = tickd::bench::RunCeilingRounds(
       replicas, seconds, 1'000'000, [&](int r, long round, tickd::bench::CeilingStep step) {
         char tick[32];
         std::snprintf(tick, sizeof(tick), "%020lld", static_cast<long long>(kFirstTick + round));
         auto keys = [&](int j) { return TickKeys(prefix, j, tick); };
+        Wire& wire = *wires[static_cast<std::size_t>(r)];
         if (p.ours) {
-          return OursRound(*gateways[static_cast<std::size_t>(r)], prefix, keys, r, replicas,
-                           jobs, step, p.ours_reads);
+          return OursRound(wire, prefix, keys, r, replicas, jobs, step, p.ours_reads);
         }
-        std::vector<std::vector<std::string>> steps;
+        std::vector<std::vector<typename Wire::Op>> steps;
         if (step == tickd::bench::kClaims) {  // the claims this replica wins (job j: j % R)
           for (int j = r; j < jobs; j += replicas) {
-            steps.push_back(ClaimOps(keys(j), leases[static_cast<std::size_t>(r)]));
+            steps.push_back(ClaimOps<Wire>(keys(j), leases[static_cast<std::size_t>(r)]));
           }
         } else if (step == tickd::bench::kObservations) {  // of every job
-          for (int j = 0; j < jobs; ++j) steps.push_back(ObservationOps(keys(j), r));
+          for (int j = 0; j < jobs; ++j) steps.push_back(ObservationOps<Wire>(keys(j), r));
         } else {  // the completes of its claims
-          for (int j = r; j < jobs; j += replicas) steps.push_back(CompleteOps(keys(j)));
+          for (int j = r; j < jobs; j += replicas) steps.push_back(CompleteOps<Wire>(keys(j)));
         }
-        return SendSteps(*gateways[static_cast<std::size_t>(r)], steps, p);
+        return SendSteps(wire, std::move(steps), p);
       });
-  tickd::bench::PrintCeiling(p.label, run, jobs, 9 + 3 * replicas, "key changes");
+  const double member_cpu = MemberCpuSeconds(server.pid()) - member_cpu_before;
+  const double own_cpu = OwnCpuSeconds() - own_cpu_before;
+  tickd::bench::PrintCeiling(label.c_str(), run, jobs, 9 + 3 * replicas, "key changes");
+  // Where the 2 cores went: the member's CPU and the clients' (this process: its
+  // threads, libcurl or gRPC's), per 1,000 key changes.
+  const double kilo_changes = static_cast<double>(run.rounds) * jobs * (9 + 3 * replicas) / 1e3;
+  std::printf("  cpu: member %.2f s (%.1f ms per 1,000 key changes), clients %.2f s (%.1f ms)\n",
+              member_cpu, 1e3 * member_cpu / kilo_changes, own_cpu, 1e3 * own_cpu / kilo_changes);
+  // What the rounds leave, whichever variant and wire: per job-tick the record, the
+  // index and each replica's observation (l and u deleted by the complete); per job its
+  // name and head.
+  std::string end = prefix;
+  ++end.back();
+  const long found = wires[0]->Count(prefix, end);
+  const long expected = run.rounds * jobs * (2 + replicas) + 2L * jobs;
+  std::printf("  checked: %ld keys under %s, %s\n", found, prefix.c_str(),
+              found == expected ? "as the rounds leave them"
+                                : ("NOT the " + std::to_string(expected) + " expected").c_str());
+  std::fflush(stdout);
+  return run;
+}
+
+// Rounds per second of a variant (the same keys per round on both wires).
+double RoundsPerSecond(const tickd::bench::CeilingRun& run) {
+  return run.secs > 0 ? static_cast<double>(run.rounds) / run.secs : 0;
 }
 
 }  // namespace
@@ -423,14 +668,17 @@ int main(int argc, char** argv) {
     std::printf(
         "usage: etcd_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]\n"
         "         [--reference 0] [--load 0..3] [--ceiling-seconds S] [--batched 0]\n"
+        "         [--gateway 0] [--grpc 0] [--grpc-first 1]\n"
         "Starts its own etcd; runs N replicas x M jobs @every 1s through the batched claim\n"
         "path (paced S s, then K saturation ticks), then the store's references: the\n"
-        "job-tick write-set ceiling for S s per variant (0: none; default 5) and etcdctl\n"
-        "check perf --load=s|m|l|xl (0..3, default xl; --reference 0: none).\n"
+        "job-tick write-set ceiling for S s per variant (0: none; default 5), each variant\n"
+        "through the JSON gateway and over gRPC (--gateway 0 / --grpc 0: one only;\n"
+        "--grpc-first 1: gRPC first), and etcdctl check perf --load=s|m|l|xl (0..3,\n"
+        "default xl; --reference 0: none).\n"
         "See bench/README.md.\n");
     return 0;
   }
-  bool reference = true, batched = true;
+  bool reference = true, batched = true, gateway = true, grpc = true, grpc_first = false;
   int load = 3, ceiling_seconds = 5;
   const tickd::bench::BatchArgs a = tickd::bench::ParseBatchArgs(
       argc, argv, tickd::bench::BatchArgs{3, 1000, 10, 5}, [&](const std::string& key, int value) {
@@ -438,6 +686,9 @@ int main(int argc, char** argv) {
         if (key == "--load") load = value;
         if (key == "--ceiling-seconds") ceiling_seconds = value;
         if (key == "--batched") batched = value != 0;
+        if (key == "--gateway") gateway = value != 0;
+        if (key == "--grpc") grpc = value != 0;
+        if (key == "--grpc-first") grpc_first = value != 0;
       });
   if (!tickd::testing::EtcdServer::Available()) {
     std::fprintf(stderr, "etcd not installed\n");
@@ -464,7 +715,23 @@ int main(int argc, char** argv) {
         {"ours-race-free", 0, 0, false, true},  // ours' requests (OursRound)
         {"ours-no-reads", 0, 0, false, true, false},  // … without its read txns
     };
-    for (const Packing& p : kPackings) Ceiling(server, p, a.replicas, a.jobs, ceiling_seconds);
+    for (const Packing& p : kPackings) {
+      tickd::bench::CeilingRun json, native;
+      auto over_gateway = [&] {
+        if (gateway) json = Ceiling<JsonWire>(server, p, a.replicas, a.jobs, ceiling_seconds);
+      };
+      auto over_grpc = [&] {
+        if (grpc) native = Ceiling<GrpcWire>(server, p, a.replicas, a.jobs, ceiling_seconds);
+      };
+      if (grpc_first) over_grpc();
+      over_gateway();
+      if (!grpc_first) over_grpc();
+      if (RoundsPerSecond(json) > 0 && RoundsPerSecond(native) > 0) {
+        std::printf("  %s: grpc / gateway per-key rate %.2fx\n", p.label,
+                    RoundsPerSecond(native) / RoundsPerSecond(json));
+        std::fflush(stdout);
+      }
+    }
   }
   static const char* const kLoads[] = {"s", "m", "l", "xl"};
   if (reference) Reference(server, kLoads[std::clamp(load, 0, 3)]);

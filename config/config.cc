@@ -66,9 +66,11 @@ constexpr std::string_view kTopKeys[] = {"version",  "node", "lock",
                                          "defaults", "jobs", "http",
                                          "max_concurrent_runs", "shutdown_grace"};
 constexpr std::string_view kNodeKeys[] = {"id", "clock_skew_warning"};
-constexpr std::string_view kLockKeys[] = {"backend",       "url",          "lease",   "username",
-                                          "password_file", "password_env", "tls",     "op_timeout",
-                                          "retention",     "claim_lead",   "history", "stop_grace"};
+constexpr std::string_view kLockKeys[] = {"backend",       "url",          "lease",
+                                          "username",      "password_file", "password_env",
+                                          "tls",           "op_timeout",    "retention",
+                                          "claim_lead",    "history",       "clock_tolerance",
+                                          "stop_grace"};
 constexpr std::string_view kHistoryKeys[] = {"output", "runs"};
 constexpr std::string_view kTlsKeys[] = {"ca_file", "cert_file", "key_file"};
 // The backends that talk to a server, and so may authenticate; of these, the ones
@@ -649,6 +651,11 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
       if (auto d = Duration(e, true)) {
         lock.claim_lead = *d;
         claim_lead_entry = &e;
+      }
+    } else if (e.key == "clock_tolerance") {
+      if (auto d = Duration(e, true)) {
+        lock.clock_tolerance = *d;
+        if (*d > milliseconds(10'000)) Fail(e.mark, "lock.clock_tolerance: must be at most 10s");
       }
     } else if (e.key == "retention") {
       if (auto d = Duration(e, false)) lock.retention = *d;

@@ -142,6 +142,9 @@ struct LockSettings {
   // How long before T the ticks of an instant are claimed and their processes made
   // ready (docs/design.md §1 "Early claims"); 0: at T. Below 1 s.
   milliseconds claim_lead{200};
+  // How far ahead of the store's clock a claim may come beyond claim_lead (docs/design.md
+  // §1 rule 15): a claim further ahead is refused `early` by the store. 0–10 s.
+  milliseconds clock_tolerance{250};
   milliseconds op_timeout{2'000};    // every backend call answers within this
   milliseconds retention{7LL * 24 * 3'600'000};  // how long finished ticks are remembered
   HistorySettings history;           // lock.history: {output, runs}

@@ -237,7 +237,8 @@ LockAttempt Store::try_lock(std::string_view key, std::chrono::milliseconds leas
         break;
       case lock::ClaimStatus::kMissed:
       case lock::ClaimStatus::kStoreReset:
-        // Neither is asked for (no deadline, no known tick): a store that says so
+      case lock::ClaimStatus::kEarly:
+        // None is asked for (no deadline, no known tick, no clock check): a store that says so
         // is not one we understand; fail closed.
         out.status_ = LockAttempt::Status::kFailed;
         out.error_ = StoreError{impl_->url + ": unexpected claim answer " +

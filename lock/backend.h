@@ -20,6 +20,12 @@
 // expired) is not a first claim and is still allowed: that tick was claimed before
 // the later one, and recover promises it runs at least once.
 //
+// A claim that checks the clock (ClaimRequest::max_lead: every claim of the scheduler
+// and of `tickd trigger`, not an ad-hoc lock's) is judged on the store's own clock
+// first: further than max_lead ahead of its due instant → kEarly, nothing written; and
+// a head of the job further than max_lead ahead of the store's clock (claimed for the
+// future by an unchecked claim) does not supersede it (docs/design.md §1 rule 15).
+//
 // Fences only grow, even when the store comes back without its data (a Redis without
 // persistence restarted, a fresh etcd data directory, a recreated database): every
 // fence is at least a clock reading, in milliseconds, shifted left by 11 bits
@@ -86,6 +92,16 @@ struct ClaimRequest {
   // answers kStoreReset and writes nothing, in the same atomic decision as the claim.
   // Backends that keep no such head (memory, SQLite) may ignore it.
   std::int64_t known_tick = 0;
+  // The store's clock check (docs/design.md §1 rule 15). Set: the claim is refused as
+  // kEarly, nothing written, when the store's clock reads before T + due_offset −
+  // max_lead (a replica whose clock is ahead claims before its tick's time); and a
+  // head of the job further than max_lead ahead of the store's clock (a claim a wrong
+  // clock, or an unchecked claim, made for the future) does not make this claim
+  // kSuperseded. The scheduler sends lock.claim_lead + lock.clock_tolerance.
+  // std::nullopt: no check (ad-hoc locks, whose fresh ticks run ahead of the clock by
+  // design; SQLite, none: the store's clock is the replica's).
+  std::optional<milliseconds> max_lead;
+  milliseconds due_offset{0};              // T's jitter offset: its due instant is T + this
 };
 
 enum class ClaimStatus {
@@ -105,9 +121,13 @@ enum class ClaimStatus {
   // run: a run of a forgotten claim may still be going elsewhere, and the forgotten
   // tick may be claimed again (docs/design.md §1 rule 12).
   kStoreReset,
+  // ClaimRequest::max_lead: the store's clock reads before the tick's due instant minus
+  // max_lead, so this replica's clock is ahead of the store's. Nothing was written (the
+  // caller records its observation). store_ms is the store's clock that judged it.
+  kEarly,
 };
 
-// "won" "lost" "busy" "missed" "superseded" "store-reset" (inline: every backend target uses it,
+// "won" "lost" "busy" "missed" "superseded" "store-reset" "early" (inline: every backend target uses it,
 // and they are linked into tickd_lock, not the other way round).
 inline std::string_view ClaimStatusName(ClaimStatus s) {
   switch (s) {
@@ -123,6 +143,8 @@ inline std::string_view ClaimStatusName(ClaimStatus s) {
       return "superseded";
     case ClaimStatus::kStoreReset:
       return "store-reset";
+    case ClaimStatus::kEarly:
+      return "early";
   }
   return "unknown";
 }
@@ -143,6 +165,10 @@ struct ClaimOutcome {
   // The backend recorded this replica's Observation of this outcome with the claim
   // (ClaimRequest::observe): no Record call is needed for it.
   bool observed = false;
+  // The store's clock when it decided, ms since the epoch; 0 when the backend did not
+  // read it (SQLite, none, a claim without max_lead). etcd's is its Date header's
+  // second + 500 ms (the header has 1 s resolution: ±500 ms).
+  std::int64_t store_ms = 0;
 };
 
 // A claim this replica won and still holds.

@@ -19,6 +19,8 @@ packages=(
   etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start
   libssl-dev                 # etcd_claim_bench: base64 (OpenSSL) for its write-set ceiling
   etcd-client  # etcdctl: etcd_claim_bench measures the store's reference rate (check perf)
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # etcd_claim_bench:
+                             #   the write-set ceiling over etcd's gRPC API (bench/etcd_proto)
   postgresql-15 libpq-dev    # the PostgreSQL backend (libpq) and the server its tests start
   procps psmisc util-linux   # tests: pgrep/killall; setpriv runs the PostgreSQL test server
   e2fsprogs                  # the nemesis: chattr +i makes a SQLite file read-only to root

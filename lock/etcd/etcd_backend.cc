@@ -28,6 +28,9 @@
 //                                 every job). No lease. Ranged before each instant.
 //
 // claim: one read transaction (ranges over tick/<T>/[l,r,u], run and head), then:
+//  −1. the request checks the clock (max_lead, docs/design.md §1 rule 15) and even the
+//      read's Date + 999 ms is before T + due_offset − max_lead → early, nothing
+//      written: the replica's clock is ahead of the member's;
 //   0. the request knows a later claimed tick than the head holds (known_tick > the
 //      head's tick, 0 without a head) → store-reset, naming the head's tick: etcd lost
 //      its data (docs/design.md §1 rule 12). Nothing is written. The read is one
@@ -39,7 +42,8 @@
 //      key gone and recover on → missed when etcd's now > lease_until + deadline,
 //      else re-claim below, comparing the record's mod_revision;
 //   2. no record and the head names a later tick → superseded (that tick and its
-//      node): claims are monotonic per job;
+//      node): claims are monotonic per job. A head further than max_lead ahead of
+//      Date + 999 ms judges by its `below` instead (lock/clock_check.h);
 //   3. no record and etcd's now > T + starting_deadline → missed;
 //   4. forbid and the run key names another tick → busy;
 //   5. the batch's lease (one per TTL = the lease rounded up to whole seconds, etcd's
@@ -124,6 +128,7 @@
 #include <vector>
 
 #include "lock/claim_waves.h"
+#include "lock/clock_check.h"
 #include "lock/complete_batcher.h"
 #include "lock/pause_record.h"
 #include "lock/registry.h"
@@ -323,22 +328,33 @@ std::optional<TickRecord> DecodeRecord(const Kv& kv) {
   return r;
 }
 
-// The job's claim head (P job/<job>/head).
-struct Head {
-  std::int64_t tick = 0;
-  std::string node;
+// The job's claim head (P job/<job>/head): its ticks (lock/clock_check.h), the epoch
+// and the count of claims since it.
+struct Head : HeadTicks {
   std::int64_t epoch_ms = 0;
   std::int64_t n = 0;
 };
 
 std::string Encode(const Head& h) {
-  return Json{{"tick", h.tick}, {"node", h.node}, {"epoch_ms", h.epoch_ms}, {"n", h.n}}.dump();
+  Json j = {{"tick", h.tick}, {"node", h.node}, {"epoch_ms", h.epoch_ms}, {"n", h.n}};
+  if (h.below > 0) {
+    j["below"] = h.below;
+    j["below_node"] = h.below_node;
+  }
+  return j.dump();
 }
 
 Head DecodeHead(const std::string& value) {
   const Json j = Json::parse(value, nullptr, false);
   if (!j.is_object()) return {};
-  return Head{Int(j, "tick"), Str(j, "node"), Int(j, "epoch_ms"), Int(j, "n")};
+  Head h;
+  h.tick = Int(j, "tick");
+  h.node = Str(j, "node");
+  h.below = Int(j, "below");
+  h.below_node = Str(j, "below_node");
+  h.epoch_ms = Int(j, "epoch_ms");
+  h.n = Int(j, "n");
+  return h;
 }
 
 struct RunMarker {
@@ -1123,7 +1139,7 @@ class EtcdBackend final : public Backend {
   }
 
   // Writes this replica's observation of every answered claim that asks for it (not
-  // store-reset: nothing is written then; not an error) in one txn of nested puts, and
+  // store-reset or early: nothing is written then; not an error) in one txn of nested puts, and
   // marks them observed. A failure leaves them unobserved: the scheduler records them.
   void Observe(std::span<const ClaimRequest> reqs,
                std::vector<std::pair<std::size_t, Result<ClaimOutcome>>>& answers) {
@@ -1131,7 +1147,10 @@ class EtcdBackend final : public Backend {
     std::vector<ClaimOutcome*> observed;
     for (auto& [i, r] : answers) {
       const ClaimRequest& req = reqs[i];
-      if (!req.observe || !r || r->status == ClaimStatus::kStoreReset) continue;
+      if (!req.observe || !r || r->status == ClaimStatus::kStoreReset ||
+          r->status == ClaimStatus::kEarly) {
+        continue;
+      }
       Observation obs;
       obs.node = req.node;
       obs.outcome = std::string(ClaimStatusName(r->status));
@@ -1169,12 +1188,20 @@ class EtcdBackend final : public Backend {
       for (const std::size_t i : chunk) on_answer(i, tl::unexpected(states.error()));
       return {};
     }
+    // Every answer of the chunk carries the member's clock of its read (one revision,
+    // one Date): the Date's second + 500 ms, within ±500 ms of the member's clock.
+    const std::optional<std::int64_t> date_ms =
+        states->empty() ? std::nullopt : states->front().server_ms;
+    const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
+      if (r && date_ms) r->store_ms = *date_ms + 500;
+      on_answer(i, std::move(r));
+    };
     std::vector<ClaimPlan> plans;
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
       ClaimPlan plan{chunk[n], std::move(keys[n]), std::move((*states)[n])};
       if (std::optional<ClaimOutcome> decided = Decide(req, plan)) {
-        on_answer(plan.index, std::move(*decided));
+        answer(plan.index, std::move(*decided));
       } else {
         plans.push_back(std::move(plan));
       }
@@ -1188,7 +1215,7 @@ class EtcdBackend final : public Backend {
           leases.For(req.lease, [&](std::int64_t ttl_s) { return Grant(ttl_s, deadline); });
       if (!lease) {
         failed = lease.error();
-        for (const ClaimPlan& p : plans) on_answer(p.index, tl::unexpected(lease.error()));
+        for (const ClaimPlan& p : plans) answer(p.index, tl::unexpected(lease.error()));
         return {};
       }
       plan.lease = *lease;
@@ -1198,7 +1225,7 @@ class EtcdBackend final : public Backend {
     auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
     if (!txn) {
       failed = txn.error();
-      ResolveAmbiguous(reqs, plans, txn.error(), leases, on_answer);
+      ResolveAmbiguous(reqs, plans, txn.error(), leases, answer);
       return {};
     }
     std::vector<std::size_t> retry;
@@ -1210,7 +1237,7 @@ class EtcdBackend final : public Backend {
                                ? &(*responses)[n]
                                : nullptr;
       if (result == nullptr || !result->contains("response_txn")) {
-        on_answer(plan.index,
+        answer(plan.index,
                   MakeError(context_ + ": claim", "the batch txn gave no answer for this claim"));
         continue;
       }
@@ -1220,7 +1247,7 @@ class EtcdBackend final : public Backend {
         continue;
       }
       if (*out && (*out)->status == ClaimStatus::kWon) leases.Won(plan.lease);
-      on_answer(plan.index, std::move(*out));
+      answer(plan.index, std::move(*out));
     }
     return retry;
   }
@@ -1230,6 +1257,12 @@ class EtcdBackend final : public Backend {
   // re-claim).
   std::optional<ClaimOutcome> Decide(const ClaimRequest& req, ClaimPlan& plan) {
     const TickState& state = plan.state;
+    // The member's clock (rule 15): Date is rounded down to its second, so it reads at
+    // most 999 ms more; without a Date nothing is judged early and no head ahead.
+    const std::int64_t store_hi_ms = state.server_ms ? *state.server_ms + 999 : INT64_MAX;
+    if (state.server_ms && ClaimIsEarly(req, store_hi_ms)) {
+      return ClaimOutcome{ClaimStatus::kEarly};
+    }
     // The replica saw a later claim than the head: etcd lost its data (rule 12). The
     // read is one revision of the store, and nothing is written; a claim that goes on
     // writes only if the head is still the one read (the txn compares its mod_revision).
@@ -1247,8 +1280,9 @@ class EtcdBackend final : public Backend {
       if (rec.state != "running" || !req.recover || state.lease) return Lost(req, rec);
       base_ms = state.lease_until;  // …or, for a re-claim, from the holder's lease end
       plan.reclaim_rev = rec.mod_revision;
-    } else if (state.head && state.head->tick > req.tick_unix) {
-      return Superseded(*state.head);
+    } else if (state.head) {
+      auto [judging, node] = JudgingHead(*state.head, req, store_hi_ms);
+      if (judging > req.tick_unix) return Superseded(judging, std::move(node));
     }
     if (req.starting_deadline && state.server_ms &&
         *state.server_ms > base_ms + req.starting_deadline->count()) {
@@ -1550,15 +1584,16 @@ class EtcdBackend final : public Backend {
     return out;
   }
 
-  static ClaimOutcome Superseded(const Head& head) {
+  static ClaimOutcome Superseded(std::int64_t tick, std::string node) {
     ClaimOutcome out;
     out.status = ClaimStatus::kSuperseded;
-    out.holder_node = head.node;
-    out.holder_tick_unix = head.tick;
+    out.holder_node = std::move(node);
+    out.holder_tick_unix = tick;
     return out;
   }
 
-  // The head after `req` wins: one more claim since the epoch, the tick only forward.
+  // The head after `req` wins: one more claim since the epoch, the tick only forward
+  // (MoveHead: a head ahead of the member's clock keeps its tick and moves `below`).
   // A new head's epoch is this replica's wall clock, never below the member's Date.
   static Head NextHead(const ClaimRequest& req, const TickState& state) {
     Head head;
@@ -1573,10 +1608,7 @@ class EtcdBackend final : public Backend {
       head.node = req.node;
     }
     ++head.n;
-    if (req.tick_unix > head.tick) {
-      head.tick = req.tick_unix;
-      head.node = req.node;
-    }
+    MoveHead(head, req, state.server_ms ? *state.server_ms + 999 : INT64_MAX);
     return head;
   }
 

@@ -8,13 +8,17 @@
 //   - heads_: job → the latest tick of the job ever claimed (never pruned).
 // Claim decides in this order, because an existing record is a stronger answer than
 // the deadline: a replica that arrives late at a finished tick hears who won it.
+//  −1. the request's max_lead is set and Wall() is before T + due_offset − max_lead →
+//      early: this replica's clock is ahead of the store's (docs/design.md §1 rule 15);
 //   0. the request knows a later claimed tick than heads_ holds → store-reset (the
 //      store lost data: in tests, a backend swapped for an empty one);
 //   1. a record for (job, T) exists: done or live → lost (names the holder); running
 //      with an expired lease and recover → re-claim with a new token and a higher
 //      fence while now ≤ expiry + starting_deadline (else missed); otherwise lost;
 //   2. a record of a later tick of the job exists (running or done) → superseded,
-//      naming the latest one: claims are monotonic per job;
+//      naming the latest one: claims are monotonic per job. With max_lead, records
+//      further than max_lead ahead of Wall() are passed over (claimed by a wrong
+//      clock, or unchecked, for the future: they must not hold the job back);
 //   3. Wall() > T + starting_deadline → missed;
 //   4. forbid and another tick of the job runs with a live lease → busy;
 //   5. won: new record, lease = now + req.lease, fence = ++fences_[job]. Fences are
@@ -63,6 +67,14 @@ class MemoryBackend final : public Backend {
     const SteadyTime now = clock_.Steady();
     const Key key{req.job, req.tick_unix};
     ClaimOutcome out;
+    const std::int64_t wall_ms = clock_.Wall().time_since_epoch().count();
+    if (req.max_lead) {
+      out.store_ms = wall_ms;
+      if (wall_ms < req.tick_unix * 1000 + (req.due_offset - *req.max_lead).count()) {
+        out.status = ClaimStatus::kEarly;
+        return out;
+      }
+    }
     const std::int64_t head = heads_.contains(req.job) ? heads_[req.job] : 0;
     if (req.known_tick > head) {
       out.status = ClaimStatus::kStoreReset;
@@ -73,25 +85,27 @@ class MemoryBackend final : public Backend {
     if (it != ticks_.end()) {
       TickRecord& rec = it->second;
       const bool live = !rec.done && rec.lease_until > now;
-      if (rec.done || live || !req.recover) return HolderOutcome(ClaimStatus::kLost, key, rec);
+      if (rec.done || live || !req.recover) {
+        return Stamped(HolderOutcome(ClaimStatus::kLost, key, rec), out.store_ms);
+      }
       // Recovery: the holder stopped renewing; the deadline counts from the expiry.
       if (req.starting_deadline && now > rec.lease_until + *req.starting_deadline) {
         out.status = ClaimStatus::kMissed;
         return out;
       }
-      if (auto busy = BusyOutcome(req, now)) return *busy;
+      if (auto busy = BusyOutcome(req, now)) return Stamped(*busy, out.store_ms);
       rec = NewRecord(req, now);
-      return Won(rec);
+      return Stamped(Won(rec), out.store_ms);
     }
-    if (auto superseded = SupersededOutcome(req)) return *superseded;
+    if (auto superseded = SupersededOutcome(req, wall_ms)) return Stamped(*superseded, out.store_ms);
     if (req.starting_deadline &&
         clock_.Wall() > WallTime(std::chrono::seconds(req.tick_unix)) + *req.starting_deadline) {
       out.status = ClaimStatus::kMissed;
       return out;
     }
-    if (auto busy = BusyOutcome(req, now)) return *busy;
+    if (auto busy = BusyOutcome(req, now)) return Stamped(*busy, out.store_ms);
     TickRecord& rec = ticks_[key] = NewRecord(req, now);
-    return Won(rec);
+    return Stamped(Won(rec), out.store_ms);
   }
 
   Result<RenewStatus> Renew(const HeldClaim& held) override {
@@ -308,6 +322,11 @@ class MemoryBackend final : public Backend {
     return out;
   }
 
+  static ClaimOutcome Stamped(ClaimOutcome out, std::int64_t store_ms) {
+    out.store_ms = store_ms;
+    return out;
+  }
+
   static ClaimOutcome HolderOutcome(ClaimStatus status, const Key& key, const TickRecord& rec) {
     ClaimOutcome out;
     out.status = status;
@@ -318,13 +337,18 @@ class MemoryBackend final : public Backend {
     return out;
   }
 
-  // The latest tick of the job after req's that has a record, if any.
-  std::optional<ClaimOutcome> SupersededOutcome(const ClaimRequest& req) const {
-    auto after_job = ticks_.upper_bound(Key{req.job, INT64_MAX});
-    if (after_job == ticks_.begin()) return std::nullopt;
-    const auto latest = std::prev(after_job);
-    if (latest->first.first != req.job || latest->first.second <= req.tick_unix) {
-      return std::nullopt;
+  // The latest tick of the job after req's that has a record, if any; with max_lead,
+  // records further than it ahead of the store's clock (wall_ms) do not count.
+  std::optional<ClaimOutcome> SupersededOutcome(const ClaimRequest& req,
+                                                std::int64_t wall_ms) const {
+    auto latest = ticks_.upper_bound(Key{req.job, INT64_MAX});
+    while (true) {
+      if (latest == ticks_.begin()) return std::nullopt;
+      --latest;
+      if (latest->first.first != req.job || latest->first.second <= req.tick_unix) {
+        return std::nullopt;
+      }
+      if (!req.max_lead || latest->first.second * 1000 - req.max_lead->count() <= wall_ms) break;
     }
     ClaimOutcome out = HolderOutcome(ClaimStatus::kSuperseded, latest->first, latest->second);
     out.holder_running = false;

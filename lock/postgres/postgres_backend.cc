@@ -146,6 +146,148 @@ BEGIN
     RAISE EXCEPTION 'the tickd tables are at schema version %, newer than this tickd '
                     'knows (4): upgrade tickd', v;
   END IF;
+  -- The claim (the steps at the top of this file), replaced at every connect: the
+  -- twelve-argument form checks the clock (docs/design.md §1 rule 15) and answers the
+  -- database's clock. Additive, so no new schema version: the ten-argument call of
+  -- version 4 stays, as a wrapper that checks no clock, for older replicas still
+  -- running in a rolling upgrade (and version 3's nine-argument call wraps that one).
+  CREATE OR REPLACE FUNCTION tickd_claim(p_job text, p_tick bigint, p_node text, p_owner text,
+      p_lease_ms bigint, p_deadline_ms bigint, p_forbid boolean, p_recover boolean,
+      p_hash text, p_known_tick bigint, p_max_lead_ms bigint, p_due_offset_ms bigint,
+      OUT status text, OUT fence bigint, OUT holder_node text, OUT holder_tick bigint,
+      OUT holder_hash text, OUT holder_running boolean, OUT store_ms bigint)
+  LANGUAGE plpgsql AS $claim$
+  #variable_conflict use_column
+  DECLARE
+    rec record;
+    now_ts timestamptz;
+    head_tick bigint;
+    head_node text;
+    head_hash text;
+  BEGIN
+    -- The configured synchronous_commit, kept once per transaction (a batch is one
+    -- transaction of many calls); once a call of the transaction won, it stays.
+    IF coalesce(current_setting('tickd.sync_commit', true), '') = '' THEN
+      PERFORM set_config('tickd.sync_commit', current_setting('synchronous_commit'), true);
+    END IF;
+    IF coalesce(current_setting('tickd.won', true), '') = '' THEN
+      PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('tickd:' || p_job, 0));
+    now_ts := clock_timestamp();
+    store_ms := floor(extract(epoch FROM now_ts) * 1000)::bigint;
+    status := 'lost';
+    fence := 0;
+    holder_node := '';
+    holder_tick := p_tick;
+    holder_hash := '';
+    holder_running := false;
+    -- The replica's clock is ahead of the database's: the tick is not due yet. Nothing
+    -- is written (the caller records its observation).
+    IF p_max_lead_ms IS NOT NULL AND
+       store_ms < p_tick * 1000 + p_due_offset_ms - p_max_lead_ms THEN
+      status := 'early';
+      RETURN;
+    END IF;
+    -- The job's latest record: all the store knows of the job (Prune keeps it). Below
+    -- what this replica saw claimed, the store lost data: answer before any other
+    -- check, and write nothing.
+    SELECT t.tick, t.node, t.config_hash INTO head_tick, head_node, head_hash
+      FROM tickd_ticks t WHERE t.job = p_job ORDER BY t.tick DESC LIMIT 1;
+    IF p_known_tick > coalesce(head_tick, 0) THEN
+      status := 'store-reset';
+      holder_tick := coalesce(head_tick, 0);
+      RETURN;
+    END IF;
+    SELECT t.owner, t.node, t.fence, t.state, t.lease_until, t.config_hash INTO rec
+      FROM tickd_ticks t WHERE t.job = p_job AND t.tick = p_tick;
+    IF FOUND THEN
+      IF rec.owner = p_owner AND rec.state = 'running' THEN
+        status := 'won';
+        fence := rec.fence;
+        RETURN;
+      END IF;
+      holder_node := rec.node;
+      holder_hash := rec.config_hash;
+      holder_running := rec.state = 'running';
+      IF rec.state <> 'running' OR NOT p_recover OR rec.lease_until >= now_ts THEN
+        RETURN;
+      END IF;
+      IF p_deadline_ms IS NOT NULL AND
+         now_ts > rec.lease_until + p_deadline_ms * interval '1 millisecond' THEN
+        status := 'missed';
+        RETURN;
+      END IF;
+    ELSE
+      -- A latest record further than max_lead ahead of the clock was claimed for the
+      -- future (a wrong clock, an unchecked claim): the latest one that is not ahead
+      -- judges instead.
+      IF p_max_lead_ms IS NOT NULL AND head_tick * 1000 - p_max_lead_ms > store_ms THEN
+        SELECT t.tick, t.node, t.config_hash INTO head_tick, head_node, head_hash
+          FROM tickd_ticks t WHERE t.job = p_job AND t.tick > p_tick
+            AND t.tick * 1000 - p_max_lead_ms <= store_ms
+          ORDER BY t.tick DESC LIMIT 1;
+      END IF;
+      IF head_tick > p_tick THEN
+        status := 'superseded';
+        holder_node := head_node;
+        holder_tick := head_tick;
+        holder_hash := head_hash;
+        RETURN;
+      END IF;
+      IF p_deadline_ms IS NOT NULL AND
+         now_ts > to_timestamp(p_tick) + p_deadline_ms * interval '1 millisecond' THEN
+        status := 'missed';
+        RETURN;
+      END IF;
+    END IF;
+    IF p_forbid THEN
+      SELECT t.node, t.tick, t.config_hash INTO rec FROM tickd_ticks t
+        WHERE t.job = p_job AND t.state = 'running' AND t.tick <> p_tick
+          AND t.lease_until > now_ts
+        ORDER BY t.tick DESC LIMIT 1;
+      IF FOUND THEN
+        status := 'busy';
+        holder_node := rec.node;
+        holder_tick := rec.tick;
+        holder_hash := rec.config_hash;
+        holder_running := true;
+        RETURN;
+      END IF;
+    END IF;
+    -- A claim is won only once it is on disk (the operator's setting, e.g. on or
+    -- remote_apply): a crash must not forget a tick that ran or repeat its fence.
+    PERFORM set_config('synchronous_commit', current_setting('tickd.sync_commit'), true);
+    PERFORM set_config('tickd.won', 'yes', true);
+    INSERT INTO tickd_ticks AS t(job, tick, owner, node, fence, lease_until, config_hash)
+      VALUES (p_job, p_tick, p_owner, p_node,
+              ((SELECT e.epoch FROM tickd_epoch e LIMIT 1) << 11) + nextval('tickd_fence'),
+              now_ts + p_lease_ms * interval '1 millisecond', p_hash)
+      ON CONFLICT ON CONSTRAINT tickd_ticks_pkey DO UPDATE
+        SET owner = EXCLUDED.owner, node = EXCLUDED.node, fence = EXCLUDED.fence,
+            state = 'running', lease_until = EXCLUDED.lease_until,
+            config_hash = EXCLUDED.config_hash, exit_code = NULL, run_outcome = '',
+            duration_ms = 0
+        WHERE t.state = 'running' AND t.lease_until < now_ts
+      RETURNING t.fence INTO fence;
+    IF FOUND THEN
+      status := 'won';
+      holder_node := '';
+      holder_hash := '';
+      holder_running := false;
+    END IF;
+  END
+  $claim$;
+  CREATE OR REPLACE FUNCTION tickd_claim(p_job text, p_tick bigint, p_node text, p_owner text,
+      p_lease_ms bigint, p_deadline_ms bigint, p_forbid boolean, p_recover boolean,
+      p_hash text, p_known_tick bigint, OUT status text, OUT fence bigint,
+      OUT holder_node text, OUT holder_tick bigint, OUT holder_hash text,
+      OUT holder_running boolean)
+  LANGUAGE sql AS $claim4$
+    SELECT c.status, c.fence, c.holder_node, c.holder_tick, c.holder_hash, c.holder_running
+      FROM tickd_claim(p_job, p_tick, p_node, p_owner, p_lease_ms, p_deadline_ms, p_forbid,
+                       p_recover, p_hash, p_known_tick, NULL::bigint, 0::bigint) c
+  $claim4$;
   IF v < 1 THEN
     CREATE TABLE tickd_ticks(
       job text NOT NULL,
@@ -179,7 +321,7 @@ BEGIN
     -- Version 2: a claim that writes no tick record (lost, busy, missed) commits
     -- without waiting for the WAL flush; only its ledger row could be lost in a crash.
     -- Version 3: claims are monotonic per job (superseded), fences carry an epoch.
-    -- (Their claim function is replaced by version 4's below.)
+    -- (Their claim function is replaced by the one created above.)
     CREATE TABLE IF NOT EXISTS tickd_epoch(epoch bigint NOT NULL);
     INSERT INTO tickd_epoch(epoch) SELECT floor(extract(epoch FROM now()) * 1000)::bigint
       WHERE NOT EXISTS (SELECT 1 FROM tickd_epoch);
@@ -187,119 +329,10 @@ BEGIN
   END IF;
   IF v < 4 THEN
     -- Version 4: a claim carries known_tick and answers store-reset when the job's
-    -- latest record is below it. The claim function takes one more argument; the
-    -- version-3 call (nine arguments) stays as a wrapper that knows nothing (0), so
-    -- replicas of an older tickd still running during a rolling upgrade keep claiming.
-    CREATE OR REPLACE FUNCTION tickd_claim(p_job text, p_tick bigint, p_node text, p_owner text,
-        p_lease_ms bigint, p_deadline_ms bigint, p_forbid boolean, p_recover boolean,
-        p_hash text, p_known_tick bigint, OUT status text, OUT fence bigint,
-        OUT holder_node text, OUT holder_tick bigint, OUT holder_hash text,
-        OUT holder_running boolean)
-    LANGUAGE plpgsql AS $claim$
-    #variable_conflict use_column
-    DECLARE
-      rec record;
-      now_ts timestamptz;
-      head_tick bigint;
-      head_node text;
-      head_hash text;
-    BEGIN
-      -- The configured synchronous_commit, kept once per transaction (a batch is one
-      -- transaction of many calls); once a call of the transaction won, it stays.
-      IF coalesce(current_setting('tickd.sync_commit', true), '') = '' THEN
-        PERFORM set_config('tickd.sync_commit', current_setting('synchronous_commit'), true);
-      END IF;
-      IF coalesce(current_setting('tickd.won', true), '') = '' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-      END IF;
-      PERFORM pg_advisory_xact_lock(hashtextextended('tickd:' || p_job, 0));
-      now_ts := clock_timestamp();
-      status := 'lost';
-      fence := 0;
-      holder_node := '';
-      holder_tick := p_tick;
-      holder_hash := '';
-      holder_running := false;
-      -- The job's latest record: all the store knows of the job (Prune keeps it). Below
-      -- what this replica saw claimed, the store lost data: answer before any other
-      -- check, and write nothing.
-      SELECT t.tick, t.node, t.config_hash INTO head_tick, head_node, head_hash
-        FROM tickd_ticks t WHERE t.job = p_job ORDER BY t.tick DESC LIMIT 1;
-      IF p_known_tick > coalesce(head_tick, 0) THEN
-        status := 'store-reset';
-        holder_tick := coalesce(head_tick, 0);
-        RETURN;
-      END IF;
-      SELECT t.owner, t.node, t.fence, t.state, t.lease_until, t.config_hash INTO rec
-        FROM tickd_ticks t WHERE t.job = p_job AND t.tick = p_tick;
-      IF FOUND THEN
-        IF rec.owner = p_owner AND rec.state = 'running' THEN
-          status := 'won';
-          fence := rec.fence;
-          RETURN;
-        END IF;
-        holder_node := rec.node;
-        holder_hash := rec.config_hash;
-        holder_running := rec.state = 'running';
-        IF rec.state <> 'running' OR NOT p_recover OR rec.lease_until >= now_ts THEN
-          RETURN;
-        END IF;
-        IF p_deadline_ms IS NOT NULL AND
-           now_ts > rec.lease_until + p_deadline_ms * interval '1 millisecond' THEN
-          status := 'missed';
-          RETURN;
-        END IF;
-      ELSE
-        IF head_tick > p_tick THEN
-          status := 'superseded';
-          holder_node := head_node;
-          holder_tick := head_tick;
-          holder_hash := head_hash;
-          RETURN;
-        END IF;
-        IF p_deadline_ms IS NOT NULL AND
-           now_ts > to_timestamp(p_tick) + p_deadline_ms * interval '1 millisecond' THEN
-          status := 'missed';
-          RETURN;
-        END IF;
-      END IF;
-      IF p_forbid THEN
-        SELECT t.node, t.tick, t.config_hash INTO rec FROM tickd_ticks t
-          WHERE t.job = p_job AND t.state = 'running' AND t.tick <> p_tick
-            AND t.lease_until > now_ts
-          ORDER BY t.tick DESC LIMIT 1;
-        IF FOUND THEN
-          status := 'busy';
-          holder_node := rec.node;
-          holder_tick := rec.tick;
-          holder_hash := rec.config_hash;
-          holder_running := true;
-          RETURN;
-        END IF;
-      END IF;
-      -- A claim is won only once it is on disk (the operator's setting, e.g. on or
-      -- remote_apply): a crash must not forget a tick that ran or repeat its fence.
-      PERFORM set_config('synchronous_commit', current_setting('tickd.sync_commit'), true);
-      PERFORM set_config('tickd.won', 'yes', true);
-      INSERT INTO tickd_ticks AS t(job, tick, owner, node, fence, lease_until, config_hash)
-        VALUES (p_job, p_tick, p_owner, p_node,
-                ((SELECT e.epoch FROM tickd_epoch e LIMIT 1) << 11) + nextval('tickd_fence'),
-                now_ts + p_lease_ms * interval '1 millisecond', p_hash)
-        ON CONFLICT ON CONSTRAINT tickd_ticks_pkey DO UPDATE
-          SET owner = EXCLUDED.owner, node = EXCLUDED.node, fence = EXCLUDED.fence,
-              state = 'running', lease_until = EXCLUDED.lease_until,
-              config_hash = EXCLUDED.config_hash, exit_code = NULL, run_outcome = '',
-              duration_ms = 0
-          WHERE t.state = 'running' AND t.lease_until < now_ts
-        RETURNING t.fence INTO fence;
-      IF FOUND THEN
-        status := 'won';
-        holder_node := '';
-        holder_hash := '';
-        holder_running := false;
-      END IF;
-    END
-    $claim$;
+    -- latest record is below it. The claim function (created above) takes one more
+    -- argument; the version-3 call (nine arguments) stays as a wrapper that knows
+    -- nothing (0), so replicas of an older tickd still running during a rolling
+    -- upgrade keep claiming.
     CREATE OR REPLACE FUNCTION tickd_claim(p_job text, p_tick bigint, p_node text,
         p_owner text, p_lease_ms bigint, p_deadline_ms bigint, p_forbid boolean,
         p_recover boolean, p_hash text, OUT status text, OUT fence bigint,
@@ -337,16 +370,17 @@ $migrate$)sql";
 
 // The claim, and (when $11, ClaimRequest::observe) this replica's observation of its
 // outcome in the same statement: the function runs once (a volatile CTE is
-// materialized) and the ledger costs no extra round trip. A store-reset writes nothing,
-// not even the observation.
+// materialized) and the ledger costs no extra round trip. A store-reset or an early
+// claim writes nothing, not even the observation.
 constexpr const char* kClaimSql =
     "WITH c AS (SELECT * FROM tickd_claim($1, $2::bigint, $3, $4, $5::bigint, $6::bigint, "
-    "$7::boolean, $8::boolean, $9, $12::bigint)), "
+    "$7::boolean, $8::boolean, $9, $12::bigint, $13::bigint, $14::bigint)), "
     "o AS (INSERT INTO tickd_observations(job, tick, node, outcome, node_wall_ms, config_hash, "
     "fence) SELECT $1, $2::bigint, $3, c.status, $10::bigint, $9, c.fence FROM c "
-    "WHERE $11::boolean AND c.status <> 'store-reset'" TICKD_OBSERVATION_UPSERT
+    "WHERE $11::boolean AND c.status NOT IN ('store-reset', 'early')" TICKD_OBSERVATION_UPSERT
     ") "
-    "SELECT status, fence, holder_node, holder_tick, holder_hash, holder_running FROM c";
+    "SELECT status, fence, holder_node, holder_tick, holder_hash, holder_running, store_ms "
+    "FROM c";
 
 constexpr const char* kRenewSql =
     "UPDATE tickd_ticks SET lease_until = now() + $4::bigint * interval '1 millisecond' "
@@ -551,14 +585,19 @@ class PostgresBackend final : public Backend {
                           std::to_string(req.lease.count()), std::move(deadline),
                           req.forbid_overlap ? "true" : "false", req.recover ? "true" : "false",
                           req.config_hash, std::to_string(req.node_wall.time_since_epoch().count()),
-                          req.observe ? "true" : "false", std::to_string(req.known_tick)}});
+                          req.observe ? "true" : "false", std::to_string(req.known_tick),
+                          req.max_lead ? std::optional<std::string>(
+                                             std::to_string(req.max_lead->count()))
+                                       : std::nullopt,
+                          std::to_string(req.due_offset.count())}});
     }
     return PerRequest<ClaimOutcome>(RunBatch(std::move(queries), KeysOf(reqs)), reqs.size(),
                                     [&](const PGresult* r, std::size_t i) {
                                       auto out = ParseClaim(r, reqs[i]);
                                       if (out) {
                                         out->observed = reqs[i].observe &&
-                                                        out->status != ClaimStatus::kStoreReset;
+                                                        out->status != ClaimStatus::kStoreReset &&
+                                                        out->status != ClaimStatus::kEarly;
                                       }
                                       return out;
                                     });
@@ -776,12 +815,17 @@ class PostgresBackend final : public Backend {
 
  private:
   Result<ClaimOutcome> ParseClaim(const PGresult* r, const ClaimRequest& req) const {
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQnfields(r) != 6) {
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQnfields(r) != 7) {
       return MakeError(context_ + ": claim " + req.job + "@" + std::to_string(req.tick_unix),
                        Trim(PQresultErrorMessage(r)));
     }
     const std::string status = ToText(r, 0, 0);
     ClaimOutcome out;
+    out.store_ms = ToInt(r, 0, 6);
+    if (status == "early") {
+      out.status = ClaimStatus::kEarly;
+      return out;
+    }
     if (status == "won") {
       out.status = ClaimStatus::kWon;
       out.fence = static_cast<std::uint64_t>(ToInt(r, 0, 1));

@@ -125,11 +125,12 @@ using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 
 // One call claims one or more ticks. KEYS[i]: claim i's key base "P{job}:" (the keys
 // below are derived from it: they carry its hash tag, so they live in its slot).
-// ARGV[11(i-1)+1 .. 11i]: claim i's T, node, token, lease_ms, deadline_ms (-1: none),
+// ARGV[13(i-1)+1 .. 13i]: claim i's T, node, token, lease_ms, deadline_ms (-1: none),
 // forbid, recover, config_hash, retention_ms, node_wall_ms ('' : no observation),
-// known_tick (0: none; docs/design.md §1 rule 12).
+// known_tick (0: none; docs/design.md §1 rule 12), max_lead_ms ('': no clock check;
+// rule 15), due_offset_ms.
 // Answers, per claim, {status, fence, holder node, holder T, holder hash, holder
-// running (1/0)}. On Redis Cluster every call carries one claim (a script's keys must
+// running (1/0), the server's TIME in ms (0 when the call did not read it)}. On Redis Cluster every call carries one claim (a script's keys must
 // share one slot); on a plain server a call carries up to kItemsPerCall claims, each
 // still touching only its own job's keys: what is shared is the script call's own
 // cost (parsing, setup, the AOF's MULTI/EXEC, the reply), ~2 µs of a ~7 µs claim.
@@ -159,11 +160,17 @@ end
 local function claim(base, o)
   local tick, node, hash, obs_wall = ARGV[o + 1], ARGV[o + 2], ARGV[o + 8], ARGV[o + 10]
   local head_key, known = base .. 'head', tonumber(ARGV[o + 11])
+  local lead = ARGV[o + 12] ~= '' and tonumber(ARGV[o + 12]) or nil
+  -- The replica's clock is ahead of the server's: the tick is not due yet. Nothing is
+  -- written (the replica records its observation).
+  if lead and clock() < tonumber(tick) * 1000 + tonumber(ARGV[o + 13]) - lead then
+    return {'early', 0, '', 0, '', 0}
+  end
   local head = nil
   -- The replica saw a later claim than the head: the server lost its data. Nothing is
   -- written, not even the observation. (known 0 knows nothing: the head is read below.)
   if known > 0 then
-    head = redis.call('HMGET', head_key, 'tick', 'node', 'fence')
+    head = redis.call('HMGET', head_key, 'tick', 'node', 'fence', 'below', 'below_node')
     local head_tick = head[1] and tonumber(head[1]) or 0
     if known > head_tick then return {'store-reset', 0, head[2] or '', head_tick, '', 0} end
   end
@@ -178,11 +185,17 @@ local function claim(base, o)
   end
   local lease, deadline = tonumber(ARGV[o + 4]), tonumber(ARGV[o + 5])
   local run_key = base .. 'run'
-  head = head or redis.call('HMGET', head_key, 'tick', 'node', 'fence')
+  head = head or redis.call('HMGET', head_key, 'tick', 'node', 'fence', 'below', 'below_node')
+  -- A head further than lead ahead of the server's clock was claimed for the future (a
+  -- wrong clock, an unchecked claim): a checked claim is judged against `below`, the
+  -- latest tick claimed that was not ahead, instead.
+  local ahead = lead and head[1] and tonumber(head[1]) * 1000 - lead > clock()
+  local judged, judged_node = head[1], head[2]
+  if ahead then judged, judged_node = head[4], head[5] end
   -- superseded, missed or busy: nobody's record is written, only this replica's observation.
   local alone, reply = nil, nil
-  if not rec[1] and head[1] and tonumber(head[1]) > tonumber(tick) then
-    alone, reply = 'superseded', {'superseded', 0, head[2] or '', tonumber(head[1]), '', 0}
+  if not rec[1] and judged and tonumber(judged) > tonumber(tick) then
+    alone, reply = 'superseded', {'superseded', 0, judged_node or '', tonumber(judged), '', 0}
   elseif deadline >= 0 and clock() > (rec[1] and tonumber(rec[4]) or tonumber(tick) * 1000) + deadline then
     alone, reply = 'missed', {'missed', 0, '', 0, '', 0}
   elseif ARGV[o + 6] == '1' then
@@ -202,8 +215,18 @@ local function claim(base, o)
     -- Fences are formatted here: Lua's own tostring keeps 14 digits only.
     local fence = math.max(head[3] and tonumber(head[3]) + 1 or 0, clock() * 2048)
     local fence_s = string.format('%.0f', fence)
-    if head[1] and tonumber(head[1]) >= tonumber(tick) then
+    if ahead then
+      -- The head's tick stays (store-reset compares with it); below moves forward.
+      if not head[4] or tonumber(head[4]) < tonumber(tick) then
+        redis.call('HSET', head_key, 'fence', fence_s, 'below', tick, 'below_node', node)
+      else
+        redis.call('HSET', head_key, 'fence', fence_s)
+      end
+    elseif head[1] and tonumber(head[1]) >= tonumber(tick) then
       redis.call('HSET', head_key, 'fence', fence_s)
+    elseif head[1] and tonumber(head[1]) * 1000 - (lead or 0) <= clock() then
+      redis.call('HSET', head_key, 'fence', fence_s, 'tick', tick, 'node', node,
+                 'below', head[1], 'below_node', head[2] or '')
     else
       redis.call('HSET', head_key, 'fence', fence_s, 'tick', tick, 'node', node)
     end
@@ -227,7 +250,10 @@ local function claim(base, o)
   return reply
 end
 local out = {}
-for i = 1, #KEYS do out[i] = claim(KEYS[i], (i - 1) * 11) end
+for i = 1, #KEYS do
+  out[i] = claim(KEYS[i], (i - 1) * 13)
+  out[i][7] = now or 0
+end
 return out
 )lua";
 
@@ -740,7 +766,9 @@ class RedisBackend final : public Backend {
                   req.forbid_overlap ? "1" : "0", req.recover ? "1" : "0", req.config_hash,
                   retention,
                   req.observe ? std::to_string(req.node_wall.time_since_epoch().count()) : "",
-                  std::to_string(req.known_tick)});
+                  std::to_string(req.known_tick),
+                  req.max_lead ? std::to_string(req.max_lead->count()) : "",
+                  std::to_string(req.due_offset.count())});
     });
     std::vector<std::string_view> jobs;
     jobs.reserve(reqs.size());
@@ -755,7 +783,10 @@ class RedisBackend final : public Backend {
         if (answered[i]) continue;
         answered[i] = 1;
         Result<ClaimOutcome> r = ParseClaim(ItemOfCall(reply, i, per_call, reqs.size()));
-        if (r) r->observed = reqs[i].observe && r->status != ClaimStatus::kStoreReset;
+        if (r) {
+          r->observed = reqs[i].observe && r->status != ClaimStatus::kStoreReset &&
+                        r->status != ClaimStatus::kEarly;
+        }
         on_answer(i, std::move(r));
       }
     };
@@ -1173,11 +1204,16 @@ class RedisBackend final : public Backend {
 
   Result<ClaimOutcome> ParseClaim(const redisReply* r) const {
     if (r->type == REDIS_REPLY_ERROR) return MakeError(context_ + ": claim", std::string(Str(r)));
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
       return MakeError(context_ + ": claim", "unexpected reply from the claim script");
     }
     const std::string_view status = Str(r->element[0]);
     ClaimOutcome out;
+    out.store_ms = Int(r->element[6]);
+    if (status == "early") {
+      out.status = ClaimStatus::kEarly;
+      return out;
+    }
     if (status == "won") {
       out.status = ClaimStatus::kWon;
       out.fence = static_cast<std::uint64_t>(Int(r->element[1]));

@@ -30,6 +30,9 @@
 // other backend. Session expiry is the second, independent way to lose it.
 //
 // claim, in the order of the Redis script (an existing record is the stronger answer):
+//  −1. the request checks the clock (max_lead, docs/design.md §1 rule 15) and the
+//      server's now (below) is before T + due_offset − max_lead → early, nothing
+//      written: the replica's clock is ahead of the server's;
 //   0. get the record and the head. known_tick above the head's tick (0 without a
 //      head) → store-reset, holder_tick_unix = the head's tick, nothing written (not
 //      even the job's folders: they are created just before the multi). The store
@@ -42,7 +45,8 @@
 //      expiry + starting_deadline (missed). When the lease node is already gone (the
 //      session died) the moment it went is unknown; the deadline then counts from now.
 //   2. no record and the head names a later tick → superseded (that tick and its
-//      node): claims are monotonic per job.
+//      node): claims are monotonic per job. A head further than max_lead ahead of the
+//      server's now judges by its `below` instead (lock/clock_check.h).
 //   3. no record: missed when server now > T + starting_deadline.
 //   4. forbid: the run node names another tick whose lease is live → busy.
 //   5. one multi: create the record (or, re-claiming: check its version and set it
@@ -140,6 +144,7 @@
 #include <vector>
 
 #include "lock/claim_waves.h"
+#include "lock/clock_check.h"
 #include "lock/complete_batcher.h"
 #include "lock/registry.h"
 #include "lock/pause_record.h"
@@ -1276,13 +1281,16 @@ class ZookeeperBackend final : public Backend {
     };
     std::vector<std::size_t> retry = DecideChunk(reqs, chunk, collect, failed);
     if (!failed) {
-      // Not store-reset (nothing is written then) nor an error; a failed write leaves
-      // the outcome unobserved, and the scheduler records it.
+      // Not store-reset or early (nothing is written then) nor an error; a failed write
+      // leaves the outcome unobserved, and the scheduler records it.
       std::vector<Observation> all;
       std::vector<ClaimOutcome*> outcomes;
       for (auto& [i, r] : answers) {
         const ClaimRequest& req = reqs[i];
-        if (!req.observe || !r || r->status == ClaimStatus::kStoreReset) continue;
+        if (!req.observe || !r || r->status == ClaimStatus::kStoreReset ||
+            r->status == ClaimStatus::kEarly) {
+          continue;
+        }
         all.push_back(Observation{req.job, req.tick_unix, req.node,
                                   std::string(ClaimStatusName(r->status)), req.node_wall,
                                   req.config_hash, r->status == ClaimStatus::kWon ? r->fence : 0});
@@ -1334,6 +1342,11 @@ class ZookeeperBackend final : public Backend {
     } else {
       return fail_all(Failure("clock", read[clock].rc).value());
     }
+    // Every answer of the chunk carries the server's clock it was judged on.
+    const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
+      if (r) r->store_ms = now;
+      on_answer(i, std::move(r));
+    };
 
     // The lease nodes that decide a re-claim (the tick's) and busy (the run node's tick).
     Batch leases(zh_.get());
@@ -1359,9 +1372,9 @@ class ZookeeperBackend final : public Backend {
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       auto decided = Decide(reqs[chunk[n]], plans[n], read, leases, now);
       if (!decided) {
-        on_answer(chunk[n], tl::unexpected(decided.error()));
+        answer(chunk[n], tl::unexpected(decided.error()));
       } else if (*decided) {
-        on_answer(chunk[n], std::move(**decided));
+        answer(chunk[n], std::move(**decided));
       } else {
         writing.push_back(n);
       }
@@ -1372,7 +1385,7 @@ class ZookeeperBackend final : public Backend {
     for (const std::size_t n : writing) jobs.push_back(reqs[chunk[n]].job);
     if (auto ok = EnsureJobs(jobs, deadline); !ok) {
       failed = ok.error();
-      for (const std::size_t n : writing) on_answer(chunk[n], tl::unexpected(ok.error()));
+      for (const std::size_t n : writing) answer(chunk[n], tl::unexpected(ok.error()));
       return {};
     }
     std::vector<std::vector<Op>> items;
@@ -1383,7 +1396,7 @@ class ZookeeperBackend final : public Backend {
       const ClaimPlan& p = plans[writing[w]];
       const ClaimRequest& req = reqs[p.index];
       if (!written[w]) {
-        on_answer(p.index,
+        answer(p.index,
                   MakeError(context_ + ": claim", "no answer within " +
                                                       std::to_string(options_.op_timeout.count()) +
                                                       "ms (the claim may or may not be recorded)"));
@@ -1395,7 +1408,7 @@ class ZookeeperBackend final : public Backend {
         ClaimOutcome won;
         won.status = ClaimStatus::kWon;
         won.fence = p.fence;
-        on_answer(p.index, won);
+        answer(p.index, won);
         continue;
       }
       if (rc == ZNONODE) known_jobs_.erase(req.job);  // the folders may be gone
@@ -1406,15 +1419,15 @@ class ZookeeperBackend final : public Backend {
       if (rc == ZCONNECTIONLOSS) {
         auto resolved = Ambiguous(req, p.lease_path, p.fence, deadline);
         if (!resolved) {
-          on_answer(p.index, tl::unexpected(resolved.error()));
+          answer(p.index, tl::unexpected(resolved.error()));
         } else if (*resolved) {
-          on_answer(p.index, **resolved);
+          answer(p.index, **resolved);
         } else {
           retry.push_back(p.index);
         }
         continue;
       }
-      on_answer(p.index, Failure("claim", rc));
+      answer(p.index, Failure("claim", rc));
     }
     return retry;
   }
@@ -1430,6 +1443,8 @@ class ZookeeperBackend final : public Backend {
     if (record.rc != ZOK && record.rc != ZNONODE) return Failure("claim", record.rc);
     if (head.rc != ZOK && head.rc != ZNONODE) return Failure("claim", head.rc);
     const Fields head_fields = head.rc == ZOK ? Decode(head.value) : Fields{};
+    // The replica's clock is ahead of the server's (rule 15): nothing is written.
+    if (ClaimIsEarly(req, now)) return ClaimOutcome{ClaimStatus::kEarly};
     // The store forgot a claim this replica saw (design.md §1 rule 12): nothing is
     // written. A claim won instead checks the head's version in its multi, so the
     // head judged here is the one the claim moves.
@@ -1470,11 +1485,12 @@ class ZookeeperBackend final : public Backend {
         return ClaimOutcome{ClaimStatus::kMissed};
       }
     } else {
-      if (head.rc == ZOK && head_tick > req.tick_unix) {
+      auto [judging, judging_node] = JudgingHead(TicksOf(head_fields), req, now);
+      if (head.rc == ZOK && judging > req.tick_unix) {
         ClaimOutcome superseded;
         superseded.status = ClaimStatus::kSuperseded;
-        superseded.holder_node = Get(head_fields, "node");
-        superseded.holder_tick_unix = head_tick;
+        superseded.holder_node = std::move(judging_node);
+        superseded.holder_tick_unix = judging;
         return superseded;
       }
       if (req.starting_deadline && now > req.tick_unix * 1000 + req.starting_deadline->count()) {
@@ -1525,33 +1541,36 @@ class ZookeeperBackend final : public Backend {
     return std::optional<ClaimOutcome>();
   }
 
+  // The ticks of a head node's fields (none: all 0).
+  static HeadTicks TicksOf(const Fields& head_fields) {
+    return HeadTicks{ToInt(Get(head_fields, "tick")), Get(head_fields, "node"),
+                     ToInt(Get(head_fields, "below")), Get(head_fields, "below_node")};
+  }
+
   // Appends the ops that move the job's head for a won claim of req (set by version,
   // or create; a head whose int32 version is about to run out is deleted and created
-  // again at a new epoch) and returns the claim's fence.
+  // again at a new epoch) and returns the claim's fence. Its ticks move as
+  // lock/clock_check.h says (a head ahead of the server's clock keeps its tick).
   static std::uint64_t MoveHead(const ClaimRequest& req, const Reply& head,
                                 const Fields& head_fields, const std::string& head_path,
                                 std::int64_t now_ms, std::vector<Op>& ops) {
     constexpr int kLastVersion = 0x7fff'fff0;
-    Fields next = {{"tick", std::to_string(req.tick_unix)},
-                   {"node", req.node},
+    HeadTicks ticks = head.rc == ZOK ? TicksOf(head_fields) : HeadTicks{};
+    ::tickd::lock::MoveHead(ticks, req, now_ms);
+    Fields next = {{"tick", std::to_string(ticks.tick)},
+                   {"node", ticks.node},
                    {"epoch_ms", std::to_string(now_ms)}};
+    if (ticks.below > 0) {
+      next["below"] = std::to_string(ticks.below);
+      next["below_node"] = ticks.below_node;
+    }
     int version_after = 0;
     if (head.rc == ZOK && head.stat.version < kLastVersion) {
-      if (ToInt(Get(head_fields, "tick")) >= req.tick_unix) {
-        next["tick"] = Get(head_fields, "tick");
-        next["node"] = Get(head_fields, "node");
-      }
       next["epoch_ms"] = Get(head_fields, "epoch_ms");
       ops.push_back({Op::kSet, head_path, Encode(next), head.stat.version});
       version_after = head.stat.version + 1;
     } else {
-      if (head.rc == ZOK) {
-        if (ToInt(Get(head_fields, "tick")) >= req.tick_unix) {
-          next["tick"] = Get(head_fields, "tick");
-          next["node"] = Get(head_fields, "node");
-        }
-        ops.push_back({Op::kDelete, head_path, "", head.stat.version});
-      }
+      if (head.rc == ZOK) ops.push_back({Op::kDelete, head_path, "", head.stat.version});
       ops.push_back({Op::kCreate, head_path, Encode(next), -1, ZOO_PERSISTENT});
     }
     static_assert(kFenceEpochShift == 11);

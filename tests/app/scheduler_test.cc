@@ -92,7 +92,8 @@ TEST_CASE(
     "a tick whose job already had a later tick claimed is superseded: logged, observed, "
     "not run") {
   Sim sim(WallAt(kT0, -1'000));
-  // A replica whose clock is a minute ahead already claimed 14:01.
+  // A replica whose clock is a minute ahead already claimed 14:01 (a claim that did
+  // not check the clock: rule 15 would refuse it, and pass it over; see below).
   lock::ClaimRequest ahead;
   ahead.job = "lagging";
   ahead.tick_unix = kT0 + 60;
@@ -102,7 +103,8 @@ TEST_CASE(
   auto claimed = sim.store->Claim(ahead);
   REQUIRE(claimed);
   REQUIRE(claimed->status == lock::ClaimStatus::kWon);
-  sim.AddReplica("node-b", {EveryJob("lagging", 60)});
+  sim.AddReplica("node-b", {EveryJob("lagging", 60)},
+                 [](SchedulerOptions& o) { o.clock_tolerance = std::nullopt; });
   sim.Step(seconds(1));  // 14:00:00
   sim.WaitQuiet();
   const auto lines = sim.lines();
@@ -120,6 +122,100 @@ TEST_CASE(
     }
   }
   CHECK(observed);
+}
+
+// A memory store on a clock of its own, `behind` the Sim's (whose replicas' clocks are
+// then that far ahead of the store's), moved on together with it.
+struct StoreBehind {
+  StoreBehind(Sim& of, milliseconds behind)
+      : sim(of), clock(of.clock.Wall() - behind), store(lock::NewMemoryBackend(clock)) {}
+  // The store's clock first: no claim sees the replica's moved and the store's not.
+  void Step(milliseconds by) {
+    sim.WaitQuiet();
+    clock.Advance(by);
+    sim.clock.Advance(by);
+  }
+  Sim& sim;
+  FakeClock clock;
+  std::unique_ptr<lock::Backend> store;
+};
+
+TEST_CASE(
+    "a tick claimed a minute into the future does not supersede the ticks of a replica "
+    "whose clock is right (rule 15)") {
+  Sim sim(WallAt(kT0, -1'000));
+  lock::ClaimRequest ahead;  // unchecked: an older tickd with its clock a minute ahead
+  ahead.job = "held";
+  ahead.tick_unix = kT0 + 60;
+  ahead.node = "node-ahead";
+  ahead.owner_token = "token-ahead";
+  ahead.starting_deadline = std::nullopt;
+  ahead.forbid_overlap = false;
+  ahead.lease = milliseconds(1);  // its holder is gone: no busy under forbid
+  REQUIRE(sim.store->Claim(ahead)->status == lock::ClaimStatus::kWon);
+  sim.AddReplica("node-b", {EveryJob("held", 10)});
+  sim.Step(seconds(1));   // 14:00:00
+  sim.Step(seconds(10));  // 14:00:10
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"outcome=superseded"}).empty());
+  CHECK(sim.Grep({"node=node-b outcome=won"}).size() == 2);
+  CHECK(sim.Grep({" run ", "outcome=done"}).size() == 2);
+}
+
+TEST_CASE(
+    "a replica whose clock is ahead of the store's hears early: logged with its offset, "
+    "observed, never run; once the clocks agree it claims again, without a restart") {
+  Sim sim(WallAt(kT0, -1'000));
+  StoreBehind behind(sim, seconds(30));
+  auto& store = behind.store;
+  auto& store_clock = behind.clock;
+  const auto step = [&](milliseconds by) { behind.Step(by); };
+  sim.AddReplica("node-ahead", {EveryJob("job", 10)}, nullptr, store.get());
+  step(seconds(1));  // 14:00:00 here, 13:59:30 at the store
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"warn tick job=job tick=2026-11-21T14:00:00Z node=node-ahead outcome=early "
+                  "offset=+30.000s store_clock=2026-11-21T13:59:30.000Z max_lead=0.250s"})
+            .size() == 1);
+  CHECK(sim.Grep({"warn store-clock node=node-ahead backend=memory outcome=ahead "
+                  "offset=+30.000s threshold=1.000s"})
+            .size() == 1);
+  CHECK(sim.Grep({" run "}).empty());
+  // (13:59:50, still startable when it started, was early too.)
+  auto history = store->History("job", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 2);
+  for (const lock::TickHistory& t : *history) {
+    CHECK(t.winner.empty());
+    REQUIRE(t.observations.size() == 1);
+    CHECK(t.observations.front().outcome == "early");
+  }
+
+  // The store's clock is set right: the next tick is claimed and run.
+  store_clock.StepWall(seconds(30));
+  step(seconds(10));  // 14:00:10 on both
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"tick=2026-11-21T14:00:10Z node=node-ahead outcome=won"}).size() == 1);
+  CHECK(sim.Grep({"info store-clock node=node-ahead backend=memory outcome=back "
+                  "offset=+0.000s"})
+            .size() == 1);
+  CHECK(sim.Grep({" run ", "outcome=done"}).size() == 1);
+}
+
+TEST_CASE(
+    "a replica whose clock was an hour ahead claims again as soon as its clock is set back, "
+    "not an hour later") {
+  Sim sim(WallAt(kT0, -1'000));
+  StoreBehind behind(sim, seconds(3600));
+  const auto step = [&](milliseconds by) { behind.Step(by); };
+  sim.AddReplica("node-ahead", {EveryJob("job", 10)}, nullptr, behind.store.get());
+  step(seconds(1));  // 14:00:00 here, 13:00:00 at the store
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"tick=2026-11-21T14:00:00Z node=node-ahead outcome=early"}).size() == 1);
+  sim.clock.StepWall(-seconds(3600));  // NTP mends it: 13:00:00 on both
+  step(seconds(10));
+  sim.WaitQuiet();
+  CHECK(sim.Grep({"tick=2026-11-21T13:00:10Z node=node-ahead outcome=won"}).size() == 1);
+  CHECK(sim.Grep({" run ", "outcome=done"}).size() == 1);
 }
 
 TEST_CASE("forbid: a tick while the previous run still runs is busy on every replica") {

@@ -184,6 +184,21 @@ TEST_CASE("lock.claim_lead: 0s claims at T; 1s or more is an error at its place"
   CHECK(r.errors.empty());
 }
 
+TEST_CASE("lock.clock_tolerance: 0s to 10s; more, or not a duration, is an error at its place",
+          "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\nlock: {clock_tolerance: 11s}\njobs:\n  - name: a\n"
+                         "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK_ERROR(r, "FILE:2:25: lock.clock_tolerance: must be at most 10s");
+  CHECK(r.errors.size() == 1);
+  r = LoadText(dir, "version: 1\nlock: {clock_tolerance: soon}\njobs:\n  - name: a\n"
+                    "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK_ERROR(r, "FILE:2:25: lock.clock_tolerance: ");
+  r = LoadText(dir, "version: 1\nlock: {clock_tolerance: 0s}\njobs:\n  - name: a\n"
+                    "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK(r.errors.empty());
+}
+
 TEST_CASE("lock.history: sizes up to 64KB, runs 1-10000, each error at its place",
           "[config][errors]") {
   TempDir dir;

@@ -153,6 +153,7 @@ jobs:
   CHECK(c.lock.url == "sqlite://" + dir.path().string() + "/tickd.db");
   CHECK(c.lock.lease == milliseconds(15'000));
   CHECK(c.lock.claim_lead == milliseconds(200));
+  CHECK(c.lock.clock_tolerance == milliseconds(250));
   CHECK(c.lock.history.output_bytes == 16 * 1024);
   CHECK(c.lock.history.runs == 50);
   CHECK(c.http.listen.empty());

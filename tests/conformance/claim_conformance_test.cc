@@ -452,6 +452,108 @@ TEMPLATE_LIST_TEST_CASE(
 }
 
 TEMPLATE_LIST_TEST_CASE(
+    "conformance: a claim further ahead of the store's clock than its max_lead is refused "
+    "early and writes nothing",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t now = NowUnix(h.clock());
+  // A replica whose clock is 30 s ahead claims what its clock says is due.
+  auto ahead = Req(h, "clock", now + 30, "node-ahead", "tok-a1");
+  ahead.max_lead = 450ms;
+  ahead.observe = true;
+  const ClaimOutcome refused = MustClaim(*a, ahead);
+  if (!h.judges_clock()) {
+    // SQLite: the store's clock is the replica's own; it cannot tell (backends.md).
+    CHECK(refused.status == ClaimStatus::kWon);
+    return;
+  }
+  CHECK(std::string(Name(refused.status)) == "early");
+  CHECK_FALSE(refused.observed);
+  // The store says what its clock read (etcd: its Date second + 500 ms).
+  const std::int64_t wall_ms = h.clock().Wall().time_since_epoch().count();
+  CHECK(refused.store_ms > wall_ms - 5'000);
+  CHECK(refused.store_ms < wall_ms + 5'000);
+  // The due instant counts, not T: a past tick whose jitter puts it 40 s ahead.
+  auto jittered = Req(h, "clock-jitter", now - 5, "node-ahead", "tok-a2");
+  jittered.max_lead = 450ms;
+  jittered.due_offset = 45s;
+  CHECK(MustClaim(*a, jittered).status == ClaimStatus::kEarly);
+  jittered.due_offset = 0ms;
+  CHECK(MustClaim(*a, jittered).status == ClaimStatus::kWon);
+
+  // Nothing was written: the on-time tick before it is won (not superseded, not busy
+  // under forbid), and the refused tick has no record.
+  auto on_time = Req(h, "clock", now, "node-b", "tok-b1");
+  on_time.max_lead = 450ms;
+  CHECK(MustClaim(*b, on_time).status == ClaimStatus::kWon);
+  auto history = b->History("clock", 10);
+  REQUIRE(history);
+  for (const TickHistory& t : *history) {
+    if (t.tick_unix == now + 30) CHECK(t.winner.empty());
+  }
+  // The same claim once the replica's clock is right again (its tick on time): won.
+  auto mended = Req(h, "clock", now + 1, "node-ahead", "tok-a3");
+  mended.max_lead = 1'450ms;
+  mended.forbid_overlap = false;
+  CHECK(MustClaim(*a, mended).status == ClaimStatus::kWon);
+}
+
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: a tick claimed for the future does not supersede the claims of clocks "
+    "that are right; they stay monotonic among themselves",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t now = NowUnix(h.clock());
+  // An unchecked claim an hour ahead (a replica of an older tickd with its clock ahead).
+  auto future = Req(h, "ahead", now + 3600, "node-ahead", "tok-f");
+  future.forbid_overlap = false;
+  MustWin(*a, future);
+  const auto checked = [&](std::int64_t tick, const std::string& node, const std::string& token) {
+    auto req = Req(h, "ahead", tick, node, token);
+    req.max_lead = 450ms;
+    req.forbid_overlap = false;
+    return MustClaim(*b, req);
+  };
+  if (!h.judges_clock()) {
+    CHECK(checked(now, "node-b", "tok-b0").status == ClaimStatus::kSuperseded);  // SQLite
+    return;
+  }
+  // The replicas whose clocks are right go on running the job.
+  CHECK(checked(now - 2, "node-b", "tok-b1").status == ClaimStatus::kWon);
+  CHECK(checked(now - 1, "node-b", "tok-b2").status == ClaimStatus::kWon);
+  // Among them claims stay monotonic: an earlier tick is superseded by the latest of
+  // theirs, not by the head an hour ahead.
+  const ClaimOutcome lagging = checked(now - 3, "node-c", "tok-c1");
+  CHECK(lagging.status == ClaimStatus::kSuperseded);
+  CHECK(lagging.holder_tick_unix == now - 1);
+  CHECK(lagging.holder_node == "node-b");
+  // A claim that checks no clock (an ad-hoc lock's) is judged against the latest tick
+  // claimed, as before; and the future tick itself stays claimed.
+  auto unchecked = Req(h, "ahead", now, "node-c", "tok-c2");
+  unchecked.forbid_overlap = false;
+  const ClaimOutcome old_rule = MustClaim(*b, unchecked);
+  CHECK(old_rule.status == ClaimStatus::kSuperseded);
+  CHECK(old_rule.holder_tick_unix == now + 3600);
+  auto same = Req(h, "ahead", now + 3600, "node-c", "tok-c3");
+  same.forbid_overlap = false;
+  const ClaimOutcome lost = MustClaim(*b, same);
+  CHECK(lost.status == ClaimStatus::kLost);
+  CHECK(lost.holder_node == "node-ahead");
+  // The replicas that saw the latest tick (known_tick) hear no store-reset.
+  auto next = Req(h, "ahead", now, "node-b", "tok-b3");
+  next.max_lead = 450ms;
+  next.forbid_overlap = false;
+  next.known_tick = now + 3600;
+  CHECK(MustClaim(*b, next).status == ClaimStatus::kWon);
+}
+
+TEMPLATE_LIST_TEST_CASE(
     "conformance: a recover re-claim of a tick claimed before a later one "
     "still wins after the lease expired",
     "[conformance]", AllHarnesses) {

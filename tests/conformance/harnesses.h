@@ -68,6 +68,7 @@ class SqliteHarness final : public Harness {
   }
   bool durable() const override { return true; }
   bool forkable() const override { return true; }
+  bool judges_clock() const override { return false; }
 
  private:
   testing::TempDir dir_;

@@ -19,6 +19,13 @@ TEST_CASE("etcd: skewed replicas run every tick exactly once", "[e2e][etcd]") {
   ScenarioSkewedReplicas(*backend);
 }
 
+TEST_CASE("etcd: a clock 30 s ahead, 1 h ahead, 30 s behind never runs a tick early",
+          "[e2e][etcd][clock]") {
+  if (!Available()) return;
+  auto backend = MakeEtcdFixture();
+  ScenarioWrongClock(*backend);
+}
+
 TEST_CASE("etcd: SIGKILL of the running replica", "[e2e][etcd]") {
   if (!Available()) return;
   auto backend = MakeEtcdFixture();

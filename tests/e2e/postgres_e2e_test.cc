@@ -21,6 +21,13 @@ TEST_CASE("postgres: skewed replicas run every tick exactly once", "[e2e][postgr
   ScenarioSkewedReplicas(*backend);
 }
 
+TEST_CASE("postgres: a clock 30 s ahead, 1 h ahead, 30 s behind never runs a tick early",
+          "[e2e][postgres][clock]") {
+  if (!Available()) return;
+  auto backend = MakePostgresFixture();
+  ScenarioWrongClock(*backend);
+}
+
 TEST_CASE("postgres: SIGKILL of the running replica", "[e2e][postgres]") {
   if (!Available()) return;
   auto backend = MakePostgresFixture();

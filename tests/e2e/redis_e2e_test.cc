@@ -26,6 +26,13 @@ TEST_CASE("redis: skewed replicas run every tick exactly once", "[e2e][redis]") 
   ScenarioSkewedReplicas(*backend);
 }
 
+TEST_CASE("redis: a clock 30 s ahead, 1 h ahead, 30 s behind never runs a tick early",
+          "[e2e][redis][clock]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioWrongClock(*backend);
+}
+
 TEST_CASE("redis: SIGKILL of the running replica", "[e2e][redis]") {
   if (!Available()) return;
   auto backend = MakeRedisFixture();

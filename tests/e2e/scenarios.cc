@@ -159,13 +159,105 @@ void ScenarioSkewedReplicas(BackendFixture& backend) {
       REQUIRE(it != ticks.end());
       CHECK(it->second.size() == 1);
       const LogLine& l = it->second.front();
-      if (node != winner) {
+      // The replica 0.7 s ahead is beyond lock.claim_lead + lock.clock_tolerance: the
+      // store refuses its claims (early; on etcd, judging by whole seconds, not always).
+      if (node != winner && l.Get("outcome") != "early") {
         CHECK(l.Get("outcome") == "lost");
         CHECK(l.Get("winner") == winner);
       }
     }
   }
   CHECK(judged >= 4);
+}
+
+void ScenarioWrongClock(BackendFixture& backend) {
+  Cluster cluster(backend);
+  cluster.WriteJobFile(
+      "jobs:\n"
+      "  - name: every2\n"
+      "    schedule: \"*/2 * * * * *\"\n"
+      "    shell: " + RecordingShell("true") + "\n");
+  cluster.StartReplica("node-a");
+  cluster.StartReplica("node-b");
+  const auto tick_lines = [&](const std::string& node) {
+    int n = 0;
+    for (const LogLine& l : Events(cluster.AllLines(), "tick", "every2")) n += l.Get("node") == node;
+    return n;
+  };
+  REQUIRE(Cluster::WaitUntil([&] { return tick_lines("node-a") >= 2; }, 60s));
+  // The wrong clock, one after the other; each claims at least three ticks.
+  const std::vector<std::pair<std::string, double>> wrong = {
+      {"node-ahead-30s", 30}, {"node-ahead-1h", 3600}, {"node-behind-30s", -30}};
+  for (const auto& [node, offset] : wrong) {
+    Replica& x = cluster.StartReplica(node, FakeTimeEnv(offset));
+    INFO(node << " log:\n" << x.LogText());
+    CHECK(Cluster::WaitUntil([&] { return tick_lines(node) >= 4; }, 60s));
+    x.Signal(SIGTERM);
+    REQUIRE(x.Wait(20s).has_value());
+  }
+  // After the wrong clock is gone, the right replicas run the next ticks.
+  const double gone = std::chrono::duration<double>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const auto runs_after = [&] {
+    int n = 0;
+    for (const RunRecord& r : ReadRuns(cluster.dir() / "runs.txt")) {
+      n += r.event == "start" && r.tick > gone;
+    }
+    return n;
+  };
+  CHECK(Cluster::WaitUntil([&] { return runs_after() >= 2; }, 60s));
+  StopAll(cluster);
+
+  const auto lines = cluster.AllLines();
+  INFO("folder " << cluster.dir());
+  // Every tick from the first run to the last ran exactly once, on a right clock,
+  // never before its instant by the real clock (the runs record it: `date` in the job).
+  std::map<long long, RunRecord> starts;
+  for (const RunRecord& r : ReadRuns(cluster.dir() / "runs.txt")) {
+    if (r.event != "start") continue;
+    INFO("tick " << r.tick << " on " << r.node);
+    CHECK(starts.count(r.tick) == 0);
+    CHECK((r.node == "node-a" || r.node == "node-b"));
+    CHECK(r.at >= static_cast<double>(r.tick));
+    starts[r.tick] = r;
+  }
+  REQUIRE(starts.size() >= 6);
+  // How late the runs started (the first excepted: a replica that starts mid-second
+  // runs the tick still startable at once). Reported, not judged: CI is loaded.
+  double latest = 0;
+  for (auto it = std::next(starts.begin()); it != starts.end(); ++it) {
+    latest = std::max(latest, it->second.at - static_cast<double>(it->first));
+  }
+  WARN("latest start after its instant (by the real clock): " << latest << " s");
+  for (long long t = starts.begin()->first; t <= starts.rbegin()->first; t += 2) {
+    INFO("tick " << t << " did not run");
+    CHECK(starts.count(t) == 1);
+  }
+  // The ahead replicas heard `early` (their offset to the store logged), never won;
+  // the behind one never won either. Each logged its offset to the store.
+  for (const auto& [node, offset] : wrong) {
+    int early = 0;
+    for (const LogLine& l : Events(lines, "tick", "every2")) {
+      if (l.Get("node") != node) continue;
+      INFO(l.raw);
+      CHECK(l.Get("outcome") != "won");
+      if (l.Get("outcome") == "early") {
+        ++early;
+        const double measured = std::stod(l.Get("offset"));
+        CHECK(measured > offset - 5);
+        CHECK(measured < offset + 5);
+      }
+    }
+    if (offset > 0) CHECK(early >= 3);
+    bool warned = false;
+    for (const LogLine& l : lines) {
+      warned = warned || (l.event == "store-clock" && l.Get("node") == node &&
+                          l.Get("outcome") == (offset > 0 ? "ahead" : "behind"));
+    }
+    INFO(node);
+    CHECK(warned);
+  }
 }
 
 void ScenarioKillRunningReplica(BackendFixture& backend, bool recover) {

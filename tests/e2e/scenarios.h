@@ -11,6 +11,14 @@ namespace tickd::e2e {
 // replica logs one tick line per tick naming the winner.
 void ScenarioSkewedReplicas(BackendFixture& backend);
 
+// Issue #24 point 2 (docs/design.md §1 rule 15): two replicas with right clocks and a
+// job every 2 s; a third replica joins with its clock 30 s ahead, then (restarted) 1 h
+// ahead, then 30 s behind, then is gone. The store refuses the ahead replica's claims
+// (`early`, its offset logged), the behind one loses every tick; every tick of the
+// job runs exactly once, never before its instant by the real clock, with no gap,
+// and the right replicas run the ticks after the third is gone.
+void ScenarioWrongClock(BackendFixture& backend);
+
 // SIGKILL of the replica running a job: runs never overlap, the survivors run the
 // next ticks; with recover: true the interrupted tick runs once more elsewhere with
 // a higher fence.

@@ -26,6 +26,13 @@ TEST_CASE("zookeeper: skewed replicas run every tick exactly once", "[e2e][zooke
   ScenarioSkewedReplicas(*backend);
 }
 
+TEST_CASE("zookeeper: a clock 30 s ahead, 1 h ahead, 30 s behind never runs a tick early",
+          "[e2e][zookeeper][clock]") {
+  if (!Available()) return;
+  auto backend = MakeZookeeperFixture();
+  ScenarioWrongClock(*backend);
+}
+
 TEST_CASE("zookeeper: SIGKILL of the running replica", "[e2e][zookeeper]") {
   if (!Available()) return;
   auto backend = MakeZookeeperFixture();

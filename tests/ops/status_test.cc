@@ -273,6 +273,8 @@ TEST_CASE("metrics render the DESIGN §9 names in the Prometheus text format") {
   m.BackendError("sqlite");
   m.ConfigMismatch("cleanup");
   m.ClockSkew("node-b", Seconds(-2.5));
+  m.StoreClockOffset("redis", Seconds(30.012));
+  m.TickOutcome("cleanup", "early");
   m.TzdataVersion("2025b");
   m.TzdataMismatch(2);
   clock.Advance(milliseconds(700));
@@ -293,6 +295,9 @@ TEST_CASE("metrics render the DESIGN §9 names in the Prometheus text format") {
         "tickd_backend_errors_total{backend=\"sqlite\"} 1\n",
         "tickd_config_mismatch_total{job_name=\"cleanup\"} 1\n",
         "tickd_clock_skew_seconds{peer=\"node-b\"} -2.5\n",
+        "tickd_store_clock_offset_seconds{backend=\"redis\"} 30.012\n",
+        "# TYPE tickd_store_clock_offset_seconds gauge\n",
+        "tickd_ticks_total{job_name=\"cleanup\",outcome=\"early\"} 1\n",
         "tickd_tzdata_info{version=\"2025b\"} 1\n", "tickd_tzdata_mismatch 2\n",
         "# TYPE tickd_tzdata_mismatch gauge\n", "# TYPE tickd_run_duration_seconds histogram\n",
         "# TYPE tickd_clock_skew_seconds gauge\n"}) {

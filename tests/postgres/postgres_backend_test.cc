@@ -108,10 +108,16 @@ TEST_CASE(
   for (auto& t : threads) t.join();
   CHECK(opened == 4);
   CHECK(server.Query("SELECT string_agg(version::text, ',') FROM tickd_schema", db) == "4");
-  // The claim (ten arguments) and the version-3 call kept for older replicas (nine).
+  // The claim (twelve arguments: the clock check), the version-4 call (ten) and the
+  // version-3 call (nine) kept for older replicas.
   CHECK(server.Query("SELECT string_agg(pronargs::text, ',' ORDER BY pronargs) FROM pg_proc "
                      "WHERE proname = 'tickd_claim'",
-                     db) == "9,10");
+                     db) == "9,10,12");
+  // An older replica's ten-argument call checks no clock: a tick an hour ahead is won.
+  const std::string hour_ahead = std::to_string(NowUnix() + 3600);
+  CHECK(server.Query("SELECT status FROM tickd_claim('old-ahead', " + hour_ahead +
+                         ", 'node-old', 'tok-old', 30000, NULL, true, false, 'hash', 0)",
+                     db) == "won");
 
   // A version-1 database (tables, no claim function yet) is migrated on connect.
   REQUIRE(server.Query(
@@ -140,7 +146,7 @@ TEST_CASE(
       db));
   auto from_v3 = Open(OptionsFor(server, db));
   CHECK(server.Query("SELECT version FROM tickd_schema", db) == "4");
-  CHECK(server.Query("SELECT count(*) FROM pg_proc WHERE proname = 'tickd_claim'", db) == "2");
+  CHECK(server.Query("SELECT count(*) FROM pg_proc WHERE proname = 'tickd_claim'", db) == "3");
   const std::string t = std::to_string(NowUnix());
   CHECK(server.Query("SELECT status FROM tickd_claim('old-replica', " + t +
                          ", 'node-old', 'tok-old', 30000, NULL, true, false, 'hash')",

@@ -1,4 +1,5 @@
 // nemesis_check --spec SPEC.json --journal JOURNAL.jsonl [--faults FAULTS.jsonl]
+//               [--store-leases LEASES.jsonl]
 //               --log REPLICA.log [--log …] [--json OUT.json]
 // Runs the checks of checker.h over one cell's files; prints the counts and every
 // violation with its evidence; --json also writes them as JSON. Exit status: 0 the cell
@@ -13,7 +14,8 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: nemesis_check --spec FILE --journal FILE [--faults FILE] --log FILE [--log FILE …] "
+    "usage: nemesis_check --spec FILE --journal FILE [--faults FILE] [--store-leases FILE] --log "
+    "FILE [--log FILE …] "
     "[--json OUT]\n"
     "(tests/nemesis/README.md, section \"Fenced resource and checker\")\n";
 
@@ -26,7 +28,7 @@ int Usage(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string spec_file, journal_file, faults_file, json_file;
+  std::string spec_file, journal_file, faults_file, leases_file, json_file;
   std::vector<std::string> logs;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
       journal_file = value;
     } else if (arg == "--faults") {
       faults_file = value;
+    } else if (arg == "--store-leases") {
+      leases_file = value;
     } else if (arg == "--log") {
       logs.push_back(value);
     } else if (arg == "--json") {
@@ -57,15 +61,17 @@ int main(int argc, char** argv) {
   std::vector<Attempt> journal;
   std::vector<LogEvent> events;
   std::vector<FaultWindow> faults;
+  std::vector<LeaseExpiry> expiries;
   std::string error;
   bool ok = LoadSpec(spec_file, &spec, &error) && LoadJournal(journal_file, &journal, &error) &&
-            (faults_file.empty() || LoadFaults(faults_file, &faults, &error));
+            (faults_file.empty() || LoadFaults(faults_file, &faults, &error)) &&
+            (leases_file.empty() || LoadLeaseExpiries(leases_file, &expiries, &error));
   for (const std::string& log : logs) ok = ok && LoadLog(log, &events, &error);
   if (!ok) {
     std::fprintf(stderr, "nemesis_check: %s\n", error.c_str());
     return 2;
   }
-  const Report report = Check(spec, journal, events, faults);
+  const Report report = Check(spec, journal, events, faults, expiries);
   std::fputs(report.ToText().c_str(), stdout);
   if (!json_file.empty()) {
     std::ofstream out(json_file);

@@ -105,8 +105,9 @@ bool DecidedBefore(const Attempt* a, const Attempt* b) {
 class Checker {
  public:
   Checker(const CheckSpec& spec, const std::vector<Attempt>& journal,
-          const std::vector<LogEvent>& logs, const std::vector<FaultWindow>& faults)
-      : spec_(spec), journal_(journal), logs_(logs), faults_(faults) {
+          const std::vector<LogEvent>& logs, const std::vector<FaultWindow>& faults,
+          const std::vector<LeaseExpiry>& expiries)
+      : spec_(spec), journal_(journal), logs_(logs), faults_(faults), expiries_(expiries) {
     for (const LogEvent& e : logs_) {
       if (e.event == "tick") ticks_[{e.job, e.tick}].push_back(&e);
       if (e.event == "run") runs_[{e.job, e.tick}].push_back(&e);
@@ -297,6 +298,14 @@ class Checker {
       *why = "the store granted " + Utc(e.tick) + " to " + e.node + " with fence " +
              std::to_string(*e.fence) + " at " + std::to_string(e.ts_ms) + " (" + e.where + ")";
     }
+    for (const LeaseExpiry& x : expiries_) {
+      if (x.job == a.job && x.tick == a.tick && x.fence == a.fence &&
+          (!cut || x.expired_by_ms < *cut)) {
+        cut = x.expired_by_ms;
+        *why = "the store had ended its lease by " + std::to_string(x.expired_by_ms) + " (" +
+               x.where + ")";
+      }
+    }
     return cut;
   }
 
@@ -486,6 +495,7 @@ class Checker {
   const std::vector<Attempt>& journal_;
   const std::vector<LogEvent>& logs_;
   const std::vector<FaultWindow>& faults_;
+  const std::vector<LeaseExpiry>& expiries_;
   std::map<Key, std::vector<const LogEvent*>> ticks_;
   std::map<Key, std::vector<const LogEvent*>> runs_;
   std::map<Key, std::vector<const LogEvent*>> leases_;
@@ -560,8 +570,9 @@ std::string Report::ToText() const {
 }
 
 Report Check(const CheckSpec& spec, const std::vector<Attempt>& journal,
-             const std::vector<LogEvent>& logs, const std::vector<FaultWindow>& faults) {
-  return Checker(spec, journal, logs, faults).Run();
+             const std::vector<LogEvent>& logs, const std::vector<FaultWindow>& faults,
+             const std::vector<LeaseExpiry>& expiries) {
+  return Checker(spec, journal, logs, faults, expiries).Run();
 }
 
 std::optional<std::int64_t> ParseUtcMs(std::string_view text) {
@@ -666,25 +677,53 @@ bool LoadLog(const std::filesystem::path& file, std::vector<LogEvent>* out, std:
   });
 }
 
-bool LoadFaults(const std::filesystem::path& file, std::vector<FaultWindow>* out,
-                std::string* error) {
+namespace {
+
+// Reads `file` as JSONL, each line an object `parse(object, "FILE:LINE")` turns into a T
+// (throwing on a missing or bad field); `what` names a T in the error.
+template <typename T, typename Parse>
+bool LoadObjects(const std::filesystem::path& file, std::vector<T>* out, std::string* error,
+                 const char* what, Parse parse) {
   return ForEachLine(file, error, [&](const std::string& line, int number, bool) {
     const Json j = Json::parse(line, nullptr, false);
     try {
       if (j.is_discarded() || !j.is_object()) throw std::runtime_error("not a JSON object");
-      FaultWindow f;
-      f.fault = j.at("fault").get<std::string>();
-      f.target = j.value("target", "");
-      f.start_ms = j.at("start_ms").get<std::int64_t>();
-      f.end_ms = j.at("end_ms").get<std::int64_t>();
-      f.effect = j.at("effect").get<std::string>();
-      f.took_effect = j.at("took_effect").get<bool>();
-      if (f.end_ms < f.start_ms) throw std::runtime_error("end_ms before start_ms");
-      out->push_back(std::move(f));
+      out->push_back(parse(j, Where(file, number)));
       return true;
     } catch (const std::exception& e) {
-      return Fail(error, file, number, std::string("not a fault window: ") + e.what());
+      return Fail(error, file, number, std::string("not a ") + what + ": " + e.what());
     }
+  });
+}
+
+}  // namespace
+
+bool LoadFaults(const std::filesystem::path& file, std::vector<FaultWindow>* out,
+                std::string* error) {
+  return LoadObjects(file, out, error, "fault window", [](const Json& j, const std::string&) {
+    FaultWindow f;
+    f.fault = j.at("fault").get<std::string>();
+    f.target = j.value("target", "");
+    f.start_ms = j.at("start_ms").get<std::int64_t>();
+    f.end_ms = j.at("end_ms").get<std::int64_t>();
+    f.effect = j.at("effect").get<std::string>();
+    f.took_effect = j.at("took_effect").get<bool>();
+    if (f.end_ms < f.start_ms) throw std::runtime_error("end_ms before start_ms");
+    return f;
+  });
+}
+
+bool LoadLeaseExpiries(const std::filesystem::path& file, std::vector<LeaseExpiry>* out,
+                       std::string* error) {
+  return LoadObjects(file, out, error, "lease expiry", [](const Json& j, const std::string& at) {
+    LeaseExpiry x;
+    x.job = j.at("job").get<std::string>();
+    x.tick = j.at("tick").get<std::int64_t>();
+    x.fence = j.at("fence").get<std::uint64_t>();
+    x.holder = j.value("holder", "");
+    x.expired_by_ms = j.at("expired_by_ms").get<std::int64_t>();
+    x.where = at;
+    return x;
   });
 }
 

@@ -9,6 +9,9 @@
 //   accepted, start_ms/end_ms (the resource's real clock), ended, seq (decision order).
 // LogEvent: one `tick`, `run` or `lease` line of a replica's log; ts_ms is the time the
 //   line carries (that replica's wall clock: faked under a replica-clock fault).
+// LeaseExpiry: one line of the driver's store leases file (driver/lease_watch.h): the
+//   store's ListRunning showed the claim (job, tick, fence) still running but its
+//   lease over on the store's clock, by expired_by_ms (real time). Optional.
 // FaultWindow: one line of the driver's fault windows file: fault, target (a node id,
 //   or the store), [start_ms, end_ms] real time, effect, took_effect. Windows with
 //   took_effect=false or effect "none" explain nothing.
@@ -53,12 +56,14 @@
 // late write      (DESIGN §1 rule 2: by the end of its lease a run is gone) a write by
 //                 a run — its BEGIN, or one of its WRITEs, accepted or refused — after
 //                 the run was cut off: after the first write (start_ms) of an accepted
-//                 attempt of the job with a higher fence, or after another replica's
+//                 attempt of the job with a higher fence, or after a replica's
 //                 `tick … outcome=won` line of the job with a higher fence (the store
-//                 had ended this run's lease when it granted that claim: its lease as
-//                 the store sees it). Both only where the later fence shows the end of
-//                 this run's claim: a `forbid` job, or a re-claim of the same tick
-//                 (`recover`); an `allow` job's runs may overlap. A won line of a
+//                 had ended this run's lease when it granted that claim) — both only
+//                 where the later fence shows the end of this run's claim: a `forbid`
+//                 job, or a re-claim of the same tick
+//                 (`recover`); an `allow` job's runs may overlap — or after the store
+//                 said the run's own lease was over (a LeaseExpiry of its job, tick
+//                 and fence): its lease's end as the store sees it. A won line of a
 //                 replica with a took-effect replica-clock fault anywhere in the cell
 //                 is not read (its time is not real time). Not counted: a run whose
 //                 replica was stopped (a took-effect replica-down window on it) at the
@@ -155,6 +160,15 @@ struct LogEvent {
   std::string where;                        // "n1.log:40"
 };
 
+struct LeaseExpiry {
+  std::string job;
+  std::int64_t tick = 0;
+  std::uint64_t fence = 0;
+  std::string holder;
+  std::int64_t expired_by_ms = 0;
+  std::string where;  // "store_leases.jsonl:3"
+};
+
 struct FaultWindow {
   std::string fault;
   std::string target;
@@ -228,7 +242,8 @@ struct Report {
 };
 
 Report Check(const CheckSpec& spec, const std::vector<Attempt>& journal,
-             const std::vector<LogEvent>& logs, const std::vector<FaultWindow>& faults);
+             const std::vector<LogEvent>& logs, const std::vector<FaultWindow>& faults,
+             const std::vector<LeaseExpiry>& expiries = {});
 
 // ---- Reading the inputs. Each returns false with *error = "FILE:LINE: reason" on a
 // line it cannot read, and appends what it read. A torn last journal line (a resource
@@ -239,6 +254,8 @@ bool LoadJournal(const std::filesystem::path& file, std::vector<Attempt>* out, s
 bool LoadLog(const std::filesystem::path& file, std::vector<LogEvent>* out, std::string* error);
 bool LoadFaults(const std::filesystem::path& file, std::vector<FaultWindow>* out,
                 std::string* error);
+bool LoadLeaseExpiries(const std::filesystem::path& file, std::vector<LeaseExpiry>* out,
+                       std::string* error);
 // {"window":{"start_ms":…,"end_ms":…}, "scope":{"start_ms":…,"end_ms":…} (optional),
 //  "replicas":["n1",…], "before_ms":…, "after_ms":…,
 //  "lease_tolerance_ms":…, "overlap_tolerance_ms":…,

@@ -456,9 +456,21 @@ TEST_CASE(
     s.faults.push_back(
         FaultWindow{"replica-sigstop", "n1", granted - 1000, granted + 5000, "replica-down", true});
     CHECK(s.Run().counts.late_writes == 0);
+    // The store's own word that the lease was over, read from its running claims:
+    // writes after it are late too, however early.
+    s.faults.clear();
+    const std::vector<LeaseExpiry> expired = {
+        LeaseExpiry{"j1", kT0 + 3, a.fence, "n1", a.start_ms + 250, "store_leases.jsonl:1"}};
+    const Report store = Check(s.spec, s.journal, s.Events(), s.faults, expired);
+    CHECK(store.counts.late_writes == static_cast<std::int64_t>(a.writes.size()) - 2);
+    CHECK(store.violations.at(0).evidence.find("store_leases.jsonl:1") != std::string::npos);
+    // Another fence's expiry says nothing of this run.
+    const std::vector<LeaseExpiry> other = {
+        LeaseExpiry{"j1", kT0 + 3, a.fence + 1, "n1", a.start_ms + 250, "store_leases.jsonl:1"}};
+    CHECK(Check(s.spec, s.journal, s.Events(), s.faults, other).counts.late_writes == 1);
     // The won line of a replica whose clock was faked is not read.
-    s.faults.back() =
-        FaultWindow{"clock-step-back", "n2", kT0 * 1000, kT0 * 1000 + 1, "replica-clock", true};
+    s.faults.push_back(
+        FaultWindow{"clock-step-back", "n2", kT0 * 1000, kT0 * 1000 + 1, "replica-clock", true});
     CHECK(s.Run().counts.late_writes == 0);
   }
 }

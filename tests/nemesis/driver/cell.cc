@@ -21,6 +21,7 @@
 
 #include "tests/e2e/harness.h"
 #include "tests/nemesis/driver/injectors.h"
+#include "tests/nemesis/driver/lease_watch.h"
 #include "tests/nemesis/driver/sentinel.h"
 #include "tests/support/server_process.h"
 
@@ -403,7 +404,8 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
     if (f.rfind("clock-", 0) == 0) clock = MakeClock((dir / "clock").string());
 
     Resource resource(options.bin.resource, socket, journal, dir / "resource.log");
-    cluster.WriteJobFileText(JobFileText(lock_yaml, options.lease_s, socket, options.bin.write));
+    const fs::path job_file = cluster.WriteJobFileText(
+        JobFileText(lock_yaml, options.lease_s, socket, options.bin.write));
     ScopeGuard stop_replicas([&] { StopReplicas(cluster); });
     for (int i = 0; i < options.replicas; ++i) {
       std::vector<std::string> env;
@@ -422,6 +424,9 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
       cluster.StartReplica("n" + std::to_string(i + 1), env, prefix);
     }
     const std::int64_t started_ms = NowMs();
+    std::vector<std::string> watch_env = fixture->Env();
+    if (!fixture->Address().empty()) watch_env.push_back(kStoreVar + ("=" + fixture->Address()));
+    StoreLeaseWatch watch(TICKD_BINARY, job_file, watch_env, dir / "store_leases.jsonl");
     SleepS(options.warmup_s);
 
     // Inject, gather the evidence that it took, hold, heal.
@@ -594,6 +599,8 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
     const std::int64_t fault_end = NowMs();
     SleepS(options.settle_s);
     const std::int64_t end_ms = NowMs();
+    watch.Stop();
+    evidence << "; store leases read " << watch.polls() << " times";
     StopReplicas(cluster);
     resource.Stop();
 
@@ -611,6 +618,7 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
     in.journal = journal;
     for (auto& r : cluster.replicas()) in.logs.push_back(dir / (r->node() + ".log"));
     in.fault_windows = windows;
+    in.store_leases = dir / "store_leases.jsonl";
     in.jobs = NemesisJobs();
     in.lease_s = options.lease_s;
     // Ticks from when every replica had surely started to before the shutdown began

@@ -95,6 +95,9 @@ CheckOutput RunCheck(const CheckInput& input) {
   std::string error;
   bool read = LoadJournal(input.journal, &journal, &error) &&
               LoadFaults(input.fault_windows, &faults, &error);
+  std::vector<LeaseExpiry> expiries;
+  read = read && (input.store_leases.empty() || !std::filesystem::exists(input.store_leases) ||
+                  LoadLeaseExpiries(input.store_leases, &expiries, &error));
   for (const auto& log : input.logs) {
     read = read && LoadLog(log, &logs, &error);
     spec.replicas.push_back(log.stem().string());
@@ -103,7 +106,7 @@ CheckOutput RunCheck(const CheckInput& input) {
     out.error = error;
     return out;
   }
-  Report report = Check(spec, journal, logs, faults);
+  Report report = Check(spec, journal, logs, faults, expiries);
   out.counts.recovered = ForgiveRecoveredReruns(
       input.jobs, journal, faults, static_cast<std::int64_t>(input.lease_s * 1000), report);
   const Counts& c = report.counts;

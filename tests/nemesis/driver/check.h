@@ -23,6 +23,7 @@ struct CheckInput {
   std::filesystem::path journal;            // nemesis_resource's JSONL
   std::vector<std::filesystem::path> logs;  // every replica's log
   std::filesystem::path fault_windows;      // the driver's JSONL
+  std::filesystem::path store_leases;       // lease_watch.h's JSONL ("": none)
   std::vector<JobPlan> jobs;
   double lease_s = 3;
   std::int64_t window_start_ms = 0;  // ticks in [start, end) are expected
