@@ -34,6 +34,7 @@
 #include "app/status_skew.h"
 #include "app/tzdata.h"
 #include "base/duration.h"
+#include "base/steady_waits.h"
 #include "config/config.h"
 #include "cron/tzdata_version.h"
 #include "lock/registry.h"
@@ -124,6 +125,14 @@ int CmdRun(const RunArgs& args) {
   for (const config::ConfigError& w : cfg.warnings) {
     log.Log(LogLevel::kWarn, "config", {{"file", args.config_path}, {"warning", w.ToString()}});
   }
+  // Every wait of the daemon (the loop's sleep, lease renewals, timeouts) is on the
+  // monotonic clock: a process whose such waits never end would hold claims it
+  // cannot renew and stop scheduling without a word (docs/design.md §7).
+  if (Result<void> waits = CheckSteadyWaits(); !waits) {
+    log.Log(LogLevel::kError, "start", {{"node", node}, {"error", waits.error().ToString()}});
+    std::cerr << "tickd: " << waits.error().ToString() << "\n";
+    return kExitFailure;
+  }
 
   auto backend_options_or = BackendOptionsFor(cfg);
   if (!backend_options_or) {
@@ -169,8 +178,9 @@ int CmdRun(const RunArgs& args) {
   options.max_concurrent_runs = cfg.max_concurrent_runs;
   options.retention = cfg.lock.retention;
   options.history = cfg.lock.history;
-  // Metrics, /healthz's heartbeat and the systemd watchdog: the loop turns at least
-  // every max_sleep, so a heartbeat older than a few of those means it is stuck.
+  // Metrics and the systemd watchdog: the loop pings at each turn, and turns at least
+  // every max_sleep. Its watch (a thread of the scheduler) and /healthz judge it
+  // against the wake-up it planned and the progress of its turn (docs/design.md §9).
   const std::optional<milliseconds> watchdog = WatchdogInterval();
   PrometheusMetrics metrics(clock, [watchdog] {
     if (watchdog) NotifyWatchdog(*watchdog / 4);
@@ -178,6 +188,10 @@ int CmdRun(const RunArgs& args) {
   options.metrics = &metrics;
   metrics.TzdataVersion(cron::TzdataVersionInUse());
   options.max_sleep = watchdog ? std::min(milliseconds(5'000), *watchdog / 3) : milliseconds(5'000);
+  options.loop_check_every = milliseconds(1'000);
+  options.loop_slack = milliseconds(5'000);
+  // Between two signs of progress a turn makes about one store call (op_timeout).
+  options.turn_stall = 3 * cfg.lock.op_timeout + milliseconds(5'000);
   Peers peers(node);  // learnt by the skew watch below, read by the scheduler
   options.peers = &peers;
   // Before the scheduler: its runs hand their ends to it until the last has finished.
@@ -189,10 +203,10 @@ int CmdRun(const RunArgs& args) {
   if (!cfg.http.listen.empty()) {
     HttpHandlers handlers;
     handlers.metrics = [&metrics] { return metrics.Render(); };
-    const milliseconds stale = 3 * options.max_sleep + 2 * cfg.lock.op_timeout;
-    handlers.healthy = [&metrics, &store, stale](std::string* why) {
-      if (metrics.SinceLoopTurn() > stale) {
-        *why = "scheduler loop stalled for " + FormatSeconds(metrics.SinceLoopTurn());
+    handlers.healthy = [&scheduler, &store](std::string* why) {
+      if (const Scheduler::LoopHealth loop = scheduler.loop_health(); loop.stuck) {
+        *why = "scheduler loop stuck for " + FormatSeconds(loop.behind) +
+               (loop.sleeping ? " past its planned wake-up" : " without progress in a turn");
         return false;
       }
       if (auto r = store.History("", 1); !r) {

@@ -70,6 +70,11 @@ const std::vector<Family>& Families() {
        "counter",
        "Notifications (on_failure, on_success, on_miss) by how they ended.",
        {"job_name", "event", "result"}},
+      {"tickd_scheduler_loop_stuck_seconds",
+       "gauge",
+       "How long the scheduler loop has been stuck (past its planned wake-up, or without "
+       "progress in a turn); 0 while it turns.",
+       {}},
   };
   return kFamilies;
 }
@@ -222,6 +227,11 @@ void PrometheusMetrics::JobsPaused(const std::vector<std::string>& jobs,
 void PrometheusMetrics::LoopTurn() {
   last_turn_ms_.store(SteadyMs(clock_));
   if (on_loop_turn_) on_loop_turn_();
+}
+
+void PrometheusMetrics::LoopStuck(std::chrono::milliseconds behind) {
+  std::lock_guard lock(mu_);
+  counters_["tickd_scheduler_loop_stuck_seconds"][{}] = Seconds(behind).count();
 }
 
 std::chrono::milliseconds PrometheusMetrics::SinceLoopTurn() const {

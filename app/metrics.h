@@ -25,6 +25,8 @@
 //   tickd_job_paused{job_name}               gauge, 1 per job paused by `tickd pause`
 //                                            when the replica last looked (before
 //                                            an instant's claims); 0 once resumed
+//   tickd_scheduler_loop_stuck_seconds       gauge: how long the loop has been stuck
+//                                            (Scheduler::CheckLoop), 0 while it turns
 // The job's label is `job_name`: Prometheus's own `job` label names the scrape target.
 #pragma once
 
@@ -73,12 +75,14 @@ class Metrics {
   // Of `jobs` (every job the replica schedules), those paused by `tickd pause`.
   virtual void JobsPaused(const std::vector<std::string>& /*jobs*/,
                           const std::vector<std::string>& /*paused*/) {}
-  // The scheduler loop finished a turn (heartbeat for /healthz and the watchdog).
   // A notification ended: result sent, failed (every try), dropped (queue full or
   // shutdown) or error (the store could not say who sends a miss).
   virtual void Notification(std::string_view /*job*/, std::string_view /*event*/,
                             std::string_view /*result*/) {}
+  // The scheduler loop finished a turn (the systemd watchdog's ping).
   virtual void LoopTurn() {}
+  // How long the scheduler loop has been stuck (0: it is not; Scheduler::CheckLoop).
+  virtual void LoopStuck(std::chrono::milliseconds /*behind*/) {}
 };
 
 Metrics& NullMetrics();
@@ -107,6 +111,7 @@ class PrometheusMetrics final : public Metrics {
   void Notification(std::string_view job, std::string_view event,
                     std::string_view result) override;
   void LoopTurn() override;
+  void LoopStuck(std::chrono::milliseconds behind) override;
 
   // Time since the last LoopTurn (or since construction).
   std::chrono::milliseconds SinceLoopTurn() const;

@@ -15,7 +15,10 @@
  *      other entry is claimed, and the job's following tick is pushed;
  *   3. claims the popped ticks that share one instant together (Backend::ClaimBatch:
  *      one round trip where the backend can), each with a fresh owner token, this
- *      replica's slice of them first (lock/claim_spread.h, app/peers.h). Won
+ *      replica's slice of them first (lock/claim_spread.h, app/peers.h), and never
+ *      more than it has room to start (max_concurrent_runs less the runs going: in
+ *      rounds, a round's lost answers leaving room for the next; the ticks beyond
+ *      are `skipped` here and left to the other replicas' claims). Won
  *      ticks go to a RunSupervisor, on a thread of the scheduler's pool; lost /
  *      busy / missed / error are only logged (an error fails closed: nothing runs
  *      without `won`). Every outcome is recorded in the ledger, best effort, once
@@ -55,6 +58,13 @@
  * Once an hour (and at start) the loop also prunes tick records older than the
  * retention; that deadline is part of its sleep like a tick.
  *
+ * A loop that stops turning must not go unnoticed (an LD_PRELOAD clock faker once
+ * made its sleep last for decades; a store call could hang): it publishes the
+ * wake-up it plans before each sleep and stamps its progress inside a turn, and
+ * another thread judges it from those alone (loop_health(), CheckLoop(): /healthz,
+ * the stuck gauge, the `loop` lines). A loop that sleeps until a far tick is not
+ * stuck; one that oversleeps its own plan, or makes no progress in a turn, is.
+ *
  * The loop stops when Shutdown() is called: it finishes the turn it is in (claims
  * already sent are handled), claims nothing more and exits; Shutdown then lets
  * the runs finish for the grace period and terminates the rest.
@@ -88,6 +98,8 @@ constexpr milliseconds kIdleSleep{3'600'000};
 // After a pause this long in ticks, the loop stops walking the missed ticks one by
 // one and jumps ahead (an @every 1s job paused for a month).
 constexpr std::size_t kMaxMissedWalk = 100'000;
+// While the loop stays stuck, its `loop outcome=stuck` line comes again this often.
+constexpr milliseconds kStuckLogEvery{60'000};
 // A wall clock this much behind the previous turn's was set back.
 constexpr milliseconds kStepBack{1'000};
 
@@ -141,12 +153,13 @@ Scheduler::~Scheduler() {
   bool running;
   {
     std::lock_guard lock(mu_);
-    running = started_ && !(loop_exited_ && runs_.empty());
+    running = started_ && !(loop_exited_ && runs_.empty() && !watch_.joinable());
   }
   if (running) Shutdown(milliseconds(0));
 }
 
 void Scheduler::Start(JobSet jobs) {
+  Progress();  // before started_: loop_health() judges the loop from then on
   {
     std::lock_guard lock(mu_);
     if (started_) return;
@@ -155,6 +168,10 @@ void Scheduler::Start(JobSet jobs) {
     for (const auto& [name, job] : jobs_) job_set_.push_back(job);
   }
   loop_ = std::thread([this] { Loop(); });
+  if (options_.loop_check_every > milliseconds(0)) {
+    metrics().LoopStuck(milliseconds(0));  // exported from the start, for alerts
+    watch_ = std::thread([this] { Watch(); });
+  }
 }
 
 void Scheduler::Reload(JobSet jobs) {
@@ -187,6 +204,8 @@ void Scheduler::Shutdown(milliseconds grace) {
     stopping_ = true;
     if (!started_) loop_exited_ = true;  // no loop to wait for
   }
+  watch_cv_.notify_all();
+  if (watch_.joinable()) watch_.join();
   WakeLoopUntil([] { return false; });
   if (loop_.joinable()) loop_.join();
 
@@ -299,9 +318,64 @@ std::optional<SteadyTime> Scheduler::sleeping_until() const {
   return sleeping_until_;
 }
 
+Scheduler::LoopHealth Scheduler::loop_health() const {
+  const SteadyTime now = clock_.Steady();
+  std::lock_guard lock(mu_);
+  LoopHealth h;
+  if (!started_ || stopping_ || loop_exited_) return h;
+  if (sleeping_until_) {
+    // The loop set it before sleeping and resets it (after Progress) once awake.
+    h.sleeping = true;
+    h.behind = std::max(milliseconds(0), now - *sleeping_until_);
+    h.stuck = h.behind > options_.loop_slack;
+  } else {
+    h.behind = std::max(milliseconds(0), now - SteadyTime(milliseconds(progress_ms_.load())));
+    h.stuck = h.behind > options_.turn_stall;
+  }
+  return h;
+}
+
+void Scheduler::CheckLoop() {
+  const LoopHealth h = loop_health();
+  const SteadyTime now = clock_.Steady();
+  std::lock_guard lock(check_mu_);
+  metrics().LoopStuck(h.stuck ? h.behind : milliseconds(0));
+  if (h.stuck) {
+    stuck_behind_ = h.behind;
+    if (stuck_logged_ && now - *stuck_logged_ < kStuckLogEvery) return;
+    stuck_logged_ = now;
+    const milliseconds limit = h.sleeping ? options_.loop_slack : options_.turn_stall;
+    log_.Log(LogLevel::kWarn, "loop",
+             {{"node", options_.node},
+              {"outcome", "stuck"},
+              {"state", h.sleeping ? "sleeping" : "working"},
+              {"stuck_for", FormatSeconds(h.behind)},
+              {"limit", FormatSeconds(limit)}});
+  } else if (stuck_logged_) {
+    // `stuck_for`: as last judged stuck (the loop has moved since).
+    stuck_logged_.reset();
+    log_.Log(LogLevel::kInfo, "loop",
+             {{"node", options_.node},
+              {"outcome", "recovered"},
+              {"stuck_for", FormatSeconds(stuck_behind_)}});
+  }
+}
+
+void Scheduler::Watch() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    watch_cv_.wait_for(lock, options_.loop_check_every);
+    if (stopping_) break;
+    lock.unlock();
+    CheckLoop();
+    lock.lock();
+  }
+}
+
 void Scheduler::Loop() {
   BuildInitialQueue(WallMs(clock_));
   while (true) {
+    Progress();
     std::optional<JobSet> reload;
     std::uint64_t reload_number = 0;
     {
@@ -326,7 +400,9 @@ void Scheduler::Loop() {
     // After the claims: joining the runs that ended (a hundred threads and their
     // stacks, after a busy second) takes milliseconds a due tick must not wait for.
     ReapFinished();
+    Progress();
     PruneWhenDue(WallMs(clock_));
+    Progress();
     metrics().LoopTurn();
 
     const std::int64_t now_ms = WallMs(clock_);
@@ -343,6 +419,7 @@ void Scheduler::Loop() {
       sleeping_until_ = deadline;
     }
     clock_.SleepUntil(deadline);
+    Progress();  // before the reset: a check in between must not see an old turn
     std::lock_guard lock(mu_);
     sleeping_until_.reset();
   }
@@ -478,7 +555,10 @@ void Scheduler::ProcessDue(std::int64_t now_ms) {
     }
     due.push_back(std::move(e));
   }
-  if (!due.empty()) RefreshPauses(now_ms);
+  if (!due.empty()) {
+    RefreshPauses(now_ms);
+    Progress();
+  }
   std::stable_sort(due.begin(), due.end(),
                    [](const Entry& a, const Entry& b) { return a.tick < b.tick; });
   for (std::size_t i = 0; i < due.size();) {
@@ -559,11 +639,26 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
       spread.push_back(std::move(group[i]));
     group = std::move(spread);
   }
+  // In rounds, each claiming no more ticks than this replica has room to start
+  // (max_concurrent_runs less the runs going): a won tick always starts, and the
+  // ticks it cannot start are left to the other replicas, which claim every tick of
+  // the instant in their own order. A round's lost answers leave room for the next.
+  for (std::size_t next = 0; next < group.size();) {
+    Progress();
+    next = ClaimRound(group, next, options_.max_concurrent_runs - active_runs());
+  }
+  observe_later_ = nullptr;
+  for (const lock::Observation& obs : observations) WriteObservation(obs);
+}
+
+std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t from, int room) {
   std::vector<lock::ClaimRequest> reqs;
   std::vector<std::shared_ptr<const ScheduledJob>> jobs;
   std::vector<EntryKind> kinds;  // parallel to reqs (entries held back here have none)
   const std::int64_t now_ms = WallMs(clock_);
-  for (const Entry& e : group) {
+  std::size_t next = from;
+  for (; next < group.size(); ++next) {
+    const Entry& e = group[next];
     const auto& job = jobs_.at(e.job);
     lock::ClaimRequest req;
     req.job = job->job.name;
@@ -619,6 +714,11 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
       }
       continue;
     }
+    if (static_cast<int>(reqs.size()) >= room) {
+      if (room > 0) break;  // the next round claims it, with the room left then
+      NoRoomFor(*job, e, req, lead);
+      continue;
+    }
     // The backend may write this replica's ledger observation with the claim (one
     // round trip, not two); a recheck records only a win, below.
     req.observe = e.kind != EntryKind::kRecheck;
@@ -638,14 +738,13 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
   }
   // A won tick whose observation the claim wrote starts as soon as its answer is in
   // (a backend may answer a big batch call by call); everything else is handled once
-  // the batch has returned, on this thread, because it may call the backend (Record,
-  // Complete), which the batch may still hold. Answers come one at a time.
+  // the batch has returned, on this thread, because it may call the backend (Record),
+  // which the batch may still hold. Answers come one at a time.
   std::vector<std::optional<Result<lock::ClaimOutcome>>> results(reqs.size());
   std::vector<char> handled(reqs.size(), 0);
   const auto on_answer = [&](std::size_t i, Result<lock::ClaimOutcome> r) {
     if (i >= reqs.size()) return;
-    if (r && r->status == lock::ClaimStatus::kWon && r->observed &&
-        active_runs() < options_.max_concurrent_runs) {
+    if (r && r->status == lock::ClaimStatus::kWon && r->observed) {
       HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent);
       handled[i] = 1;
     }
@@ -667,13 +766,32 @@ void Scheduler::ClaimGroup(std::vector<Entry> group) {
                          MakeError("claim", "the backend gave no answer for this tick"));
     HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent);
   }
-  observe_later_ = nullptr;
-  for (const lock::Observation& obs : observations) WriteObservation(obs);
+  return next;
+}
+
+void Scheduler::NoRoomFor(const ScheduledJob& job, const Entry& e, const lock::ClaimRequest& req,
+                          milliseconds lead) {
+  if (e.kind == EntryKind::kRecheck) {
+    ScheduleRecheck(job, e.tick);  // as after a lost answer: asked again in lease/2
+    return;
+  }
+  if (lead > milliseconds(0) && e.kind == EntryKind::kTick) {
+    // Claimed ahead of its instant: runs may end before then. Asked again at it.
+    queue_.push(Entry{job.DueMs(e.tick), e.tick, e.job, EntryKind::kTick, true});
+    return;
+  }
+  LogTick(job, req, "skipped",
+          {{"reason", "max_concurrent_runs"},
+           {"limit", options_.max_concurrent_runs},
+           {"running", active_runs()}},
+          LogLevel::kWarn);
+  Observe(req, "skipped", 0);
 }
 
 void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                               const lock::ClaimRequest& req,
                               const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent) {
+  Progress();
   Remember(req, result);
   if (result) SeeStoreClock(req, *result);
   if (kind == EntryKind::kRecheck && !(result && result->status == lock::ClaimStatus::kWon)) {
@@ -715,26 +833,8 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       }
       const milliseconds lead = LeadOf(job->DueMs(req.tick_unix), req);
       // Renewals extend by lock.lease; the claim's own TTL was lead + lock.lease.
+      // Claimed within this replica's room (ClaimGroup): it always starts.
       lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease - lead};
-      if (active_runs() >= options_.max_concurrent_runs) {
-        log_.Log(LogLevel::kWarn, "skip",
-                 {{"job", req.job},
-                  {"tick", FormatTick(req.tick_unix)},
-                  {"node", req.node},
-                  {"reason", "max_concurrent_runs"},
-                  {"limit", options_.max_concurrent_runs},
-                  {"fence", o.fence}});
-        Result<lock::CompleteStatus> r = CallBackend("complete", [&] {
-          return backend_.Complete(held,
-                                   lock::Completion{"released", std::nullopt, milliseconds(0)});
-        });
-        if (!r) {
-          LogBackendError(log_, LogLevel::kWarn, "complete", req.job, FormatTick(req.tick_unix),
-                          req.node, r.error());
-        }
-        Observe(req, "skipped", o.fence);
-        return;
-      }
       if (!o.observed) Observe(req, "won", o.fence);
       StartRun(job, std::move(held), claim_sent, lead);
       return;
@@ -978,6 +1078,7 @@ void Scheduler::Observe(const lock::ClaimRequest& req, std::string_view outcome,
 
 void Scheduler::WriteObservation(const lock::Observation& obs) {
   Result<void> r = CallBackend("ledger", [&] { return backend_.Record(obs); });
+  Progress();
   if (!r) {
     LogBackendError(log_, LogLevel::kDebug, "ledger", obs.job, FormatTick(obs.tick_unix), obs.node,
                     r.error());

@@ -3,6 +3,7 @@
 // top of scheduler.cc).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -47,7 +48,9 @@ struct SchedulerOptions {
   // node.clock_skew_warning: a `store-clock` line when this replica's clock is further
   // than this from the store's, as its claims measure it; 0: never (the gauge stays).
   std::chrono::milliseconds store_clock_warning{1'000};
-  int max_concurrent_runs = 64;             // won ticks beyond it are skipped, never delayed
+  // The runs this replica has going at most: an instant's ticks beyond the free room
+  // are not claimed (left to the other replicas), so a won tick always starts.
+  int max_concurrent_runs = 64;
   std::size_t missed_log_limit = 10;        // per job per wake-up; the rest is one summary
   std::chrono::milliseconds retention{7LL * 24 * 3'600'000};  // lock.retention: older ticks
   std::chrono::milliseconds prune_every{3'600'000};           //   are pruned this often
@@ -61,6 +64,14 @@ struct SchedulerOptions {
   // The longest the loop sleeps without a turn (the heartbeat must keep coming while
   // nothing is due; the daemon sets it below the watchdog interval).
   std::chrono::milliseconds max_sleep{3'600'000};
+  // The loop watch (docs/design.md §9): the loop is stuck once it has slept
+  // `loop_slack` past the wake-up it planned, or spent `turn_stall` in a turn without
+  // progress (a claim round or answer, a ledger write, the pause read). A thread of the
+  // scheduler judges it every `loop_check_every` of real time (0: no such thread;
+  // tests call CheckLoop()).
+  std::chrono::milliseconds loop_check_every{0};
+  std::chrono::milliseconds loop_slack{5'000};
+  std::chrono::milliseconds turn_stall{30'000};
   // The replicas claiming beside this one: the ticks of one instant are claimed in
   // the order of this replica's rank among them (lock/claim_spread.h). Null: in the
   // order they were due. REQUIRES: outlives the scheduler.
@@ -107,6 +118,21 @@ class Scheduler {
   // until; nullopt while it works.
   std::optional<SteadyTime> sleeping_until() const;
 
+  // The loop as another thread sees it (it needs nothing from the loop's thread, so a
+  // stuck loop cannot hide). Not stuck before Start() and once Shutdown() began.
+  struct LoopHealth {
+    bool stuck = false;
+    bool sleeping = false;  // the loop was asleep; else inside a turn
+    // Asleep: how long past its planned wake-up (0 before it); in a turn: how long
+    // since its last progress.
+    std::chrono::milliseconds behind{0};
+  };
+  LoopHealth loop_health() const;
+  // Judges the loop now: sets the stuck gauge and logs `loop outcome=stuck` when it
+  // becomes stuck (again each minute it stays so, with how long by then) and
+  // `outcome=recovered` when it moves again. The watch thread calls it.
+  void CheckLoop();
+
  private:
   enum class EntryKind {
     kTick,     // the job's next tick
@@ -133,6 +159,10 @@ class Scheduler {
   using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
 
   void Loop();
+  // The watch thread: CheckLoop() every loop_check_every until Shutdown().
+  void Watch();
+  // The loop made progress (turn_stall counts from here).
+  void Progress() { progress_ms_.store(clock_.Steady().time_since_epoch().count()); }
   void BuildInitialQueue(std::int64_t now_ms);
   void ApplyReload(const JobSet& jobs, std::int64_t now_ms);
   void ProcessDue(std::int64_t now_ms);
@@ -142,7 +172,18 @@ class Scheduler {
   // A `missed` tick line was logged: on_miss, if the job has one (the notifier's
   // thread asks the store who sends it). `store_said`: the claim answered missed.
   void NotifyMissed(const ScheduledJob& job, std::int64_t tick, bool store_said);
+  // Claims the ticks of one instant (`group`), in rounds that fit the room for runs.
   void ClaimGroup(std::vector<Entry> group);
+  // One round: claims group[from…] until `room` claims are sent, in one batch, and
+  // handles the answers; returns the index of the first entry left for the next
+  // round (group.size(): none). `room` <= 0: claims nothing; each claimable entry
+  // goes to NoRoomFor.
+  std::size_t ClaimRound(const std::vector<Entry>& group, std::size_t from, int room);
+  // An entry this replica has no room to claim: a tick is logged `skipped`
+  // (reason=max_concurrent_runs) and left to the other replicas; an early claim is
+  // asked again at its instant, a recheck in lease/2. `lead`: as in ClaimRound.
+  void NoRoomFor(const ScheduledJob& job, const Entry& e, const lock::ClaimRequest& req,
+                 std::chrono::milliseconds lead);
   void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                      const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result,
                      SteadyTime claim_sent);
@@ -234,6 +275,14 @@ class Scheduler {
   std::uint64_t reload_requested_ = 0;
   std::uint64_t reload_applied_ = 0;
   std::optional<SteadyTime> sleeping_until_;
+  std::thread watch_;                   // Watch(); joined by Shutdown()
+  std::condition_variable watch_cv_;    // wakes Watch() for Shutdown()
+  std::atomic<std::int64_t> progress_ms_{0};  // Steady() ms of the loop's last progress
+
+  // CheckLoop's memory (its callers: the watch thread, tests).
+  std::mutex check_mu_;
+  std::optional<SteadyTime> stuck_logged_;  // when `loop outcome=stuck` was last logged
+  std::chrono::milliseconds stuck_behind_{0};  // the last stuck judgement's `behind`
   JobSet job_set_;  // what jobs() and job_names() answer
   // Before runs_: the runs' renewals are sent from here; its destructor waits for the
   // ones still in flight, so none outlives the scheduler (nor the backend).

@@ -2,11 +2,14 @@
 // for the backends that decide a claim in C++ on a reading of the store's clock (etcd's
 // Date header, ZooKeeper's scratch-node mtime). Redis and PostgreSQL judge the same in
 // their script and function. `store_hi_ms` is the latest the store's clock may read
-// (etcd: its Date second + 999 ms): a claim is refused, or a head passed over, only
-// when that is sure.
+// (etcd: its Date second + 999 ms, or less as SecondClockBound tells): a claim is
+// refused, or a head passed over, only when that is sure.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <utility>
 
@@ -66,5 +69,52 @@ inline void MoveHead(HeadTicks& head, const ClaimRequest& req, std::int64_t stor
   head.tick = req.tick_unix;
   head.node = req.node;
 }
+
+// A store clock read in whole seconds (etcd's Date header), narrowed by many replies.
+// A reply sent at steady instant `sent` and received at `received` whose Date says
+// second D was written while the store's clock read [D, D + 1 s), at some instant in
+// [sent, received]: so (store clock − steady clock) lies in (D − received, D + 1 s −
+// sent). Replies at different phases of the second narrow the intersection of those
+// intervals to about a round trip. The steady clock is the replica's monotonic one,
+// which no wall-clock step (nor libfaketime) moves. Intervals older than kKeep are
+// dropped (clock rates differ by a few ppm); an empty intersection means the store's
+// clock stepped: only the newest reply counts from then on. Not thread-safe.
+class SecondClockBound {
+ public:
+  using Steady = std::chrono::steady_clock::time_point;
+  static constexpr std::chrono::seconds kKeep{60};
+
+  // A reply of `date_ms` (its Date, a whole second, in ms) sent and received then.
+  // Returns the latest the store's clock can have read when it wrote the reply.
+  std::int64_t Add(std::int64_t date_ms, Steady sent, Steady received) {
+    samples_.push_back({received, date_ms - Ms(received), date_ms + 1'000 - Ms(sent)});
+    while (samples_.size() > 64 ||
+           (samples_.size() > 1 && samples_.front().at < received - kKeep)) {
+      samples_.pop_front();
+    }
+    std::int64_t lo = INT64_MIN;
+    std::int64_t hi = INT64_MAX;
+    for (const Sample& s : samples_) {
+      lo = std::max(lo, s.lo);
+      hi = std::min(hi, s.hi);
+    }
+    if (lo >= hi) {  // the store's clock stepped: start over from this reply
+      samples_.erase(samples_.begin(), std::prev(samples_.end()));
+      hi = samples_.back().hi;
+    }
+    return std::min(date_ms + 999, Ms(received) + hi);
+  }
+
+ private:
+  struct Sample {
+    Steady at;
+    std::int64_t lo;  // store clock − steady clock: above this
+    std::int64_t hi;  //   and below this
+  };
+  static std::int64_t Ms(Steady t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  }
+  std::deque<Sample> samples_;
+};
 
 }  // namespace tickd::lock

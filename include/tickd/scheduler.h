@@ -92,7 +92,9 @@ struct SchedulerOptions {
   // lock.claim_lead: ticks are claimed this long before T; the function still starts
   // at T. Below 1 s; the daemon's default.
   std::chrono::milliseconds claim_lead{200};
-  int max_concurrent_runs = 64;                      // won ticks beyond it are skipped
+  // Runs going at once at most: ticks of an instant beyond the room left are not
+  // claimed (left to other replicas), so a won tick always runs.
+  int max_concurrent_runs = 64;
   // The daemon's log lines (docs/design.md §6). `log` receives each line, newline
   // included, one call at a time; empty: written to stderr.
   LogFormat log_format = LogFormat::kLogfmt;

@@ -29,8 +29,9 @@
 //
 // claim: one read transaction (ranges over tick/<T>/[l,r,u], run and head), then:
 //  −1. the request checks the clock (max_lead, docs/design.md §1 rule 15) and even the
-//      read's Date + 999 ms is before T + due_offset − max_lead → early, nothing
-//      written: the replica's clock is ahead of the member's;
+//      latest the member's clock can have read at the read (below: "etcd's now") is
+//      before T + due_offset − max_lead → early, nothing written: the replica's clock
+//      is ahead of the member's;
 //   0. the request knows a later claimed tick than the head holds (known_tick > the
 //      head's tick, 0 without a head) → store-reset, naming the head's tick: etcd lost
 //      its data (docs/design.md §1 rule 12). Nothing is written. The read is one
@@ -78,7 +79,11 @@
 // "etcd's now": etcd has no time API. Every gateway reply carries an HTTP Date header
 // written by the member from its own clock (1 s resolution, rounded down), and the
 // read of step 1 is such a reply; the replica's clock is never used. So `missed` is
-// judged on the member's clock, up to 1 s leniently. A reply without Date (a proxy
+// judged on the member's clock, up to 1 s leniently. The clock check (step −1) takes
+// the latest the member's clock can have read instead: Date + 999 ms, narrowed by the
+// member's earlier replies (lock/clock_check.h SecondClockBound: each reply's Date and
+// when, on the replica's monotonic clock, it was sent and received), usually to a few
+// tens of ms once replies at different phases of the second came in. A reply without Date (a proxy
 // that strips it) never yields missed; the scheduler's own deadline check remains.
 // renew: keepalive of the lease (a reply without TTL: gone → lost), then a txn that
 // compares the lease key's value with the token and refreshes lease_until. The runs
@@ -479,6 +484,9 @@ Result<Endpoints> ParseUrl(const std::string& url) {
 struct Reply {
   Json body;
   std::optional<std::int64_t> server_ms;  // the member's clock (Date header), if sent
+  // With server_ms: the latest the member's clock can have read when it answered,
+  // narrowed below Date + 999 ms by the member's earlier replies (SecondClockBound).
+  std::optional<std::int64_t> server_hi_ms;
 };
 
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
@@ -969,6 +977,7 @@ class EtcdBackend final : public Backend {
     std::optional<Head> head;
     std::int64_t head_mod_revision = 0;
     std::optional<std::int64_t> server_ms;
+    std::optional<std::int64_t> server_hi_ms;  // Reply::server_hi_ms of the read
   };
 
   Deadline Due() const { return steady_clock::now() + options_.op_timeout; }
@@ -1039,6 +1048,7 @@ class EtcdBackend final : public Backend {
     if (!txn) return tl::unexpected(txn.error());
     TickState st = ParseTickState(k, txn->body);
     st.server_ms = txn->server_ms;
+    st.server_hi_ms = txn->server_hi_ms;
     return st;
   }
 
@@ -1075,6 +1085,7 @@ class EtcdBackend final : public Backend {
       out.push_back(r.contains("response_txn") ? ParseTickState(keys[n], r["response_txn"])
                                                : TickState{});
       out.back().server_ms = txn->server_ms;
+      out.back().server_hi_ms = txn->server_hi_ms;
     }
     return out;
   }
@@ -1189,11 +1200,12 @@ class EtcdBackend final : public Backend {
       return {};
     }
     // Every answer of the chunk carries the member's clock of its read (one revision,
-    // one Date): the Date's second + 500 ms, within ±500 ms of the member's clock.
+    // one Date): the middle of [Date, the latest it can have read].
     const std::optional<std::int64_t> date_ms =
         states->empty() ? std::nullopt : states->front().server_ms;
+    const std::int64_t date_mid_ms = date_ms ? (*date_ms + StoreHi(states->front())) / 2 : 0;
     const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
-      if (r && date_ms) r->store_ms = *date_ms + 500;
+      if (r && date_ms) r->store_ms = date_mid_ms;
       on_answer(i, std::move(r));
     };
     std::vector<ClaimPlan> plans;
@@ -1258,8 +1270,9 @@ class EtcdBackend final : public Backend {
   std::optional<ClaimOutcome> Decide(const ClaimRequest& req, ClaimPlan& plan) {
     const TickState& state = plan.state;
     // The member's clock (rule 15): Date is rounded down to its second, so it reads at
-    // most 999 ms more; without a Date nothing is judged early and no head ahead.
-    const std::int64_t store_hi_ms = state.server_ms ? *state.server_ms + 999 : INT64_MAX;
+    // most 999 ms more, or less as its earlier replies tell (StoreHi); without a Date
+    // nothing is judged early and no head ahead.
+    const std::int64_t store_hi_ms = StoreHi(state);
     if (state.server_ms && ClaimIsEarly(req, store_hi_ms)) {
       return ClaimOutcome{ClaimStatus::kEarly};
     }
@@ -1608,8 +1621,15 @@ class EtcdBackend final : public Backend {
       head.node = req.node;
     }
     ++head.n;
-    MoveHead(head, req, state.server_ms ? *state.server_ms + 999 : INT64_MAX);
+    MoveHead(head, req, StoreHi(state));
     return head;
+  }
+
+  // The latest the member's clock can have read at the tick's read: INT64_MAX without
+  // a Date (nothing is then judged ahead).
+  static std::int64_t StoreHi(const TickState& state) {
+    if (!state.server_ms) return INT64_MAX;
+    return state.server_hi_ms.value_or(*state.server_ms + 999);
   }
 
   static ClaimOutcome Busy(const RunMarker& run) {
@@ -1728,7 +1748,12 @@ class EtcdBackend final : public Backend {
       curl_easy_setopt(c, CURLOPT_WRITEDATA, &response);
       curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &OnHeader);
       curl_easy_setopt(c, CURLOPT_HEADERDATA, &reply.server_ms);
+      const steady_clock::time_point sent = steady_clock::now();
       const CURLcode rc = curl_easy_perform(c);
+      if (rc == CURLE_OK && reply.server_ms) {
+        reply.server_hi_ms =
+            date_bounds_[current_].Add(*reply.server_ms, sent, steady_clock::now());
+      }
       if (rc != CURLE_OK) {
         last_error = host + ": " + curl_easy_strerror(rc);
         if (CouldNotConnect(c, rc)) {
@@ -1776,6 +1801,9 @@ class EtcdBackend final : public Backend {
   std::string token_;         // etcd's auth token ("" = none yet, or no authentication)
   HeadersPtr auth_headers_;   // headers_ plus "Authorization: <token_>"
   std::size_t current_ = 0;  // the member tried first
+  // Per member (its own clock), guarded by mu_: narrows its Date to under a second.
+  std::vector<SecondClockBound> date_bounds_ =
+      std::vector<SecondClockBound>(endpoints_.hosts.size());
   std::mutex leases_mu_;
   std::map<LeaseKey, std::int64_t> leases_;           // guarded by leases_mu_
   std::map<std::int64_t, int> lease_claims_;           // guarded by leases_mu_

@@ -571,7 +571,7 @@ TEST_CASE("replicas that know each other start their batches on different slices
   CHECK(firsts.size() == 3);  // no two replicas race for the same job first
 }
 
-TEST_CASE("max_concurrent_runs: a won tick beyond it is skipped and released, never delayed") {
+TEST_CASE("max_concurrent_runs: a replica claims no more of an instant than it can start") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };
   sim.AddReplica("a", {EveryJob("x", 60), EveryJob("y", 60)}, [](SchedulerOptions& o) {
@@ -581,11 +581,107 @@ TEST_CASE("max_concurrent_runs: a won tick beyond it is skipped and released, ne
   sim.Step(seconds(1), false);
   sim.WaitQuiet(false);
   REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));  // on the run's own thread
-  CHECK(sim.Grep({"outcome=won"}).size() == 2);
-  CHECK(sim.Grep({" warn skip ", "reason=max_concurrent_runs", "limit=1"}).size() == 1);
-  const auto completions = sim.backend.completions();
-  REQUIRE(completions.size() == 1);
-  CHECK(completions[0].second.outcome == "released");
+  // One claim, won and started; the other tick is skipped before any claim, so it
+  // stays free for the other replicas: nothing won is released unrun.
+  CHECK(sim.backend.claims().size() == 1);
+  CHECK(sim.Grep({"outcome=won"}).size() == 1);
+  CHECK(sim.Grep({" warn tick ", "outcome=skipped", "reason=max_concurrent_runs", "limit=1",
+                  "running=1"})
+            .size() == 1);
+  CHECK(sim.Grep({" skip "}).empty());
+  CHECK(sim.backend.completions().empty());
+  const auto history = sim.store->History("", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 2);
+  for (const lock::TickHistory& h : *history) {
+    REQUIRE(h.observations.size() == 1);
+    // The skipped tick has no claim record: no winner, nobody's run.
+    CHECK(h.observations[0].outcome == (h.winner.empty() ? "skipped" : "won"));
+  }
+  // Once the run has ended there is room again, for one: the next instant wins one
+  // tick (its run held again) and skips the other.
+  sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return sim.replica(0).active_runs() == 0; }));
+  sim.Step(seconds(60), false);
+  sim.WaitQuiet(false);
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 2; }));
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=won"}).size() == 1);
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=skipped"}).size() == 1);
+  CHECK(sim.backend.claims().size() == 2);
+}
+
+TEST_CASE("max_concurrent_runs: two replicas with room for k each and 3k ticks due start 2k, "
+          "every won tick starts, the rest is skipped on both") {
+  constexpr int kRoom = 4;
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };
+  JobSet jobs;
+  for (int i = 0; i < 3 * kRoom; ++i) jobs.push_back(EveryJob("job-" + std::to_string(i), 60));
+  // No peers: both claim in the same order, so the second to claim loses its first
+  // round whole and must go on claiming, in rounds, while it has room.
+  for (const char* node : {"a", "b"}) {
+    sim.AddReplica(node, jobs, [](SchedulerOptions& o) {
+      o.max_concurrent_runs = kRoom;
+      o.lease = std::chrono::minutes(10);
+    });
+  }
+  sim.Step(seconds(1), false);
+  sim.WaitQuiet(false);
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 2 * kRoom; }));
+  CHECK(sim.replica(0).active_runs() == kRoom);
+  CHECK(sim.replica(1).active_runs() == kRoom);
+  const auto won = sim.Grep({"outcome=won"});
+  CHECK(won.size() == 2 * kRoom);  // every won tick started
+  std::set<std::string> won_jobs;
+  for (const std::string& l : won) {
+    std::smatch m;
+    REQUIRE(std::regex_search(l, m, std::regex(" job=([^ ]+)")));
+    won_jobs.insert(m[1]);
+  }
+  CHECK(won_jobs.size() == 2 * kRoom);
+  // Every tick nobody won was skipped by both, before any claim (no claim record).
+  for (const auto& job : jobs) {
+    if (won_jobs.contains(job->job.name)) continue;
+    CHECK(sim.Grep({" job=" + job->job.name + " ", "outcome=skipped", "reason=max_concurrent_runs",
+                    "limit=4"})
+              .size() == 2);
+  }
+  // One tick line per tick on each replica: won, lost or skipped.
+  CHECK(sim.Grep({" tick ", " node=a "}).size() == 3 * kRoom);
+  CHECK(sim.Grep({" tick ", " node=b "}).size() == 3 * kRoom);
+  CHECK(sim.backend.completions().empty());
+  CHECK(sim.Grep({" skip "}).empty());
+}
+
+TEST_CASE("max_concurrent_runs: a full replica's early claim is asked again at the instant") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(); };
+  // concurrency allow: what holds minutely back is the room alone, not its own run.
+  const auto allow = [](config::Job& j) { j.concurrency = config::Concurrency::kAllow; };
+  sim.AddReplica("a", {EveryJob("hourly", 3600, allow), EveryJob("minutely", 60, allow)},
+                 [](SchedulerOptions& o) {
+                   o.max_concurrent_runs = 1;
+                   o.claim_lead = milliseconds(200);
+                   o.lease = std::chrono::minutes(10);
+                 });
+  // 14:00:00: both due, room for one.
+  sim.Step(seconds(1), false);
+  sim.WaitQuiet(false);
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
+  CHECK(sim.Grep({"tick=2026-11-21T14:00:00Z", "outcome=skipped"}).size() == 1);
+  // 14:00:59.800: minutely's early claim finds no room: asked again at 14:01:00,
+  // by when the first run has ended.
+  sim.Step(milliseconds(59'800), false);
+  sim.WaitQuiet(false);
+  CHECK(sim.backend.claims().size() == 1);
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z"}).empty());
+  sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return sim.replica(0).active_runs() == 0; }));
+  sim.Step(milliseconds(200), false);
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"job=minutely", "tick=2026-11-21T14:01:00Z", "outcome=won"}).size() == 1);
+  CHECK(sim.Grep({"tick=2026-11-21T14:01:00Z", "outcome=skipped"}).empty());
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 2; }));
 }
 
 TEST_CASE("reload: removed jobs stop, new ones start, unchanged ones keep their ticks") {

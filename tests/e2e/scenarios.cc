@@ -207,6 +207,17 @@ void ScenarioWrongClock(BackendFixture& backend) {
     return n;
   };
   CHECK(Cluster::WaitUntil([&] { return runs_after() >= 2; }, 60s));
+  // `tickd trigger` on a host whose clock is ahead: refused, nothing run, exit 1.
+  std::vector<std::string> env = backend.Env();
+  for (std::string& e : FakeTimeEnv(30)) env.push_back(std::move(e));
+  auto [trigger_status, trigger_out] =
+      RunCommand({TICKD_BINARY, "trigger", "-c", (cluster.dir() / "jobs.yaml").string(),
+                  "--node-id", "node-trigger", "every2"},
+                 env);
+  INFO(trigger_out);
+  CHECK(trigger_status == 1);
+  CHECK(trigger_out.find("outcome=early") != std::string::npos);
+  CHECK(trigger_out.find("ahead of the lock store's") != std::string::npos);
   StopAll(cluster);
 
   const auto lines = cluster.AllLines();

@@ -59,6 +59,45 @@ TEST_CASE("sqlite: tickd status --runs shows what each run printed, from another
   ScenarioRunOutput(*backend);
 }
 
+TEST_CASE(
+    "sqlite: a replica whose monotonic clock libfaketime fakes refuses to start, saying "
+    "why (issue #24: it logged one tick, then nothing)",
+    "[e2e][sqlite]") {
+  const char* kLibrary = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+  if (!fs::exists(kLibrary)) {
+    WARN("libfaketime not installed (Debian package faketime): skipped");
+    return;
+  }
+  auto backend = MakeSqliteFixture();
+  Cluster cluster(*backend);
+  const fs::path file = cluster.WriteJobFile(
+      "jobs:\n  - { name: beat, schedule: \"* * * * * *\", shell: \"true\" }\n");
+  // The trial's environment: the wall clock 1.5 s ahead, CLOCK_MONOTONIC faked too.
+  const std::vector<std::string> env = {std::string("LD_PRELOAD=") + kLibrary, "FAKETIME=+1.5s"};
+  // `tickd trigger` supervises a run the same way: it refuses before its claim.
+  const auto [trigger_status, trigger_output] =
+      RunCommand({TICKD_BINARY, "trigger", "-c", file.string(), "beat"}, env);
+  INFO(trigger_output);
+  CHECK(trigger_status == 1);
+  CHECK(trigger_output.find("clock: a 20 ms wait on the monotonic clock did not end") !=
+        std::string::npos);
+  CHECK(trigger_output.find(" tick ") == std::string::npos);
+  Replica& faked = cluster.StartReplica("faked", env);
+  const std::optional<int> status = faked.Wait(std::chrono::seconds(60));
+  INFO(faked.LogText());
+  REQUIRE(status);
+  CHECK(*status == 1);
+  CHECK(faked.LogText().find("clock: a 20 ms wait on the monotonic clock did not end") !=
+        std::string::npos);
+  CHECK(faked.LogText().find("FAKETIME_DONT_FAKE_MONOTONIC=1") != std::string::npos);
+  CHECK(faked.LogText().find(" tick ") == std::string::npos);
+  // Faking the wall clock alone is fine: the same replica runs ticks.
+  Replica& wall_only = cluster.StartReplica("wall-only", FakeTimeEnv(1.5));
+  CHECK(Cluster::WaitUntil(
+      [&] { return wall_only.LogText().find(" outcome=won") != std::string::npos; },
+      std::chrono::seconds(30)));
+}
+
 TEST_CASE("sqlite: SIGTERM drains and exits 0", "[e2e][sqlite]") {
   auto backend = MakeSqliteFixture();
   ScenarioGracefulShutdown(*backend);

@@ -41,6 +41,47 @@ bool Skip() {
 
 }  // namespace
 
+TEST_CASE(
+    "etcd: the clock check judges below a second once replies came at other phases of "
+    "the member's second (Date has whole seconds)",
+    "[etcd]") {
+  if (Skip()) return;
+  EtcdServer server;
+  REQUIRE(server.running());
+  auto backend = Open(server.url());
+  const auto wall_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  // Replies spread over more than a second (the skew watch's reads do this in the daemon).
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(backend->History("warm", 1));
+    std::this_thread::sleep_for(60ms);
+  }
+  // Early in a second, claim the next one with a 100 ms lead: 0.55 s or more ahead of
+  // the member's clock, although inside the same Date second as its due − lead.
+  while (wall_ms() % 1000 < 50 || wall_ms() % 1000 > 350) std::this_thread::sleep_for(5ms);
+  const std::int64_t now = wall_ms() / 1000;
+  auto ahead = Req("sub-second", now + 1, "node-a", "tok-1");
+  ahead.max_lead = 100ms;
+  ahead.forbid_overlap = false;
+  const ClaimOutcome refused = MustClaim(*backend, ahead);
+  if (wall_ms() >= now * 1000 + 700) {
+    // The claim's read came too late to be early (a loaded machine): not judged.
+    WARN("the claim took until " << wall_ms() % 1000 << " ms into its second");
+  } else {
+    CHECK(std::string(ClaimStatusName(refused.status)) == "early");
+    CHECK(refused.store_ms >= now * 1000);
+    CHECK(refused.store_ms < (now + 1) * 1000);
+  }
+  // The current second is not early.
+  auto on_time = Req("sub-second-now", now, "node-a", "tok-2");
+  on_time.max_lead = 100ms;
+  on_time.forbid_overlap = false;
+  CHECK(MustClaim(*backend, on_time).status == ClaimStatus::kWon);
+}
+
 TEST_CASE("etcd: bad URLs are refused and name the URL", "[etcd]") {
   for (const char* url : {"redis://127.0.0.1:2379", "etcd://", "etcd://h:99999", "etcd://h:x",
                           "etcd://h1:2379,,h2:2379", "etcd://u:pw@h:2379", "etcd://h:2379/path",

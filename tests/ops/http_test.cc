@@ -60,7 +60,8 @@ TEST_CASE("http endpoints of a running two-replica cluster") {
         "tickd_claim_duration_seconds_count{backend=\"sqlite\"}",
         "tickd_fire_lateness_seconds_bucket{job_name=\"beat\",le=",
         "# TYPE tickd_lease_lost_total counter", "# TYPE tickd_backend_errors_total counter",
-        "# TYPE tickd_config_mismatch_total counter", "# TYPE tickd_clock_skew_seconds gauge"}) {
+        "# TYPE tickd_config_mismatch_total counter", "# TYPE tickd_clock_skew_seconds gauge",
+        "\ntickd_scheduler_loop_stuck_seconds 0\n"}) {
     INFO(name);
     CHECK(metrics->body.find(name) != std::string::npos);
   }

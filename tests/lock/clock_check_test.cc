@@ -1,0 +1,87 @@
+// lock/clock_check.h: the clock check of a claim (docs/design.md §1 rule 15) as etcd and
+// ZooKeeper decide it, and the bound etcd narrows its whole-second Date with.
+#include "lock/clock_check.h"
+
+#include <catch2/catch.hpp>
+
+using namespace std::chrono_literals;
+using namespace tickd::lock;
+
+namespace {
+
+ClaimRequest Checked(std::int64_t tick, std::chrono::milliseconds max_lead) {
+  ClaimRequest req;
+  req.job = "j";
+  req.tick_unix = tick;
+  req.node = "n";
+  req.max_lead = max_lead;
+  return req;
+}
+
+SecondClockBound::Steady At(std::int64_t ms) {
+  return SecondClockBound::Steady(std::chrono::milliseconds(ms));
+}
+
+}  // namespace
+
+TEST_CASE("clock check: early only beyond max_lead from the due instant; unchecked never") {
+  ClaimRequest req = Checked(1'000, 450ms);
+  CHECK(ClaimIsEarly(req, 999'549));
+  CHECK_FALSE(ClaimIsEarly(req, 999'550));
+  req.due_offset = 2'000ms;  // jitter: due at 1002 s
+  CHECK(ClaimIsEarly(req, 1'001'549));
+  CHECK_FALSE(ClaimIsEarly(req, 1'001'550));
+  req.max_lead.reset();
+  CHECK_FALSE(ClaimIsEarly(req, 0));
+}
+
+TEST_CASE("clock check: a head ahead judges by below and keeps its tick; one in time moves") {
+  HeadTicks head{5'000, "ahead", 0, ""};  // an hour ahead of a store at 1400 s
+  const std::int64_t store_ms = 1'400'000;
+  ClaimRequest req = Checked(1'400, 450ms);
+  req.node = "b";
+  CHECK(HeadIsAhead(req, head.tick, store_ms));
+  CHECK(JudgingHead(head, req, store_ms).first == 0);  // nothing below yet: not superseded
+  MoveHead(head, req, store_ms);
+  CHECK(head.tick == 5'000);
+  CHECK(head.below == 1'400);
+  CHECK(head.below_node == "b");
+  ClaimRequest lagging = Checked(1'399, 450ms);
+  CHECK(JudgingHead(head, lagging, store_ms) == std::pair<std::int64_t, std::string>{1'400, "b"});
+  // An unchecked claim (a lock) is judged against the latest tick ever claimed.
+  ClaimRequest unchecked = Checked(1'401, 0ms);
+  unchecked.max_lead.reset();
+  CHECK(JudgingHead(head, unchecked, store_ms).first == 5'000);
+  // Once the store's clock reaches it, the head judges every claim again and moves on.
+  const std::int64_t later_ms = 5'000'000;
+  ClaimRequest on_time = Checked(5'002, 450ms);
+  on_time.node = "c";
+  CHECK_FALSE(HeadIsAhead(on_time, head.tick, later_ms));
+  MoveHead(head, on_time, later_ms + 2'000);
+  CHECK(head.tick == 5'002);
+  CHECK(head.below == 5'000);  // the tick it left, no longer ahead
+}
+
+TEST_CASE("SecondClockBound: replies at other phases of the second narrow Date + 999 ms") {
+  SecondClockBound bound;
+  // The store's clock is steady + 1'000'000'250 ms; each reply takes 2 ms.
+  constexpr std::int64_t kOffset = 1'000'000'250;
+  const auto reply = [&](std::int64_t sent_ms) {
+    const std::int64_t store_ms = sent_ms + 1 + kOffset;
+    return bound.Add(store_ms / 1000 * 1000, At(sent_ms), At(sent_ms + 2));
+  };
+  // Alone, a reply says no more than its second.
+  const std::int64_t first = reply(100);  // store 1'000'000'351: Date ...000
+  CHECK(first == 1'000'000'999);
+  // Replies at every tenth of a second narrow it to a round trip or so.
+  std::int64_t hi = 0;
+  for (std::int64_t t = 200; t <= 1'100; t += 100) hi = reply(t);
+  const std::int64_t truth = 1'100 + 1 + kOffset;
+  CHECK(hi >= truth);
+  CHECK(hi <= truth + 110);
+  // The store's clock steps back 5 s: the old replies no longer fit, the newest counts.
+  const std::int64_t stepped = bound.Add((1'200 + kOffset - 5'000) / 1000 * 1000, At(1'200),
+                                         At(1'202));
+  CHECK(stepped <= 1'200 + kOffset - 5'000 + 1'000);
+  CHECK(stepped >= 1'200 + kOffset - 5'000);
+}
