@@ -257,6 +257,8 @@ int CmdRun(const RunArgs& args) {
            {"backend", (*backend)->name()},
            {"url", cfg.lock.url.empty() ? "-" : lock::RedactUrl(cfg.lock.url)},
            {"lease", FormatDuration(cfg.lock.lease)},
+           {"stop_grace",
+            FormatDuration(cfg.lock.stop_grace.value_or(config::DefaultStopGrace(cfg.lock.lease)))},
            {"claim_lead", FormatDuration(cfg.lock.claim_lead)},
            {"tzdata", cron::TzdataVersionInUse()},
            {"jobs", jobs.size()},

@@ -291,8 +291,7 @@ void RunSupervisor::Supervise(Outcome& out) {
       if (killed_) {
         out.lease_end = r.left_running ? "running" : "killed";
         if (r.left_running) {
-          out.error = "still running when its lease ended (its stop was requested " +
-                      FormatSeconds(stop_grace_) + " before); its thread keeps running";
+          out.error = "ignored its stop token until its lease ended; its thread keeps running";
         }
       }
     }

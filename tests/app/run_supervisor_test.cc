@@ -197,7 +197,7 @@ TEST_CASE("an in-process call still running when its lease ends is reported, not
   StepTo(r.sim, 3'968, milliseconds(0));
   REQUIRE(Eventually([&] { return r.Ended(); }));
   CHECK(r.sim.Grep({" warn run job=j", "outcome=lease-lost", "lease_end=running",
-                    "still running when its lease ended"}).size() == 1);
+                    "ignored its stop token until its lease ended"}).size() == 1);
 }
 
 TEST_CASE("on_lease_lost: continue: a store that does not answer loses the lease at "
