@@ -25,6 +25,7 @@
 #include "app/scheduled_job.h"
 #include "app/scheduler.h"
 #include "app/status_cli.h"
+#include "base/steady_waits.h"
 
 namespace tickd::app {
 namespace {
@@ -75,6 +76,11 @@ int CmdTrigger(const TriggerArgs& args) {
   if (!scheduled) {
     std::cerr << args.config_path << ": " << scheduled.error().ToString() << "\n";
     return kExitBadInput;
+  }
+  // The run's lease renewals and timeout wait on the monotonic clock (as `tickd run`).
+  if (Result<void> waits = CheckSteadyWaits(); !waits) {
+    std::cerr << "tickd: " << waits.error().ToString() << "\n";
+    return kExitFailure;
   }
   Logger log(clock, LogFormatFromName(args.log_format).value_or(LogFormat::kLogfmt),
              LogLevel::kInfo, Logger::FdWriter(STDOUT_FILENO));
@@ -135,6 +141,7 @@ int CmdTrigger(const TriggerArgs& args) {
   tick.manual = true;
   tick.output_bytes = ctx.config.lock.history.output_bytes;
   tick.keep_outputs = ctx.config.lock.history.runs;
+  tick.stop_grace = ctx.config.lock.stop_grace;
   RunSupervisor run(clock, *ctx.backend, *runner, log, std::move(tick),
                     std::chrono::milliseconds(1'000), {});
   ThreadPool threads;

@@ -39,6 +39,9 @@
 // stands for a lease (see "advisory locks" below). now = clock_timestamp() taken AFTER
 // the lock, so waiting for it never makes a lease look longer or an expiry earlier than
 // the database's clock says. Then:
+//  −1. max_lead set (the twelve-argument call) and now < T + due_offset − max_lead →
+//      early (docs/design.md §1 rule 15): the replica's clock is ahead of the
+//      database's. Writes nothing, not even the ledger row;
 //   0. known_tick > the job's latest record (max tick; none: 0) → store-reset naming
 //      that tick (docs/design.md §1 rule 12): the database lost claims a replica saw
 //      (recreated, restored from an old backup). Writes nothing, not even the ledger
@@ -52,7 +55,9 @@
 //      starting_deadline, else re-claimed at step 5 (new owner, new fence);
 //   2. no record and the job's latest record (read at step 0) is of a later tick
 //      (running or done) → superseded, naming it: claims are monotonic per job (one
-//      step down the primary key, under the job's lock);
+//      step down the primary key, under the job's lock). For a checked claim whose
+//      latest record is further than max_lead ahead of now (claimed for the future
+//      by an unchecked claim), the latest record that is not ahead judges instead;
 //   3. no record and now > T + starting_deadline → missed;
 //   4. forbid and another tick of the job is running with lease_until > now → busy
 //      (its node and tick);

@@ -20,7 +20,9 @@
 //                  with the lease: while it lives, another tick of the job is `busy`.
 //   P{job}:head    the job's claim head (hash), no TTL (durable only with AOF; see
 //                  StartupWarnings): tick = the latest tick of the job ever claimed,
-//                  node = who claimed it, fence = the job's last fence. A fence is
+//                  node = who claimed it, fence = the job's last fence; below,
+//                  below_node = the latest tick claimed that was not ahead of TIME
+//                  while `tick` was (lock/clock_check.h). A fence is
 //                  max(last + 1, TIME_ms << 11) (lock/backend.h): a server that came
 //                  back without its data, or with only its last second lost
 //                  (appendfsync everysec), still hands out fences above every earlier
@@ -40,6 +42,9 @@
 //
 // claim decides in this order, because an existing record is a stronger answer than
 // the deadline (a replica that arrives late must hear who won):
+//  −1. the request checks the clock (max_lead) and TIME is before T + due_offset −
+//      max_lead → early: the replica's clock is ahead of the server's (docs/design.md
+//      §1 rule 15). Nothing is written, not even the observation;
 //   0. the request knows a later claimed tick than the head holds (known_tick > the
 //      head's tick, 0 without a head) → store-reset, naming the head's tick: the
 //      server lost its data (docs/design.md §1 rule 12). Nothing is written, not even
@@ -48,10 +53,15 @@
 //      lost (winner, config hash). Running with its lease over and recover on →
 //      missed when now > lease_until + starting_deadline, else re-claim below;
 //   2. no record and the head names a later tick → superseded (that tick and its
-//      node): claims are monotonic per job, decided in the same script;
+//      node): claims are monotonic per job, decided in the same script. For a checked
+//      claim, a head tick further than max_lead ahead of TIME (claimed for the future
+//      by an unchecked claim) judges by the head's `below` instead: the latest tick
+//      claimed that was not ahead;
 //   3. no record and now > T + starting_deadline → missed;
 //   4. forbid and the run key names another tick → busy (its node and tick);
-//   5. won: fence = max(head's + 1, TIME_ms << 11), move the head (tick only forward),
+//   5. won: fence = max(head's + 1, TIME_ms << 11), move the head (tick only forward;
+//      a head ahead keeps its tick and moves `below`; a tick left behind that was not
+//      ahead becomes `below`),
 //      write the record (owner, node, fence, lease_until = now + lease) and, for
 //      forbid, the run key; index T in the ledger.
 // A lost answer says whether the record is still running. When the request asks
@@ -130,8 +140,8 @@ using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 // known_tick (0: none; docs/design.md §1 rule 12), max_lead_ms ('': no clock check;
 // rule 15), due_offset_ms.
 // Answers, per claim, {status, fence, holder node, holder T, holder hash, holder
-// running (1/0), the server's TIME in ms (0 when the call did not read it)}. On Redis Cluster every call carries one claim (a script's keys must
-// share one slot); on a plain server a call carries up to kItemsPerCall claims, each
+// running (1/0), the server's TIME in ms (0 when the call did not read it)}. On Redis
+// Cluster every call carries one claim (a script's keys must share one slot); on a plain server a call carries up to kItemsPerCall claims, each
 // still touching only its own job's keys: what is shared is the script call's own
 // cost (parsing, setup, the AOF's MULTI/EXEC, the reply), ~2 µs of a ~7 µs claim.
 // The server's clock is read once per call (a call runs well under a millisecond).

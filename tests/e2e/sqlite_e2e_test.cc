@@ -70,10 +70,19 @@ TEST_CASE(
   }
   auto backend = MakeSqliteFixture();
   Cluster cluster(*backend);
-  cluster.WriteJobFile("jobs:\n  - { name: beat, schedule: \"* * * * * *\", shell: \"true\" }\n");
+  const fs::path file = cluster.WriteJobFile(
+      "jobs:\n  - { name: beat, schedule: \"* * * * * *\", shell: \"true\" }\n");
   // The trial's environment: the wall clock 1.5 s ahead, CLOCK_MONOTONIC faked too.
-  Replica& faked =
-      cluster.StartReplica("faked", {std::string("LD_PRELOAD=") + kLibrary, "FAKETIME=+1.5s"});
+  const std::vector<std::string> env = {std::string("LD_PRELOAD=") + kLibrary, "FAKETIME=+1.5s"};
+  // `tickd trigger` supervises a run the same way: it refuses before its claim.
+  const auto [trigger_status, trigger_output] =
+      RunCommand({TICKD_BINARY, "trigger", "-c", file.string(), "beat"}, env);
+  INFO(trigger_output);
+  CHECK(trigger_status == 1);
+  CHECK(trigger_output.find("clock: a 20 ms wait on the monotonic clock did not end") !=
+        std::string::npos);
+  CHECK(trigger_output.find(" tick ") == std::string::npos);
+  Replica& faked = cluster.StartReplica("faked", env);
   const std::optional<int> status = faked.Wait(std::chrono::seconds(60));
   INFO(faked.LogText());
   REQUIRE(status);
