@@ -171,6 +171,7 @@ int CmdRun(const RunArgs& args) {
   SchedulerOptions options;
   options.node = node;
   options.lease = cfg.lock.lease;
+  options.stop_grace = cfg.lock.stop_grace;
   options.claim_lead = cfg.lock.claim_lead;
   options.clock_tolerance = cfg.lock.clock_tolerance;
   options.store_clock_warning = cfg.clock_skew_warning;
@@ -256,6 +257,8 @@ int CmdRun(const RunArgs& args) {
            {"backend", (*backend)->name()},
            {"url", cfg.lock.url.empty() ? "-" : lock::RedactUrl(cfg.lock.url)},
            {"lease", FormatDuration(cfg.lock.lease)},
+           {"stop_grace",
+            FormatDuration(cfg.lock.stop_grace.value_or(config::DefaultStopGrace(cfg.lock.lease)))},
            {"claim_lead", FormatDuration(cfg.lock.claim_lead)},
            {"tzdata", cron::TzdataVersionInUse()},
            {"jobs", jobs.size()},

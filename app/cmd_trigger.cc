@@ -141,6 +141,7 @@ int CmdTrigger(const TriggerArgs& args) {
   tick.manual = true;
   tick.output_bytes = ctx.config.lock.history.output_bytes;
   tick.keep_outputs = ctx.config.lock.history.runs;
+  tick.stop_grace = ctx.config.lock.stop_grace;
   RunSupervisor run(clock, *ctx.backend, *runner, log, std::move(tick),
                     std::chrono::milliseconds(1'000), {});
   ThreadPool threads;

@@ -36,6 +36,10 @@ const std::vector<Family>& Families() {
        "Start of the claim minus the instant the tick was due (T, plus its jitter offset).",
        {"job_name"}},
       {"tickd_lease_lost_total", "counter", "Runs whose lease was lost.", {"job_name"}},
+      {"tickd_run_lease_end_total",
+       "counter",
+       "Runs still going when their lease ended: killed, or running (an in-process call).",
+       {"job_name", "state"}},
       {"tickd_run_retries_total",
        "counter",
        "Retries of failed runs within their tick: started, or why not.",
@@ -172,6 +176,10 @@ void PrometheusMetrics::Notification(std::string_view job, std::string_view even
 
 void PrometheusMetrics::LeaseLost(std::string_view job) {
   Count("tickd_lease_lost_total", {std::string(job)});
+}
+
+void PrometheusMetrics::RunLeaseEnd(std::string_view job, std::string_view state) {
+  Count("tickd_run_lease_end_total", {std::string(job), std::string(state)});
 }
 
 void PrometheusMetrics::RunRetry(std::string_view job, std::string_view outcome) {

@@ -10,6 +10,10 @@
 //   tickd_claim_duration_seconds{backend}    histogram of claim round trips
 //   tickd_fire_lateness_seconds{job_name}    histogram of (start of claim − due instant)
 //   tickd_lease_lost_total{job_name}
+//   tickd_run_lease_end_total{job_name,state}  runs still going when their lease
+//                                            ended: killed (a process group, SIGKILL)
+//                                            or running (an in-process call left on
+//                                            its thread)
 //   tickd_backend_errors_total{backend}
 //   tickd_config_mismatch_total{job_name}
 //   tickd_clock_skew_seconds{peer}           gauge: peer's wall clock − ours, at the
@@ -54,6 +58,8 @@ class Metrics {
   virtual void ClaimDuration(std::string_view /*backend*/, Seconds /*took*/) {}
   virtual void FireLateness(std::string_view /*job*/, Seconds /*lateness*/) {}
   virtual void LeaseLost(std::string_view /*job*/) {}
+  // A run still going at the end of its lease: "killed" or "running" (see above).
+  virtual void RunLeaseEnd(std::string_view /*job*/, std::string_view /*state*/) {}
   // A retry of a run (docs/design.md §1 rule 14): "started", or why it did not start:
   // "next-instant", "error" (the new fence), "lease-lost".
   virtual void RunRetry(std::string_view /*job*/, std::string_view /*outcome*/) {}
@@ -92,6 +98,7 @@ class PrometheusMetrics final : public Metrics {
   void ClaimDuration(std::string_view backend, Seconds took) override;
   void FireLateness(std::string_view job, Seconds lateness) override;
   void LeaseLost(std::string_view job) override;
+  void RunLeaseEnd(std::string_view job, std::string_view state) override;
   void RunRetry(std::string_view job, std::string_view outcome) override;
   void BackendError(std::string_view backend) override;
   void ConfigMismatch(std::string_view job) override;

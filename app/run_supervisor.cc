@@ -18,7 +18,8 @@ namespace {
 constexpr std::size_t kLoggedLinesPerRun = 1'000;
 
 // How soon to try again after a renewal that failed (not answered kLost): often
-// enough that a short backend hiccup does not cost the lease.
+// enough that a short backend hiccup does not cost the lease. Also how often the
+// supervisor looks for the answer of a renewal in flight.
 milliseconds RenewRetryDelay(milliseconds lease) { return std::max(milliseconds(10), lease / 15); }
 
 // How long after T the supervisor of a run prepared ahead of T looks at it: at once
@@ -32,8 +33,6 @@ milliseconds LookAfter(const jobs::PreparedStart* prepared, std::size_t instant_
 }
 
 }  // namespace
-
-milliseconds LeaseValidity(milliseconds lease) { return lease - lease / 100 - milliseconds(2); }
 
 std::map<std::string, std::string> JobEnvironment(const WonTick& tick, int attempt) {
   std::map<std::string, std::string> env = tick.job->job.env;
@@ -64,6 +63,14 @@ jobs::ProcessSpec MakeProcessSpec(const WonTick& tick, int attempt) {
   return spec;
 }
 
+// A renewal's answer, handed from the thread that sent it to the supervisor.
+struct RunSupervisor::RenewSlot {
+  std::mutex mu;
+  RunSupervisor* owner = nullptr;  // null once the supervisor no longer listens
+  bool in_flight = false;
+  std::optional<std::pair<SteadyTime, Result<lock::RenewStatus>>> answer;  // sent, answer
+};
+
 // What the run line and the completion report; filled as the run goes. The defaults
 // are what an unexpected exit (an exception) reports.
 struct RunSupervisor::Outcome {
@@ -73,6 +80,9 @@ struct RunSupervisor::Outcome {
   std::string error = "the supervisor ended before the run did";
   int attempts = 0;
   std::size_t dropped_lines = 0;
+  // The run was still going when its lease ended: "killed" (SIGKILL to its process
+  // group) or "running" (an in-process call, left on its thread); "": it was not.
+  std::string lease_end;
 };
 
 RunSupervisor::RunSupervisor(Clock& clock, lock::Backend& backend, Runner& runner, Logger& log,
@@ -87,7 +97,15 @@ RunSupervisor::RunSupervisor(Clock& clock, lock::Backend& backend, Runner& runne
       max_real_wait_(std::max(milliseconds(1), max_real_wait)),
       on_done_(std::move(on_done)),
       output_tail_(tick_.output_bytes),
-      notify_tail_(kNotifyOutputBytes) {}
+      notify_tail_(kNotifyOutputBytes),
+      stop_grace_(std::clamp(tick_.stop_grace.value_or(config::DefaultStopGrace(tick_.held.lease)),
+                             milliseconds(0), tick_.held.lease / 3)),
+      renew_(std::make_shared<RenewSlot>()) {
+  renew_->owner = this;
+  if (tick_.renew_threads == nullptr) {
+    own_renew_threads_ = std::make_unique<ThreadPool>(std::chrono::seconds(60), kMaxRenewThreads);
+  }
+}
 
 RunSupervisor::~RunSupervisor() { Join(); }
 
@@ -230,9 +248,7 @@ void RunSupervisor::Supervise(Outcome& out) {
     // tick over, whatever on_lease_lost says for a run already going. Only the clock
     // is asked here; a renewal already due goes out once the job runs (WaitRun), so a
     // store slow to answer, or cut off, cannot hold up a start the lease still covers.
-    if (lease_held_ && clock_.Steady() >= valid_until_) {
-      LoseLease("the lease ran out without a confirmed renewal");
-    }
+    CheckLease();
     if (lease_lost_) {
       out.outcome = jobs::RunOutcome::kLeaseLost;
       out.error = "the lease ran out before the job started";
@@ -266,11 +282,18 @@ void RunSupervisor::Supervise(Outcome& out) {
         std::lock_guard lock(mu_);
         exec_ = nullptr;
       }
+      CheckLease();  // a refusal that stopped the run is logged before its run line
       out.outcome = r.outcome;
       out.exit_code = r.exit_code;
       out.signal = r.signal;
       out.error = r.error;
       out.dropped_lines += r.dropped_lines;
+      if (killed_) {
+        out.lease_end = r.left_running ? "running" : "killed";
+        if (r.left_running) {
+          out.error = "ignored its stop token until its lease ended; its thread keeps running";
+        }
+      }
     }
     if (out.outcome != jobs::RunOutcome::kFailed && out.outcome != jobs::RunOutcome::kTimeout) {
       break;  // done, or ended by the daemon (lease lost, shutdown): never retried
@@ -365,9 +388,10 @@ void RunSupervisor::RetryNotStarted(int attempt, milliseconds backoff, std::stri
 bool RunSupervisor::WaitForInstant(WallTime at) {
   while (clock_.Wall() < at) {
     if (clock_.Steady() >= next_renew_) Upkeep();  // only after a step back of the wall clock
+    const milliseconds wait = RealWait(WatchdogDeadline());  // not under mu_ (RenewSlot's first)
     std::unique_lock lock(mu_);
     if (terminate_reason_) return false;
-    clock_.WaitUntilWall(cv_, lock, at, RealWait(WatchdogDeadline()));
+    clock_.WaitUntilWall(cv_, lock, at, wait);
   }
   std::lock_guard lock(mu_);
   return !terminate_reason_;
@@ -395,8 +419,15 @@ bool RunSupervisor::Backoff(SteadyTime until) {
 }
 
 std::optional<SteadyTime> RunSupervisor::WatchdogDeadline() const {
-  if (!lease_held_) return std::nullopt;
-  return std::min(next_renew_, valid_until_);
+  std::optional<SteadyTime> deadline;
+  const auto at = [&deadline](SteadyTime t) { deadline = deadline ? std::min(*deadline, t) : t; };
+  if (lease_held_) {
+    at(LossAt());
+    // A renewal in flight: look for its answer now and then (it cannot wake us).
+    at(RenewalInFlight() ? clock_.Steady() + RenewRetryDelay(tick_.held.lease) : next_renew_);
+  }
+  if (kill_at_ && !killed_) at(*kill_at_);
+  return deadline;
 }
 
 milliseconds RunSupervisor::RealWait(std::optional<SteadyTime> deadline) const {
@@ -404,30 +435,91 @@ milliseconds RunSupervisor::RealWait(std::optional<SteadyTime> deadline) const {
   return std::clamp<milliseconds>(*deadline - clock_.Steady(), milliseconds(1), max_real_wait_);
 }
 
-void RunSupervisor::Upkeep() {
+SteadyTime RunSupervisor::LossAt() const {
+  return tick_.job->job.on_lease_lost == config::OnLeaseLost::kTerminate
+             ? valid_until_ - stop_grace_
+             : valid_until_;
+}
+
+bool RunSupervisor::RenewalInFlight() const {
+  std::lock_guard lock(renew_->mu);
+  return renew_->in_flight;
+}
+
+void RunSupervisor::CheckLease() {
   if (!lease_held_) return;
+  std::optional<std::pair<SteadyTime, Result<lock::RenewStatus>>> answer;
+  {
+    std::lock_guard lock(renew_->mu);
+    answer.swap(renew_->answer);
+  }
+  if (answer) {
+    const auto& [sent, renewed] = *answer;
+    if (renewed && *renewed == lock::RenewStatus::kRenewed) {
+      valid_until_ = std::max(valid_until_, sent + LeaseValidity(tick_.held.lease));
+      next_renew_ = sent + tick_.held.lease / 3;
+    } else if (renewed) {
+      LoseLease("the backend says the claim is no longer ours");
+      return;
+    } else {
+      if (tick_.metrics) tick_.metrics->BackendError(backend_.name());
+      LogBackendError(log_, LogLevel::kWarn, "renew", tick_.job->job.name, tick_text_, tick_.node,
+                      renewed.error());
+      next_renew_ = sent + RenewRetryDelay(tick_.held.lease);
+    }
+  }
   const SteadyTime now = clock_.Steady();
   if (now >= valid_until_) {
     LoseLease("the lease ran out without a confirmed renewal");
-    return;
+  } else if (now >= LossAt()) {
+    LoseLease("no renewal confirmed by " + FormatSeconds(stop_grace_) +
+              " (lock.stop_grace) before the lease's end");
   }
-  if (now < next_renew_) return;
-  const SteadyTime sent = now;
-  const Result<lock::RenewStatus> renewed =
-      CallBackend("renew", [&] { return backend_.Renew(tick_.held); });
-  if (renewed && *renewed == lock::RenewStatus::kRenewed) {
-    valid_until_ = sent + LeaseValidity(tick_.held.lease);
-    next_renew_ = sent + tick_.held.lease / 3;
-  } else if (renewed) {
-    LoseLease("the backend says the claim is no longer ours");
-    return;
-  } else {
-    if (tick_.metrics) tick_.metrics->BackendError(backend_.name());
-    LogBackendError(log_, LogLevel::kWarn, "renew", tick_.job->job.name, tick_text_, tick_.node,
-                    renewed.error());
-    next_renew_ = sent + RenewRetryDelay(tick_.held.lease);
+}
+
+void RunSupervisor::Upkeep() {
+  CheckLease();
+  if (lease_held_ && clock_.Steady() >= next_renew_ && !RenewalInFlight()) SendRenewal();
+  if (kill_at_ && !killed_ && clock_.Steady() >= *kill_at_) {
+    // exec_ changes on this thread only: no lock needed to read it here.
+    if (exec_ != nullptr && !exec_->WaitFor(milliseconds(0))) {
+      exec_->Kill(jobs::RunOutcome::kLeaseLost);
+      killed_ = true;
+    }
+    kill_at_.reset();
   }
-  if (clock_.Steady() >= valid_until_) LoseLease("the lease ran out without a confirmed renewal");
+}
+
+void RunSupervisor::SendRenewal() {
+  {
+    std::lock_guard lock(renew_->mu);
+    renew_->in_flight = true;
+  }
+  ThreadPool& threads = tick_.renew_threads ? *tick_.renew_threads : *own_renew_threads_;
+  Result<void> posted =
+      threads.Post([slot = renew_, held = tick_.held, &clock = clock_, &backend = backend_] {
+        const SteadyTime sent = clock.Steady();
+        Result<lock::RenewStatus> renewed =
+            CallBackend("renew", [&] { return backend.Renew(held); });
+        const bool refused = renewed && *renewed != lock::RenewStatus::kRenewed;
+        std::lock_guard lock(slot->mu);
+        slot->in_flight = false;
+        slot->answer.emplace(sent, std::move(renewed));
+        if (refused && slot->owner != nullptr) slot->owner->RenewRefused();
+      });
+  if (!posted) {
+    std::lock_guard lock(renew_->mu);
+    renew_->in_flight = false;
+    renew_->answer.emplace(
+        clock_.Steady(), MakeError("renew", "no thread to send it: " + posted.error().ToString()));
+  }
+}
+
+void RunSupervisor::RenewRefused() {
+  if (tick_.job->job.on_lease_lost != config::OnLeaseLost::kTerminate) return;
+  std::lock_guard lock(mu_);
+  if (exec_ != nullptr) exec_->Terminate(jobs::RunOutcome::kLeaseLost);
+  cv_.notify_all();
 }
 
 void RunSupervisor::LoseLease(std::string_view reason) {
@@ -443,12 +535,17 @@ void RunSupervisor::LoseLease(std::string_view reason) {
             {"reason", reason},
             {"fence", tick_.held.fence}});
   if (keep_going) return;
+  kill_at_ = valid_until_;  // whatever happens to the SIGTERM, the run is gone by then
   std::lock_guard lock(mu_);
   if (exec_ != nullptr) exec_->Terminate(jobs::RunOutcome::kLeaseLost);
   cv_.notify_all();
 }
 
 void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
+  {
+    std::lock_guard lock(renew_->mu);
+    renew_->owner = nullptr;  // a renewal still in flight no longer reaches us
+  }
   try {
     const milliseconds duration = clock_.Steady() - started;
     lock::Completion completion;
@@ -485,6 +582,7 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
     fields.emplace_back("fence", tick_.held.fence);
     if (out.signal) fields.emplace_back("signal", *out.signal);
     if (out.attempts > 1) fields.emplace_back("attempts", out.attempts);
+    if (!out.lease_end.empty()) fields.emplace_back("lease_end", out.lease_end);
     if (!out.error.empty()) fields.emplace_back("error", out.error);
     if (dropped_lines > 0) fields.emplace_back("dropped_lines", dropped_lines);
     if (tick_.manual) fields.emplace_back("manual", "true");
@@ -495,6 +593,7 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
     if (tick_.metrics) {
       tick_.metrics->RunOutcome(tick_.job->job.name, jobs::RunOutcomeName(out.outcome), duration);
       if (lease_lost_) tick_.metrics->LeaseLost(tick_.job->job.name);
+      if (!out.lease_end.empty()) tick_.metrics->RunLeaseEnd(tick_.job->job.name, out.lease_end);
     }
     Notify(out, duration);
   } catch (...) {

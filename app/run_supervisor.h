@@ -9,10 +9,17 @@
 // claim on the backend and logs the `run` line.
 //
 // Lease watchdog (docs/design.md §1 rule 2): renew every lease/3. The lease counts as valid
-// until t_sent + lease − 1 % − 2 ms on the monotonic clock, t_sent being when the
-// last confirmed renewal (first: the claim) was sent. A renewal answered kLost, or
-// the validity running out without a confirmed renewal, loses the lease: the run is
-// terminated (outcome lease-lost) unless the job says on_lease_lost: continue.
+// until valid_until = t_sent + lease − 1 % − 2 ms on the monotonic clock, t_sent being
+// when the last confirmed renewal (first: the claim) was sent. The renewals go out on
+// threads of their own (WonTick::renew_threads): the supervisor's thread never waits
+// on the store, so its deadlines are kept by its own timer whatever the store does.
+// With on_lease_lost: terminate (the default), a run that has no renewal confirmed by
+// valid_until − stop_grace has lost its lease: SIGTERM to its process group (an
+// in-process call's stop token fires) then, and SIGKILL at valid_until (an in-process
+// call still running then is left on its thread and reported). A renewal answered
+// kLost loses the lease at once, with the same SIGKILL at valid_until. With
+// on_lease_lost: continue the lease is lost at valid_until (or kLost) and the run goes
+// on.
 #pragma once
 
 #include <atomic>
@@ -61,6 +68,11 @@ struct WonTick {
   // keep_outputs runs (lock::Completion).
   std::size_t output_bytes = 0;
   int keep_outputs = 0;
+  // lock.stop_grace (≤ lease/3); nullopt: config::DefaultStopGrace(held.lease).
+  std::optional<std::chrono::milliseconds> stop_grace;
+  // Where renewals are sent from (the store may take up to op_timeout to answer); null:
+  // a pool the supervisor keeps for itself. REQUIRES: outlives the supervisor.
+  ThreadPool* renew_threads = nullptr;
 };
 
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
@@ -71,9 +83,12 @@ std::map<std::string, std::string> JobEnvironment(const WonTick& tick, int attem
 // The process to start for one attempt: shell → /bin/sh -c, run → argv.
 jobs::ProcessSpec MakeProcessSpec(const WonTick& tick, int attempt);
 
-// The validity of a lease confirmed at t_sent: lease − 1 % − 2 ms (clock drift and
-// the backend's rounding).
-std::chrono::milliseconds LeaseValidity(std::chrono::milliseconds lease);
+using config::LeaseValidity;
+
+// The most renewals in flight at once from one pool of renewal threads (each holds a
+// thread until its store answers, within op_timeout): a store that hangs costs at most
+// this many threads; a renewal beyond them fails (and is tried again) as if it had.
+inline constexpr int kMaxRenewThreads = 128;
 
 // Thread-safe. Start() once; the destructor joins.
 class RunSupervisor {
@@ -132,10 +147,24 @@ class RunSupervisor {
   // The `warn retry … outcome=not-started` line and its metric.
   void RetryNotStarted(int attempt, std::chrono::milliseconds backoff, std::string_view outcome,
                        const std::string& reason);
-  // Renews when due and checks validity. Called often; cheap when nothing is due.
+  // Applies a renewal's answer, judges the lease, sends a renewal when one is due, and
+  // kills the run when its lease has ended. Never waits on the store; cheap when
+  // nothing is due.
   void Upkeep();
+  // The renewal answer that has arrived, if any, and the lease's validity against the
+  // clock (the part of Upkeep that sends nothing).
+  void CheckLease();
+  // When the lease counts as lost without a confirmed renewal: valid_until − stop_grace
+  // (on_lease_lost: terminate) or valid_until (continue).
+  SteadyTime LossAt() const;
+  void SendRenewal();
+  bool RenewalInFlight() const;
+  // On a renewal's thread: the store refused the renewal; a run that ends on a lost
+  // lease is told to stop at once (the supervisor logs the loss at its next look).
+  void RenewRefused();
   void LoseLease(std::string_view reason);
-  // The next instant the watchdog must act at (renew or validity end), if any.
+  // The next instant the watchdog must act at (renew, look for a renewal's answer,
+  // stop, kill), if any.
   std::optional<SteadyTime> WatchdogDeadline() const;
   std::chrono::milliseconds RealWait(std::optional<SteadyTime> deadline) const;
   void Finish(const Outcome& out, SteadyTime started);
@@ -163,10 +192,17 @@ class RunSupervisor {
   std::size_t dropped_lines_ = 0;      // lines beyond kLoggedLinesPerRun (not logged)
 
   // Watchdog state: the supervisor thread only.
+  const std::chrono::milliseconds stop_grace_;
   bool lease_held_ = true;
   bool lease_lost_ = false;
   SteadyTime valid_until_;
   SteadyTime next_renew_;
+  std::optional<SteadyTime> kill_at_;  // a lost lease's end: the run is killed then
+  bool killed_ = false;                // Kill() was sent to a run still going
+  // Renewals: shared with the renewal in flight, which may outlive the supervisor.
+  struct RenewSlot;
+  std::shared_ptr<RenewSlot> renew_;
+  std::unique_ptr<ThreadPool> own_renew_threads_;  // when tick_.renew_threads is null
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable cv_;

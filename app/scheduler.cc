@@ -1002,6 +1002,8 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
   won.instant_claims = instant_claims_;
   won.output_bytes = options_.history.output_bytes;
   won.keep_outputs = options_.history.runs;
+  won.stop_grace = options_.stop_grace;
+  won.renew_threads = &renew_threads_;
   auto run = std::make_unique<RunSupervisor>(
       clock_, backend_, runner_, log_, std::move(won),
       options_.max_real_wait, [this] {

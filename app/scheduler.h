@@ -34,6 +34,9 @@ namespace tickd::app {
 struct SchedulerOptions {
   std::string node;                         // this replica's node id
   std::chrono::milliseconds lease{15'000};  // lock.lease: TTL of every claim, counted from T
+  // lock.stop_grace: a run with no renewal confirmed this long before its lease ends is
+  // told to stop (docs/design.md §1 rule 2); nullopt: config::DefaultStopGrace(lease).
+  std::optional<std::chrono::milliseconds> stop_grace;
   // lock.claim_lead: the ticks of an instant are claimed this long before it, and a
   // won tick's process is made ready then and released at T (docs/design.md §1
   // "Early claims"). 0: claimed at T. REQUIRES: below 1 s.
@@ -281,6 +284,9 @@ class Scheduler {
   std::optional<SteadyTime> stuck_logged_;  // when `loop outcome=stuck` was last logged
   std::chrono::milliseconds stuck_behind_{0};  // the last stuck judgement's `behind`
   JobSet job_set_;  // what jobs() and job_names() answer
+  // Before runs_: the runs' renewals are sent from here; its destructor waits for the
+  // ones still in flight, so none outlives the scheduler (nor the backend).
+  ThreadPool renew_threads_{std::chrono::seconds(60), kMaxRenewThreads};
   ThreadPool run_threads_;  // before runs_: each run's thread comes from here
   std::list<std::unique_ptr<RunSupervisor>> runs_;
 

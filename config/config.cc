@@ -69,7 +69,8 @@ constexpr std::string_view kNodeKeys[] = {"id", "clock_skew_warning"};
 constexpr std::string_view kLockKeys[] = {"backend",       "url",          "lease",
                                           "username",      "password_file", "password_env",
                                           "tls",           "op_timeout",    "retention",
-                                          "claim_lead",    "history",       "clock_tolerance"};
+                                          "claim_lead",    "history",       "clock_tolerance",
+                                          "stop_grace"};
 constexpr std::string_view kHistoryKeys[] = {"output", "runs"};
 constexpr std::string_view kTlsKeys[] = {"ca_file", "cert_file", "key_file"};
 // The backends that talk to a server, and so may authenticate; of these, the ones
@@ -230,6 +231,10 @@ class Loader {
 
   void LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_mark,
                 LockSettings& lock);
+  // lock.stop_grace against lock.lease and lock.op_timeout (docs/design.md §1 rule 2).
+  void CheckStopGrace(const LockSettings& lock, const YAML::Mark& lock_mark,
+                      const Entry* lease_entry, const Entry* stop_grace_entry,
+                      const Entry* op_timeout_entry);
   void LoadTls(const Entry& e, lock::TlsFiles& tls);
   void LoadHistory(const Entry& e, HistorySettings& history);
   void CheckLockSecurity(const std::vector<Entry>& entries, const LockSettings& lock);
@@ -567,10 +572,42 @@ void Loader::Load(const YAML::Node& root, Config& config) {
   }
 }
 
+// A run is told to stop stop_grace before its lease's validity ends unless a renewal
+// was confirmed; renewals go every lease/3. Past lease/3 the first renewal would have
+// less time to be answered than the run has to stop, and a larger stop_grace comes
+// before the first renewal is even sent: refused. A renewal answered only after
+// op_timeout (the longest a store may take) comes after that stop: a warning, since
+// only a store that slow ends runs early (the file worked before stop_grace existed).
+void Loader::CheckStopGrace(const LockSettings& lock, const YAML::Mark& lock_mark,
+                            const Entry* lease_entry, const Entry* stop_grace_entry,
+                            const Entry* op_timeout_entry) {
+  const milliseconds stop_grace = lock.stop_grace.value_or(DefaultStopGrace(lock.lease));
+  if (stop_grace > lock.lease / 3) {
+    Fail(stop_grace_entry != nullptr ? stop_grace_entry->mark : lock_mark,
+         "lock.stop_grace: " + FormatDuration(stop_grace) + " is longer than lease/3 (" +
+             FormatDuration(lock.lease / 3) +
+             "): a run would be told to stop before its renewals had time to be answered");
+    return;
+  }
+  const milliseconds stop_at = LeaseValidity(lock.lease) - stop_grace;
+  if (lock.lease / 3 + lock.op_timeout > stop_at) {
+    const Entry* place = op_timeout_entry != nullptr ? op_timeout_entry : lease_entry;
+    Warn(place != nullptr ? place->mark : lock_mark,
+         "lock.op_timeout: a renewal sent lease/3 (" + FormatDuration(lock.lease / 3) +
+             ") into the lease and answered within op_timeout (" + FormatDuration(lock.op_timeout) +
+             ") can come after the run is told to stop (" + FormatDuration(stop_at) +
+             ": lease − 1% − 2ms − stop_grace), so a store that slow ends runs as "
+             "lease-lost; lengthen lock.lease or shorten lock.op_timeout");
+  }
+}
+
 void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_mark,
                       LockSettings& lock) {
   const Entry* url_entry = nullptr;
   const Entry* claim_lead_entry = nullptr;
+  const Entry* lease_entry = nullptr;
+  const Entry* stop_grace_entry = nullptr;
+  const Entry* op_timeout_entry = nullptr;
   bool backend_set = false;
   bool backend_ok = true;
   for (const Entry& e : entries) {
@@ -596,9 +633,20 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
         url_entry = &e;
       }
     } else if (e.key == "lease") {
-      if (auto d = Duration(e, false)) lock.lease = *d;
+      if (auto d = Duration(e, false)) {
+        lock.lease = *d;
+        lease_entry = &e;
+      }
+    } else if (e.key == "stop_grace") {
+      if (auto d = Duration(e, true)) {
+        lock.stop_grace = *d;
+        stop_grace_entry = &e;
+      }
     } else if (e.key == "op_timeout") {
-      if (auto d = Duration(e, false)) lock.op_timeout = *d;
+      if (auto d = Duration(e, false)) {
+        lock.op_timeout = *d;
+        op_timeout_entry = &e;
+      }
     } else if (e.key == "claim_lead") {
       if (auto d = Duration(e, true)) {
         lock.claim_lead = *d;
@@ -653,6 +701,7 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
   if (claim_lead_entry != nullptr && lock.claim_lead >= milliseconds(1'000)) {
     Fail(claim_lead_entry->mark, "lock.claim_lead: must be shorter than 1s");
   }
+  CheckStopGrace(lock, lock_mark, lease_entry, stop_grace_entry, op_timeout_entry);
   if (!backend_ok) return;
 
   // The scheme of the URL names the backend when `backend` is not written.
@@ -1550,6 +1599,10 @@ std::string Job::ConfigHash() const {
   if (jitter > milliseconds(0)) h.Field("jitter", jitter.count());
   return h.Hex();
 }
+
+milliseconds LeaseValidity(milliseconds lease) { return lease - lease / 100 - milliseconds(2); }
+
+milliseconds DefaultStopGrace(milliseconds lease) { return lease / 5; }
 
 milliseconds Retries::BackoffBefore(int attempt) const {
   if (!doubling || attempt <= 2) return backoff;

@@ -135,6 +135,10 @@ struct LockSettings {
   std::string password_env;          // name of an environment variable holding the password
   lock::TlsFiles tls;                // lock.tls: {ca_file, cert_file, key_file} (etcd, postgres)
   milliseconds lease{15'000};        // renewed every lease/3 while a job runs
+  // How long before the end of its lease (LeaseValidity) a run that has no renewal
+  // confirmed is told to stop (SIGTERM, an in-process call's stop token); SIGKILL at
+  // the end (docs/design.md §1 rule 2). nullopt: DefaultStopGrace(lease). ≤ lease/3.
+  std::optional<milliseconds> stop_grace;
   // How long before T the ticks of an instant are claimed and their processes made
   // ready (docs/design.md §1 "Early claims"); 0: at T. Below 1 s.
   milliseconds claim_lead{200};
@@ -145,6 +149,13 @@ struct LockSettings {
   milliseconds retention{7LL * 24 * 3'600'000};  // how long finished ticks are remembered
   HistorySettings history;           // lock.history: {output, runs}
 };
+
+// The part of a lease its holder counts on, from when the claim or renewal was sent:
+// lease − 1 % − 2 ms (clock drift and the stores' rounding; docs/design.md §1 rule 2).
+milliseconds LeaseValidity(milliseconds lease);
+
+// lock.stop_grace when the job file does not say: lease/5.
+milliseconds DefaultStopGrace(milliseconds lease);
 
 struct HttpSettings {
   std::string listen;                // "" = off; "127.0.0.1:9464"; "9464" and ":9464" are

@@ -10,6 +10,7 @@ class FinishedExecutionImpl final : public Execution {
  public:
   explicit FinishedExecutionImpl(RunResult result) : result_(std::move(result)) {}
   void Terminate(RunOutcome /*reason*/) override {}
+  void Kill(RunOutcome /*reason*/) override {}
   std::optional<RunResult> WaitFor(milliseconds /*d*/) override { return result_; }
 
  private:

@@ -48,6 +48,9 @@ struct RunResult {
   milliseconds duration{0};
   std::string error;                 // why it could not start, or what the plugin reported
   std::size_t dropped_lines = 0;     // output lines beyond max_output_lines
+  // A call on a thread (thread_execution.h) that had not returned when this result was
+  // given (it ignored its stop, or Kill gave up on it): its thread goes on.
+  bool left_running = false;
 };
 
 // Receives each line of output as it arrives: stream is "stdout" or "stderr".
@@ -65,6 +68,11 @@ class Execution {
   // kLeaseLost, kKilled). Idempotent; returns at once. The first reason wins; one
   // given after the process has exited does not change the outcome.
   virtual void Terminate(RunOutcome reason) = 0;
+  // Ends the run now, without a grace: SIGKILL to its process group. A call on a
+  // thread cannot be killed: its stop is requested (as Terminate does) and WaitFor no
+  // longer waits for it (its result says left_running). `reason` as for Terminate (the
+  // first reason given wins). Idempotent; returns at once; nothing once the run ended.
+  virtual void Kill(RunOutcome reason) = 0;
   // Waits up to `d` for the end of the run (its output drained). nullopt: still running.
   // Once it returns a result, every later call returns the same result.
   virtual std::optional<RunResult> WaitFor(milliseconds d) = 0;

@@ -68,6 +68,7 @@ class PluginProcessExecution final : public Execution {
       : inner_(std::move(inner)), records_(std::move(records)) {}
 
   void Terminate(RunOutcome reason) override { inner_->Terminate(reason); }
+  void Kill(RunOutcome reason) override { inner_->Kill(reason); }
 
   std::optional<RunResult> WaitFor(milliseconds d) override {
     std::optional<RunResult> r = inner_->WaitFor(d);

@@ -13,7 +13,8 @@
 // Terminate() writes to. (A thread per run, beside the run supervisor's own, was a
 // third of the daemon's cost per run when 100 jobs start in the same second.) It
 //  - sends SIGTERM (+ SIGCONT, so a stopped job sees it) to the group when the
-//    timeout passes or Terminate() asks, and SIGKILL to the group kill_grace later;
+//    timeout passes or Terminate() asks, and SIGKILL to the group kill_grace later,
+//    or at once when Kill() asks (a lease that ends, app/run_supervisor.h);
 //  - when the child has exited but is not yet reaped, SIGKILLs what is left of a
 //    terminated group (the zombie still holds the group id, so it cannot name a
 //    reused pid), then reaps it with waitpid on its pid (never -1: the daemon has
@@ -21,7 +22,7 @@
 //  - drains the pipes until EOF, but for at most kDrainAfterExit after the reap: a
 //    grandchild that keeps a pipe open must not hold the run forever;
 //  - publishes the RunResult under the mutex, for every later WaitFor().
-// Terminate() signals the group itself when nobody is driving the run at that moment,
+// Terminate() and Kill() signal the group themselves when nobody is driving the run,
 // so a caller busy elsewhere (renewing a lease) does not delay the SIGTERM; the
 // SIGKILL after kill_grace and the timeout are the driver's, so whoever starts a
 // process must keep calling WaitFor until it returns a result (RunSupervisor does).
@@ -378,6 +379,22 @@ class ProcessExecution final : public Execution {
     if (drive.owns_lock()) SendTerm(SteadyClock::now());
   }
 
+  void Kill(RunOutcome reason) override {
+    if (reason != RunOutcome::kTimeout && reason != RunOutcome::kLeaseLost) {
+      reason = RunOutcome::kKilled;
+    }
+    SetReason(reason);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      kill_requested_ = true;
+    }
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_.get(), &one, sizeof one);
+    // As Terminate: the driver, if there is one, sends it at its wake-up.
+    std::unique_lock<std::timed_mutex> drive(drive_mu_, std::try_to_lock);
+    if (drive.owns_lock()) SendKill();
+  }
+
   std::optional<RunResult> WaitFor(milliseconds d) override {
     const SteadyClock::time_point until =
         SteadyClock::now() + std::clamp(d, milliseconds(0), kLongestWait);
@@ -401,6 +418,11 @@ class ProcessExecution final : public Execution {
     return reason_.has_value();
   }
 
+  bool KillRequested() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kill_requested_;
+  }
+
   void SignalGroup(int sig) const { kill(-pid_, sig); }  // ESRCH: nothing left to signal
 
   // REQUIRES: drive_mu_ held. SIGTERM (+ SIGCONT) once, if the child is not reaped.
@@ -410,6 +432,15 @@ class ProcessExecution final : public Execution {
     SignalGroup(SIGCONT);
     term_sent_ = true;
     kill_at_ = now + kill_grace_;
+  }
+
+  // REQUIRES: drive_mu_ held. SIGKILL now (Kill), if the child is not reaped; the run
+  // counts as terminated by us, as after a SIGTERM.
+  void SendKill() {
+    if (reaped_ || kill_sent_) return;
+    SignalGroup(SIGKILL);
+    term_sent_ = true;
+    kill_sent_ = true;
   }
 
   // True once the child has exited; it stays a zombie (WNOWAIT) until Reap().
@@ -460,6 +491,7 @@ class ProcessExecution final : public Execution {
       SteadyClock::time_point now = SteadyClock::now();
       if (!reaped_) {
         if (now >= deadline) SetReason(RunOutcome::kTimeout);
+        if (KillRequested()) SendKill();
         if (TerminationRequested()) SendTerm(now);
         if (term_sent_ && !kill_sent_ && now >= kill_at_) {
           SignalGroup(SIGKILL);
@@ -577,6 +609,7 @@ class ProcessExecution final : public Execution {
 
   std::mutex mu_;
   std::optional<RunOutcome> reason_;  // guarded by mu_; the first Terminate() wins
+  bool kill_requested_ = false;       // guarded by mu_; Kill() was called
   std::optional<RunResult> result_;   // guarded by mu_; set once, at the end
 };
 

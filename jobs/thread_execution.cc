@@ -46,6 +46,16 @@ class ThreadExecution final : public Execution {
     TerminateLocked(reason, SteadyClock::now());
   }
 
+  void Kill(RunOutcome reason) override {
+    if (reason != RunOutcome::kTimeout && reason != RunOutcome::kLeaseLost) {
+      reason = RunOutcome::kKilled;
+    }
+    std::lock_guard lock(state_->mu);
+    TerminateLocked(reason, SteadyClock::now());
+    given_up_ = true;  // a thread cannot be killed: stop waiting for it
+    state_->cv.notify_all();
+  }
+
   std::optional<RunResult> WaitFor(milliseconds d) override {
     const SteadyClock::time_point until =
         SteadyClock::now() + std::min(d, milliseconds(std::chrono::hours(24)));
@@ -56,7 +66,7 @@ class ThreadExecution final : public Execution {
       if (result_) return result_;
       if (state_->finished) {
         result_ = Finished();
-      } else if (reason_ && now >= stopped_at_ + kill_grace_) {
+      } else if (reason_ && (given_up_ || now >= stopped_at_ + kill_grace_)) {
         result_ = Ignored(now);
       }
       if (result_) {
@@ -104,6 +114,7 @@ class ThreadExecution final : public Execution {
     r.outcome = *reason_;
     r.duration = std::chrono::duration_cast<milliseconds>(now - start_);
     r.error = options_.ignored_stop;
+    r.left_running = true;
     return r;
   }
 
@@ -115,6 +126,7 @@ class ThreadExecution final : public Execution {
   // Guarded by state_->mu:
   std::optional<RunOutcome> reason_;
   SteadyClock::time_point stopped_at_{};
+  bool given_up_ = false;  // Kill(): WaitFor reports the call without waiting for it
   std::optional<RunResult> result_;
 };
 

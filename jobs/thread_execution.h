@@ -72,8 +72,9 @@ struct ThreadCallOptions {
 //    kTimeout when CallEnd::timed_out, else kFailed, with its exit_code and error;
 //  - Terminate(reason) or spec.timeout requested the stop (the token fires): once the
 //    call returns, that reason (kTimeout, kLeaseLost; anything else reads kKilled);
-//  - the call still running spec.kill_grace after that: the reason, with
-//    options.ignored_stop as the error; the thread goes on until the call returns.
+//  - the call still running spec.kill_grace after that, or when Kill(reason) is
+//    called: the reason, with options.ignored_stop as the error and left_running; the
+//    thread goes on until the call returns.
 // The destructor requests the stop (kKilled) and waits up to the kill grace.
 // An Error only when no thread can be started (the call is then never made).
 Result<std::unique_ptr<Execution>> StartThreadCall(const ProcessSpec& spec, ThreadCall call,

@@ -57,32 +57,61 @@ struct LockGuard::Impl {
   std::condition_variable cv;
   bool releasing = false;  // guarded by mu
   bool released = false;   // guarded by mu
+  // The lease (app/run_supervisor.h's rule), guarded by mu: renewed every lease/3; it
+  // counts as held until the last confirmed renewal's send time + LeaseValidity(lease).
+  SteadyTime valid_until;
+  SteadyTime next_renew;
+  bool refused = false;  // a renewal was answered kLost
+  // Two threads, so that a store that does not answer never delays lost(): the
+  // watchdog keeps the deadline, the renewer waits on the store.
   std::thread watchdog;
+  std::thread renewer;
 
-  // The renewals (app/run_supervisor.h's rule): every lease/3; the lease counts as
-  // held until the last confirmed renewal's send time + LeaseValidity(lease).
+  void Start() {
+    valid_until = claim_sent + app::LeaseValidity(held.lease);
+    next_renew = claim_sent + held.lease / 3;
+    watchdog = std::thread([this] { Watch(); });
+    renewer = std::thread([this] { Renew(); });
+  }
+
+  // lost() fires DefaultStopGrace(lease) before the validity ends unless a renewal was
+  // confirmed (docs/design.md §1 "Locks"), or at once when a renewal is refused.
   void Watch() {
     Clock& clock = *store->clock;
-    SteadyTime valid_until = claim_sent + app::LeaseValidity(held.lease);
-    SteadyTime next_renew = claim_sent + held.lease / 3;
+    const milliseconds stop_grace = config::DefaultStopGrace(held.lease);
     std::unique_lock lock(mu);
     while (!releasing) {
       const SteadyTime now = clock.Steady();
-      if (now >= valid_until) {
+      const SteadyTime stop_at = valid_until - stop_grace;
+      if (refused || now >= stop_at) {
+        lock.unlock();  // the token's callbacks run here, and may ask held()
         lost.request_stop();
+        cv.notify_all();  // the renewer stops
         return;
       }
+      const milliseconds wait = std::min<milliseconds>(
+          {std::chrono::duration_cast<milliseconds>(stop_at - now), store->max_real_wait});
+      cv.wait_for(lock, std::max(wait, milliseconds(1)));
+    }
+  }
+
+  void Renew() {
+    Clock& clock = *store->clock;
+    std::unique_lock lock(mu);
+    while (!releasing && !lost.stop_requested()) {
+      const SteadyTime now = clock.Steady();
       if (now >= next_renew) {
         lock.unlock();
         const SteadyTime sent = clock.Steady();
         auto renewed = store->backend->Renew(held);
         lock.lock();
         if (renewed && *renewed == lock::RenewStatus::kLost) {
-          lost.request_stop();
+          refused = true;
+          cv.notify_all();
           return;
         }
         if (renewed) {
-          valid_until = sent + app::LeaseValidity(held.lease);
+          valid_until = std::max(valid_until, sent + app::LeaseValidity(held.lease));
           next_renew = sent + held.lease / 3;
         } else {
           next_renew = clock.Steady() + std::max(milliseconds(10), held.lease / 15);
@@ -90,8 +119,7 @@ struct LockGuard::Impl {
         continue;
       }
       const milliseconds wait = std::min<milliseconds>(
-          {std::chrono::duration_cast<milliseconds>(std::min(valid_until, next_renew) - now),
-           store->max_real_wait});
+          {std::chrono::duration_cast<milliseconds>(next_renew - now), store->max_real_wait});
       cv.wait_for(lock, std::max(wait, milliseconds(1)));
     }
   }
@@ -105,6 +133,7 @@ struct LockGuard::Impl {
     }
     cv.notify_all();
     if (watchdog.joinable()) watchdog.join();
+    if (renewer.joinable()) renewer.join();  // a renewal in flight: within op_timeout
     const bool was_lost = lost.stop_requested();
     lost.request_stop();
     lock::Completion completion;
@@ -179,8 +208,7 @@ LockAttempt Store::try_lock(std::string_view key, std::chrono::milliseconds leas
         g->key = std::string(key);
         g->held = lock::HeldClaim{req.job, req.tick_unix, req.owner_token, o.fence, lease};
         g->claim_sent = sent;
-        LockGuard::Impl* raw = g.get();
-        g->watchdog = std::thread([raw] { raw->Watch(); });
+        g->Start();
         out.status_ = LockAttempt::Status::kAcquired;
         out.guard_.emplace(LockGuard(std::move(g)));
         return out;

@@ -163,6 +163,7 @@ void Scheduler::start() {
                   {"backend", store.backend->name()},
                   {"url", store.url},
                   {"lease", FormatDuration(impl_->options.lease)},
+                  {"stop_grace", FormatDuration(config::DefaultStopGrace(impl_->options.lease))},
                   {"claim_lead", FormatDuration(impl_->options.claim_lead)},
                   {"tzdata", cron::TzdataVersionInUse()},
                   {"jobs", impl_->jobs.size()},

@@ -41,9 +41,9 @@ struct StoreOptions {
 
 class Store;
 
-// A held lock (Store::try_lock). Movable, not copyable. While it lives, a watchdog
-// thread renews the lease every lease/3; the lock is released (its acquisition
-// recorded as done in the store) when the guard is destroyed or release() is called.
+// A held lock (Store::try_lock). Movable, not copyable. While it lives, a thread
+// renews the lease every lease/3 and another watches its deadline; the lock is released (its
+// acquisition recorded as done in the store) when the guard is destroyed or release() is called.
 // Thread-safe: fence(), key(), lost() and held() may be called from any thread.
 // A moved-from guard holds nothing: held() is false, release() does nothing, and the
 // other accessors must not be called.
@@ -62,8 +62,10 @@ class TICKD_API LockGuard {
   // that a holder which lost its lease is refused there.
   std::uint64_t fence() const;
   // Fires when the lease is lost: a renewal was refused (another holder took the key
-  // after the lease expired), or no renewal was confirmed within the lease. The
-  // critical section should stop at once: someone else may hold the key now.
+  // after the lease expired), or no renewal was confirmed by lease/5 before the
+  // lease's validity ends (lease − 1 % − 2 ms after the last confirmed renewal was
+  // sent; a renewal that hangs never delays it). The critical section should stop at
+  // once: it has lease/5 before someone else may hold the key.
   std::stop_token lost() const;
   // False once the lease is lost or the lock released.
   bool held() const;

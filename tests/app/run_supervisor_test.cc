@@ -28,12 +28,19 @@ lock::HeldClaim WinTheTick(Sim& sim) {
 
 // One replica "a" with one job "j" (every minute) whose 14:00 tick it has won.
 struct OneRun {
+  // `before` sets the Sim up before the replica starts; `metrics` (if any) is the
+  // replica's.
   explicit OneRun(const std::function<void(config::Job&)>& edit = nullptr,
-                  milliseconds lease = seconds(3))
+                  milliseconds lease = seconds(3),
+                  const std::function<void(Sim&)>& before = nullptr,
+                  Metrics* metrics = nullptr)
       : sim(WallAt(kT0, -1'000)) {
     sim.runner.plan = Hold;
-    sim.AddReplica("a", {EveryJob("j", 60, edit)},
-                   [lease](SchedulerOptions& o) { o.lease = lease; });
+    if (before) before(sim);
+    sim.AddReplica("a", {EveryJob("j", 60, edit)}, [lease, metrics](SchedulerOptions& o) {
+      o.lease = lease;
+      o.metrics = metrics;
+    });
     sim.Step(seconds(1), false);
     REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
   }
@@ -107,23 +114,142 @@ TEST_CASE("a renewal answered lost terminates the run: outcome lease-lost") {
   CHECK(r.OnlyCompletion().outcome == "lease-lost");
 }
 
+// Steps the fake clock to `at` (ms of Steady() since the Sim's start), then gives the
+// supervisor `look` of real time to act on it.
+void StepTo(Sim& sim, std::int64_t at, milliseconds look = milliseconds(30)) {
+  const SteadyTime target = SteadyTime(milliseconds(1'000'000 + at));
+  sim.clock.Advance(target - sim.clock.Steady());
+  std::this_thread::sleep_for(look);
+}
+
 TEST_CASE("renewals that fail until the validity runs out lose the lease") {
   OneRun r;
   r.sim.backend.renew_error = true;
-  for (int i = 0; i < 20 && !r.sim.runner.run(0)->was_terminated(); ++i) {
-    r.sim.clock.Advance(milliseconds(250));
-    // Each step: let the watchdog look at the new time (it renews or gives up; before
-    // the first renewal is due it does nothing, hence the short wait).
-    const int before = r.sim.backend.renewals;
-    Eventually([&] { return r.sim.backend.renewals > before || r.Ended(); }, milliseconds(50));
-  }
+  // Claimed at 1 s, lease 3 s: renewals fail from 2 s on, each tried again lease/15
+  // later; the run is stopped at valid_until − stop_grace (lease/5): 1 + 2.968 − 0.6 s.
+  StepTo(r.sim, 2'000);
+  REQUIRE(Eventually([&] { return r.sim.backend.renewals >= 1; }));
+  StepTo(r.sim, 2'300);
+  REQUIRE(Eventually([&] { return r.sim.backend.renewals >= 2; }));
+  StepTo(r.sim, 3'300);
+  CHECK_FALSE(r.sim.runner.run(0)->was_terminated());
+  StepTo(r.sim, 3'400, milliseconds(0));
   REQUIRE(Eventually([&] { return r.Ended(); }));
-  CHECK(r.sim.clock.Steady() - SteadyTime(milliseconds(1'000'000)) >= milliseconds(3'968));
   CHECK(r.sim.Grep({" warn renew ", "outcome=error", "renew timed out"}).size() >= 2);
-  CHECK(
-      r.sim.Grep({" lease ", "reason=\"the lease ran out without a confirmed renewal\""}).size() ==
-      1);
+  CHECK(r.sim.Grep({" lease ", "reason=\"no renewal confirmed by 0.600s (lock.stop_grace) before "
+                    "the lease's end\""}).size() == 1);
   CHECK(r.OnlyCompletion().outcome == "lease-lost");
+}
+
+// Lets a held-back store answer when a test ends, before its replica is stopped (which
+// waits for the renewals in flight), however the test ends.
+struct OpenAtEnd {
+  Gate& gate;
+  ~OpenAtEnd() { gate.Open(); }
+};
+
+TEST_CASE("a renewal the store never answers delays neither the SIGTERM at valid_until − "
+          "stop_grace nor the SIGKILL at valid_until") {
+  // Issue #24: the renewal ran on the watchdog's thread and held it for op_timeout.
+  Gate store_answers;  // outlives the run: its renewal waits here
+  FakeClock metrics_clock(WallAt(kT0));
+  PrometheusMetrics metrics(metrics_clock);
+  OneRun r(nullptr, seconds(3), [&](Sim& sim) {
+    sim.runner.runs_ignore_term = true;
+    sim.backend.before_renew = [&] { store_answers.Wait(seconds(60)); };
+  }, &metrics);
+  const OpenAtEnd answer_at_end{store_answers};
+  // Claimed at 1 s; lease 3 s: renewal due at 2 s (it hangs), valid_until 3.968 s,
+  // stop_grace 0.6 s.
+  StepTo(r.sim, 2'000);
+  REQUIRE(Eventually([&] { return r.sim.backend.renewals == 1; }));
+  StepTo(r.sim, 3'300);
+  CHECK_FALSE(r.sim.runner.run(0)->was_terminated());
+  StepTo(r.sim, 3'400, milliseconds(0));
+  REQUIRE(Eventually([&] { return r.sim.runner.run(0)->was_terminated(); }));
+  CHECK(r.sim.runner.run(0)->terminated == jobs::RunOutcome::kLeaseLost);
+  CHECK(r.sim.Grep({" warn lease job=j", "outcome=lost action=terminate",
+                    "no renewal confirmed by 0.600s"}).size() == 1);
+  StepTo(r.sim, 3'950);
+  CHECK(r.sim.runner.run(0)->kills == 0);
+  CHECK_FALSE(r.Ended());
+  StepTo(r.sim, 3'968, milliseconds(0));
+  REQUIRE(Eventually([&] { return r.Ended(); }));
+  CHECK(r.sim.runner.run(0)->kills == 1);
+  CHECK(r.sim.Grep({" warn run job=j", "outcome=lease-lost", "signal=9", "lease_end=killed"})
+            .size() == 1);
+  CHECK(r.OnlyCompletion().outcome == "lease-lost");
+  CHECK(metrics.Render().find("tickd_run_lease_end_total{job_name=\"j\",state=\"killed\"} 1") !=
+        std::string::npos);
+}
+
+TEST_CASE("an in-process call still running when its lease ends is reported, not waited for") {
+  Gate store_answers;
+  OneRun r(nullptr, seconds(3), [&](Sim& sim) {
+    sim.runner.runs_ignore_term = true;
+    sim.runner.kill_leaves_running = true;
+    sim.backend.before_renew = [&] { store_answers.Wait(seconds(60)); };
+  });
+  const OpenAtEnd answer_at_end{store_answers};
+  StepTo(r.sim, 2'000);
+  StepTo(r.sim, 3'400, milliseconds(0));
+  REQUIRE(Eventually([&] { return r.sim.runner.run(0)->was_terminated(); }));
+  StepTo(r.sim, 3'968, milliseconds(0));
+  REQUIRE(Eventually([&] { return r.Ended(); }));
+  CHECK(r.sim.Grep({" warn run job=j", "outcome=lease-lost", "lease_end=running",
+                    "ignored its stop token until its lease ended"}).size() == 1);
+}
+
+TEST_CASE("on_lease_lost: continue: a store that does not answer loses the lease at "
+          "valid_until, and the run goes on") {
+  Gate store_answers;
+  OneRun r([](config::Job& j) { j.on_lease_lost = config::OnLeaseLost::kContinue; }, seconds(3),
+           [&](Sim& sim) {
+             sim.backend.before_renew = [&] { store_answers.Wait(seconds(60)); };
+           });
+  const OpenAtEnd answer_at_end{store_answers};
+  StepTo(r.sim, 2'000);
+  StepTo(r.sim, 3'900);
+  CHECK(r.sim.Grep({" lease job=j"}).empty());
+  StepTo(r.sim, 3'968, milliseconds(0));
+  REQUIRE(Eventually(
+      [&] { return !r.sim.Grep({" warn lease job=j", "action=continue"}).empty(); }));
+  StepTo(r.sim, 6'000);
+  CHECK_FALSE(r.sim.runner.run(0)->was_terminated());
+  CHECK(r.sim.runner.run(0)->kills == 0);
+  r.sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return r.Ended(); }));
+  CHECK(r.sim.Grep({" info run job=j", "outcome=done"}).size() == 1);
+}
+
+TEST_CASE("a renewal answered late still counts from when it was sent") {
+  // Sent at 2 s, answered at 3.5 s: valid until 2 + 2.968 s, so the run is stopped at
+  // 4.368 s unless the next renewal (due at 3 s, sent once the first is answered) is.
+  Gate store_answers;
+  std::atomic<int> held_back{1};
+  OneRun r(nullptr, seconds(3), [&](Sim& sim) {
+    sim.runner.runs_ignore_term = true;
+    sim.backend.before_renew = [&] {
+      if (held_back-- > 0) store_answers.Wait(seconds(60));
+    };
+  });
+  const OpenAtEnd answer_at_end{store_answers};
+  StepTo(r.sim, 2'000);
+  REQUIRE(Eventually([&] { return r.sim.backend.renewals == 1; }));
+  StepTo(r.sim, 3'300);
+  store_answers.Open();
+  StepTo(r.sim, 3'310);
+  // The answer is taken; the next renewal is due (3 s) and goes out at once, answered.
+  REQUIRE(Eventually([&] { return r.sim.backend.renewals >= 2; }));
+  // A third goes out at 3.31 + 1 s only once that answer was taken (valid until
+  // 3.31 + 2.968 s): before the first renewal's stop (4.368 s).
+  StepTo(r.sim, 4'350);
+  REQUIRE(Eventually([&] { return r.sim.backend.renewals >= 3; }));
+  StepTo(r.sim, 4'500);
+  CHECK_FALSE(r.sim.runner.run(0)->was_terminated());
+  CHECK(r.sim.Grep({" lease job=j"}).empty());
+  r.sim.runner.run(0)->FinishWithExit(0);
+  REQUIRE(Eventually([&] { return r.Ended(); }));
 }
 
 TEST_CASE("a claim whose lease ran out before its job started never starts the job") {

@@ -69,6 +69,9 @@ struct FakeRunState {
   std::condition_variable cv;
   std::optional<jobs::RunResult> result;
   std::optional<jobs::RunOutcome> terminated;
+  int kills = 0;              // Kill() calls
+  bool ignores_term = false;  // Terminate() is noted but the run goes on (until Kill)
+  bool kill_leaves_running = false;  // Kill() ends the wait, not the run (left_running)
 
   void Finish(jobs::RunResult r) {
     std::lock_guard lock(mu);
@@ -93,10 +96,26 @@ class FakeExecution final : public jobs::Execution {
   void Terminate(jobs::RunOutcome reason) override {
     std::lock_guard lock(s_->mu);
     if (s_->result) return;
-    s_->terminated = reason;
+    if (!s_->terminated) s_->terminated = reason;
+    if (s_->ignores_term) return;
     jobs::RunResult r;
     r.outcome = reason;
     r.signal = 15;
+    s_->result = r;
+    s_->cv.notify_all();
+  }
+  void Kill(jobs::RunOutcome reason) override {
+    std::lock_guard lock(s_->mu);
+    ++s_->kills;
+    if (s_->result) return;
+    jobs::RunResult r;
+    r.outcome = s_->terminated.value_or(reason);
+    s_->terminated = r.outcome;
+    if (s_->kill_leaves_running) {
+      r.left_running = true;
+    } else {
+      r.signal = 9;
+    }
     s_->result = r;
     s_->cv.notify_all();
   }
@@ -117,6 +136,10 @@ class FakeRunner final : public Runner {
   std::function<std::optional<int>(const jobs::ProcessSpec&)> plan = [](const auto&) {
     return std::optional<int>(0);
   };
+  // The runs started from now on ignore Terminate (noted in `terminated`) until Kill;
+  // with kill_leaves_running, Kill gives up on them as on a call on a thread.
+  std::atomic<bool> runs_ignore_term{false};
+  std::atomic<bool> kill_leaves_running{false};
   std::atomic<bool> throw_on_start{false};
   std::atomic<bool> fail_to_start{false};
   // Called at each start after its "hello" line, to print more (set before the run).
@@ -133,6 +156,8 @@ class FakeRunner final : public Runner {
       return MakeError("spawn", "no such workdir");
     }
     auto state = std::make_shared<FakeRunState>();
+    state->ignores_term = runs_ignore_term;
+    state->kill_leaves_running = kill_leaves_running;
     std::optional<int> code = plan(spec);
     if (sink) sink("stdout", "hello from " + spec.env.at("TICKD_NODE"));
     if (sink && print) print(sink);

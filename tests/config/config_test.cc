@@ -12,6 +12,7 @@ namespace tickd::config {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::LoadText;
 using testing::MustLoad;
 using testing::TempDir;
 using testing::TestOptions;
@@ -317,6 +318,35 @@ jobs: []
     return out;
   }();
   CHECK(warnings.find(file + ":2:7: lock.backend: none runs every job") != std::string::npos);
+}
+
+TEST_CASE("lock.stop_grace: lease/5 unless written; past lease/3 an error; an op_timeout "
+          "that cannot be answered before it a warning", "[config]") {
+  TempDir dir;
+  auto load_lock = [&dir](const std::string& lock) {
+    return LoadText(dir, "version: 1\nlock:\n" + lock +
+                             "jobs:\n  - {name: a, schedule: \"* * * * *\", shell: \"true\"}\n");
+  };
+  const Config defaults = MustLoad(load_lock("  lease: 15s\n").file);
+  CHECK_FALSE(defaults.lock.stop_grace.has_value());
+  CHECK(DefaultStopGrace(defaults.lock.lease) == milliseconds(3'000));
+  CHECK(defaults.warnings.empty());
+  const Config set = MustLoad(load_lock("  lease: 15s\n  stop_grace: 5s\n").file);
+  CHECK(set.lock.stop_grace == milliseconds(5'000));
+  CHECK(MustLoad(load_lock("  stop_grace: 0s\n").file).lock.stop_grace == milliseconds(0));
+
+  auto too_long = load_lock("  lease: 15s\n  stop_grace: 5001ms\n");
+  CHECK_ERROR(too_long, "FILE:4:15: lock.stop_grace: 5001ms is longer than lease/3 (5s)");
+  auto bad = load_lock("  stop_grace: soon\n");
+  CHECK_ERROR(bad, "FILE:3:15: lock.stop_grace: ");
+
+  // lease 3 s, op_timeout 2 s: a renewal sent at 1 s may be answered at 3 s, after the
+  // stop at 2.968 − 0.6 s.
+  const Config slow = MustLoad(load_lock("  lease: 3s\n  op_timeout: 2s\n").file);
+  REQUIRE(slow.warnings.size() == 1);
+  CHECK(slow.warnings[0].ToString().find(":4:15: lock.op_timeout: a renewal sent lease/3 (1s)") !=
+        std::string::npos);
+  CHECK(MustLoad(load_lock("  lease: 3s\n  op_timeout: 1s\n").file).warnings.empty());
 }
 
 TEST_CASE("ConfigHash is stable and changes with what runs", "[config][hash]") {

@@ -311,7 +311,8 @@ def man(root, tickd, man_dir):
             failures.append(f'{path}: not built')
             continue
         p = subprocess.run(['man', '-l', str(path)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, env=dict(os.environ, MANWIDTH='80'), timeout=60)
+                           stderr=subprocess.PIPE, timeout=60,
+                           env=dict(os.environ, MANWIDTH='80', LC_ALL='C.UTF-8'))
         out, err = p.stdout.decode(errors='replace'), p.stderr.decode(errors='replace')
         out = re.sub('.\b', '', out)   # the overstrike of bold and underline
         if p.returncode != 0 or 'NAME' not in out or 'DESCRIPTION' not in out or err.strip():

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
@@ -11,13 +12,16 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "jobs/execution.h"
+#include "jobs/thread_execution.h"
 
 namespace tickd::jobs {
 namespace {
@@ -299,6 +303,78 @@ TEST_CASE("Terminate gives its reason as the outcome; the first reason wins", "[
   CHECK(r.signal == SIGTERM);
   e->Terminate(RunOutcome::kTimeout);  // after the end: changes nothing
   CHECK(Wait(*e).outcome == RunOutcome::kLeaseLost);
+}
+
+TEST_CASE("Kill SIGKILLs the whole group at once, after a SIGTERM it ignored", "[jobs]") {
+  // A lease that ends (app/run_supervisor.h): SIGTERM first, SIGKILL well before the
+  // kill grace.
+  ProcessSpec spec = Shell("trap '' TERM; sleep 30 & echo $!; echo ready; wait");
+  spec.kill_grace = 60s;
+  Collector c;
+  auto e = Start(spec, c);
+  const std::string grandchild = c.FirstLine(*e);
+  REQUIRE_FALSE(grandchild.empty());
+  e->Terminate(RunOutcome::kLeaseLost);
+  CHECK_FALSE(e->WaitFor(50ms).has_value());  // ignored
+  e->Kill(RunOutcome::kKilled);               // nobody drives: signalled by Kill itself
+  RunResult r = Wait(*e);
+  CHECK(r.outcome == RunOutcome::kLeaseLost);  // the first reason
+  CHECK(r.signal == SIGKILL);
+  CHECK_FALSE(r.left_running);
+  CHECK(GoneWithin(std::stoi(grandchild), 5s));
+  e->Kill(RunOutcome::kKilled);  // after the end: nothing
+  CHECK(Wait(*e).outcome == RunOutcome::kLeaseLost);
+}
+
+TEST_CASE("Kill while another thread drives the run is sent by the driver", "[jobs]") {
+  Collector c;
+  auto e = Start(Shell("trap '' TERM; echo ready; sleep 30"), c);
+  REQUIRE(c.FirstLine(*e) == "ready");
+  std::optional<RunResult> r;
+  std::thread driver([&] { r = e->WaitFor(20s); });
+  std::this_thread::sleep_for(50ms);
+  const auto before = std::chrono::steady_clock::now();
+  e->Kill(RunOutcome::kLeaseLost);
+  driver.join();
+  REQUIRE(r.has_value());
+  CHECK(r->outcome == RunOutcome::kLeaseLost);
+  CHECK(r->signal == SIGKILL);
+  CHECK(std::chrono::steady_clock::now() - before < 15s);
+}
+
+TEST_CASE("Kill gives up on a call on a thread: WaitFor reports it left running", "[jobs]") {
+  // A thread cannot be killed: its stop token fires, and the caller stops waiting.
+  // Shared with the call's thread, which outlives the test's scope by a little.
+  auto stop_seen = std::make_shared<std::atomic<bool>>(false);
+  auto let_go = std::make_shared<std::atomic<bool>>(false);
+  ProcessSpec spec;
+  spec.timeout = 60s;
+  spec.kill_grace = 60s;
+  auto started = StartThreadCall(
+      spec,
+      [stop_seen, let_go](std::stop_token stop) {
+        while (!*let_go) {
+          if (stop.stop_requested()) *stop_seen = true;
+          std::this_thread::sleep_for(1ms);
+        }
+        return CallEnd{true, std::nullopt, ""};
+      },
+      ThreadCallOptions{"ignored", nullptr});
+  REQUIRE(started.has_value());
+  Execution& e = **started;
+  e.Terminate(RunOutcome::kLeaseLost);
+  CHECK_FALSE(e.WaitFor(20ms).has_value());  // within its kill grace: still waited for
+  e.Kill(RunOutcome::kKilled);
+  const auto before = std::chrono::steady_clock::now();
+  RunResult r = Wait(e, 1ms);
+  CHECK(std::chrono::steady_clock::now() - before < 5s);
+  CHECK(r.outcome == RunOutcome::kLeaseLost);
+  CHECK(r.left_running);
+  CHECK(r.error == "ignored");
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!*stop_seen && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  CHECK(*stop_seen);
+  *let_go = true;
 }
 
 TEST_CASE("WaitFor returns nullopt while the run goes on", "[jobs]") {

@@ -245,6 +245,35 @@ TEST_CASE("library: a lock whose renewal is refused fires its lost token") {
   CHECK_FALSE(got.guard().held());
 }
 
+TEST_CASE("library: a lock whose store stops answering fires lost() lease/5 before the lease's "
+          "end, however long the renewal hangs") {
+  World w;
+  app::testing::Gate store_answers;
+  Store store = w.NewStore();
+  LockAttempt got = store.try_lock("orders", seconds(5), "a");
+  REQUIRE(got.acquired());
+  // Let the store answer before the guard goes (release waits for the renewal).
+  struct OpenAtEnd {
+    app::testing::Gate& gate;
+    ~OpenAtEnd() { gate.Open(); }
+  } open_at_end{store_answers};
+  std::stop_token lost = got.guard().lost();
+  w.backend->before_renew = [&] { store_answers.Wait(seconds(60)); };
+  // Acquired at 0; renewal at 1.667 s hangs; valid_until 4.948 s; lost() at 3.948 s.
+  const SteadyTime acquired = w.clock.Steady();
+  const auto at = [&](milliseconds t) {
+    w.clock.Advance(acquired + t - w.clock.Steady());
+    std::this_thread::sleep_for(milliseconds(20));
+  };
+  at(milliseconds(1'700));
+  REQUIRE(Eventually([&] { return w.backend->renewals == 1; }));
+  at(milliseconds(3'900));
+  CHECK_FALSE(lost.stop_requested());
+  at(milliseconds(3'948));
+  REQUIRE(Eventually([&] { return lost.stop_requested(); }));
+  CHECK_FALSE(got.guard().held());
+}
+
 TEST_CASE("library: programming errors throw, the store's answers do not") {
   World w;
   Lines lines;

@@ -348,6 +348,9 @@ class Checker {
   void CheckEarlyStarts() {
     for (const Attempt& a : journal_) {
       if (!InScope(a.start_ms) || a.start_ms >= a.tick * 1000) continue;
+      if (a.start_ms >= a.tick * 1000 - spec_.clock_tolerance_ms && ClockFaulted(a.replica)) {
+        continue;  // a clock ahead by less than the tolerance is not refused (rule 15)
+      }
       ++r_.counts.early_starts;
       Add("early-start", a.job, a.tick,
           "began " + std::to_string(a.tick * 1000 - a.start_ms) +
@@ -747,6 +750,7 @@ bool LoadSpec(const std::filesystem::path& file, CheckSpec* out, std::string* er
     out->after_ms = j.value("after_ms", out->after_ms);
     out->lease_tolerance_ms = j.value("lease_tolerance_ms", out->lease_tolerance_ms);
     out->overlap_tolerance_ms = j.value("overlap_tolerance_ms", out->overlap_tolerance_ms);
+    out->clock_tolerance_ms = j.value("clock_tolerance_ms", out->clock_tolerance_ms);
     for (const Json& job : j.at("jobs")) {
       JobSpec s;
       s.name = job.at("name").get<std::string>();

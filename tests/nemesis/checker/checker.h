@@ -71,7 +71,10 @@
 //                 limits; the fence guards those writes). late_writes counts such
 //                 writes; each cut-off run that wrote late is one violation.
 // early start     (DESIGN §1 "Early claims": no run starts before T) an attempt, accepted
-//                 or not, whose start_ms (the resource's real clock) is before T·1000.
+//                 or not, whose start_ms (the resource's real clock) is before T·1000 —
+//                 by more than clock_tolerance_ms when its replica's clock was faked in
+//                 the cell (rule 15: a clock ahead by less than lock.clock_tolerance is
+//                 not refused and starts that much early; the bound its store keeps).
 // injected        fault windows with took_effect=true.
 // scope           every count and violation above but ticks, missed and lateness is
 //                 limited to attempts (run lines, fault windows) inside the spec's scope
@@ -196,6 +199,9 @@ struct CheckSpec {
   std::int64_t after_ms = 1000;       // fault reach after T
   std::int64_t lease_tolerance_ms = 10;
   std::int64_t overlap_tolerance_ms = 0;
+  // How early a replica whose clock was faked (a took-effect replica-clock window on
+  // it) may begin a run without an early start: what its store's clock check allows.
+  std::int64_t clock_tolerance_ms = 0;
   // The attempts this cell answers for: start_ms in [scope_start_ms, scope_end_ms).
   // Attempts outside are history only (the fence order and overlaps look back at
   // them) and are neither counted nor reported; nor are run lines or fault windows

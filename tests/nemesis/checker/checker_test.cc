@@ -484,6 +484,15 @@ TEST_CASE("checker: a run that begins before its tick fails it (early start)",
   CHECK(r.counts.early_starts == 1);
   REQUIRE(CountOf(r, "early-start") == 1);
   CHECK(r.violations.at(0).evidence.find("1 ms before") != std::string::npos);
+  // Within the clock tolerance, from a replica whose clock was faked: not early.
+  s.spec.clock_tolerance_ms = 250;
+  s.faults.push_back(
+      FaultWindow{"clock-drift", "n3", kT0 * 1000, kT0 * 1000 + 9000, "replica-clock", true});
+  CHECK(s.Run().counts.early_starts == 1);  // the writer n1's clock was right: still early
+  s.faults.back().target = "n1";
+  CHECK(s.Run().Passed());
+  s.Find("j2", kT0 + 6).start_ms = (kT0 + 6) * 1000 - 251;
+  CHECK(s.Run().counts.early_starts == 1);
 }
 
 TEST_CASE("checker: reads DESIGN §6 lines as tickd writes them", "[nemesis][checker]") {

@@ -621,6 +621,10 @@ CellResult RunCell(const std::string& backend, const CellPlan& plan, const CellO
     in.store_leases = dir / "store_leases.jsonl";
     in.jobs = NemesisJobs();
     in.lease_s = options.lease_s;
+    // What the store's clock check lets a clock ahead start early (DESIGN §1 rule 15):
+    // lock.clock_tolerance (250 ms, the default the job file keeps); on etcd up to 1 s
+    // more (its Date has whole seconds); SQLite checks nothing.
+    in.clock_tolerance_ms = backend == "sqlite" ? 0 : backend == "etcd" ? 1250 : 250;
     // Ticks from when every replica had surely started to before the shutdown began
     // (the longest hold, 1.5 s, must end before SIGTERM).
     in.window_start_ms = (started_ms / 1000 + 3) * 1000;

@@ -81,6 +81,7 @@ CheckOutput RunCheck(const CheckInput& input) {
   CheckSpec spec;
   spec.window_start_ms = input.window_start_ms;
   spec.window_end_ms = input.window_end_ms;
+  spec.clock_tolerance_ms = input.clock_tolerance_ms;
   for (const JobPlan& j : input.jobs) {
     JobSpec job;
     job.name = j.name;

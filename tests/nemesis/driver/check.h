@@ -26,7 +26,8 @@ struct CheckInput {
   std::filesystem::path store_leases;       // lease_watch.h's JSONL ("": none)
   std::vector<JobPlan> jobs;
   double lease_s = 3;
-  std::int64_t window_start_ms = 0;  // ticks in [start, end) are expected
+  std::int64_t clock_tolerance_ms = 0;  // CheckSpec::clock_tolerance_ms
+  std::int64_t window_start_ms = 0;     // ticks in [start, end) are expected
   std::int64_t window_end_ms = 0;
 };
 

@@ -216,9 +216,9 @@ std::vector<CellPlan> Plans(const Args& a, const std::string& backend) {
 }
 
 void PrintHeader() {
-  std::printf("%-14s %-27s %8s %6s %5s %8s %9s %6s %6s %5s %6s %5s %5s %10s  %s\n", "backend",
+  std::printf("%-14s %-27s %8s %6s %5s %8s %9s %6s %6s %5s %6s %5s %5s %5s %10s  %s\n", "backend",
               "fault", "injected", "ticks", "runs", "accepted", "rej.stale", "missed", "unexpl",
-              "dups", "stale", "lateW", "early", "late.p99ms", "note");
+              "dups", "stale", "overl", "lateW", "early", "late.p99ms", "note");
 }
 
 void PrintRow(const CellResult& r) {
@@ -229,10 +229,11 @@ void PrintRow(const CellResult& r) {
     return;
   }
   const CellCounts& c = r.check.counts;
-  std::printf("%-14s %-27s %8d %6ld %5ld %8ld %9ld %6ld %6ld %5ld %6ld %5ld %5ld %10.0f  %s\n",
+  std::printf("%-14s %-27s %8d %6ld %5ld %8ld %9ld %6ld %6ld %5ld %6ld %5ld %5ld %5ld %10.0f  %s\n",
               r.backend.c_str(), r.plan.fault.c_str(), r.injected, c.ticks, c.runs, c.accepted,
               c.rejected_stale, c.missed, c.unexplained_missed, c.duplicates, c.stale_accepted,
-              c.late_writes, c.early_starts, c.lateness_p99_ms, r.check.ok ? "ok" : "VIOLATION");
+              c.overlaps, c.late_writes, c.early_starts, c.lateness_p99_ms,
+              r.check.ok ? "ok" : "VIOLATION");
   std::fflush(stdout);
 }
 
