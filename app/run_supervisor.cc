@@ -227,12 +227,15 @@ void RunSupervisor::Supervise(Outcome& out) {
                 {"stream", stream},
                 {"line", line}});
     };
-    // Claimed ahead of T: the process is made ready now and starts at T (a prepared
-    // process on its own timer; anything else when this thread releases it).
+    // Claimed ahead of T, or won on a clock ahead of the store's: the process is made
+    // ready now and starts at T by the store's clock (a prepared process on its own
+    // timer; anything else when this thread releases it).
     std::unique_ptr<jobs::PreparedStart> prepared;
-    if (attempt == 1 && tick_.lead > milliseconds(0)) {
-      // Its due instant: T, or later with jitter.
-      const WallTime at{milliseconds(tick_.job->DueMs(tick_.held.tick_unix))};
+    // Its due instant (T, or later with jitter) on this replica's clock, moved by what
+    // this clock is surely ahead of the store's (docs/design.md §1 rule 15).
+    const WallTime at =
+        WallTime(milliseconds(tick_.job->DueMs(tick_.held.tick_unix))) + tick_.start_delay;
+    if (attempt == 1 && (tick_.lead > milliseconds(0) || tick_.start_delay > milliseconds(0))) {
       Result<std::unique_ptr<jobs::PreparedStart>> p = runner_.Prepare(job, spec, sink, at);
       if (p) prepared = std::move(*p);  // else: started at T the ordinary way
       if (!WaitForInstant(at + LookAfter(prepared.get(), tick_.instant_claims))) {
@@ -257,8 +260,7 @@ void RunSupervisor::Supervise(Outcome& out) {
     Result<std::unique_ptr<jobs::Execution>> started =
         prepared ? prepared->Release() : runner_.Start(job, spec, std::move(sink));
     if (prepared && tick_.metrics) {
-      const auto tick_at = std::chrono::system_clock::time_point(
-          milliseconds(tick_.job->DueMs(tick_.held.tick_unix)));
+      const auto tick_at = std::chrono::system_clock::time_point(at.time_since_epoch());
       const auto started_at = prepared->started().value_or(
           std::chrono::system_clock::time_point(clock_.Wall().time_since_epoch()));
       tick_.metrics->FireLateness(job.name, started_at - tick_at);

@@ -57,6 +57,11 @@ struct WonTick {
   // was lead + held.lease from claim_sent, so it counts from T; the first attempt is
   // made ready at once (Runner::Prepare) and starts when the wall clock reads T.
   std::chrono::milliseconds lead{0};
+  // How far this replica's clock is surely ahead of the store's, as the claim's answer
+  // measured it (0: not ahead, or not measured). The first attempt starts when this
+  // replica's clock reads the due instant plus this: at the due instant by the store's
+  // clock, so a clock ahead by less than the store's limit does not start early either.
+  std::chrono::milliseconds start_delay{0};
   // How many ticks of the same instant this replica claimed with it (the other
   // replicas claim them too, and each start costs the machine ~0.1 ms of CPU): a run
   // that starts itself at T is looked at once those starts are likely done.

@@ -836,7 +836,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       // Claimed within this replica's room (ClaimGroup): it always starts.
       lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease - lead};
       if (!o.observed) Observe(req, "won", o.fence);
-      StartRun(job, std::move(held), claim_sent, lead);
+      StartRun(job, std::move(held), claim_sent, lead, SurelyAhead(req, o));
       return;
     }
     case lock::ClaimStatus::kLost:
@@ -941,6 +941,15 @@ void Scheduler::Remember(const lock::ClaimRequest& req,
   }
 }
 
+milliseconds SurelyAhead(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome) {
+  if (outcome.store_ms == 0) return milliseconds(0);  // the backend did not read its clock
+  // The store read its clock after req.node_wall was taken, so this replica's clock then
+  // read at least node_wall: it is ahead by at least node_wall minus the latest the
+  // store's clock can have read. A clock that is right never waits.
+  const WallTime store_latest{milliseconds(outcome.store_ms + outcome.store_error_ms)};
+  return std::max(milliseconds(0), req.node_wall - store_latest);
+}
+
 void Scheduler::SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome) {
   if (outcome.store_ms == 0) return;  // the backend did not read its clock
   // Our clock when we sent the claim minus the store's when it decided: the network's
@@ -995,9 +1004,10 @@ void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {
 }
 
 void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
-                         SteadyTime claim_sent, milliseconds lead) {
+                         SteadyTime claim_sent, milliseconds lead, milliseconds start_delay) {
   WonTick won{job, std::move(held), claim_sent, options_.node, false, options_.metrics};
   won.lead = lead;
+  won.start_delay = start_delay;
   won.notifier = options_.notifier;
   won.instant_claims = instant_claims_;
   won.output_bytes = options_.history.output_bytes;

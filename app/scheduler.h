@@ -84,6 +84,13 @@ struct SchedulerOptions {
 // A fresh claim owner token: 128 random bits from the kernel (getrandom), hex.
 std::string NewOwnerToken();
 
+// How far this replica's clock was surely ahead of the store's when `outcome` was
+// decided (0: not ahead, or the store's clock was not read): a won run starts that
+// much after its due instant, so that it starts at T by the store's clock
+// (docs/design.md §1 rule 15).
+std::chrono::milliseconds SurelyAhead(const lock::ClaimRequest& req,
+                                      const lock::ClaimOutcome& outcome);
+
 // Thread-safe. Start() once; Shutdown() (or the destructor) once.
 class Scheduler {
  public:
@@ -192,8 +199,11 @@ class Scheduler {
   void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);
   // `lead`: how long before T the claim was sent (0: at or after T); the run is
   // released at T.
+  // `start_delay`: SurelyAhead of its claim; the run starts that much after its due
+  // instant on this replica's clock.
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
-                SteadyTime claim_sent, std::chrono::milliseconds lead);
+                SteadyTime claim_sent, std::chrono::milliseconds lead,
+                std::chrono::milliseconds start_delay);
   Metrics& metrics() const { return options_.metrics ? *options_.metrics : NullMetrics(); }
   // The job's `tick` line (docs/design.md §6); `due=` when the job has jitter.
   void LogTick(const ScheduledJob& job, const lock::ClaimRequest& req, std::string_view outcome,

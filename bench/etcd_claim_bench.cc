@@ -23,10 +23,10 @@
 //                         [--grpc-first 1 (each variant over gRPC before the gateway)]
 // It starts its own etcd (tests/etcd/etcd_server.h: one member, WAL fsync as default).
 #include <curl/curl.h>
-#include <sys/resource.h>
-#include <unistd.h>
 #include <grpcpp/grpcpp.h>
 #include <openssl/evp.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>

@@ -169,6 +169,9 @@ struct ClaimOutcome {
   // read it (SQLite, none, a claim without max_lead). etcd's is its Date header's
   // second + 500 ms (the header has 1 s resolution: ±500 ms).
   std::int64_t store_ms = 0;
+  // How far store_ms may be off either way (etcd: half its narrowed Date window; 0
+  // where the store's clock is read exactly).
+  std::int64_t store_error_ms = 0;
 };
 
 // A claim this replica won and still holds.

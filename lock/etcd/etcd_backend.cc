@@ -1205,7 +1205,10 @@ class EtcdBackend final : public Backend {
         states->empty() ? std::nullopt : states->front().server_ms;
     const std::int64_t date_mid_ms = date_ms ? (*date_ms + StoreHi(states->front())) / 2 : 0;
     const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
-      if (r && date_ms) r->store_ms = date_mid_ms;
+      if (r && date_ms) {
+        r->store_ms = date_mid_ms;
+        r->store_error_ms = StoreHi(states->front()) - date_mid_ms;
+      }
       on_answer(i, std::move(r));
     };
     std::vector<ClaimPlan> plans;

@@ -95,6 +95,49 @@ TEST_CASE(
   CHECK(done[0].first.lease == seconds(4));  // renewals extend by lock.lease
 }
 
+TEST_CASE(
+    "early claims: a clock ahead of the store's by less than its limit starts the run at T "
+    "by the store's clock (rule 15)") {
+  Sim sim(WallAt(kT0, -1'000));
+  // The store's clock is 150 ms behind this replica's: within claim_lead + tolerance,
+  // so the claim is taken, and the run must wait for T on the store's clock.
+  FakeClock store_clock(sim.clock.Wall() - milliseconds(150));
+  std::unique_ptr<lock::Backend> store = lock::NewMemoryBackend(store_clock);
+  const auto step = [&](milliseconds by) {
+    store_clock.Advance(by);
+    sim.clock.Advance(by);
+  };
+  StartTimes starts(sim, false);
+  Scheduler& a = sim.AddReplica("ahead", {EveryJob("j", 60)}, EarlyClaims, store.get());
+  sim.WaitQuiet();
+  step(milliseconds(800));  // T − 200 ms here, T − 350 ms at the store: the early claim
+  sim.WaitQuiet(false);
+  REQUIRE(sim.Grep({"tick=2026-11-21T14:00:00Z", "node=ahead outcome=won"}).size() == 1);
+  step(milliseconds(200));  // T here
+  LetRunsLook();
+  CHECK(starts.walls().empty());
+  step(milliseconds(149));  // T − 1 ms at the store
+  LetRunsLook();
+  CHECK(starts.walls().empty());
+  step(milliseconds(1));  // T at the store
+  REQUIRE(Eventually([&] { return starts.Seen(1); }));
+  CHECK(starts.walls()[0] == WallAt(kT0, 150));
+  REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
+}
+
+TEST_CASE("SurelyAhead: only what the store's answer proves, never for a clock behind") {
+  lock::ClaimRequest req;
+  req.node_wall = WallAt(kT0, 0);
+  lock::ClaimOutcome o;
+  CHECK(SurelyAhead(req, o) == milliseconds(0));  // the store's clock was not read
+  o.store_ms = (kT0 * 1000) - 150;
+  CHECK(SurelyAhead(req, o) == milliseconds(150));
+  o.store_error_ms = 100;  // etcd: the Date window's half-width
+  CHECK(SurelyAhead(req, o) == milliseconds(50));
+  o.store_ms = (kT0 * 1000) + 20;  // this clock is behind
+  CHECK(SurelyAhead(req, o) == milliseconds(0));
+}
+
 TEST_CASE("early claims: renewals come lease/3 after T, not after the claim") {
   Sim sim(WallAt(kT0, -1'000));
   StartTimes starts(sim, true);

@@ -451,6 +451,15 @@ TEST_CASE("nemesis_resource: serves until SIGTERM; a SIGKILLed one leaves whole 
                                     static_cast<std::uint64_t>(i + 1), "n1"),
                             dir.path / "write.out"));
     if (i == 30) {
+      // Killed once some writer has been journaled (on a loaded machine none of the 30
+      // may have ended yet), so the check below is about whole lines, not timing.
+      REQUIRE(WaitFor(
+          [&] {
+            std::ifstream in(journal);  // a whole line (the server may be writing one)
+            std::string line;
+            return std::getline(in, line) && !in.eof();
+          },
+          milliseconds(60'000)));
       ::kill(server, SIGKILL);
       CHECK(Reap(server) == -1);
     }
