@@ -91,6 +91,14 @@ expect "tickd next -c $scratch/jobs.yaml --job " "${jobs[@]}"
 expect "tickd locks -c $scratch/jobs.yaml --release " "${jobs[@]}"
 expect "tickd trigger " # no -c yet: no job names to offer
 expect "tickd trigger -c $scratch/missing.yaml "
+# Flow-style entries name their jobs too.
+cat >"$scratch/flow.yaml" <<'EOF'
+version: 1
+jobs:
+  - {name: cleanup-orders, schedule: "*/5 * * * * *", shell: "true"}
+  - {schedule: "0 0 2 * * *", name: 'nightly-report', shell: "true"}
+EOF
+expect "tickd trigger -c $scratch/flow.yaml " cleanup-orders nightly-report
 # -c completes file names.
 expect "tickd validate -c $scratch/jo" "$scratch/jobs.yaml"
 
