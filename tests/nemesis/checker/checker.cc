@@ -619,7 +619,9 @@ std::optional<LogEvent> ParseLogEvent(std::string_view line) {
   const std::string_view ts = word();
   word();  // level
   const std::string_view event = word();
-  if (event != "tick" && event != "run" && event != "lease") return std::nullopt;
+  if (event != "tick" && event != "run" && event != "lease" && event != "complete") {
+    return std::nullopt;
+  }
   const std::optional<std::int64_t> ts_ms = ParseUtcMs(ts);
   if (!ts_ms) return std::nullopt;
   std::map<std::string, std::string> f = Fields(line, i);

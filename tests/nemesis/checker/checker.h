@@ -149,7 +149,7 @@ struct Attempt {
 };
 
 struct LogEvent {
-  std::string event;  // "tick" | "run" | "lease"
+  std::string event;  // "tick" | "run" | "lease" | "complete" (a completion's warning)
   std::int64_t ts_ms = 0;
   std::string node;
   std::string job;

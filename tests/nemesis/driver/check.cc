@@ -31,15 +31,28 @@ bool HolderDownUntil(const Attempt& a, const Attempt& next, const std::vector<Fa
   });
 }
 
+// Whether the holder of `a` logged that its completion of the tick failed (`warn
+// complete … outcome=error`): the store never heard that the run ended, so to it the
+// holder is one that died with the tick running, and recover re-runs it once the lease
+// runs out (design §1 rules 4-5: at least once).
+bool CompleteFailed(const Attempt& a, const std::vector<LogEvent>& logs) {
+  return std::any_of(logs.begin(), logs.end(), [&](const LogEvent& e) {
+    return e.event == "complete" && e.outcome == "error" && e.node == a.replica &&
+           e.job == a.job && e.tick == a.tick;
+  });
+}
+
 // `recover: true` re-runs a tick whose run was interrupted (DESIGN §1): at least once,
 // with a higher fence. The checker knows no `recover`, so its duplicates of such a job
 // are looked at here: when every accepted write of the (job, tick) but the last one
 // ended without END (disconnect: the writer was killed; shutdown), or its holder was
 // down from within a lease of its end until the next write began (HolderDownUntil: the
-// holder never completed the tick), the later one is the recovery, not a duplicate.
+// holder never completed the tick), or its holder's completion failed (CompleteFailed),
+// the later one is the recovery, not a duplicate.
 // Returns how many were forgiven; `report` loses them.
 long ForgiveRecoveredReruns(const std::vector<JobPlan>& jobs, const std::vector<Attempt>& journal,
-                            const std::vector<FaultWindow>& faults, std::int64_t lease_ms,
+                            const std::vector<FaultWindow>& faults,
+                            const std::vector<LogEvent>& logs, std::int64_t lease_ms,
                             Report& report) {
   long forgiven = 0;
   std::vector<Violation> kept;
@@ -60,7 +73,8 @@ long ForgiveRecoveredReruns(const std::vector<JobPlan>& jobs, const std::vector<
     for (std::size_t i = 0; i + 1 < accepted.size(); ++i) {
       interrupted =
           interrupted && (accepted[i]->ended != "end" ||
-                          HolderDownUntil(*accepted[i], *accepted[i + 1], faults, lease_ms));
+                          HolderDownUntil(*accepted[i], *accepted[i + 1], faults, lease_ms) ||
+                          CompleteFailed(*accepted[i], logs));
     }
     if (!interrupted) {
       kept.push_back(v);
@@ -109,7 +123,7 @@ CheckOutput RunCheck(const CheckInput& input) {
   }
   Report report = Check(spec, journal, logs, faults, expiries);
   out.counts.recovered = ForgiveRecoveredReruns(
-      input.jobs, journal, faults, static_cast<std::int64_t>(input.lease_s * 1000), report);
+      input.jobs, journal, faults, logs, static_cast<std::int64_t>(input.lease_s * 1000), report);
   const Counts& c = report.counts;
   CellCounts& o = out.counts;
   o.ticks = c.ticks;
