@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -103,6 +104,26 @@ class SecondClockBound {
       hi = samples_.back().hi;
     }
     return std::min(date_ms + 999, Ms(received) + hi);
+  }
+
+  // What the store's clock reads at steady instant `at`, from the replies of the last
+  // kKeep before it: more than `lo` and less than `hi` (ms). Nothing when there are none
+  // (a claim sent without a reply of its own, as a blind claim or a gRPC call, judges
+  // its instant on this).
+  struct Reading {
+    std::int64_t lo;
+    std::int64_t hi;
+  };
+  std::optional<Reading> Read(Steady at) const {
+    std::int64_t lo = INT64_MIN;
+    std::int64_t hi = INT64_MAX;
+    for (const Sample& s : samples_) {
+      if (s.at < at - kKeep) continue;
+      lo = std::max(lo, s.lo);
+      hi = std::min(hi, s.hi);
+    }
+    if (hi == INT64_MAX) return std::nullopt;
+    return Reading{Ms(at) + lo, Ms(at) + hi};
   }
 
  private:

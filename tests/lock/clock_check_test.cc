@@ -79,6 +79,13 @@ TEST_CASE("SecondClockBound: replies at other phases of the second narrow Date +
   const std::int64_t truth = 1'100 + 1 + kOffset;
   CHECK(hi >= truth);
   CHECK(hi <= truth + 110);
+  // Read between replies: the clock then, within about a round trip.
+  const auto later = bound.Read(At(5'000));
+  REQUIRE(later);
+  CHECK(later->lo < 5'000 + kOffset);
+  CHECK(later->hi > 5'000 + kOffset);
+  CHECK(later->hi - later->lo <= 110);
+  CHECK_FALSE(bound.Read(At(1'100 + 61'000)));  // every reply older than kKeep
   // The store's clock steps back 5 s: the old replies no longer fit, the newest counts.
   const std::int64_t stepped = bound.Add((1'200 + kOffset - 5'000) / 1000 * 1000, At(1'200),
                                          At(1'202));
