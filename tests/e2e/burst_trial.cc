@@ -232,6 +232,8 @@ struct ReplicaCounts {
   std::map<std::string, long long> outcomes;  // tick lines of judged ticks, by outcome
   std::map<std::string, long long> warnings;  // warn/error lines by event (any tick)
   long long missed_summary = 0;               // `missed count=` totals
+  std::vector<double> answered_ms;            // tick line − T, judged ticks, any outcome
+  std::set<std::pair<std::string, long long>> decided;  // judged (job, tick) with a tick line
 };
 
 int Main(int argc, char** argv) {
@@ -372,6 +374,8 @@ int Main(int argc, char** argv) {
       std::string outcome = l.Get("outcome");
       if (outcome == "skipped") outcome += "(" + l.Get("reason") + ")";
       ++c.outcomes[outcome];
+      c.answered_ms.push_back(static_cast<double>(UnixMs(l.ts) - tick * 1000));
+      c.decided.insert({l.Get("job"), tick});
       if (outcome == "won") {
         won_at[{l.Get("job"), tick}][replica->node()] = static_cast<double>(UnixMs(l.ts));
       }
@@ -448,6 +452,9 @@ int Main(int argc, char** argv) {
   for (const auto& [node, c] : counts) {
     std::string line = "replica " + node + ": claims of judged ticks:";
     for (const auto& [outcome, n] : c.outcomes) line += " " + outcome + "=" + std::to_string(n);
+    const long long due = static_cast<long long>(instants.size()) * opt.jobs;
+    line += " undecided=" + std::to_string(due - static_cast<long long>(c.decided.size())) +
+            "; answered - T (ms): " + Stats(c.answered_ms);
     line +=
         "; `missed` summaries count=" + std::to_string(c.missed_summary) + "; warn/error lines:";
     if (c.warnings.empty()) line += " none";
