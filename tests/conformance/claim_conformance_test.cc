@@ -451,6 +451,63 @@ TEMPLATE_LIST_TEST_CASE(
   }
 }
 
+// A replica's view of a job (its head as last seen: ZooKeeper and etcd claim without a
+// read on it) goes stale when another replica claims: its next claims must still be
+// judged on the store as it is.
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: a claim after another replica moved the job's head is judged on the "
+    "store: superseded, won above the other's fence, busy under forbid",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t t0 = NowUnix(h.clock());
+  auto claim = [&](Backend& r, const std::string& job, std::int64_t tick, const std::string& node,
+                   const std::string& token, bool forbid) {
+    auto req = Req(h, job, tick, node, token);
+    req.forbid_overlap = forbid;
+    req.observe = true;
+    return std::pair{req, MustClaim(r, req)};
+  };
+  // a saw its own claim of t0 (twice, so its view is warm); b then claims t0 + 2.
+  REQUIRE(claim(*a, "stale", t0 - 1, "node-a", "tok-a0", false).second.status ==
+          ClaimStatus::kWon);
+  REQUIRE(claim(*a, "stale", t0, "node-a", "tok-a1", false).second.status == ClaimStatus::kWon);
+  const auto [b_req, b_won] = claim(*b, "stale", t0 + 2, "node-b", "tok-b1", false);
+  REQUIRE(b_won.status == ClaimStatus::kWon);
+  ClaimOutcome out = claim(*a, "stale", t0 + 1, "node-a", "tok-a2", false).second;
+  CHECK(std::string(Name(out.status)) == "superseded");
+  CHECK(out.holder_tick_unix == t0 + 2);
+  CHECK(out.holder_node == "node-b");
+  out = claim(*a, "stale", t0 + 3, "node-a", "tok-a3", false).second;
+  REQUIRE(out.status == ClaimStatus::kWon);
+  CHECK(out.fence > b_won.fence);
+  std::size_t observed = out.observed ? 1 : 0;  // backends that observe in the claim
+  // b's view is stale now: the tick a won is lost, naming a.
+  out = claim(*b, "stale", t0 + 3, "node-b", "tok-b2", false).second;
+  CHECK(out.status == ClaimStatus::kLost);
+  CHECK(out.holder_node == "node-a");
+  observed += out.observed ? 1 : 0;
+  auto history = b->History("stale", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK(history->front().winner == "node-a");
+  CHECK(history->front().observations.size() == observed);
+
+  // forbid: a's earlier run ended, b's later one runs: a's next tick is busy.
+  const auto [a_req, a_won] = claim(*a, "stale-forbid", t0, "node-a", "tok-fa1", true);
+  REQUIRE(a_won.status == ClaimStatus::kWon);
+  REQUIRE(*a->Complete(HeldOf(a_req, a_won), Completion{"done", 0, 1ms}) ==
+          CompleteStatus::kCompleted);
+  REQUIRE(claim(*b, "stale-forbid", t0 + 1, "node-b", "tok-fb1", true).second.status ==
+          ClaimStatus::kWon);
+  out = claim(*a, "stale-forbid", t0 + 2, "node-a", "tok-fa2", true).second;
+  CHECK(std::string(Name(out.status)) == "busy");
+  CHECK(out.holder_tick_unix == t0 + 1);
+  CHECK(out.holder_node == "node-b");
+}
+
 TEMPLATE_LIST_TEST_CASE(
     "conformance: a replica whose last view of a job is an instant old decides right after "
     "another replica moved it on: the same tick lost, an earlier one superseded, a later one "
