@@ -290,6 +290,11 @@ class GrpcWire final : public EtcdWire {
     return Send(path, *rpc, deadline, *token, nullptr);
   }
 
+  std::optional<SecondClockBound::Reading> ClockNow() override {
+    std::lock_guard lock(clock_mu_);
+    return clocks_[current_.load()].bound.Read(steady_clock::now());
+  }
+
   bool SyncClock(Deadline deadline) override {
     std::lock_guard lock(curl_mu_);
     for (std::size_t attempt = 0; attempt < members_.size(); ++attempt) {

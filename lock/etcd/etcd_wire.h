@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "lock/clock_check.h"
 #include "lock/tls_files.h"
 
 namespace tickd::lock {
@@ -72,6 +73,11 @@ class EtcdWire {
   // GET /version on the member tried first (the next one when it cannot be reached):
   // its Date narrows that member's clock bound. Returns whether a Date came back.
   virtual bool SyncClock(Deadline deadline) = 0;
+
+  // What the clock of the member tried first reads now, from its Dates of the last
+  // minute (SecondClockBound::Read); nothing without one. A request sent without an
+  // answer of its own to judge by (a blind claim) judges its instant on it.
+  virtual std::optional<SecondClockBound::Reading> ClockNow() = 0;
 };
 
 }  // namespace tickd::lock
