@@ -1,22 +1,25 @@
 // Claim throughput on one ZooKeeper: N replicas (threads, each with its own backend
 // and session) × M jobs `@every 1s` through the real backend's batched path
 // (lock/zookeeper: per 250 claims one pipelined read with one clock read, then one
-// pipelined multi per claim); the runs are bench/batch_claim_driver.h. Then, in the
-// same run, two store references:
+// pipelined multi per claim; since the lean write set, blind claims with the read
+// behind them); the runs are bench/batch_claim_driver.h. Then, in the same run, two
+// store references:
 //   - a plain create loop (N threads, each with its own session, creating persistent
 //     nodes with up to 256 creates in flight);
 //   - the job-tick write-set ceiling (bench/write_set_ceiling.h): the node changes a
 //     job-tick needs at minimum, written from N sessions with nothing else to do,
-//     (a) one request per protocol step and (b) many job-ticks bundled per multi;
-//     and, to place ours between them, (c) the requests lock/zookeeper sent before
-//     43efc92 (one multi per claim; reads, clock writes, round trips) for rounds in
-//     which no two replicas race, with and without its reads and clock writes.
+//     (a) one request per protocol step and (b) many job-ticks bundled per multi,
+//     also of the write set before the lean one (9 node changes, "-9"); and with
+//     --before-bundling 1, (c) the requests lock/zookeeper sent before 43efc92 (one
+//     multi per claim; reads, clock writes, round trips) for rounds in which no two
+//     replicas race, with and without its reads and clock writes.
 //
 // Usage: zookeeper_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]
 //                              [--reference-creates C (per thread; 0: none)]
 //                              [--ceiling-seconds S (per variant; 0: none, default 5)]
 //                              [--ceiling-bundle J (job-ticks per multi in (b), 50)]
 //                              [--batched 0 (skip our batched path: references only)]
+//                              [--before-bundling 1 (also (c) below)]
 // It starts its own standalone ZooKeeper (tests/zookeeper/zookeeper_server.h: loopback,
 // default forceSync=yes, i.e. every write fsync'd to the txn log before the answer).
 #include <zookeeper/zookeeper.h>
@@ -147,18 +150,20 @@ void Reference(const tickd::testing::ZookeeperServer& server, int threads, int c
 
 // ---- the job-tick write-set ceiling ----
 //
-// The node changes of one job-tick, at minimum (docs/backends.md, "ZooKeeper 3.8"), for
-// a claim that wins at once (no re-claim, no forbid) and R replicas that observe it:
-//   claim multi     create the record t/<T>, create the ephemeral lease l/<T>, setData
-//                   the head by its version; plus create the observation folder o/<T>
-//                   (ours creates it with each observation, ZNODEEXISTS but the first:
-//                   the ceiling creates it once, in the claim's multi);
+// The node changes of one job-tick, at minimum (docs/backends.md, "ZooKeeper 3.8": the
+// write set), for a claim that wins at once (no re-claim, no forbid) and R replicas
+// that observe it:
+//   claim multi     create the record t/<T> (the winner's observation inside it),
+//                   create the ephemeral lease l/<T>, setData the head by its version;
 //   complete multi  setData the record (done) by its version, delete the lease by its
 //                   version;
-//   observations    one create o/<T>/<node> per replica.
-// So 4 + 2 + R node changes (9 with three replicas). Left out: the reads (record and
-// head per claim, three per complete), the clock setData per chunk, and the failed
-// creates of a lost race: what the protocol adds, not what a job-tick must write.
+//   observations    one create o/<T>-<node> per replica that did not win.
+// So 3 + 2 + (R − 1) node changes (7 with three replicas). Left out: the reads (record
+// and head per claim, three per complete), the clock setData per chunk, the blind
+// claim's check op, and the failed multis of a lost race: what the protocol adds, not
+// what a job-tick must write. The write set before the lean one (Lean::kNo, "-9"):
+// the claim also created the tick's folder o/<T>, and every replica, the winner too,
+// created o/<T>/<node>: 4 + 2 + R (9).
 
 // One multi in flight: the client library writes the results, stats and created paths
 // when the answer arrives, so they live here until then; the completion frees it.
@@ -233,7 +238,7 @@ class MultiBuilder {
 
 // Payloads of about the sizes ours writes (JSON-ish fields: owner token, node, hash,
 // lease, fence, outcome).
-const std::string kRecord(140, 'r'), kRecordDone(170, 'd'), kLease(60, 'l'), kHead(60, 'h'),
+const std::string kRecord(140, 'r'), kRecordObserved(180, 'r'), kRecordDone(210, 'd'), kLease(60, 'l'), kHead(60, 'h'),
     kObservation(80, 'o');
 
 // One variant: `bundle` job-ticks' steps per multi (1: one multi per step, as ours
@@ -242,6 +247,7 @@ const std::string kRecord(140, 'r'), kRecordDone(170, 'd'), kLease(60, 'l'), kHe
 enum class Shape {
   kPerStep,   // one multi per claim and per complete, one create per observation
   kBundled,   // `bundle` job-ticks' steps per multi
+  kBundledOld,  // the same, of the write set before the lean one (9 node changes)
   kOursRaceFree,  // ours' requests before 43efc92 (below), without races
   kOursNoReads,   // the same without its reads and clock writes: what they cost
 };
@@ -368,19 +374,21 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
           }
           return std::pair<long, long>{sent, errors};
         }
+        const bool old = shape == Shape::kBundledOld;
         if (step == tickd::bench::kClaims) {  // the claims this replica wins
           for (int j = r; j < jobs; j += replicas) {
             const std::string dir = job_dir(j);
-            multi.Create(dir + "/t/" + tick, kRecord);
+            multi.Create(dir + "/t/" + tick, old ? kRecord : kRecordObserved);
             multi.Create(dir + "/l/" + tick, kLease, ZOO_EPHEMERAL);
             multi.Set(dir + "/head", kHead, head_version[static_cast<std::size_t>(j)]++);
-            multi.Create(dir + "/o/" + tick, "");
-            flush_if_full(4);
+            if (old) multi.Create(dir + "/o/" + tick, "");
+            flush_if_full(old ? 4 : 3);
           }
-        } else if (step == tickd::bench::kObservations) {  // of every job
-          const std::string node = "/replica-" + std::to_string(r);
+        } else if (step == tickd::bench::kObservations) {  // of every job (lean: not won)
           for (int j = 0; j < jobs; ++j) {
-            const std::string path = job_dir(j) + "/o/" + tick + node;
+            if (!old && j % replicas == r) continue;
+            const std::string path = job_dir(j) + "/o/" + tick + (old ? "/" : "-") + "replica-" +
+                                     std::to_string(r);
             if (shape == Shape::kPerStep) {
               Create(zh, w, path, kObservation);
             } else {
@@ -399,7 +407,10 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
         return w.Drain();
       });
   for (zhandle_t* zh : sessions) zookeeper_close(zh);
-  tickd::bench::PrintCeiling(label, run, jobs, 6 + replicas, "node changes");
+  const bool lean = shape != Shape::kBundledOld && shape != Shape::kOursRaceFree &&
+                    shape != Shape::kOursNoReads;
+  tickd::bench::PrintCeiling(label, run, jobs, lean ? 4 + replicas : 6 + replicas,
+                             "node changes");
 }
 
 }  // namespace
@@ -409,22 +420,25 @@ int main(int argc, char** argv) {
     std::printf(
         "usage: zookeeper_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]\n"
         "         [--reference-creates C] [--ceiling-seconds S] [--ceiling-bundle J]\n"
-        "         [--batched 0]\n"
+        "         [--batched 0] [--before-bundling 1]\n"
         "Starts its own ZooKeeper; runs N replicas x M jobs @every 1s through the batched\n"
         "claim path (paced S s, then K saturation ticks), then the store's references: a\n"
         "plain create loop (C creates per session; 0: none) and the job-tick write-set\n"
         "ceiling for S s per variant (0: none; default 5), one multi per step and J\n"
-        "job-ticks per multi (default 50). See bench/README.md.\n");
+        "job-ticks per multi (default 50), the latter also of the write set before the\n"
+        "lean one (-9); --before-bundling 1 adds the requests of before 43efc92 with and\n"
+        "without reads. See bench/README.md.\n");
     return 0;
   }
   int reference_creates = 20000, ceiling_seconds = 5, ceiling_bundle = 50;
-  bool batched = true;
+  bool batched = true, before_bundling = false;
   const tickd::bench::BatchArgs a = tickd::bench::ParseBatchArgs(
       argc, argv, tickd::bench::BatchArgs{3, 1000, 10, 5}, [&](const std::string& key, int value) {
         if (key == "--reference-creates") reference_creates = value;
         if (key == "--ceiling-seconds") ceiling_seconds = value;
         if (key == "--ceiling-bundle") ceiling_bundle = std::max(1, value);
         if (key == "--batched") batched = value != 0;
+        if (key == "--before-bundling") before_bundling = value != 0;
       });
   tickd::testing::ZookeeperServer server;
   if (!server.running()) {
@@ -455,8 +469,13 @@ int main(int argc, char** argv) {
     const std::string bundled = "bundled-" + std::to_string(ceiling_bundle);
     Ceiling(server, bundled.c_str(), a.replicas, a.jobs, ceiling_seconds, Shape::kBundled,
             ceiling_bundle);
-    Ceiling(server, "ours-race-free", a.replicas, a.jobs, ceiling_seconds, Shape::kOursRaceFree);
-    Ceiling(server, "ours-no-reads", a.replicas, a.jobs, ceiling_seconds, Shape::kOursNoReads);
+    Ceiling(server, (bundled + "-9").c_str(), a.replicas, a.jobs, ceiling_seconds,
+            Shape::kBundledOld, ceiling_bundle);
+    if (before_bundling) {
+      Ceiling(server, "ours-race-free", a.replicas, a.jobs, ceiling_seconds,
+              Shape::kOursRaceFree);
+      Ceiling(server, "ours-no-reads", a.replicas, a.jobs, ceiling_seconds, Shape::kOursNoReads);
+    }
   }
   return status;
 }

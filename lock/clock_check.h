@@ -71,45 +71,54 @@ inline void MoveHead(HeadTicks& head, const ClaimRequest& req, std::int64_t stor
   head.node = req.node;
 }
 
-// A store clock read in whole seconds (etcd's Date header), narrowed by many replies.
-// A reply sent at steady instant `sent` and received at `received` whose Date says
-// second D was written while the store's clock read [D, D + 1 s), at some instant in
-// [sent, received]: so (store clock − steady clock) lies in (D − received, D + 1 s −
-// sent). Replies at different phases of the second narrow the intersection of those
-// intervals to about a round trip. The steady clock is the replica's monotonic one,
-// which no wall-clock step (nor libfaketime) moves. Intervals older than kKeep are
-// dropped (clock rates differ by a few ppm); an empty intersection means the store's
-// clock stepped: only the newest reply counts from then on. Not thread-safe.
-class SecondClockBound {
+// A store clock read in steps of `resolution` (etcd's Date header: whole seconds;
+// ZooKeeper's node mtime: ms), narrowed by many replies. A reply sent at steady instant
+// `sent` and received at `received` that says D was written while the store's clock
+// read [D, D + resolution), at some instant in [sent, received]: so (store clock −
+// steady clock) lies in (D − received, D + resolution − sent). Replies at different
+// phases narrow the intersection of those intervals to about a round trip. The steady
+// clock is the replica's monotonic one, which no wall-clock step (nor libfaketime)
+// moves. Intervals older than `keep` are dropped, and each is widened by
+// `drift_ms_per_s` per second of its age when read (clock rates differ: NTP slews at
+// most 500 ppm); an empty intersection means the store's clock stepped: only the
+// newest reply counts from then on. Not thread-safe.
+class ClockBound {
  public:
   using Steady = std::chrono::steady_clock::time_point;
-  static constexpr std::chrono::seconds kKeep{60};
+  struct Options {
+    std::chrono::milliseconds resolution{1'000};  // etcd's Date: whole seconds
+    std::chrono::seconds keep{60};                // replies older than this are dropped
+    std::int64_t drift_ms_per_s = 0;              // widening per second of a reply's age
+  };
+  ClockBound() = default;
+  explicit ClockBound(Options options) : options_(options) {}
 
-  // A reply of `date_ms` (its Date, a whole second, in ms) sent and received then.
-  // Returns the latest the store's clock can have read when it wrote the reply.
+  // A reply of `date_ms` (its Date or mtime, in ms) sent and received then. Returns the
+  // latest the store's clock can have read when it wrote the reply.
   std::int64_t Add(std::int64_t date_ms, Steady sent, Steady received) {
-    samples_.push_back({received, date_ms - Ms(received), date_ms + 1'000 - Ms(sent)});
+    const std::int64_t step = options_.resolution.count();
+    samples_.push_back({received, date_ms - Ms(received), date_ms + step - Ms(sent)});
     while (samples_.size() > 64 ||
-           (samples_.size() > 1 && samples_.front().at < received - kKeep)) {
+           (samples_.size() > 1 && samples_.front().at < received - options_.keep)) {
       samples_.pop_front();
     }
     std::int64_t lo = INT64_MIN;
     std::int64_t hi = INT64_MAX;
     for (const Sample& s : samples_) {
-      lo = std::max(lo, s.lo);
-      hi = std::min(hi, s.hi);
+      lo = std::max(lo, s.lo - Drift(s, received));
+      hi = std::min(hi, s.hi + Drift(s, received));
     }
     if (lo >= hi) {  // the store's clock stepped: start over from this reply
       samples_.erase(samples_.begin(), std::prev(samples_.end()));
       hi = samples_.back().hi;
     }
-    return std::min(date_ms + 999, Ms(received) + hi);
+    return std::min(date_ms + step - 1, Ms(received) + hi);
   }
 
   // What the store's clock reads at steady instant `at`, from the replies of the last
-  // kKeep before it: more than `lo` and less than `hi` (ms). Nothing when there are none
-  // (a claim sent without a reply of its own, as a blind claim or a gRPC call, judges
-  // its instant on this).
+  // `keep` before it: more than `lo` and less than `hi` (ms). Nothing when there are
+  // none (a claim sent without a reply of its own, as a blind claim or a gRPC call,
+  // judges its instant on this).
   struct Reading {
     std::int64_t lo;
     std::int64_t hi;
@@ -118,11 +127,11 @@ class SecondClockBound {
     std::int64_t lo = INT64_MIN;
     std::int64_t hi = INT64_MAX;
     for (const Sample& s : samples_) {
-      if (s.at < at - kKeep) continue;
-      lo = std::max(lo, s.lo);
-      hi = std::min(hi, s.hi);
+      if (s.at < at - options_.keep) continue;
+      lo = std::max(lo, s.lo - Drift(s, at));
+      hi = std::min(hi, s.hi + Drift(s, at));
     }
-    if (hi == INT64_MAX) return std::nullopt;
+    if (hi == INT64_MAX || lo >= hi) return std::nullopt;
     return Reading{Ms(at) + lo, Ms(at) + hi};
   }
 
@@ -135,7 +144,15 @@ class SecondClockBound {
   static std::int64_t Ms(Steady t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
   }
+  std::int64_t Drift(const Sample& s, Steady at) const {
+    if (options_.drift_ms_per_s == 0 || at <= s.at) return 0;
+    return (Ms(at) - Ms(s.at)) / 1000 * options_.drift_ms_per_s + options_.drift_ms_per_s;
+  }
+  Options options_;
   std::deque<Sample> samples_;
 };
+
+// etcd's: whole seconds, the last minute, no widening.
+using SecondClockBound = ClockBound;
 
 }  // namespace tickd::lock

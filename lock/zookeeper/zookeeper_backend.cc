@@ -1,8 +1,10 @@
 // The ZooKeeper protocol (docs/backends.md, "ZooKeeper"). With B = <chroot>/tickd:
 //
 //   B/<job>/t/<T>     tick record, persistent: state running|done, owner token, node,
-//                     config hash, lease_ms; once done also outcome, exit, duration,
-//                     fence. Kept until Prune: a finished tick is never claimed again.
+//                     config hash, lease_ms, fence; the winner's observation when its
+//                     claim asked for one (obs_wall_ms, obs_fence); once done also
+//                     outcome, exit, duration. Kept until Prune: a finished tick is
+//                     never claimed again.
 //   B/<job>/l/<T>     lease, EPHEMERAL (owner token, node, lease_ms): it dies with the
 //                     holder's session. Renew rewrites it, so its mtime is the last
 //                     renewal on the server's clock.
@@ -10,7 +12,8 @@
 //   B/<job>/head      the job's claim head, persistent: tick = the latest tick of the
 //                     job ever claimed, node = who claimed it, epoch_ms. Its version
 //                     counts the job's claims since the epoch.
-//   B/<job>/o/<T>/<node>  ledger observations, persistent.
+//   B/<job>/o/<T>-<node>  ledger observations of the replicas that did not win,
+//                     persistent (an older tickd: o/<T>/<node>, in a folder per tick).
 //   B/<job>/out/<T>   what the finished run of T printed (Completion::output),
 //                     persistent, created by complete's multi. Complete keeps the
 //                     job's newest keep_outputs; Prune removes those past retention.
@@ -65,17 +68,23 @@
 //      carry no fence while running (theirs was the claim's zxid, their mzxid; far
 //      below any epoch fence). ZNODEEXISTS / ZBADVERSION / ZNONODE mean another
 //      replica got there first: read again (step 1).
+//   Blind claims (BlindOps): a claim that the head this replica last saw (this
+//   session) and the server's clock between readings (ClockBound) surely decide
+//   as won is sent as its multi at once, without a read: create the record, check
+//   the record of the head's tick, create the lease (and run) node, set the head by
+//   the version seen. A blind claim that fails wrote nothing and is decided on the
+//   chunk's read, pipelined behind the multis (the server answers in order).
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
 //   claim per job (a job's ticks in the order given), each wave in chunks of 250:
-//   every get of the chunk pipelined with ONE clock read (the scratch node's setData),
-//   then the lease nodes a re-claim or a forbid check needs, pipelined, then the won
-//   claims' multis, up to 50 claims to a multi (MultiEach), pipelined. A multi is all
+//   the blind claims' multis, then every get of the chunk pipelined with ONE clock
+//   read (the scratch node's setData), then the lease nodes a re-claim or a forbid
+//   check needs, pipelined, then the won claims' multis, up to 50 claims to a multi
+//   (MultiEach), pipelined. A multi is all
 //   or nothing: a race lost on one job fails its bundle whole; that claim is read
 //   again in the next wave, the bundle's others are sent again one multi each. The
 //   server's group commit writes the pipelined multis with few fsyncs. Then this
-//   replica's observations of the chunk's outcomes (ClaimRequest::observe), several
-//   to a multi where the winning claim made the tick's o/ folder, before the chunk's
-//   answers are handed over.
+//   replica's observations of the chunk's outcomes (ClaimRequest::observe) but won
+//   (in the record), several to a multi, before the chunk's answers are handed over.
 //   A single Claim is a batch of one.
 //   Connection lost while the multi was in flight (ambiguous): once reconnected
 //   within op_timeout, the lease node is ours only if it holds our token AND its
@@ -128,6 +137,7 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -164,6 +174,9 @@ constexpr std::size_t kClaimsPerChunk = 250;
 // a complete can carry a run's output, up to 64 KB).
 constexpr std::size_t kItemsPerMulti = 50;
 constexpr std::size_t kMultiBytes = 256 * 1024;
+
+// A head version about to run out (int32): the head is created again at a new epoch.
+constexpr int kLastHeadVersion = 0x7fff'fff0;
 
 // key=value lines; values never hold a newline (tokens, node ids, hashes, numbers).
 std::string Encode(const Fields& fields) {
@@ -225,6 +238,12 @@ std::string NodeFromName(std::string_view name) {
   }
   return out;
 }
+
+// A job's claim head as this replica last saw it: its version and its fields.
+struct HeadSeen {
+  int version = 0;
+  Fields fields;
+};
 
 // What one async call answered.
 struct Reply {
@@ -617,7 +636,10 @@ class ZookeeperBackend final : public Backend {
       ops[1].data = Encode(record);
       auto applied = EndTick(std::move(ops), deadline, "refence");
       if (!applied) return tl::unexpected(applied.error());
-      if (*applied) return RefenceOutcome{RefenceStatus::kRefenced, fence};
+      if (*applied) {
+        head_seen_.erase(held.job);  // its version moved
+        return RefenceOutcome{RefenceStatus::kRefenced, fence};
+      }
     }
     return MakeError(context_ + ": refence", "kept losing version races; try again");
   }
@@ -758,42 +780,76 @@ class ZookeeperBackend final : public Backend {
       lists.Children(base_ + "/" + j + "/o");
     }
     if (auto ok = Await(lists, deadline, "history"); !ok) return tl::unexpected(ok.error());
-    std::set<std::pair<std::int64_t, std::string>> ticks;  // (T, job)
+    // (T, job) → its observation nodes' names, and whether an older tickd's folder
+    // o/<T> holds more (docs/backends.md "ZooKeeper": both layouts).
+    struct Observed {
+      std::vector<std::string> names;
+      bool folder = false;
+    };
+    std::map<std::pair<std::int64_t, std::string>, Observed> ticks;
     for (std::size_t j = 0; j < jobs->size(); ++j) {
       for (std::size_t k = 0; k < 2; ++k) {
         const Reply& r = lists[2 * j + k];
         if (r.rc != ZOK && r.rc != ZNONODE) return Failure("history", r.rc);
-        for (const std::string& t : r.children) ticks.emplace(ToInt(t), (*jobs)[j]);
+        for (const std::string& t : r.children) {
+          if (k == 0) {
+            ticks[{ToInt(t), (*jobs)[j]}];
+            continue;
+          }
+          const ObservedName o = ParseObserved(t);
+          Observed& seen = ticks[{o.tick, (*jobs)[j]}];
+          if (o.folder) {
+            seen.folder = true;
+          } else {
+            seen.names.push_back(t);
+          }
+        }
       }
     }
-    std::vector<std::pair<std::int64_t, std::string>> keys(ticks.begin(), ticks.end());
+    std::vector<std::pair<std::int64_t, std::string>> keys;
+    for (const auto& [key, seen] : ticks) keys.push_back(key);
     std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
       return std::tie(b.first, a.second) < std::tie(a.first, b.second);
     });
     if (limit >= 0 && keys.size() > static_cast<std::size_t>(limit)) keys.resize(limit);
 
+    // The records, the observation nodes, and the older folders' listings: one round
+    // trip; a second only for the nodes inside older folders.
     Batch details(zh_.get());
-    for (const auto& [tick, j] : keys) {
-      details.Get(Path(j, "t", tick));
-      details.Children(Path(j, "o", tick));
-    }
-    if (auto ok = Await(details, deadline, "history"); !ok) return tl::unexpected(ok.error());
-    Batch observations(zh_.get());
+    std::vector<std::size_t> records(keys.size());
+    std::vector<std::size_t> folders(keys.size(), SIZE_MAX);
     std::vector<std::vector<std::pair<std::string, std::size_t>>> obs_index(keys.size());
     for (std::size_t k = 0; k < keys.size(); ++k) {
-      for (const std::string& name : details[2 * k + 1].children) {
-        obs_index[k].emplace_back(
-            name, observations.Get(Path(keys[k].second, "o", keys[k].first) + "/" + name));
+      const auto& [tick, j] = keys[k];
+      const Observed& seen = ticks[keys[k]];
+      records[k] = details.Get(Path(j, "t", tick));
+      for (const std::string& name : seen.names) {
+        const std::string node = NodeFromName(name.substr(name.find('-') + 1));
+        obs_index[k].emplace_back(node, details.Get(base_ + "/" + j + "/o/" + name));
+      }
+      if (seen.folder) folders[k] = details.Children(Path(j, "o", tick));
+    }
+    if (auto ok = Await(details, deadline, "history"); !ok) return tl::unexpected(ok.error());
+    Batch older(zh_.get());
+    std::vector<std::vector<std::pair<std::string, std::size_t>>> older_index(keys.size());
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      if (folders[k] == SIZE_MAX) continue;
+      for (const std::string& name : details[folders[k]].children) {
+        older_index[k].emplace_back(
+            NodeFromName(name), older.Get(Path(keys[k].second, "o", keys[k].first) + "/" + name));
       }
     }
-    if (auto ok = Await(observations, deadline, "history"); !ok) return tl::unexpected(ok.error());
+    if (auto ok = Await(older, deadline, "history"); !ok) return tl::unexpected(ok.error());
 
     std::vector<TickHistory> out;
     for (std::size_t k = 0; k < keys.size(); ++k) {
       TickHistory h;
       h.tick_unix = keys[k].first;
       h.job = keys[k].second;
-      const Reply& rec = details[2 * k];
+      // By node: the record's (the winner's), then an older folder's, then a node of
+      // its own — the later layout wins when a replica wrote both.
+      std::map<std::string, Observation> by_node;
+      const Reply& rec = details[records[k]];
       if (rec.rc == ZOK) {
         const Fields f = Decode(rec.value);
         h.winner = Get(f, "node");
@@ -803,20 +859,25 @@ class ZookeeperBackend final : public Backend {
         h.duration = milliseconds(ToInt(Get(f, "duration_ms")));
         h.fence = FenceOf(f, rec);
         h.config_hash = Get(f, "hash");
+        if (auto o = ObservationInRecord(h.job, h.tick_unix, f)) by_node[o->node] = std::move(*o);
       }
-      for (const auto& [name, index] : obs_index[k]) {
-        if (observations[index].rc != ZOK) continue;
-        const Fields f = Decode(observations[index].value);
-        Observation o;
-        o.job = h.job;
-        o.tick_unix = h.tick_unix;
-        o.node = NodeFromName(name);
-        o.outcome = Get(f, "outcome");
-        o.node_wall = WallTime(milliseconds(ToInt(Get(f, "wall_ms"))));
-        o.config_hash = Get(f, "hash");
-        o.fence = static_cast<std::uint64_t>(ToInt(Get(f, "fence")));
-        h.observations.push_back(std::move(o));
+      for (const auto* index : {&older_index[k], &obs_index[k]}) {
+        const Batch& from = index == &older_index[k] ? older : details;
+        for (const auto& [node, slot] : *index) {
+          if (from[slot].rc != ZOK) continue;
+          const Fields f = Decode(from[slot].value);
+          Observation o;
+          o.job = h.job;
+          o.tick_unix = h.tick_unix;
+          o.node = node;
+          o.outcome = Get(f, "outcome");
+          o.node_wall = WallTime(milliseconds(ToInt(Get(f, "wall_ms"))));
+          o.config_hash = Get(f, "hash");
+          o.fence = static_cast<std::uint64_t>(ToInt(Get(f, "fence")));
+          by_node[node] = std::move(o);
+        }
       }
+      for (auto& [node, o] : by_node) h.observations.push_back(std::move(o));
       if (rec.rc != ZOK && h.observations.empty()) continue;  // pruned meanwhile
       out.push_back(std::move(h));
     }
@@ -841,12 +902,19 @@ class ZookeeperBackend final : public Backend {
       lists.Children(base_ + "/" + job + "/o");
       lists.Children(base_ + "/" + job + "/out");
       if (auto ok = Await(lists, deadline, "prune"); !ok) return tl::unexpected(ok.error());
-      std::set<std::int64_t> old_records, old_observed;
+      std::set<std::int64_t> old_records, old_observed;  // old_observed: older folders
+      std::vector<std::pair<std::int64_t, std::string>> old_nodes;  // observation nodes
       for (const std::string& t : lists[0].children) {
         if (ToInt(t) < cutoff) old_records.insert(ToInt(t));
       }
       for (const std::string& t : lists[1].children) {
-        if (ToInt(t) < cutoff) old_observed.insert(ToInt(t));
+        const ObservedName o = ParseObserved(t);
+        if (o.tick >= cutoff) continue;
+        if (o.folder) {
+          old_observed.insert(o.tick);
+        } else {
+          old_nodes.emplace_back(o.tick, t);
+        }
       }
       Batch reads(zh_.get());
       std::vector<std::int64_t> order(old_records.begin(), old_records.end());
@@ -877,6 +945,9 @@ class ZookeeperBackend final : public Backend {
           deletes.Delete(Path(job, "o", t) + "/" + name, -1);
         }
         deletes.Delete(Path(job, "o", t), -1);
+      }
+      for (const auto& [t, name] : old_nodes) {
+        if (!kept.contains(t)) deletes.Delete(base_ + "/" + job + "/o/" + name, -1);
       }
       // Outputs belong to done ticks only: those before the cutoff go.
       for (const std::string& t : lists[2].children) {
@@ -1102,11 +1173,40 @@ class ZookeeperBackend final : public Backend {
   // no answer came before `deadline` (it may or may not be written).
   std::vector<std::optional<int>> MultiEach(std::vector<std::vector<Op>> items,
                                             steady_clock::time_point deadline) {
-    struct Bundle {
-      std::vector<std::size_t> items;
-      std::vector<std::size_t> first_op;  // each item's first op in the multi
-      Batch batch;
-    };
+    std::vector<Bundle> bundles = SendBundles(items);
+    std::vector<std::optional<int>> out = CollectBundles(bundles, deadline);
+    std::vector<std::size_t> alone;  // items of a failed bundle whose own ops did not fail
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (out[i] && *out[i] == kInnocent) alone.push_back(i);
+    }
+    std::vector<Batch> singles;
+    singles.reserve(alone.size());
+    for (const std::size_t i : alone) {
+      singles.emplace_back(zh_.get());
+      singles.back().Multi(std::move(items[i]));
+    }
+    for (std::size_t k = 0; k < alone.size(); ++k) {
+      out[alone[k]].reset();
+      if (!singles[k].Wait(deadline)) continue;
+      if (singles[k].ServerAnswered()) last_contact_ = steady_clock::now();
+      out[alone[k]] = singles[k][0].rc;
+    }
+    return out;
+  }
+
+  // Several items' ops in one multi (MultiEach, blind claims).
+  struct Bundle {
+    std::vector<std::size_t> items;
+    std::vector<std::size_t> first_op;  // each item's first op in the multi
+    Batch batch;
+  };
+  // The result of an item whose bundle failed on another item's op: nothing of it was
+  // written, and none of its own ops failed.
+  static constexpr int kInnocent = ZRUNTIMEINCONSISTENCY;
+
+  // Issues the items' ops, several items to a multi (up to kItemsPerMulti items and
+  // kMultiBytes of data), without waiting.
+  std::vector<Bundle> SendBundles(const std::vector<std::vector<Op>>& items) {
     std::vector<Bundle> bundles;
     bundles.reserve(items.size());
     for (std::size_t i = 0; i < items.size();) {
@@ -1124,8 +1224,18 @@ class ZookeeperBackend final : public Backend {
       }
       b.batch.Multi(std::move(ops));
     }
-    std::vector<std::optional<int>> out(items.size());
-    std::vector<std::size_t> alone;  // items of a failed bundle whose own ops did not fail
+    return bundles;
+  }
+
+  // Each item's result in the bundles sent: the rc of its multi (ZOK: written), the
+  // error of its own op that failed the bundle, kInnocent when another item's op
+  // failed it, or nullopt when no answer came before `deadline` (it may or may not be
+  // written).
+  std::vector<std::optional<int>> CollectBundles(std::vector<Bundle>& bundles,
+                                                 steady_clock::time_point deadline) {
+    std::size_t count = 0;
+    for (const Bundle& b : bundles) count += b.items.size();
+    std::vector<std::optional<int>> out(count);
     for (Bundle& b : bundles) {
       if (!b.batch.Wait(deadline)) continue;  // nullopt: no answer
       if (b.batch.ServerAnswered()) last_contact_ = steady_clock::now();
@@ -1147,23 +1257,8 @@ class ZookeeperBackend final : public Backend {
       }
       for (std::size_t m = 0; m < b.items.size(); ++m) {
         const std::size_t end = m + 1 < b.items.size() ? b.first_op[m + 1] : errors.size();
-        if (failed >= b.first_op[m] && failed < end) {
-          out[b.items[m]] = errors[failed];
-        } else {
-          alone.push_back(b.items[m]);
-        }
+        out[b.items[m]] = failed >= b.first_op[m] && failed < end ? errors[failed] : kInnocent;
       }
-    }
-    std::vector<Batch> singles;
-    singles.reserve(alone.size());
-    for (const std::size_t i : alone) {
-      singles.emplace_back(zh_.get());
-      singles.back().Multi(std::move(items[i]));
-    }
-    for (std::size_t k = 0; k < alone.size(); ++k) {
-      if (!singles[k].Wait(deadline)) continue;
-      if (singles[k].ServerAnswered()) last_contact_ = steady_clock::now();
-      out[alone[k]] = singles[k][0].rc;
     }
     return out;
   }
@@ -1187,18 +1282,24 @@ class ZookeeperBackend final : public Backend {
     std::size_t index = 0;  // in the batch's requests
     std::string record_path, lease_path, run_path, head_path;
     std::size_t record = 0, head = 0, run = 0;  // reply slots in the chunk's read
-    std::size_t observations = 0;               // the tick's o/ folder, when req.observe
     std::size_t lease = 0, holder = 0;          // reply slots in the second read
     bool read_lease = false, read_holder = false;
     std::int64_t run_tick = 0;  // the tick the run node names (forbid)
     std::vector<Op> ops;        // the multi
     std::uint64_t fence = 0;
+    // A re-claim replaces the record: the observation its first winner kept in it,
+    // written as that replica's observation node once the re-claim is won.
+    std::optional<Observation> displaced;
+    HeadSeen head_after;  // the head once the multi is written
   };
 
   // Observations: the job's folders (once per session), then the observations' nodes
-  // several to a multi (MultiEach); for those that failed, pipelined, the tick's folder
-  // and the node, then an overwrite of those this replica had recorded before. One
-  // answer per observation.
+  // o/<T>-<node>, several to a multi (MultiEach), and an overwrite of those this
+  // replica had recorded before. One answer per observation.
+  // The layout (docs/backends.md "ZooKeeper"): a node per observation straight under
+  // o/, no folder per tick, and the winner's own observation inside its tick record
+  // (Decide), so a job-tick's ledger costs one node per replica that did not win it.
+  // An older tickd writes o/<T>/<node> under a folder o/<T>: History and Prune read both.
   std::vector<Result<void>> RecordAll(const std::vector<Observation>& all,
                                       steady_clock::time_point deadline) {
     std::vector<Result<void>> out(all.size());
@@ -1209,51 +1310,27 @@ class ZookeeperBackend final : public Backend {
       return out;
     }
     std::vector<std::string> paths, data;
-    std::vector<std::size_t> claimed;      // observations of a won or lost tick
-    std::vector<std::vector<Op>> creates;  // their nodes alone
-    for (std::size_t n = 0; n < all.size(); ++n) {
-      const Observation& obs = all[n];
-      paths.push_back(Path(obs.job, "o", obs.tick_unix) + "/" + NodeName(obs.node));
+    std::vector<std::vector<Op>> creates;
+    for (const Observation& obs : all) {
+      paths.push_back(ObservationPath(obs.job, obs.tick_unix, obs.node));
       data.push_back(Encode({{"outcome", obs.outcome},
                              {"wall_ms", std::to_string(obs.node_wall.time_since_epoch().count())},
                              {"hash", obs.config_hash},
                              {"fence", std::to_string(obs.fence)}}));
-      if (obs.outcome == "won" || obs.outcome == "lost") {
-        claimed.push_back(n);
-        creates.push_back({{Op::kCreate, paths.back(), data.back(), -1, ZOO_PERSISTENT}});
-      }
+      creates.push_back({{Op::kCreate, paths.back(), data.back(), -1, ZOO_PERSISTENT}});
     }
-    // First the nodes of claimed ticks alone, several to a multi: their folder is there
-    // (the claim's multi created it, unless an older tickd won it). The others, and
-    // those that failed (no folder, recorded before), go the long way below.
-    const std::vector<std::optional<int>> fast = MultiEach(std::move(creates), deadline);
-    std::vector<bool> done(all.size(), false);
-    for (std::size_t k = 0; k < claimed.size(); ++k) done[claimed[k]] = fast[k] && *fast[k] == ZOK;
-    std::vector<std::size_t> rest;
-    for (std::size_t n = 0; n < all.size(); ++n) {
-      if (!done[n]) rest.push_back(n);
-    }
-    if (rest.empty()) return out;
-    Batch batch(zh_.get());
-    for (const std::size_t n : rest) {
-      batch.Create(Path(all[n].job, "o", all[n].tick_unix), "", ZOO_PERSISTENT);
-      batch.Create(paths[n], data[n], ZOO_PERSISTENT);
-    }
-    if (auto ok = Await(batch, deadline, "record"); !ok) {
-      for (const std::size_t n : rest) out[n] = tl::unexpected(ok.error());
-      return out;
-    }
+    const std::vector<std::optional<int>> created = MultiEach(std::move(creates), deadline);
     Batch overwrite(zh_.get());
     std::vector<std::pair<std::size_t, std::size_t>> sets;  // (observation, slot)
-    for (std::size_t r = 0; r < rest.size(); ++r) {
-      const std::size_t n = rest[r];
-      const int folder = batch[2 * r].rc, create = batch[2 * r + 1].rc;
-      if (folder != ZOK && folder != ZNODEEXISTS) {
-        out[n] = Failure("record", folder);
-      } else if (create == ZNODEEXISTS) {
+    for (std::size_t n = 0; n < all.size(); ++n) {
+      if (!created[n]) {
+        out[n] = MakeError(context_ + ": record",
+                           "no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
+      } else if (*created[n] == ZNODEEXISTS) {
         sets.emplace_back(n, overwrite.Set(paths[n], data[n], -1));
-      } else if (create != ZOK) {
-        out[n] = Failure("record", create);
+      } else if (*created[n] != ZOK) {
+        if (*created[n] == ZNONODE) known_jobs_.erase(all[n].job);  // the folders went
+        out[n] = Failure("record", *created[n]);
       }
     }
     if (sets.empty()) return out;
@@ -1265,6 +1342,36 @@ class ZookeeperBackend final : public Backend {
       if (overwrite[slot].rc != ZOK) out[n] = Failure("record", overwrite[slot].rc);
     }
     return out;
+  }
+
+  // A replica's observation node: o/<T>-<node> (an older tickd: o/<T>/<node>).
+  std::string ObservationPath(const std::string& job, std::int64_t tick,
+                              const std::string& node) const {
+    return base_ + "/" + job + "/o/" + std::to_string(tick) + "-" + NodeName(node);
+  }
+
+  // The winner's observation that a record keeps (obs_wall_ms, obs_fence), if any.
+  static std::optional<Observation> ObservationInRecord(const std::string& job, std::int64_t tick,
+                                                        const Fields& record) {
+    const std::string wall = Get(record, "obs_wall_ms");
+    if (wall.empty()) return std::nullopt;
+    return Observation{job,
+                       tick,
+                       Get(record, "node"),
+                       "won",
+                       WallTime(milliseconds(ToInt(wall))),
+                       Get(record, "hash"),
+                       static_cast<std::uint64_t>(ToInt(Get(record, "obs_fence")))};
+  }
+
+  // A child of o/: a tick's folder "<T>" (older tickd) or an observation "<T>-<node>".
+  struct ObservedName {
+    std::int64_t tick = 0;
+    bool folder = true;
+  };
+  static ObservedName ParseObserved(std::string_view name) {
+    const auto dash = name.find('-');
+    return {ToInt(name.substr(0, dash)), dash == std::string_view::npos};
   }
 
   // One chunk of a wave (distinct jobs): reads, decisions, multis, then this replica's
@@ -1279,11 +1386,14 @@ class ZookeeperBackend final : public Backend {
     const ClaimAnswer collect = [&](std::size_t i, Result<ClaimOutcome> r) {
       answers.emplace_back(i, std::move(r));
     };
-    std::vector<std::size_t> retry = DecideChunk(reqs, chunk, collect, failed);
+    std::vector<Observation> displaced;  // of records that won re-claims replaced
+    std::vector<std::size_t> retry = DecideChunk(reqs, chunk, collect, failed, displaced);
     if (!failed) {
       // Not store-reset or early (nothing is written then) nor an error; a failed write
-      // leaves the outcome unobserved, and the scheduler records it.
-      std::vector<Observation> all;
+      // leaves the outcome unobserved, and the scheduler records it. A won claim's
+      // observation is in its record already (Decide).
+      std::vector<Observation> all = std::move(displaced);
+      const std::size_t first = all.size();  // the displaced ones answer nobody
       std::vector<ClaimOutcome*> outcomes;
       for (auto& [i, r] : answers) {
         const ClaimRequest& req = reqs[i];
@@ -1291,33 +1401,49 @@ class ZookeeperBackend final : public Backend {
             r->status == ClaimStatus::kEarly) {
           continue;
         }
+        if (r->status == ClaimStatus::kWon) {
+          r->observed = true;
+          continue;
+        }
         all.push_back(Observation{req.job, req.tick_unix, req.node,
                                   std::string(ClaimStatusName(r->status)), req.node_wall,
-                                  req.config_hash, r->status == ClaimStatus::kWon ? r->fence : 0});
+                                  req.config_hash, 0});
         outcomes.push_back(&*r);
       }
       if (!all.empty()) {
         const auto written = RecordAll(all, steady_clock::now() + options_.op_timeout);
-        for (std::size_t n = 0; n < outcomes.size(); ++n) outcomes[n]->observed = bool(written[n]);
+        for (std::size_t n = 0; n < outcomes.size(); ++n) {
+          outcomes[n]->observed = bool(written[first + n]);
+        }
       }
     }
     for (auto& [i, r] : answers) on_answer(i, std::move(r));
     return retry;
   }
 
-  // ClaimChunk without the observations.
+  // ClaimChunk without the observations. First the blind claims (BlindOps: the multis
+  // of the claims this replica can decide on the head it saw last and the server's
+  // clock as last read), then, pipelined behind them, the chunk's read: the clock and
+  // every claim's record and head (and run node). The server answers a session's
+  // requests in order, so the read sees what the blind multis left: a blind claim
+  // that failed (another replica won the tick, the head moved, a run node is there)
+  // is decided on it like any other, in the same round trip.
   std::vector<std::size_t> DecideChunk(std::span<const ClaimRequest> reqs,
                                        std::span<const std::size_t> chunk,
-                                       const ClaimAnswer& on_answer, std::optional<Error>& failed) {
+                                       const ClaimAnswer& on_answer, std::optional<Error>& failed,
+                                       std::vector<Observation>& displaced) {
     const auto deadline = steady_clock::now() + options_.op_timeout;
+    std::vector<ClaimPlan> plans(chunk.size());
+    std::vector<bool> answered(chunk.size(), false);
+    std::vector<std::size_t> retry;
     const auto fail_all = [&](const Error& e) {
       failed = e;
-      for (const std::size_t i : chunk) on_answer(i, tl::unexpected(e));
+      for (std::size_t n = 0; n < chunk.size(); ++n) {
+        if (!answered[n]) on_answer(chunk[n], tl::unexpected(e));
+      }
+      for (const std::size_t i : retry) on_answer(i, tl::unexpected(e));
       return std::vector<std::size_t>{};
     };
-    std::vector<ClaimPlan> plans(chunk.size());
-    Batch read(zh_.get());
-    const std::size_t clock = read.Set(scratch_, "", -1);  // the server's now: its mtime
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
       ClaimPlan& p = plans[n];
@@ -1326,31 +1452,99 @@ class ZookeeperBackend final : public Backend {
       p.lease_path = Path(req.job, "l", req.tick_unix);
       p.run_path = base_ + "/" + req.job + "/run";
       p.head_path = base_ + "/" + req.job + "/head";
+    }
+    const auto sent = steady_clock::now();
+    std::vector<std::size_t> blind;  // positions in plans
+    std::vector<std::vector<Op>> blind_items;
+    if (const auto reading = clock_bound_.Read(sent)) {
+      for (std::size_t n = 0; n < chunk.size(); ++n) {
+        if (BlindOps(reqs[chunk[n]], plans[n], *reading)) {
+          blind.push_back(n);
+          blind_items.push_back(std::move(plans[n].ops));
+          plans[n].ops.clear();
+        }
+      }
+    }
+    std::vector<Bundle> bundles = SendBundles(blind_items);
+    Batch read(zh_.get());
+    const std::size_t clock = read.Set(scratch_, "", -1);  // the server's now: its mtime
+    for (ClaimPlan& p : plans) {
+      const ClaimRequest& req = reqs[p.index];
       p.record = read.Get(p.record_path);
       p.head = read.Get(p.head_path);
-      if (req.observe) p.observations = read.Get(Path(req.job, "o", req.tick_unix));
       if (req.forbid_overlap) p.run = read.Get(p.run_path);
     }
-    if (auto ok = Await(read, deadline, "claim"); !ok) return fail_all(ok.error());
+    const std::vector<std::optional<int>> blind_written = CollectBundles(bundles, deadline);
+    const auto read_ok = Await(read, deadline, "claim");
+    const auto received = steady_clock::now();
     std::int64_t now = 0;
-    if (read[clock].rc == ZOK) {
+    if (read_ok && read[clock].rc == ZOK) {
       now = read[clock].stat.mtime;
-    } else if (read[clock].rc == ZNONODE) {  // a new session, or the server lost it
-      auto server_now = ServerNow(deadline);
-      if (!server_now) return fail_all(server_now.error());
-      now = *server_now;
-    } else {
-      return fail_all(Failure("clock", read[clock].rc).value());
+      clock_bound_.Add(now, sent, received);
     }
     // Every answer of the chunk carries the server's clock it was judged on.
     const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
       if (r) r->store_ms = now;
       on_answer(i, std::move(r));
     };
+    for (std::size_t b = 0; b < blind.size(); ++b) {
+      const std::size_t n = blind[b];
+      ClaimPlan& p = plans[n];
+      const ClaimRequest& req = reqs[p.index];
+      if (!blind_written[b]) {
+        answered[n] = true;
+        answer(p.index,
+               MakeError(context_ + ": claim", "no answer within " +
+                                                   std::to_string(options_.op_timeout.count()) +
+                                                   "ms (the claim may or may not be recorded)"));
+      } else if (*blind_written[b] == ZOK) {
+        answered[n] = true;
+        last_contact_ = steady_clock::now();
+        head_seen_[req.job] = p.head_after;
+        ClaimOutcome won;
+        won.status = ClaimStatus::kWon;
+        won.fence = p.fence;
+        answer(p.index, won);
+      } else if (*blind_written[b] == ZCONNECTIONLOSS) {
+        answered[n] = true;
+        auto resolved = Ambiguous(req, p.lease_path, p.fence, deadline);
+        if (!resolved) {
+          answer(p.index, tl::unexpected(resolved.error()));
+        } else if (*resolved) {
+          head_seen_.erase(req.job);
+          answer(p.index, **resolved);
+        } else {
+          retry.push_back(p.index);
+        }
+      } else if (*blind_written[b] == ZNONODE) {  // the folders, the head or its tick's
+        known_jobs_.erase(req.job);               // record are gone: decided on the read
+        head_seen_.erase(req.job);
+      }
+    }
+    if (!read_ok) return fail_all(read_ok.error());
+    if (read[clock].rc == ZNONODE) {  // a new session, or the server lost it
+      auto server_now = ServerNow(deadline);
+      if (!server_now) return fail_all(server_now.error());
+      now = *server_now;
+    } else if (read[clock].rc != ZOK) {
+      return fail_all(Failure("clock", read[clock].rc).value());
+    }
+    // The heads as this replica last saw them: what its next blind claims go on.
+    for (std::size_t n = 0; n < chunk.size(); ++n) {
+      if (answered[n]) continue;
+      const Reply& head = read[plans[n].head];
+      const std::string& job = reqs[chunk[n]].job;
+      if (head.rc == ZOK) {
+        head_seen_[job] = HeadSeen{head.stat.version, Decode(head.value)};
+      } else {
+        head_seen_.erase(job);
+      }
+    }
 
     // The lease nodes that decide a re-claim (the tick's) and busy (the run node's tick).
     Batch leases(zh_.get());
     for (std::size_t n = 0; n < chunk.size(); ++n) {
+      if (answered[n]) continue;
       const ClaimRequest& req = reqs[chunk[n]];
       ClaimPlan& p = plans[n];
       if (read[p.record].rc == ZOK && req.recover &&
@@ -1370,6 +1564,8 @@ class ZookeeperBackend final : public Backend {
 
     std::vector<std::size_t> writing;  // positions in plans
     for (std::size_t n = 0; n < chunk.size(); ++n) {
+      if (answered[n]) continue;
+      answered[n] = true;  // below, or by the writes
       auto decided = Decide(reqs[chunk[n]], plans[n], read, leases, now);
       if (!decided) {
         answer(chunk[n], tl::unexpected(decided.error()));
@@ -1379,19 +1575,18 @@ class ZookeeperBackend final : public Backend {
         writing.push_back(n);
       }
     }
-    if (writing.empty()) return {};
+    if (writing.empty()) return retry;
     // Only now: no answer but won writes (the folders are the multis' parents).
     std::vector<std::string> jobs;
     for (const std::size_t n : writing) jobs.push_back(reqs[chunk[n]].job);
     if (auto ok = EnsureJobs(jobs, deadline); !ok) {
       failed = ok.error();
       for (const std::size_t n : writing) answer(chunk[n], tl::unexpected(ok.error()));
-      return {};
+      return retry;
     }
     std::vector<std::vector<Op>> items;
     for (const std::size_t n : writing) items.push_back(std::move(plans[n].ops));
     const std::vector<std::optional<int>> written = MultiEach(std::move(items), deadline);
-    std::vector<std::size_t> retry;
     for (std::size_t w = 0; w < writing.size(); ++w) {
       const ClaimPlan& p = plans[writing[w]];
       const ClaimRequest& req = reqs[p.index];
@@ -1405,6 +1600,8 @@ class ZookeeperBackend final : public Backend {
       const int rc = *written[w];
       if (rc == ZOK) {
         last_contact_ = steady_clock::now();
+        if (p.displaced) displaced.push_back(*p.displaced);
+        head_seen_[req.job] = p.head_after;
         ClaimOutcome won;
         won.status = ClaimStatus::kWon;
         won.fence = p.fence;
@@ -1413,6 +1610,7 @@ class ZookeeperBackend final : public Backend {
       }
       if (rc == ZNONODE) known_jobs_.erase(req.job);  // the folders may be gone
       if (IsRace(rc)) {
+        head_seen_.erase(req.job);
         retry.push_back(p.index);
         continue;
       }
@@ -1456,11 +1654,6 @@ class ZookeeperBackend final : public Backend {
       return reset;
     }
     std::vector<Op>& ops = plan.ops;
-    Fields mine = {{"state", "running"},
-                   {"owner", req.owner_token},
-                   {"node", req.node},
-                   {"hash", req.config_hash},
-                   {"lease_ms", std::to_string(req.lease.count())}};
     std::size_t record_op = 0;  // the op that writes `mine`; its fence is added last
     if (record.rc == ZOK) {
       const Fields f = Decode(record.value);
@@ -1471,6 +1664,7 @@ class ZookeeperBackend final : public Backend {
       lost.holder_config_hash = Get(f, "hash");
       lost.holder_running = Get(f, "state") == "running";
       if (!lost.holder_running || !req.recover) return lost;
+      plan.displaced = ObservationInRecord(req.job, req.tick_unix, f);
       const Reply& lease = leases[plan.lease];
       if (lease.rc != ZOK && lease.rc != ZNONODE) return Failure("claim", lease.rc);
       std::int64_t expired_at = now;  // the session died at an unknown moment: count from now
@@ -1498,17 +1692,8 @@ class ZookeeperBackend final : public Backend {
       }
       record_op = ops.size();
       ops.push_back({Op::kCreate, plan.record_path, "", -1, ZOO_PERSISTENT});
-      // The tick's observation folder with the claim, so that the replicas' observations
-      // of it go several to a multi (RecordAll) instead of each with its folder's create.
-      if (req.observe && read[plan.observations].rc == ZNONODE) {
-        ops.push_back({Op::kCreate, Path(req.job, "o", req.tick_unix), "", -1, ZOO_PERSISTENT});
-      }
     }
-    ops.push_back({Op::kCreate, plan.lease_path,
-                   Encode({{"owner", req.owner_token},
-                           {"node", req.node},
-                           {"lease_ms", std::to_string(req.lease.count())}}),
-                   -1, ZOO_EPHEMERAL});
+    ops.push_back(LeaseCreate(req, plan.lease_path));
     if (req.forbid_overlap) {
       const Reply& run = read[plan.run];
       if (run.rc != ZOK && run.rc != ZNONODE) return Failure("claim", run.rc);
@@ -1528,17 +1713,89 @@ class ZookeeperBackend final : public Backend {
         }
         ops.push_back({Op::kDelete, plan.run_path, "", run.stat.version});  // stale marker
       }
-      ops.push_back({Op::kCreate, plan.run_path,
-                     Encode({{"owner", req.owner_token},
-                             {"tick", std::to_string(req.tick_unix)},
-                             {"node", req.node},
-                             {"hash", req.config_hash}}),
-                     -1, ZOO_EPHEMERAL});
+      ops.push_back(RunCreate(req, plan.run_path));
     }
-    plan.fence = MoveHead(req, head, head_fields, plan.head_path, now, ops);
-    mine["fence"] = std::to_string(plan.fence);
-    ops[record_op].data = Encode(mine);
+    plan.fence = MoveHead(req, head, head_fields, plan.head_path, now, ops, &plan.head_after);
+    ops[record_op].data = RecordOf(req, plan.fence);
     return std::optional<ClaimOutcome>();
+  }
+
+  // A won claim's tick record: running, ours, its fence; with the claim's observation
+  // when it asks for one (the winner's observation lives in the record: RecordAll).
+  static std::string RecordOf(const ClaimRequest& req, std::uint64_t fence) {
+    Fields mine = {{"state", "running"},
+                   {"owner", req.owner_token},
+                   {"node", req.node},
+                   {"hash", req.config_hash},
+                   {"lease_ms", std::to_string(req.lease.count())},
+                   {"fence", std::to_string(fence)}};
+    if (req.observe) {
+      mine["obs_wall_ms"] = std::to_string(req.node_wall.time_since_epoch().count());
+      mine["obs_fence"] = mine["fence"];
+    }
+    return Encode(mine);
+  }
+  static Op LeaseCreate(const ClaimRequest& req, const std::string& path) {
+    return {Op::kCreate, path,
+            Encode({{"owner", req.owner_token},
+                    {"node", req.node},
+                    {"lease_ms", std::to_string(req.lease.count())}}),
+            -1, ZOO_EPHEMERAL};
+  }
+  static Op RunCreate(const ClaimRequest& req, const std::string& path) {
+    return {Op::kCreate, path,
+            Encode({{"owner", req.owner_token},
+                    {"tick", std::to_string(req.tick_unix)},
+                    {"node", req.node},
+                    {"hash", req.config_hash}}),
+            -1, ZOO_EPHEMERAL};
+  }
+
+  // A blind claim (no read before it): the multi of a claim decided on the job's head
+  // as this replica last saw it (head_seen_, this session) and the server's clock as
+  // last read plus the steady time since (clock_bound_: `reading`). Only when every
+  // check comes out the same anywhere in the reading's bounds and says won: surely not
+  // early, surely not missed, no store-reset and no superseded on that head; anything
+  // else is decided on a read. The multi: create the record (with the fence from the
+  // head), check that the record of the head's tick is there, create the lease node
+  // (and for forbid the run node: a run node there, stale or not, fails the multi),
+  // and set the head by the version seen. So it is written only if the head is the one
+  // judged: another claim or a refence moved its version, and a store that lost its
+  // data (a new session: head_seen_ is cleared; or the tickd tree deleted) lacks the
+  // record of the head's tick even where a new head's version matches. False: read.
+  bool BlindOps(const ClaimRequest& req, ClaimPlan& plan, const ClockBound::Reading& reading) {
+    if (!known_jobs_.contains(req.job)) return false;
+    const auto seen = head_seen_.find(req.job);
+    if (seen == head_seen_.end() || seen->second.version >= kLastHeadVersion) return false;
+    if (ClaimIsEarly(req, reading.lo)) return false;
+    if (req.starting_deadline &&
+        reading.hi > req.tick_unix * 1000 + req.starting_deadline->count()) {
+      return false;
+    }
+    const HeadTicks ticks = TicksOf(seen->second.fields);
+    if (ticks.tick <= 0 || req.known_tick > ticks.tick) return false;
+    if (JudgingHead(ticks, req, reading.lo) != JudgingHead(ticks, req, reading.hi) ||
+        JudgingHead(ticks, req, reading.lo).first >= req.tick_unix) {
+      return false;
+    }
+    HeadTicks at_lo = ticks, at_hi = ticks;
+    ::tickd::lock::MoveHead(at_lo, req, reading.lo);
+    ::tickd::lock::MoveHead(at_hi, req, reading.hi);
+    if (std::tie(at_lo.tick, at_lo.node, at_lo.below, at_lo.below_node) !=
+        std::tie(at_hi.tick, at_hi.node, at_hi.below, at_hi.below_node)) {
+      return false;
+    }
+    Reply head;
+    head.stat.version = seen->second.version;
+    std::vector<Op>& ops = plan.ops;
+    ops.push_back({Op::kCreate, plan.record_path, "", -1, ZOO_PERSISTENT});
+    ops.push_back({Op::kCheck, Path(req.job, "t", ticks.tick), "", -1});
+    ops.push_back(LeaseCreate(req, plan.lease_path));
+    if (req.forbid_overlap) ops.push_back(RunCreate(req, plan.run_path));
+    plan.fence = MoveHead(req, head, seen->second.fields, plan.head_path, reading.lo, ops,
+                          &plan.head_after);
+    ops[0].data = RecordOf(req, plan.fence);
+    return true;
   }
 
   // The ticks of a head node's fields (none: all 0).
@@ -1553,8 +1810,8 @@ class ZookeeperBackend final : public Backend {
   // lock/clock_check.h says (a head ahead of the server's clock keeps its tick).
   static std::uint64_t MoveHead(const ClaimRequest& req, const Reply& head,
                                 const Fields& head_fields, const std::string& head_path,
-                                std::int64_t now_ms, std::vector<Op>& ops) {
-    constexpr int kLastVersion = 0x7fff'fff0;
+                                std::int64_t now_ms, std::vector<Op>& ops,
+                                HeadSeen* after = nullptr) {
     HeadTicks ticks = head.rc == ZOK ? TicksOf(head_fields) : HeadTicks{};
     ::tickd::lock::MoveHead(ticks, req, now_ms);
     Fields next = {{"tick", std::to_string(ticks.tick)},
@@ -1565,7 +1822,7 @@ class ZookeeperBackend final : public Backend {
       next["below_node"] = ticks.below_node;
     }
     int version_after = 0;
-    if (head.rc == ZOK && head.stat.version < kLastVersion) {
+    if (head.rc == ZOK && head.stat.version < kLastHeadVersion) {
       next["epoch_ms"] = Get(head_fields, "epoch_ms");
       ops.push_back({Op::kSet, head_path, Encode(next), head.stat.version});
       version_after = head.stat.version + 1;
@@ -1573,6 +1830,7 @@ class ZookeeperBackend final : public Backend {
       if (head.rc == ZOK) ops.push_back({Op::kDelete, head_path, "", head.stat.version});
       ops.push_back({Op::kCreate, head_path, Encode(next), -1, ZOO_PERSISTENT});
     }
+    if (after != nullptr) *after = HeadSeen{version_after, next};
     static_assert(kFenceEpochShift == 11);
     return static_cast<std::uint64_t>((ToInt(next["epoch_ms"]) << kFenceEpochShift) +
                                       version_after + 1);
@@ -1824,6 +2082,7 @@ class ZookeeperBackend final : public Backend {
                   static_cast<unsigned long long>(zoo_client_id(zh_.get())->client_id));
     scratch_ = clients_ + "/" + id;
     known_jobs_.clear();
+    head_seen_.clear();  // a new session: the store may have lost its data
     adopted_ = true;
   }
 
@@ -1857,6 +2116,10 @@ class ZookeeperBackend final : public Backend {
   steady_clock::time_point last_contact_{};  // the last answer from the server
   bool adopted_ = false;                     // zh_'s session has connected and scratch_ names it
   std::set<std::string> known_jobs_;         // jobs whose folders exist (this session)
+  std::map<std::string, HeadSeen> head_seen_;  // heads last seen (this session): blind claims
+  // The server's clock between its readings (the scratch node's mtime, whole ms; the
+  // last 5 minutes, each widened by 1 ms per second of its age).
+  ClockBound clock_bound_{{milliseconds(1), std::chrono::minutes(5), 1}};
   // Runs that end together complete together (group commit, lock/complete_batcher.h).
   CompleteBatcher completer_{
       [this](std::span<const CompleteRequest> reqs) { return CompleteBatch(reqs); }};

@@ -14,6 +14,7 @@
 
 #include "lock/zookeeper/zookeeper_backend.h"
 #include "tests/support/claims.h"
+#include "tests/zookeeper/raw_client.h"
 #include "tests/zookeeper/zookeeper_server.h"
 
 using namespace std::chrono_literals;
@@ -21,6 +22,7 @@ using namespace tickd::lock;
 using tickd::testing::NowUnix;
 using tickd::testing::HeldOf;
 using tickd::testing::MustClaim;
+using tickd::testing::RawClient;
 using tickd::testing::Req;
 using tickd::testing::ZookeeperServer;
 
@@ -43,49 +45,6 @@ tickd::Result<std::unique_ptr<Backend>> OpenAs(const std::string& chroot, const 
   options.op_timeout = 3s;
   return NewZookeeperBackend(options);
 }
-
-// A plain client of the C library, connected (≤ 5 s), with the digest `identity`
-// ("user:password") added when not empty.
-class RawClient {
- public:
-  explicit RawClient(const std::string& identity) {
-    const std::string hosts = "127.0.0.1:" + std::to_string(ZookeeperServer::Shared().port());
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    zh_ = zookeeper_init(hosts.c_str(), nullptr, 10'000, nullptr, nullptr, 0);
-    const auto until = std::chrono::steady_clock::now() + 5s;
-    while (zh_ && zoo_state(zh_) != ZOO_CONNECTED_STATE &&
-           std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(10ms);
-    }
-    if (zh_ && !identity.empty()) {
-      zoo_add_auth(zh_, "digest", identity.data(), static_cast<int>(identity.size()), &OnAuth,
-                   this);
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, 5s, [this] { return auth_rc_.has_value(); });
-    }
-  }
-  ~RawClient() {
-    if (zh_) zookeeper_close(zh_);
-  }
-  RawClient(const RawClient&) = delete;
-  RawClient& operator=(const RawClient&) = delete;
-
-  bool connected() const { return zh_ && zoo_state(zh_) == ZOO_CONNECTED_STATE; }
-  zhandle_t* zh() const { return zh_; }
-
- private:
-  static void OnAuth(int rc, const void* data) {
-    auto* self = const_cast<RawClient*>(static_cast<const RawClient*>(data));
-    std::lock_guard lock(self->mu_);
-    self->auth_rc_ = rc;
-    self->cv_.notify_all();
-  }
-
-  zhandle_t* zh_ = nullptr;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<int> auth_rc_;
-};
 
 // Each of list, set, create below and delete of `node`, by `client`: all refused with
 // ZNOAUTH.

@@ -260,8 +260,11 @@ class Checker {
       });
       const Attempt* longest = nullptr;  // the earlier attempt that ends last
       for (const Attempt* a : list) {
+        // A frozen daemon cannot end its job when the lease runs out (DESIGN §1 rule 2's
+        // limits): the next holder's run beside it is the fence's to keep apart.
         if (longest != nullptr && InScope(a->start_ms) &&
-            a->start_ms < longest->end_ms - spec_.overlap_tolerance_ms) {
+            a->start_ms < longest->end_ms - spec_.overlap_tolerance_ms &&
+            !Frozen(longest->replica, a->start_ms)) {
           ++r_.counts.overlaps;
           Add("overlap", job, a->tick,
               "forbid job started while an earlier run was open: [" + Describe(*longest) +

@@ -239,6 +239,15 @@ TEST_CASE("checker: overlapping runs fail a forbid job, not an allow job", "[nem
   CHECK(r.counts.overlaps == 1);
   REQUIRE(CountOf(r, "overlap") == 1);
   for (const Violation& v : r.violations) CHECK(v.job == "j1");
+  // A frozen daemon (SIGSTOP) cannot end its run when its lease ends: not counted while
+  // the earlier run's replica was stopped, counted again when another replica was.
+  const std::string holder = s.Find("j1", kT0 + 2).replica;
+  const std::string other = holder == "n1" ? "n2" : "n1";
+  s.faults.push_back(FaultWindow{"replica-sigstop", other, (kT0 + 2) * 1000,
+                                 (kT0 + 4) * 1000, "replica-down", true});
+  CHECK(s.Run().counts.overlaps == 1);
+  s.faults.back().target = holder;
+  CHECK(s.Run().counts.overlaps == 0);
 }
 
 TEST_CASE("checker: a missed tick is explained by a fault or the replicas' lines, else fails",
