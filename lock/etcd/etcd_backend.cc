@@ -6,13 +6,17 @@
 //                                 lease; it vanishes when the lease expires on etcd.
 //   P job/<job>/tick/<T>/r        tick record (JSON: state running|done, node, owner,
 //                                 config hash, fence, lease id, outcome, exit,
-//                                 duration). No lease: a finished tick is remembered
-//                                 until Prune removes it (retention).
-//   P job/<job>/tick/<T>/u        lease_until: the holder's lease end in etcd-member
-//                                 milliseconds, refreshed by every renewal (recover
-//                                 counts the starting deadline from it).
-//   P job/<job>/tick/<T>/w/<node> observations (ledger), plain keys.
-//   P job/<job>/idx/<T>           ledger index (empty value), for History and Prune.
+//                                 duration, and since the lean write set lease_until
+//                                 = the claim's lease end in member ms, wall_ms and
+//                                 won_fence = the claimer's own observation). No
+//                                 lease: a finished tick is remembered until Prune
+//                                 removes it (retention).
+//   P job/<job>/tick/<T>/u        lease_until, written by renewals only (an older
+//                                 tickd: by the claim too); recover counts the
+//                                 starting deadline from it, else from the record's.
+//   P job/<job>/tick/<T>/w/<node> observations of the other replicas (ledger).
+//   P job/<job>/idx/<T>           an older tickd's ledger index: no longer written
+//                                 (History and Prune range tick/ keys-only); pruned.
 //   P job/<job>/run               forbid marker (JSON: token, T, node, hash), attached
 //                                 to the holder's lease.
 //   P job/<job>/head              the job's claim head (JSON: tick = the latest tick
@@ -23,11 +27,17 @@
 //                                 that History never reads it. No lease: complete
 //                                 keeps the job's newest keep_outputs, Prune removes
 //                                 those of ticks past retention.
-//   P jobs/<job>                  the job names (History of every job, Prune).
+//   P jobs/<job>                  the job names (History of every job, Prune): put
+//                                 once per job by each handle, and by the claim that
+//                                 creates the job's head.
 //   P pauses/<job>                `tickd pause` (JSON, lock/pause_record.h; job '*':
 //                                 every job). No lease. Ranged before each instant.
 //
-// claim: one read transaction (ranges over tick/<T>/[l,r,u], run and head), then:
+// Write set of a job-tick (docs/backends.md "etcd v3"): claim r, l, head; complete
+// r, delete l; each other replica's observation w/<node> — 7 keys with 3 replicas
+// (forbid: the run key's put and delete, +2; each renewal: u).
+// claim: one read transaction (ranges over tick/<T>/[l,r,u], run and head) — or none,
+// a blind claim (below) — then:
 //  −1. the request checks the clock (max_lead, docs/design.md §1 rule 15) and even the
 //      latest the member's clock can have read at the read (below: "etcd's now") is
 //      before T + due_offset − max_lead → early, nothing written: the replica's clock
@@ -53,11 +63,25 @@
 //      the one read, and create_revision == 0 on the lease key) and, for forbid, on
 //      the run key, and mod_revision == the one read on the head (create_revision
 //      == 0 when there was none), so no later tick of the job can have been claimed
-//      in between; success puts the record (no lease), the lease key and the run key
-//      (with the lease), lease_until, the index and the head moved on (n + 1, tick
-//      only forward). Failure ranges the record, the run key and the head: lost or
-//      busy, named by what won the race, or, when only the head moved (a claim of
-//      another tick of the job), the claim starts over (at most 3 times).
+//      in between; success puts the record (no lease; with the lease's end and the
+//      claimer's observation), the lease key and the run key (with the lease), the
+//      head moved on (n + 1, tick only forward), and the job's name when this handle
+//      has not written it yet or the head is new; a re-claim also puts the previous
+//      claimer's observation, which its record held, as w/<node>. Failure ranges what the read ranges (tick/<T>/[l,r,u], run,
+//      head): lost or busy, named by what won the race, or, when only the head moved
+//      (a claim of another tick of the job), the claim starts over (at most 3 times).
+//   Blind claims: a handle keeps each job's head as it last saw it (value and
+//   mod_revision: from a read, its own claim, a failed claim's ranges). With one,
+//   and a reading of the member's clock from the last minute's replies
+//   (SecondClockBound::Read), a claim whose steps −1 to 4 decide nothing on that head
+//   and reading (early only when even the reading's highest is before due −
+//   max_lead, missed only when its lowest is past T + deadline) sends its txn without
+//   a read, comparing the head's mod_revision and value. The compare proves the head
+//   the one judged; a failed compare's ranges decide the claim as a read would (lost,
+//   busy, superseded, store-reset, missed on the reply's Date), or, when it could
+//   still win (the head moved, a re-claim), it reads in the next wave. Anything the
+//   cached head would answer without a write reads first, as does a claim without a
+//   cached head or reading.
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
 //   claim per job, each wave in chunks of 119 claims (kClaimsPerTxn): ONE read txn
 //   (a nested txn of the ranges above per claim: one revision for the chunk), then
@@ -65,9 +89,9 @@
 //   success and failure, so every claim is decided on its own in one Raft entry. A
 //   claim that has to start over goes into the next wave. Then one more txn of
 //   nested puts writes this replica's observations of the chunk's outcomes
-//   (ClaimRequest::observe) before the chunk's answers are handed over. A lease no
-//   claim won under is revoked at the end of the batch. A single Claim is a batch of one:
-//   read, grant, txn.
+//   (ClaimRequest::observe; a won claim's is in its record) before the chunk's
+//   answers are handed over. A lease no claim won under is revoked at the end of the
+//   batch. A single Claim is a batch of one: read (unless blind), grant, txn.
 //   Fence = epoch_ms << 11 + n (lock/backend.h), stored in the record. The epoch is
 //   taken when the head is created: the claimer's wall clock in milliseconds, but
 //   never below the member's Date (etcd has no time API with more than seconds). A
@@ -94,13 +118,16 @@
 // refence (a retry's new fence): read, then a txn comparing the record's and the
 // head's mod_revision and the lease key's value (our token), putting the record with
 // the next fence and the head with n + 1 (as a claim does); a moved head reads again.
-// complete: read, then a txn comparing the record's mod_revision (owner checked on
-// the value read: a re-claim changes mod_revision, so the txn refuses a stale holder
-// even when its lease has expired): puts the record done, deletes the lease key,
-// lease_until and the run key (when it holds our token). Completes that arrive
-// together share one read txn and one txn of nested txns per 120 (CompleteBatch,
-// lock/complete_batcher.h). The lease is revoked when the last claim this handle won
-// under it completes (a claim completed through another handle leaves it to expire).
+// complete: a txn comparing the record's mod_revision (owner checked on the value
+// read, or written: a re-claim changes mod_revision, so the txn refuses a stale
+// holder even when its lease has expired): puts the record done, deletes the lease
+// key, lease_until and the run key (when it holds our token). A claim this handle
+// won (or refenced) completes without a read: the compare takes the mod_revision of
+// its own txn (and of the run key it put); a failed compare reads and tries again.
+// Completes that arrive together share one read txn (for those that need one) and
+// one txn of nested txns per 119 (CompleteBatch, lock/complete_batcher.h). The lease
+// is revoked when the last claim this handle won under it completes (a claim
+// completed through another handle leaves it to expire).
 // locks: ListRunning ranges each job's tick keys (records, lease keys, lease_until);
 // ForceRelease is one txn comparing the record's mod_revision and the lease key's
 // absence, putting the record done ("released", no owner: the old holder's Renew and
@@ -299,6 +326,14 @@ struct TickRecord {
   std::string outcome;
   std::optional<int> exit_code;
   std::int64_t duration_ms = 0;
+  // Since the lean write set (older records: 0, their lease end is in `u` and their
+  // claimer's observation in w/<node>): the lease's end in the member's ms as the
+  // claim set it (a renewal writes `u`, which then counts), and the claimer's own
+  // observation of its won claim (its wall clock, the fence it won).
+  std::int64_t lease_until_ms = 0;
+  bool claim_observed = false;  // wall_ms and won_fence are stored
+  std::int64_t wall_ms = 0;
+  std::uint64_t won_fence = 0;
   std::int64_t mod_revision = 0;  // of the key, not stored in the value
 };
 
@@ -309,6 +344,11 @@ std::string Encode(const TickRecord& r) {
     j["outcome"] = r.outcome;
     j["exit"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
     j["duration_ms"] = r.duration_ms;
+  }
+  if (r.lease_until_ms > 0) j["lease_until"] = r.lease_until_ms;
+  if (r.claim_observed) {
+    j["wall_ms"] = r.wall_ms;
+    j["won_fence"] = r.won_fence;
   }
   return j.dump();
 }
@@ -329,6 +369,10 @@ std::optional<TickRecord> DecodeRecord(const Kv& kv) {
     r.exit_code = it->get<int>();
   }
   r.duration_ms = Int(j, "duration_ms");
+  r.lease_until_ms = Int(j, "lease_until");
+  r.claim_observed = j.contains("wall_ms");
+  r.wall_ms = Int(j, "wall_ms");
+  r.won_fence = static_cast<std::uint64_t>(Int(j, "won_fence"));
   r.mod_revision = kv.mod_revision;
   return r;
 }
@@ -589,11 +633,12 @@ class EtcdBackend final : public Backend {
   void ClaimBatchAsAnswered(std::span<const ClaimRequest> reqs,
                             const ClaimAnswer& on_answer) override {
     BatchLeases leases;
+    std::set<std::size_t> read_first;  // a blind claim failed but may still win: read
     const Error gave_up(context_ + ": claim",
                         "other claims of the job kept moving its head; try again");
     ClaimInWaves(reqs, kClaimsPerTxn, 3, on_answer, gave_up,
                  [&](std::span<const std::size_t> chunk, std::optional<Error>& failed) {
-                   return ClaimChunk(reqs, chunk, leases, on_answer, failed);
+                   return ClaimChunk(reqs, chunk, leases, read_first, on_answer, failed);
                  });
     for (const auto& lease : leases) {
       if (lease.wins == 0) Revoke(lease.id, Due());
@@ -654,6 +699,10 @@ class EtcdBackend final : public Backend {
       auto txn = Post("/v3/kv/txn", Json{{"compare", compare}, {"success", success}}, deadline);
       if (!txn) return tl::unexpected(txn.error());
       if (txn->body.value("succeeded", false)) {
+        const std::int64_t revision = Int(txn->body.value("header", Json::object()), "revision");
+        rec.mod_revision = revision;
+        UpdateHeldRecord(held, rec);
+        SawHead(held.job, CachedHead{head, Encode(head), revision});
         return RefenceOutcome{RefenceStatus::kRefenced, rec.fence};
       }
       // The record, the lease or the head changed between the read and the txn: re-read.
@@ -680,7 +729,8 @@ class EtcdBackend final : public Backend {
     std::vector<std::size_t> pending(reqs.size());
     for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
     std::vector<std::int64_t> unused_leases;
-    for (int attempt = 0; attempt < 2 && !pending.empty(); ++attempt) {
+    // A blind complete that failed reads and tries again, and so does a read one, once.
+    for (int attempt = 0; attempt < 3 && !pending.empty(); ++attempt) {
       std::vector<std::size_t> retry;
       for (std::size_t first = 0; first < pending.size();) {
         const std::span<const std::size_t> chunk(pending.data() + first,
@@ -707,8 +757,11 @@ class EtcdBackend final : public Backend {
   }
 
   Result<void> Record(const Observation& obs) override {
-    auto txn = Post("/v3/kv/txn", Json{{"success", RecordOps(obs.job, obs.tick_unix, obs)}}, Due());
+    const bool name = !Named(obs.job);
+    auto txn = Post("/v3/kv/txn", Json{{"success", RecordOps(obs.job, obs.tick_unix, obs, name)}},
+                    Due());
     if (!txn) return tl::unexpected(txn.error());
+    if (name) MarkNamed(obs.job);
     return {};
   }
 
@@ -725,18 +778,9 @@ class EtcdBackend final : public Backend {
     // The newest `limit` ticks of each job, merged newest first (then by job name).
     std::vector<std::pair<std::int64_t, std::string>> ticks;
     for (const std::string& j : jobs) {
-      const std::string idx = JobPrefix(j) + "idx/";
-      Json range{{"key", B64(idx)},
-                 {"range_end", B64(PrefixEnd(idx))},
-                 {"sort_order", "DESCEND"},
-                 {"sort_target", "KEY"},
-                 {"keys_only", true}};
-      if (limit >= 0) range["limit"] = std::to_string(std::max(limit, 1));
-      auto reply = Post("/v3/kv/range", range, deadline);
-      if (!reply) return tl::unexpected(reply.error());
-      for (const Kv& kv : KvsOf(reply->body)) {
-        ticks.emplace_back(ParseTick(std::string_view(kv.key).substr(idx.size())), j);
-      }
+      auto newest = NewestTicks(j, limit, deadline);
+      if (!newest) return tl::unexpected(newest.error());
+      for (const std::int64_t t : *newest) ticks.emplace_back(t, j);
     }
     std::sort(ticks.begin(), ticks.end(), [](const auto& a, const auto& b) {
       return std::tie(b.first, a.second) < std::tie(a.first, b.second);
@@ -758,10 +802,12 @@ class EtcdBackend final : public Backend {
         h.tick_unix = ticks[i].first;
         h.job = ticks[i].second;
         const std::string prefix = KeysOf(h.job, h.tick_unix).tick_prefix;
+        std::optional<TickRecord> rec;
         for (const Kv& kv : RangeKvs(txn->body, i - first)) {
           const std::string_view rel = std::string_view(kv.key).substr(prefix.size());
           if (rel == "r") {
-            if (auto rec = DecodeRecord(kv)) {
+            rec = DecodeRecord(kv);
+            if (rec) {
               h.winner = rec->node;
               h.state = rec->state;
               h.run_outcome = rec->outcome;
@@ -774,6 +820,15 @@ class EtcdBackend final : public Backend {
             h.observations.push_back(
                 DecodeObservation(h.job, h.tick_unix, std::string(rel.substr(2)), kv.value));
           }
+        }
+        // The claimer's observation lives in the record (lean write set), unless it
+        // wrote a later one of its own (Record) or the record is an older tickd's.
+        if (rec && rec->claim_observed &&
+            std::none_of(h.observations.begin(), h.observations.end(),
+                         [&](const Observation& o) { return o.node == rec->node; })) {
+          h.observations.push_back(Observation{h.job, h.tick_unix, rec->node, "won",
+                                               WallTime(milliseconds(rec->wall_ms)), rec->hash,
+                                               rec->won_fence});
         }
         if (h.state.empty() && h.observations.empty()) continue;  // pruned meanwhile
         out.push_back(std::move(h));
@@ -811,16 +866,22 @@ class EtcdBackend final : public Backend {
     if (!jobs) return tl::unexpected(jobs.error());
     int removed = 0;
     for (const std::string& job : *jobs) {
-      const std::string idx = JobPrefix(job) + "idx/";
-      auto reply =
-          Post("/v3/kv/range",
-               Json{{"key", B64(idx)}, {"range_end", B64(idx + Pad(cutoff))}, {"keys_only", true}},
-               deadline);
+      // The ticks before the cutoff: their keys (no index since the lean write set;
+      // an older tickd's index keys go with their ticks).
+      const std::string ticks = JobPrefix(job) + "tick/";
+      auto reply = Post(
+          "/v3/kv/range",
+          Json{{"key", B64(ticks)}, {"range_end", B64(ticks + Pad(cutoff))}, {"keys_only", true}},
+          deadline);
       if (!reply) return tl::unexpected(reply.error());
+      std::set<std::int64_t> old;
+      for (const Kv& kv : KvsOf(reply->body)) {
+        old.insert(ParseTick(std::string_view(kv.key).substr(ticks.size(), 20)));
+      }
       // One txn per tick: it removes the tick only while its lease key is absent, so a
       // running tick with a live lease stays.
-      for (const Kv& kv : KvsOf(reply->body)) {
-        const Keys k = KeysOf(job, ParseTick(std::string_view(kv.key).substr(idx.size())));
+      for (const std::int64_t tick : old) {
+        const Keys k = KeysOf(job, tick);
         auto txn = Post("/v3/kv/txn",
                         Json{{"compare", {CreatedAt(k.lease, 0)}},
                              {"success",
@@ -887,7 +948,7 @@ class EtcdBackend final : public Backend {
       struct Seen {
         std::optional<TickRecord> record;
         bool lease = false;
-        std::int64_t lease_until = 0;
+        std::optional<std::int64_t> lease_until;  // `u`: a renewal wrote it
       };
       std::map<std::int64_t, Seen> seen;
       for (const Kv& kv : KvsOf(reply->body)) {
@@ -916,8 +977,8 @@ class EtcdBackend final : public Backend {
         if (!st.lease) {
           c.lease_left = milliseconds(0);
         } else if (reply->server_ms) {  // Date has 1 s resolution: up to 1 s too much
-          c.lease_left =
-              milliseconds(std::max<std::int64_t>(0, st.lease_until - *reply->server_ms));
+          const std::int64_t until = st.lease_until.value_or(st.record->lease_until_ms);
+          c.lease_left = milliseconds(std::max<std::int64_t>(0, until - *reply->server_ms));
         }
         out.push_back(std::move(c));
       }
@@ -971,10 +1032,11 @@ class EtcdBackend final : public Backend {
     bool lease = false;  // the lease key exists (the holder's lease is alive)
     std::string lease_owner;    // the lease key's value: the holder's token
     std::int64_t lease_id = 0;  // the lease the key is attached to
-    std::int64_t lease_until = 0;
+    std::int64_t lease_until = 0;  // `u` when a renewal wrote it, else the record's
     std::optional<RunMarker> run;
     std::int64_t run_mod_revision = 0;
     std::optional<Head> head;
+    std::string head_value;  // as stored (a blind claim compares it)
     std::int64_t head_mod_revision = 0;
     std::optional<std::int64_t> server_ms;
     std::optional<std::int64_t> server_hi_ms;  // Reply::server_hi_ms of the read
@@ -1020,6 +1082,7 @@ class EtcdBackend final : public Backend {
   // What the responses of TickReads found (`txn` holds them first; server_ms apart).
   static TickState ParseTickState(const Keys& k, const Json& txn) {
     TickState st;
+    bool until = false;
     for (const Kv& kv : RangeKvs(txn, 0)) {
       if (kv.key == k.record) {
         st.record = DecodeRecord(kv);
@@ -1029,14 +1092,17 @@ class EtcdBackend final : public Backend {
         st.lease_id = kv.lease;
       } else if (kv.key == k.until) {
         st.lease_until = ParseTick(kv.value);
+        until = true;
       }
     }
+    if (!until && st.record) st.lease_until = st.record->lease_until_ms;
     if (const auto run = RangeKvs(txn, 1); !run.empty()) {
       st.run = DecodeRun(run.front().value);
       st.run_mod_revision = run.front().mod_revision;
     }
     if (const auto head = RangeKvs(txn, 2); !head.empty()) {
       st.head = DecodeHead(head.front().value);
+      st.head_value = head.front().value;
       st.head_mod_revision = head.front().mod_revision;
     }
     return st;
@@ -1098,6 +1164,10 @@ class EtcdBackend final : public Backend {
     std::optional<std::int64_t> reclaim_rev;  // a re-claim: the record's mod_revision read
     std::int64_t lease = 0;                 // the batch's lease for the claim's TTL
     std::uint64_t fence = 0;
+    bool blind = false;       // no read: state holds the head as seen and a clock reading
+    TickRecord record;        // what the txn puts (ClaimTxn)
+    Head head;                // the head it puts
+    bool names_job = false;   // it puts jobs/<job>
   };
 
   // The leases of one claim batch: one per TTL (etcd's are whole seconds), granted
@@ -1138,12 +1208,13 @@ class EtcdBackend final : public Backend {
   // `failed` is set when the store gave no answer.
   std::vector<std::size_t> ClaimChunk(std::span<const ClaimRequest> reqs,
                                       std::span<const std::size_t> chunk, BatchLeases& leases,
+                                      std::set<std::size_t>& read_first,
                                       const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     std::vector<std::pair<std::size_t, Result<ClaimOutcome>>> answers;
     const ClaimAnswer collect = [&](std::size_t i, Result<ClaimOutcome> r) {
       answers.emplace_back(i, std::move(r));
     };
-    std::vector<std::size_t> retry = DecideChunk(reqs, chunk, leases, collect, failed);
+    std::vector<std::size_t> retry = DecideChunk(reqs, chunk, leases, read_first, collect, failed);
     if (!failed) Observe(reqs, answers);
     for (auto& [i, r] : answers) on_answer(i, std::move(r));
     return retry;
@@ -1152,14 +1223,20 @@ class EtcdBackend final : public Backend {
   // Writes this replica's observation of every answered claim that asks for it (not
   // store-reset or early: nothing is written then; not an error) in one txn of nested puts, and
   // marks them observed. A failure leaves them unobserved: the scheduler records them.
+  // A won claim's observation is already in its record (the claim wrote it).
   void Observe(std::span<const ClaimRequest> reqs,
                std::vector<std::pair<std::size_t, Result<ClaimOutcome>>>& answers) {
     Json nested = Json::array();
     std::vector<ClaimOutcome*> observed;
+    std::vector<std::string> naming;  // jobs whose name the txn writes
     for (auto& [i, r] : answers) {
       const ClaimRequest& req = reqs[i];
       if (!req.observe || !r || r->status == ClaimStatus::kStoreReset ||
           r->status == ClaimStatus::kEarly) {
+        continue;
+      }
+      if (r->status == ClaimStatus::kWon) {
+        r->observed = true;
         continue;
       }
       Observation obs;
@@ -1167,54 +1244,107 @@ class EtcdBackend final : public Backend {
       obs.outcome = std::string(ClaimStatusName(r->status));
       obs.node_wall = req.node_wall;
       obs.config_hash = req.config_hash;
-      obs.fence = r->status == ClaimStatus::kWon ? r->fence : 0;
+      obs.fence = 0;
+      const bool name = !Named(req.job);
+      if (name) naming.push_back(req.job);
       nested.push_back(
-          Json{{"request_txn", {{"success", RecordOps(req.job, req.tick_unix, obs)}}}});
+          Json{{"request_txn", {{"success", RecordOps(req.job, req.tick_unix, obs, name)}}}});
       observed.push_back(&*r);
     }
     if (observed.empty()) return;
     auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, Due());
     if (!txn) return;
     for (ClaimOutcome* o : observed) o->observed = true;
+    for (const std::string& job : naming) MarkNamed(job);
   }
 
-  // The puts of one observation: the replica's key, the ledger index, the job name.
-  Json RecordOps(const std::string& job, std::int64_t tick, const Observation& obs) const {
+  // The puts of one observation: the replica's key, and the job's name when this
+  // handle has not written it yet (no ledger index since the lean write set: History
+  // ranges the tick keys).
+  Json RecordOps(const std::string& job, std::int64_t tick, const Observation& obs,
+                 bool name) const {
     const Keys k = KeysOf(job, tick);
-    return Json{Put(k.tick_prefix + "w/" + obs.node, Encode(obs)), Put(k.index, ""),
-                Put(JobKey(job), "")};
+    Json ops = {Put(k.tick_prefix + "w/" + obs.node, Encode(obs))};
+    if (name) ops.push_back(Put(JobKey(job), ""));
+    return ops;
   }
 
-  // ClaimChunk without the observations.
+  // ClaimChunk without the observations. A claim of a job whose head this handle has
+  // seen, sent while the member's clock reading (ClockNow) says neither early nor
+  // missed, goes blind: no read, its txn compares the head as seen (mod_revision and
+  // value) and, failing, ranges what a read would have (the record, lease key and
+  // lease end, the run key, the head), which decides it as a read would — or, when
+  // the claim could still be won (the head moved, a re-claim), the claim reads in the
+  // next wave. Every other claim reads first, as before.
   std::vector<std::size_t> DecideChunk(std::span<const ClaimRequest> reqs,
                                        std::span<const std::size_t> chunk, BatchLeases& leases,
+                                       std::set<std::size_t>& read_first,
                                        const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     const Deadline deadline = Due();
     std::vector<Keys> keys;
     keys.reserve(chunk.size());
     for (const std::size_t i : chunk) keys.push_back(KeysOf(reqs[i].job, reqs[i].tick_unix));
-    auto states = ReadTicks(keys, deadline);
-    if (!states) {
-      failed = states.error();
-      for (const std::size_t i : chunk) on_answer(i, tl::unexpected(states.error()));
-      return {};
+    std::vector<TickState> states(chunk.size());
+    std::vector<bool> blind(chunk.size(), false);
+    std::vector<Keys> to_read;
+    std::vector<std::size_t> read_pos;  // positions in chunk
+    const std::optional<SecondClockBound::Reading> now = ClockNow();
+    for (std::size_t n = 0; n < chunk.size(); ++n) {
+      const ClaimRequest& req = reqs[chunk[n]];
+      const std::optional<CachedHead> seen =
+          now && read_first.count(chunk[n]) == 0 ? HeadSeen(req.job) : std::nullopt;
+      if (seen) {
+        TickState& st = states[n];
+        st.head = seen->head;
+        st.head_value = seen->value;
+        st.head_mod_revision = seen->mod_revision;
+        st.server_ms = now->lo;
+        st.server_hi_ms = now->hi;
+        ClaimPlan probe{chunk[n], keys[n], st};
+        // Anything but "go on" (early, store-reset, superseded, missed) is decided
+        // on a read, as before: only the txn's compare can prove the head.
+        blind[n] = !Decide(req, probe);
+      }
+      if (!blind[n]) {
+        to_read.push_back(keys[n]);
+        read_pos.push_back(n);
+      }
     }
-    // Every answer of the chunk carries the member's clock of its read (one revision,
-    // one Date): the middle of [Date, the latest it can have read].
-    const std::optional<std::int64_t> date_ms =
-        states->empty() ? std::nullopt : states->front().server_ms;
-    const std::int64_t date_mid_ms = date_ms ? (*date_ms + StoreHi(states->front())) / 2 : 0;
+    if (!to_read.empty()) {
+      auto read = ReadTicks(to_read, deadline);
+      if (!read) {
+        failed = read.error();
+        for (const std::size_t i : chunk) on_answer(i, tl::unexpected(read.error()));
+        return {};
+      }
+      for (std::size_t r = 0; r < read_pos.size(); ++r) {
+        states[read_pos[r]] = std::move((*read)[r]);
+        SawHead(reqs[chunk[read_pos[r]]].job, states[read_pos[r]]);
+      }
+    }
+    // Every answer carries the member's clock it was decided on: the middle of
+    // [Date (or the reading's lowest), the latest it can have read].
+    std::map<std::size_t, TickState> clock_of;
     const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
-      if (r && date_ms) {
-        r->store_ms = date_mid_ms;
-        r->store_error_ms = StoreHi(states->front()) - date_mid_ms;
+      if (const auto it = clock_of.find(i); r && it != clock_of.end() && it->second.server_ms) {
+        const std::int64_t mid = (*it->second.server_ms + StoreHi(it->second)) / 2;
+        r->store_ms = mid;
+        r->store_error_ms = StoreHi(it->second) - mid;
       }
       on_answer(i, std::move(r));
+    };
+    const auto clock_only = [](const TickState& st) {
+      TickState c;
+      c.server_ms = st.server_ms;
+      c.server_hi_ms = st.server_hi_ms;
+      return c;
     };
     std::vector<ClaimPlan> plans;
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
-      ClaimPlan plan{chunk[n], std::move(keys[n]), std::move((*states)[n])};
+      clock_of[chunk[n]] = clock_only(states[n]);
+      ClaimPlan plan{chunk[n], std::move(keys[n]), std::move(states[n])};
+      plan.blind = blind[n];
       if (std::optional<ClaimOutcome> decided = Decide(req, plan)) {
         answer(plan.index, std::move(*decided));
       } else {
@@ -1240,23 +1370,51 @@ class EtcdBackend final : public Backend {
     auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
     if (!txn) {
       failed = txn.error();
+      for (const ClaimPlan& plan : plans) DropHead(reqs[plan.index].job);
       ResolveAmbiguous(reqs, plans, txn.error(), leases, answer);
       return {};
     }
+    const std::int64_t revision = Int(txn->body.value("header", Json::object()), "revision");
     std::vector<std::size_t> retry;
     const Json* responses = Responses(txn->body);
     for (std::size_t n = 0; n < plans.size(); ++n) {
-      const ClaimPlan& plan = plans[n];
+      ClaimPlan& plan = plans[n];
       const ClaimRequest& req = reqs[plan.index];
       const Json* result = responses != nullptr && n < responses->size()
                                ? &(*responses)[n]
                                : nullptr;
       if (result == nullptr || !result->contains("response_txn")) {
+        DropHead(req.job);
         answer(plan.index,
                   MakeError(context_ + ": claim", "the batch txn gave no answer for this claim"));
         continue;
       }
-      std::optional<Result<ClaimOutcome>> out = Finish(req, plan, (*result)["response_txn"]);
+      const Json& claim_txn = (*result)["response_txn"];
+      std::optional<Result<ClaimOutcome>> out;
+      if (claim_txn.value("succeeded", false)) {
+        out = Succeeded(req, plan, revision);
+      } else {
+        // What won the race, as a read at the txn's revision would have found it.
+        TickState st = ParseTickState(plan.keys, claim_txn);
+        st.server_ms = txn->server_ms;
+        st.server_hi_ms = txn->server_hi_ms;
+        if (!st.server_ms && now) {  // a reply without Date: the reading sent with
+          st.server_ms = now->lo;
+          st.server_hi_ms = now->hi;
+        }
+        SawHead(req.job, st);
+        if (plan.blind) {
+          clock_of[plan.index] = clock_only(st);
+          ClaimPlan fresh{plan.index, plan.keys, std::move(st)};
+          if (std::optional<ClaimOutcome> decided = Decide(req, fresh)) {
+            out = std::move(*decided);
+          } else {
+            read_first.insert(plan.index);  // it may still win: read, then claim
+          }
+        } else {
+          out = Finish(req, plan, claim_txn);
+        }
+      }
       if (!out) {
         retry.push_back(plan.index);
         continue;
@@ -1311,15 +1469,24 @@ class EtcdBackend final : public Backend {
   }
 
   // The claim's own txn (nested in the chunk's): compares that the record, the run
-  // key and the head are as read; success writes the claim under plan.lease, failure
-  // ranges what won the race. Sets plan.fence.
+  // key and the head are as read (a blind claim: the head as seen, its value too, so
+  // that a head written anew after etcd lost its data never passes for it); success
+  // writes the claim under plan.lease, failure ranges what a read ranges (TickReads).
+  // Sets plan.fence, plan.record, plan.head and plan.names_job.
   Json ClaimTxn(const ClaimRequest& req, ClaimPlan& plan) {
     const Keys& k = plan.keys;
     const TickState& state = plan.state;
-    const Head head = NextHead(req, state);
+    plan.head = NextHead(req, state);
     static_assert(kFenceEpochShift == 11);
-    plan.fence = static_cast<std::uint64_t>((head.epoch_ms << kFenceEpochShift) + head.n);
+    plan.fence = static_cast<std::uint64_t>((plan.head.epoch_ms << kFenceEpochShift) + plan.head.n);
     TickRecord rec{"running", req.node, req.owner_token, req.config_hash, plan.fence, plan.lease};
+    // The lease's end on the member's clock (recover counts from it until a renewal
+    // writes `u`), and the claimer's observation of its won claim (the ledger).
+    rec.lease_until_ms = state.server_ms.value_or(0) + req.lease.count();
+    rec.wall_ms = std::chrono::duration_cast<milliseconds>(req.node_wall.time_since_epoch()).count();
+    rec.won_fence = plan.fence;
+    rec.claim_observed = true;
+    plan.record = rec;
     Json compare = Json::array();
     if (plan.reclaim_rev) {
       compare.push_back(ModifiedAt(k.record, *plan.reclaim_rev));
@@ -1330,46 +1497,65 @@ class EtcdBackend final : public Backend {
     if (req.forbid_overlap) compare.push_back(CreatedAt(k.run, 0));
     compare.push_back(state.head ? ModifiedAt(k.head, state.head_mod_revision)
                                  : CreatedAt(k.head, 0));
-    const std::int64_t lease_until = state.server_ms.value_or(0) + req.lease.count();
-    Json success = {Put(k.record, Encode(rec)),
-                    Put(k.lease, req.owner_token, plan.lease),
-                    Put(k.until, std::to_string(lease_until)),
-                    Put(k.index, ""),
-                    Put(JobKey(req.job), ""),
-                    Put(k.head, Encode(head))};
+    if (plan.blind) compare.push_back(ValueIs(k.head, state.head_value));
+    Json success = {Put(k.record, Encode(rec)), Put(k.lease, req.owner_token, plan.lease),
+                    Put(k.head, Encode(plan.head))};
+    // The job's name: once per job and handle, and with every head created (a store
+    // that lost its data lost the names too).
+    plan.names_job = !state.head || !Named(req.job);
+    if (plan.names_job) success.push_back(Put(JobKey(req.job), ""));
     if (req.forbid_overlap) {
       success.push_back(
           Put(k.run, Encode(RunMarker{req.owner_token, req.tick_unix, req.node, req.config_hash}),
               plan.lease));
     }
-    Json failure = {Range(k.record), Range(k.run), Range(k.head)};
+    // A re-claim overwrites the record that held the previous claimer's observation:
+    // it goes to that replica's own key, as it would have written it.
+    if (plan.reclaim_rev && state.record && state.record->claim_observed &&
+        state.record->node != req.node) {
+      const TickRecord& old = *state.record;
+      Observation obs;
+      obs.node = old.node;
+      obs.outcome = "won";
+      obs.node_wall = WallTime(milliseconds(old.wall_ms));
+      obs.config_hash = old.hash;
+      obs.fence = old.won_fence;
+      success.push_back(Put(k.tick_prefix + "w/" + old.node, Encode(obs)));
+    }
     return Json{{"compare", std::move(compare)},
                 {"success", std::move(success)},
-                {"failure", std::move(failure)}};
+                {"failure", TickReads(k)}};
   }
 
-  // The answer of a claim's txn: won, or lost / busy named by what won the race;
-  // nullopt when only the head moved (claim again).
+  // A claim's txn succeeded at `revision` (the chunk's txn is one revision): won. The
+  // head, the record and the run key as written are remembered for the next claim of
+  // the job and for the complete.
+  Result<ClaimOutcome> Succeeded(const ClaimRequest& req, ClaimPlan& plan,
+                                 std::int64_t revision) {
+    plan.record.mod_revision = revision;
+    RememberLease(req.job, req.tick_unix, req.owner_token, plan.lease, plan.record,
+                  req.forbid_overlap ? revision : 0);
+    if (revision > 0) {
+      SawHead(req.job, CachedHead{plan.head, Encode(plan.head), revision});
+    } else {
+      DropHead(req.job);
+    }
+    if (plan.names_job) MarkNamed(req.job);
+    return Won(plan.fence);
+  }
+
+  // The answer of a claim's failed txn (read first): lost or busy named by what won
+  // the race; nullopt when only the head moved (claim again).
   std::optional<Result<ClaimOutcome>> Finish(const ClaimRequest& req, const ClaimPlan& plan,
                                              const Json& txn) {
     const TickState& state = plan.state;
-    if (txn.value("succeeded", false)) {
-      RememberLease(req.job, req.tick_unix, req.owner_token, plan.lease);
-      return Won(plan.fence);
+    const TickState now = ParseTickState(plan.keys, txn);
+    if (now.record && now.record->mod_revision != plan.reclaim_rev) {
+      if (now.record->owner == req.owner_token) return Won(now.record->fence);  // our retried txn
+      return Lost(req, *now.record);
     }
-    const std::vector<Kv> winner = RangeKvs(txn, 0);
-    const std::vector<Kv> run = RangeKvs(txn, 1);
-    if (!winner.empty()) {
-      if (auto other = DecodeRecord(winner.front());
-          other && other->mod_revision != plan.reclaim_rev) {
-        if (other->owner == req.owner_token) return Won(other->fence);  // our retried txn
-        return Lost(req, *other);
-      }
-    }
-    if (!run.empty()) return Busy(DecodeRun(run.front().value));
-    const std::vector<Kv> head_now = RangeKvs(txn, 2);
-    const std::int64_t head_rev_now = head_now.empty() ? 0 : head_now.front().mod_revision;
-    if (head_rev_now != (state.head ? state.head_mod_revision : 0)) return std::nullopt;
+    if (now.run) return Busy(*now.run);
+    if (now.head_mod_revision != (state.head ? state.head_mod_revision : 0)) return std::nullopt;
     // The re-claimed record did not change but its lease key came back: the holder
     // (or another re-claimer) holds it again.
     if (state.record) return Lost(req, *state.record);
@@ -1389,7 +1575,8 @@ class EtcdBackend final : public Backend {
       const TickState* st = states ? &(*states)[n] : nullptr;
       if (st != nullptr && st->record && st->record->owner == req.owner_token &&
           st->lease_owner == req.owner_token) {
-        RememberLease(req.job, req.tick_unix, req.owner_token, st->lease_id);
+        RememberLease(req.job, req.tick_unix, req.owner_token, st->lease_id, st->record,
+                      st->run && st->run->token == req.owner_token ? st->run_mod_revision : 0);
         leases.Won(st->lease_id);
         on_answer(plans[n].index, Won(st->record->fence));
       } else {
@@ -1474,16 +1661,38 @@ class EtcdBackend final : public Backend {
     for (const std::size_t i : chunk) {
       keys.push_back(KeysOf(reqs[i].held.job, reqs[i].held.tick_unix));
     }
-    auto states = ReadTicks(keys, deadline);
-    if (!states) {
-      for (const std::size_t i : chunk) out[i] = tl::unexpected(states.error());
-      return;
+    // A claim this handle won (or refenced) completes blind: its txn compares the
+    // record's (and run key's) mod_revision as this handle wrote them. Others read.
+    std::vector<TickState> states(chunk.size());
+    std::vector<Keys> to_read;
+    std::vector<std::size_t> read_pos;
+    for (std::size_t n = 0; n < chunk.size(); ++n) {
+      const HeldClaim& held = reqs[chunk[n]].held;
+      if (auto mine = TakeHeldRecord(held)) {
+        states[n].record = std::move(mine->first);
+        if (mine->second > 0) {
+          states[n].run = RunMarker{held.owner_token, held.tick_unix, "", ""};
+          states[n].run_mod_revision = mine->second;
+        }
+      } else {
+        to_read.push_back(keys[n]);
+        read_pos.push_back(n);
+      }
+    }
+    if (!to_read.empty()) {
+      auto read = ReadTicks(to_read, deadline);
+      if (!read) {  // those answer the error; the blind ones still go
+        for (const std::size_t n : read_pos) out[chunk[n]] = tl::unexpected(read.error());
+      } else {
+        for (std::size_t r = 0; r < read_pos.size(); ++r) states[read_pos[r]] = std::move((*read)[r]);
+      }
     }
     std::vector<std::size_t> writing;  // positions in chunk
     Json nested = Json::array();
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const auto& [held, completion] = reqs[chunk[n]];
-      const TickState& state = (*states)[n];
+      if (out[chunk[n]]) continue;  // its read failed
+      const TickState& state = states[n];
       const Keys& k = keys[n];
       if (!state.record || state.record->owner != held.owner_token) {
         if (const std::int64_t lease = ForgetLease(held)) unused_leases.push_back(lease);
@@ -1571,6 +1780,38 @@ class EtcdBackend final : public Backend {
     return it != txn.end() && it->is_array() ? &*it : nullptr;
   }
 
+  // The newest `limit` ticks of `job` (every tick when limit < 0) that have any key
+  // under tick/<T>/ (a record, an observation): keys-only ranges of the job's tick
+  // keys, newest first, a page at a time, each page ending below the oldest tick the
+  // previous one reached. No index key is needed (an older tickd's idx/<T> always
+  // came with such keys).
+  Result<std::vector<std::int64_t>> NewestTicks(const std::string& job, int limit,
+                                                Deadline deadline) {
+    const std::string ticks = JobPrefix(job) + "tick/";
+    std::vector<std::int64_t> out;
+    std::string end = PrefixEnd(ticks);
+    const std::size_t want = limit < 0 ? SIZE_MAX : static_cast<std::size_t>(std::max(limit, 1));
+    while (out.size() < want) {
+      Json range{{"key", B64(ticks)},
+                 {"range_end", B64(end)},
+                 {"sort_order", "DESCEND"},
+                 {"sort_target", "KEY"},
+                 {"keys_only", true}};
+      // About four keys a tick (record, lease key, observations); more pages if not.
+      if (limit >= 0) range["limit"] = std::to_string(4 * (want - out.size()) + 4);
+      auto reply = Post("/v3/kv/range", range, deadline);
+      if (!reply) return tl::unexpected(reply.error());
+      const std::vector<Kv> kvs = KvsOf(reply->body);
+      for (const Kv& kv : kvs) {
+        const std::int64_t t = ParseTick(std::string_view(kv.key).substr(ticks.size(), 20));
+        if ((out.empty() || out.back() != t) && out.size() < want) out.push_back(t);
+      }
+      if (kvs.empty() || !reply->body.value("more", false)) break;
+      end = ticks + Pad(out.back()) + "/";  // below every key of the oldest tick seen
+    }
+    return out;
+  }
+
   Result<std::vector<std::string>> Jobs(Deadline deadline) {
     const std::string prefix = endpoints_.prefix + "jobs/";
     auto reply =
@@ -1654,17 +1895,93 @@ class EtcdBackend final : public Backend {
   // Leases this handle holds, by (job, T, token): renewals skip a lookup. A lease
   // serves every claim won in one batch; lease_claims_ counts the claims still held
   // under each, so that the lease is revoked only when its last claim completes.
+  // With the lease, the claim's record as this handle last wrote it (its value and
+  // mod_revision) and the run key's mod_revision (0: none), so that the complete
+  // needs no read: its txn compares them, and a compare that fails reads.
   using LeaseKey = std::tuple<std::string, std::int64_t, std::string>;
+  struct HeldState {
+    std::int64_t lease_id = 0;
+    std::optional<TickRecord> record;
+    std::int64_t run_mod_revision = 0;
+  };
 
   void RememberLease(const std::string& job, std::int64_t tick, const std::string& token,
-                     std::int64_t lease_id) {
+                     std::int64_t lease_id, std::optional<TickRecord> record = std::nullopt,
+                     std::int64_t run_mod_revision = 0) {
     std::lock_guard lock(leases_mu_);
-    if (leases_.emplace(LeaseKey(job, tick, token), lease_id).second) ++lease_claims_[lease_id];
+    const auto [it, added] = leases_.emplace(LeaseKey(job, tick, token), HeldState{lease_id});
+    if (added) ++lease_claims_[lease_id];
+    it->second.record = std::move(record);
+    it->second.run_mod_revision = run_mod_revision;
   }
   std::int64_t LeaseOf(const HeldClaim& held) {
     std::lock_guard lock(leases_mu_);
     const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
-    return it == leases_.end() ? 0 : it->second;
+    return it == leases_.end() ? 0 : it->second.lease_id;
+  }
+  // The record as this handle last wrote it (and the run key's mod_revision), taken:
+  // a complete uses it once, a compare that fails reads instead.
+  std::optional<std::pair<TickRecord, std::int64_t>> TakeHeldRecord(const HeldClaim& held) {
+    std::lock_guard lock(leases_mu_);
+    const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
+    if (it == leases_.end() || !it->second.record) return std::nullopt;
+    auto out = std::make_pair(std::move(*it->second.record), it->second.run_mod_revision);
+    it->second.record.reset();
+    return out;
+  }
+  // A refence moved the record: the next complete compares the new one.
+  void UpdateHeldRecord(const HeldClaim& held, const TickRecord& record) {
+    std::lock_guard lock(leases_mu_);
+    const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
+    if (it != leases_.end() && it->second.record) it->second.record = record;
+  }
+
+  // jobs/<job> is written once per job by this handle (a claim that creates the head
+  // writes it too: a store that lost its data gets it back).
+  bool Named(const std::string& job) {
+    std::lock_guard lock(cache_mu_);
+    return named_jobs_.count(job) > 0;
+  }
+  void MarkNamed(const std::string& job) {
+    std::lock_guard lock(cache_mu_);
+    named_jobs_.insert(job);
+  }
+
+  // The job's head as this handle last saw it (a read, its own claim, a failed claim's
+  // ranges): a blind claim's compare proves it unchanged.
+  struct CachedHead {
+    Head head;
+    std::string value;
+    std::int64_t mod_revision = 0;
+  };
+  std::optional<CachedHead> HeadSeen(const std::string& job) {
+    std::lock_guard lock(cache_mu_);
+    const auto it = heads_.find(job);
+    if (it == heads_.end()) return std::nullopt;
+    return it->second;
+  }
+  void SawHead(const std::string& job, const TickState& state) {
+    std::lock_guard lock(cache_mu_);
+    if (!state.head) {
+      heads_.erase(job);
+    } else {
+      heads_[job] = CachedHead{*state.head, state.head_value, state.head_mod_revision};
+    }
+  }
+  void SawHead(const std::string& job, CachedHead head) {
+    std::lock_guard lock(cache_mu_);
+    heads_[job] = std::move(head);
+  }
+  void DropHead(const std::string& job) {
+    std::lock_guard lock(cache_mu_);
+    heads_.erase(job);
+  }
+
+  // What the member's clock reads now, from the replies of the last minute (lock/
+  // clock_check.h): a blind claim judges its instant on it.
+  std::optional<SecondClockBound::Reading> ClockNow() {
+    std::lock_guard lock(mu_);
+    return date_bounds_[current_].Read(steady_clock::now());
   }
   // Forgets the claim; returns its lease when no other claim of this handle holds it
   // (the caller may revoke it), else 0. A claim this handle did not win gives 0: its
@@ -1673,7 +1990,7 @@ class EtcdBackend final : public Backend {
     std::lock_guard lock(leases_mu_);
     const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
     if (it == leases_.end()) return 0;
-    const std::int64_t lease_id = it->second;
+    const std::int64_t lease_id = it->second.lease_id;
     leases_.erase(it);
     const auto count = lease_claims_.find(lease_id);
     if (count == lease_claims_.end() || --count->second > 0) return 0;
@@ -1808,7 +2125,10 @@ class EtcdBackend final : public Backend {
   std::vector<SecondClockBound> date_bounds_ =
       std::vector<SecondClockBound>(endpoints_.hosts.size());
   std::mutex leases_mu_;
-  std::map<LeaseKey, std::int64_t> leases_;           // guarded by leases_mu_
+  std::map<LeaseKey, HeldState> leases_;              // guarded by leases_mu_
+  std::mutex cache_mu_;
+  std::set<std::string> named_jobs_;            // guarded by cache_mu_
+  std::map<std::string, CachedHead> heads_;     // guarded by cache_mu_
   std::map<std::int64_t, int> lease_claims_;           // guarded by leases_mu_
   std::mutex keepalive_mu_;  // one keepalive at a time, so that renewals can share it
   std::map<std::int64_t, KeptAlive> kept_alive_;  // guarded by keepalive_mu_

@@ -509,6 +509,55 @@ TEMPLATE_LIST_TEST_CASE(
 }
 
 TEMPLATE_LIST_TEST_CASE(
+    "conformance: a replica whose last view of a job is an instant old decides right after "
+    "another replica moved it on: the same tick lost, an earlier one superseded, a later one "
+    "won, a running one busy",
+    "[conformance]", AllHarnesses) {
+  // (etcd and ZooKeeper claim a job whose head they saw without reading it first: the
+  // claim's own compare must carry every one of these answers.)
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t t = NowUnix(h.clock());
+  std::uint64_t last = 0;
+  const auto req = [&](std::int64_t tick, const std::string& node, const std::string& token) {
+    auto r = Req(h, "moved", tick, node, token);
+    r.forbid_overlap = false;
+    r.observe = true;
+    return r;
+  };
+  tickd::testing::MustWinHigher(*a, req(t, "node-a", "tok-a0"), last);
+  CHECK(MustClaim(*b, req(t, "node-b", "tok-b0")).status == ClaimStatus::kLost);
+  tickd::testing::MustWinHigher(*b, req(t + 1, "node-b", "tok-b1"), last);
+  ClaimOutcome out = MustClaim(*a, req(t + 1, "node-a", "tok-a1"));
+  CHECK(std::string(Name(out.status)) == "lost");
+  CHECK(out.holder_node == "node-b");
+  tickd::testing::MustWinHigher(*b, req(t + 3, "node-b", "tok-b3"), last);
+  out = MustClaim(*a, req(t + 2, "node-a", "tok-a2"));
+  CHECK(std::string(Name(out.status)) == "superseded");
+  CHECK(out.holder_tick_unix == t + 3);
+  tickd::testing::MustWinHigher(*b, req(t + 4, "node-b", "tok-b4"), last);
+  const auto a5 = req(t + 5, "node-a", "tok-a5");
+  const ClaimOutcome won5 = tickd::testing::MustWinHigher(*a, a5, last);
+  CHECK(*a->Complete(HeldOf(a5, won5), Completion{"done", 0, 1ms}) ==
+        CompleteStatus::kCompleted);
+  out = MustClaim(*b, req(t + 5, "node-b", "tok-b5"));
+  CHECK(out.status == ClaimStatus::kLost);
+  CHECK_FALSE(out.holder_running);
+  // forbid: b runs t of another job, which a saw lost; a's claim of t + 1 is busy.
+  auto b_run = Req(h, "moved-run", t, "node-b", "tok-r0");
+  REQUIRE(MustClaim(*b, b_run).status == ClaimStatus::kWon);
+  auto a_run = Req(h, "moved-run", t, "node-a", "tok-r1");
+  CHECK(MustClaim(*a, a_run).status == ClaimStatus::kLost);
+  a_run.tick_unix = t + 1;
+  a_run.owner_token = "tok-r2";
+  out = MustClaim(*a, a_run);
+  CHECK(std::string(Name(out.status)) == "busy");
+  CHECK(out.holder_tick_unix == t);
+}
+
+TEMPLATE_LIST_TEST_CASE(
     "conformance: a claim further ahead of the store's clock than its max_lead is refused "
     "early and writes nothing",
     "[conformance]", AllHarnesses) {

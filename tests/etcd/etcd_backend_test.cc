@@ -7,7 +7,10 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "lock/registry.h"
@@ -293,4 +296,240 @@ TEST_CASE(
   CHECK(held.holder_running);
   CHECK(*a->Complete(HeldOf(reqs[2], *outs[2]), Completion{"done", 0, 1ms}) ==
         CompleteStatus::kCompleted);
+}
+
+namespace {
+
+// A counter of the member's /metrics (0 when it cannot be read: the checks then fail).
+double Metric(const EtcdServer& server, const std::string& name) {
+  const std::string answer = server.Get("/metrics");
+  const auto at = answer.find("\n" + name + " ");
+  return at == std::string::npos ? 0 : std::stod(answer.substr(at + name.size() + 2));
+}
+
+// Puts key = value with etcdctl (keys as an older tickd wrote them).
+void EtcdctlPut(const EtcdServer& server, const std::string& key, const std::string& value) {
+  const std::string cmd = "ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:" +
+                          std::to_string(server.port()) + " put -- '" + key + "' '" + value +
+                          "' >/dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+}
+
+// How many keys start with `prefix`.
+int EtcdctlCount(const EtcdServer& server, const std::string& prefix) {
+  const std::string cmd = "ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:" +
+                          std::to_string(server.port()) + " get --prefix --keys-only -- '" +
+                          prefix + "' | grep -c .";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  int n = 0;
+  if (std::fscanf(p, "%d", &n) != 1) n = 0;
+  ::pclose(p);
+  return n;
+}
+
+std::string Pad20(std::int64_t t) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%020lld", static_cast<long long>(t));
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "etcd: a replica that saw a job's head claims its next ticks without a read; a head "
+    "moved by another replica answers lost or superseded from the failed claim itself",
+    "[etcd]") {
+  if (Skip()) return;
+  EtcdServer server;
+  REQUIRE(server.running());
+  auto a = Open(server.url());
+  auto b = Open(server.url());
+  const std::int64_t t0 = NowUnix();
+  std::uint64_t last = 0;
+  const auto req = [&](std::int64_t t, const std::string& node, const std::string& token) {
+    auto r = Req("blind", t, node, token);
+    r.forbid_overlap = false;
+    r.observe = true;
+    return r;
+  };
+  tickd::testing::MustWinHigher(*a, req(t0, "node-a", "tok-0"), last);  // reads: no head seen
+  // The txn requests the member has handled (through the gateway too).
+  const std::string txns =
+      R"(grpc_server_started_total{grpc_method="Txn",grpc_service="etcdserverpb.KV",)"
+      R"(grpc_type="unary"})";
+  const double before = Metric(server, txns);
+  REQUIRE(before > 0);
+  const auto won1 = tickd::testing::MustWinHigher(*a, req(t0 + 1, "node-a", "tok-1"), last);
+  const auto r2 = req(t0 + 2, "node-a", "tok-2");
+  const auto won2 = tickd::testing::MustWinHigher(*a, r2, last);
+  CHECK(won2.observed);  // in the record: nothing more to write
+  // Neither claim nor the complete read anything first: one txn each.
+  CHECK(*a->Complete(HeldOf(r2, won2), Completion{"done", 0, 1ms}) ==
+        CompleteStatus::kCompleted);
+  CHECK(Metric(server, txns) == before + 3);
+  (void)won1;
+
+  // Another replica moves the head: the blind claim of the same tick fails, and its
+  // failure branch names the winner.
+  tickd::testing::MustWinHigher(*b, req(t0 + 3, "node-b", "tok-b3"), last);
+  const ClaimOutcome lost = MustClaim(*a, req(t0 + 3, "node-a", "tok-3"));
+  CHECK(std::string(ClaimStatusName(lost.status)) == "lost");
+  CHECK(lost.holder_node == "node-b");
+  CHECK(lost.observed);
+  // It saw the new head there: the next tick is won blind, above b's fence.
+  tickd::testing::MustWinHigher(*a, req(t0 + 4, "node-a", "tok-4"), last);
+  // A later tick claimed elsewhere: an earlier first claim is superseded.
+  tickd::testing::MustWinHigher(*b, req(t0 + 6, "node-b", "tok-b6"), last);
+  const ClaimOutcome superseded = MustClaim(*a, req(t0 + 5, "node-a", "tok-5"));
+  CHECK(std::string(ClaimStatusName(superseded.status)) == "superseded");
+  CHECK(superseded.holder_tick_unix == t0 + 6);
+  // A claim the head moved under (b claimed t0 + 7 after a last saw the head) still wins
+  // its own tick once it read.
+  tickd::testing::MustWinHigher(*b, req(t0 + 7, "node-b", "tok-b7"), last);
+  const auto late = req(t0 + 8, "node-a", "tok-8");
+  tickd::testing::MustWinHigher(*a, late, last);
+
+  // The ledger: the winner's observation from its record, the loser's own key.
+  auto history = b->History("blind", 20);
+  REQUIRE(history);
+  bool seen3 = false;
+  for (const TickHistory& t : *history) {
+    if (t.tick_unix != t0 + 3) continue;
+    seen3 = true;
+    CHECK(t.winner == "node-b");
+    std::map<std::string, std::string> by_node;
+    for (const Observation& o : t.observations) by_node[o.node] = o.outcome;
+    CHECK(by_node["node-b"] == "won");
+    CHECK(by_node["node-a"] == "lost");
+  }
+  CHECK(seen3);
+}
+
+TEST_CASE(
+    "etcd: a replica that saw a job's head still hears store-reset once etcd lost its data",
+    "[etcd]") {
+  if (Skip()) return;
+  EtcdServer server;
+  REQUIRE(server.running());
+  auto a = Open(server.url());
+  const std::int64_t t0 = NowUnix();
+  std::uint64_t last = 0;
+  auto first = Req("amnesia", t0, "node-a", "tok-0");
+  first.forbid_overlap = false;
+  tickd::testing::MustWinHigher(*a, first, last);
+  auto second = Req("amnesia", t0 + 1, "node-a", "tok-1");
+  second.forbid_overlap = false;
+  tickd::testing::MustWinHigher(*a, second, last);  // the head is now seen (cached)
+
+  server.Stop();
+  std::filesystem::remove_all(server.dir() + "/data");
+  REQUIRE(server.Start());
+  // Replies from before the restart still feed the clock reading: the claim goes blind,
+  // and its compare (the head as seen) fails on the empty store.
+  auto next = Req("amnesia", t0 + 2, "node-a", "tok-2");
+  next.forbid_overlap = false;
+  next.known_tick = t0 + 1;
+  ClaimOutcome out;
+  for (int i = 0; i < 50; ++i) {  // the member may still elect itself
+    auto r = a->Claim(next);
+    if (r) {
+      out = *r;
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(std::string(ClaimStatusName(out.status)) == "store-reset");
+  CHECK(out.holder_tick_unix == 0);
+  // Knowing nothing later, the claim wins, above every fence before the loss.
+  next.known_tick = 0;
+  next.owner_token = "tok-3";
+  tickd::testing::MustWinHigher(*a, next, last);
+}
+
+TEST_CASE(
+    "etcd: ticks an older tickd wrote (index, lease end, the winner's own observation key) "
+    "are read, listed, released and pruned beside the lean ones",
+    "[etcd]") {
+  if (Skip()) return;
+  EtcdServer server;
+  REQUIRE(server.running());
+  auto a = Open(server.url());
+  const std::int64_t t0 = NowUnix() - 120;
+  const std::string job = "/tickd/job/mixed/";
+  // An older tickd's done tick t0 (record, index, job name, winner's and loser's keys)…
+  const std::string done = job + "tick/" + Pad20(t0) + "/";
+  EtcdctlPut(server, done + "r",
+             R"({"state":"done","node":"old-a","owner":"","hash":"h-old","fence":4096,)"
+             R"("lease":"0","outcome":"success","exit":0,"duration_ms":5})");
+  EtcdctlPut(server, done + "w/old-a",
+             R"({"outcome":"won","wall_ms":1000,"hash":"h-old","fence":4096})");
+  EtcdctlPut(server, done + "w/old-b",
+             R"({"outcome":"lost","wall_ms":1001,"hash":"h-old","fence":0})");
+  EtcdctlPut(server, job + "idx/" + Pad20(t0), "");
+  EtcdctlPut(server, "/tickd/jobs/mixed", "");
+  // …and its running tick t0 + 1 whose holder died (no lease key; lease end in u).
+  const std::string running = job + "tick/" + Pad20(t0 + 1) + "/";
+  EtcdctlPut(server, running + "r",
+             R"({"state":"running","node":"old-a","owner":"tok-old","hash":"h-old",)"
+             R"("fence":8192,"lease":"0"})");
+  EtcdctlPut(server, running + "u", "1000");
+  EtcdctlPut(server, job + "idx/" + Pad20(t0 + 1), "");
+
+  // A lean tick of this tickd, won and observed by a second replica.
+  auto b = Open(server.url());
+  auto mine = Req("mixed", t0 + 2, "new-a", "tok-new");
+  mine.forbid_overlap = false;
+  mine.starting_deadline = std::nullopt;
+  mine.observe = true;
+  const ClaimOutcome mine_won = MustClaim(*a, mine);
+  REQUIRE(mine_won.status == ClaimStatus::kWon);
+  auto theirs = mine;
+  theirs.node = "new-b";
+  theirs.owner_token = "tok-new-b";
+  CHECK(MustClaim(*b, theirs).status == ClaimStatus::kLost);
+
+  auto history = b->History("mixed", 10);
+  REQUIRE(history);
+  REQUIRE(history->size() == 3);
+  CHECK(history->at(0).tick_unix == t0 + 2);
+  CHECK(history->at(2).tick_unix == t0);
+  std::map<std::string, Observation> old_obs, new_obs;
+  for (const Observation& o : history->at(2).observations) old_obs[o.node] = o;
+  for (const Observation& o : history->at(0).observations) new_obs[o.node] = o;
+  CHECK(history->at(2).winner == "old-a");
+  CHECK(old_obs.size() == 2);
+  CHECK(old_obs["old-a"].outcome == "won");
+  CHECK(old_obs["old-b"].outcome == "lost");
+  CHECK(new_obs.size() == 2);
+  CHECK(new_obs["new-a"].outcome == "won");
+  CHECK(new_obs["new-a"].fence == history->at(0).fence);
+  CHECK(new_obs["new-b"].outcome == "lost");
+  auto newest = b->History("mixed", 1);
+  REQUIRE(newest);
+  REQUIRE(newest->size() == 1);
+  CHECK(newest->front().tick_unix == t0 + 2);
+  auto every = b->History("", -1);
+  REQUIRE(every);
+  CHECK(every->size() == 3);
+
+  // The old running tick: listed without a live holder, released, pruned with its index.
+  auto running_now = a->ListRunning();
+  REQUIRE(running_now);
+  bool listed = false;
+  for (const RunningClaim& c : *running_now) {
+    if (c.job == "mixed" && c.tick_unix == t0 + 1) {
+      listed = true;
+      CHECK_FALSE(c.holder_alive);
+    }
+  }
+  CHECK(listed);
+  CHECK(*a->ForceRelease("mixed", t0 + 1) == ForceReleaseStatus::kReleased);
+  CHECK(*a->Complete(HeldOf(mine, mine_won), Completion{"done", 0, 1ms}) ==
+        CompleteStatus::kCompleted);
+  auto pruned = a->Prune(tickd::WallTime(std::chrono::seconds(t0 + 3)));
+  REQUIRE(pruned);
+  CHECK(*pruned == 3);
+  CHECK(EtcdctlCount(server, job + "tick/") == 0);
+  CHECK(EtcdctlCount(server, job + "idx/") == 0);
 }

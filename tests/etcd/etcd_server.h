@@ -97,6 +97,22 @@ class EtcdServer {
   void Resume() const {
     if (pid_ > 0) ::kill(pid_, SIGCONT);
   }
+  // The answer (headers and body) to a plain-HTTP GET of `path` ("": no answer within
+  // `timeout_s` seconds of silence).
+  std::string Get(const std::string& path, int timeout_s = 5) const {
+    const int fd = ConnectLoopback(client_port_);
+    if (fd < 0) return "";
+    timeval tv{timeout_s, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    std::string answer;
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) answer.append(buf, n);
+    }
+    ::close(fd);
+    return answer;
+  }
 
  private:
   void StopWith(int sig) { StopServer(pid_, sig); }
@@ -104,18 +120,7 @@ class EtcdServer {
   // GET /health answers {"health":"true"} once the member has a leader.
   bool Healthy() const {
     if (tls_) return AcceptsOnLoopback(client_port_);
-    const int fd = ConnectLoopback(client_port_);
-    if (fd < 0) return false;
-    timeval tv{1, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    std::string answer;
-    const std::string request = "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[512];
-      for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) answer.append(buf, n);
-    }
-    ::close(fd);
-    return answer.find("\"health\":\"true\"") != std::string::npos;
+    return Get("/health", 1).find("\"health\":\"true\"") != std::string::npos;
   }
 
   const std::optional<EtcdServerTls> tls_;
