@@ -110,10 +110,13 @@ constexpr milliseconds kStuckLogEvery{60'000};
 constexpr milliseconds kStepBack{1'000};
 // Adaptive lead (docs/design.md §1): before any batch is measured, a claim is taken to
 // cost this (1,000 claims/s); a lead is the instant's claims at the measured pace times
-// kLeadSafety; a batch of kPaceClaims claims weighs half of the pace.
+// kLeadSafety; a batch of kPaceClaims claims weighs half of the pace, and one of fewer
+// than kPaceMinClaims is not measured (its time is mostly the round trip, which would
+// make the pace of a big batch read many times too slow).
 constexpr double kFirstClaimMs = 1.0;
 constexpr double kLeadSafety = 1.5;
 constexpr std::size_t kPaceClaims = 256;
+constexpr std::size_t kPaceMinClaims = 16;
 
 std::int64_t WallMs(const Clock& clock) { return clock.Wall().time_since_epoch().count(); }
 
@@ -593,7 +596,7 @@ std::optional<std::int64_t> Scheduler::NextActMs() const {
 }
 
 void Scheduler::MeasureClaims(std::size_t claims, std::chrono::duration<double, std::milli> took) {
-  if (claims == 0) return;
+  if (claims < kPaceMinClaims) return;
   const double sample = took.count() / static_cast<double>(claims);
   // A batch of kPaceClaims claims weighs as much as everything measured before it.
   const double weight =

@@ -192,7 +192,8 @@ class Scheduler {
   std::chrono::milliseconds LeadFor(std::size_t claims) const;
   // When the loop next has something to do for the queued entries (wall ms), or nullopt.
   std::optional<std::int64_t> NextActMs() const;
-  // Learns the store's pace from a claim batch: `claims` decided in `took`.
+  // Learns the store's pace from a claim batch: `claims` decided in `took` (a batch of
+  // only a few claims teaches nothing: its time is its round trip).
   void MeasureClaims(std::size_t claims, std::chrono::duration<double, std::milli> took);
 
   void Loop();
