@@ -173,6 +173,7 @@ int CmdRun(const RunArgs& args) {
   options.lease = cfg.lock.lease;
   options.stop_grace = cfg.lock.stop_grace;
   options.claim_lead = cfg.lock.claim_lead;
+  options.claim_lead_max = cfg.lock.claim_lead_max;
   options.clock_tolerance = cfg.lock.clock_tolerance;
   options.store_clock_warning = cfg.clock_skew_warning;
   options.max_concurrent_runs = cfg.max_concurrent_runs;

@@ -75,6 +75,11 @@ const std::vector<Family>& Families() {
        "How long the scheduler loop has been stuck (past its planned wake-up, or without "
        "progress in a turn); 0 while it turns.",
        {}},
+      {"tickd_claim_lead_seconds",
+       "gauge",
+       "How long before its instant the last instant's ticks were taken up (lock.claim_lead, "
+       "more for a big instant, up to lock.claim_lead_max).",
+       {}},
   };
   return kFamilies;
 }
@@ -232,6 +237,11 @@ void PrometheusMetrics::LoopTurn() {
 void PrometheusMetrics::LoopStuck(std::chrono::milliseconds behind) {
   std::lock_guard lock(mu_);
   counters_["tickd_scheduler_loop_stuck_seconds"][{}] = Seconds(behind).count();
+}
+
+void PrometheusMetrics::ClaimLead(std::chrono::milliseconds lead) {
+  std::lock_guard lock(mu_);
+  counters_["tickd_claim_lead_seconds"][{}] = Seconds(lead).count();
 }
 
 std::chrono::milliseconds PrometheusMetrics::SinceLoopTurn() const {

@@ -83,6 +83,9 @@ class Metrics {
   virtual void LoopTurn() {}
   // How long the scheduler loop has been stuck (0: it is not; Scheduler::CheckLoop).
   virtual void LoopStuck(std::chrono::milliseconds /*behind*/) {}
+  // The lead the last instant's ticks were taken up with (docs/design.md §1 "Adaptive
+  // lead").
+  virtual void ClaimLead(std::chrono::milliseconds /*lead*/) {}
 };
 
 Metrics& NullMetrics();
@@ -112,6 +115,7 @@ class PrometheusMetrics final : public Metrics {
                     std::string_view result) override;
   void LoopTurn() override;
   void LoopStuck(std::chrono::milliseconds behind) override;
+  void ClaimLead(std::chrono::milliseconds lead) override;
 
   // Time since the last LoopTurn (or since construction).
   std::chrono::milliseconds SinceLoopTurn() const;

@@ -236,6 +236,14 @@ void RunSupervisor::Supervise(Outcome& out) {
     const WallTime at =
         WallTime(milliseconds(tick_.job->DueMs(tick_.held.tick_unix))) + tick_.start_delay;
     if (attempt == 1 && (tick_.lead > milliseconds(0) || tick_.start_delay > milliseconds(0))) {
+      // Claimed long before T (an adaptive lead): made ready only prepare_ahead before it.
+      if (tick_.prepare_ahead && tick_.lead > *tick_.prepare_ahead &&
+          !WaitForInstant(at - *tick_.prepare_ahead)) {
+        std::lock_guard lock(mu_);
+        out.outcome = terminate_reason_.value_or(jobs::RunOutcome::kKilled);
+        out.error = "ended before its instant";
+        break;
+      }
       Result<std::unique_ptr<jobs::PreparedStart>> p = runner_.Prepare(job, spec, sink, at);
       if (p) prepared = std::move(*p);  // else: started at T the ordinary way
       if (!WaitForInstant(at + LookAfter(prepared.get(), tick_.instant_claims))) {

@@ -53,10 +53,15 @@ struct WonTick {
   std::string node;
   bool manual = false;         // `tickd trigger`: the run line says manual=true
   Metrics* metrics = nullptr;  // run outcomes, lease losses, renewal errors; null: none
-  // Claimed this long before T (lock.claim_lead; 0: at or after T). The claim's lease
-  // was lead + held.lease from claim_sent, so it counts from T; the first attempt is
-  // made ready at once (Runner::Prepare) and starts when the wall clock reads T.
+  // Claimed this long before T (lock.claim_lead or an adaptive lead; 0: at or after
+  // T). The claim's lease was lead + held.lease from claim_sent, so it counts from T;
+  // the first attempt is made ready (Runner::Prepare) prepare_ahead before T and
+  // starts when the wall clock reads T.
   std::chrono::milliseconds lead{0};
+  // Made ready no earlier than this before T (lock.claim_lead: a claim made longer
+  // before T by an adaptive lead waits until then first, so no prepared child or
+  // plugin sits out the whole lead). nullopt: at once.
+  std::optional<std::chrono::milliseconds> prepare_ahead;
   // How far this replica's clock is surely ahead of the store's, as the claim's answer
   // measured it (0: not ahead, or not measured). The first attempt starts when this
   // replica's clock reads the due instant plus this: at the due instant by the store's

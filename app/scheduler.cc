@@ -1,13 +1,17 @@
 /* The scheduler loop
  * ------------------
- * One thread serves every job of this replica from ONE timer queue: a min-heap of
- * (T, job), one entry per job holding its next tick. Each turn of the loop:
+ * One thread serves every job of this replica from ONE timer queue, one entry per job
+ * holding its next tick: its ticks by due instant (instants_), rechecks, catch-ups
+ * and claims put off to T in a min-heap (queue_). Each turn of the loop:
  *
  *   1. applies a pending reload (the job set is swapped between turns, never in
  *      the middle of one) and joins the supervisors of finished runs;
- *   2. reads the wall clock and pops every entry due (a tick is due claim_lead
- *      before its T: docs/design.md §1 "Early claims"; the claim names T, the
- *      store's lease counts from T, and the won run starts at T). An entry whose
+ *   2. reads the wall clock and pops every entry due (the ticks of one instant are
+ *      due together, a lead before their T: claim_lead, or more for an instant with
+ *      more claims than the store's measured pace decides in claim_lead, up to
+ *      claim_lead_max and never before a job's previous tick — docs/design.md §1
+ *      "Early claims", "Adaptive lead"; the claim names T, the store's lease counts
+ *      from T, and the won run starts at T, made ready claim_lead before it). An entry whose
  *      T + starting_deadline is already past (the daemon was paused, the machine
  *      slept, the wall clock stepped forward) is `missed` without a claim; after a
  *      long pause the misses are logged one by one up to a limit and then summed
@@ -32,11 +36,12 @@
  *      ahead, mended, claims at once the ticks the store refused while it was ahead
  *      (docs/design.md §1 rule 15), never one the store decided.
  *
- * Every claim carries max_lead = claim_lead + lock.clock_tolerance: the store refuses
- * it `early` when this replica's clock is that far ahead of the store's; nothing is
- * written, the tick line says the offset, and the replicas whose clocks are right run
- * the tick. Every answer with the store's clock updates the offset gauge and, beyond
- * node.clock_skew_warning, a `store-clock` line (SeeStoreClock).
+ * Every claim carries max_lead = its lead (at least claim_lead) + lock.clock_tolerance:
+ * the store refuses it `early` when this replica's clock is more than the tolerance
+ * ahead of the store's; nothing is written, the tick line says the offset, and the
+ * replicas whose clocks are right run the tick. Every answer with the store's clock
+ * updates the offset gauge and, beyond node.clock_skew_warning, a `store-clock` line
+ * (SeeStoreClock).
  *
  * Why one queue and one thread: the loop never waits on a run (supervisors do),
  * so its only latency is the claim round trip; thousands of jobs cost one sleeping
@@ -76,6 +81,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <random>
@@ -102,6 +108,15 @@ constexpr std::size_t kMaxMissedWalk = 100'000;
 constexpr milliseconds kStuckLogEvery{60'000};
 // A wall clock this much behind the previous turn's was set back.
 constexpr milliseconds kStepBack{1'000};
+// Adaptive lead (docs/design.md §1): before any batch is measured, a claim is taken to
+// cost this (1,000 claims/s); a lead is the instant's claims at the measured pace times
+// kLeadSafety; a batch of kPaceClaims claims weighs half of the pace, and one of fewer
+// than kPaceMinClaims is not measured (its time is mostly the round trip, which would
+// make the pace of a big batch read many times too slow).
+constexpr double kFirstClaimMs = 1.0;
+constexpr double kLeadSafety = 1.5;
+constexpr std::size_t kPaceClaims = 256;
+constexpr std::size_t kPaceMinClaims = 16;
 
 std::int64_t WallMs(const Clock& clock) { return clock.Wall().time_since_epoch().count(); }
 
@@ -167,6 +182,7 @@ void Scheduler::Start(JobSet jobs) {
     for (auto& job : jobs) jobs_[job->job.name] = std::move(job);
     for (const auto& [name, job] : jobs_) job_set_.push_back(job);
   }
+  metrics().ClaimLead(options_.claim_lead);  // exported from the start
   loop_ = std::thread([this] { Loop(); });
   if (options_.loop_check_every > milliseconds(0)) {
     metrics().LoopStuck(milliseconds(0));  // exported from the start, for alerts
@@ -408,8 +424,8 @@ void Scheduler::Loop() {
     const std::int64_t now_ms = WallMs(clock_);
     milliseconds delay = std::min({kIdleSleep, options_.max_sleep,
                                    milliseconds(next_prune_ms_ - now_ms)});
-    if (!queue_.empty()) {
-      delay = std::min(delay, milliseconds(queue_.top().due_ms - now_ms));
+    if (const std::optional<std::int64_t> act_ms = NextActMs()) {
+      delay = std::min(delay, milliseconds(*act_ms - now_ms));
       if (delay <= milliseconds(0)) continue;  // became due while claiming
     }
     const SteadyTime deadline = clock_.Steady() + delay;
@@ -434,11 +450,11 @@ void Scheduler::BuildInitialQueue(std::int64_t now_ms) {
     std::optional<std::int64_t> latest = job->prev ? job->prev(now_s + 1) : std::nullopt;
     if (latest) {
       if (*latest * 1000 + job->StartingDeadline(*latest).count() >= now_ms) {
-        queue_.push(TickEntry(*job, *latest));  // still startable: compete for it now
+        Push(TickEntry(*job, *latest));  // still startable: compete for it now
         continue;
       }
       if (job->job.misfire == config::Misfire::kRunOnce) {
-        queue_.push(TickEntry(*job, *latest, EntryKind::kCatchUp));
+        Push(TickEntry(*job, *latest, EntryKind::kCatchUp));
       }
     }
     PushNext(*job, now_s);
@@ -447,10 +463,7 @@ void Scheduler::BuildInitialQueue(std::int64_t now_ms) {
 
 void Scheduler::RequeueAfterStepBack(std::int64_t now_ms) {
   const std::int64_t now_s = FloorDiv(now_ms, 1000);
-  Heap kept;
-  while (!queue_.empty()) {
-    Entry e = queue_.top();
-    queue_.pop();
+  for (Entry& e : TakeQueued()) {
     auto it = jobs_.find(e.job);
     if (e.kind == EntryKind::kTick && !e.at_instant && it != jobs_.end() && it->second->next) {
       std::int64_t answered = 0;
@@ -461,39 +474,36 @@ void Scheduler::RequeueAfterStepBack(std::int64_t now_ms) {
       // A tick at this very second included (next is strictly after).
       const std::optional<std::int64_t> t = it->second->next(std::max(now_s - 1, answered));
       if (t && *t < e.tick) {
-        kept.push(TickEntry(*it->second, *t));
+        Push(TickEntry(*it->second, *t));
         claimed_through_[e.job] = std::min(claimed_through_[e.job], *t - 1);
         continue;
       }
     }
-    kept.push(std::move(e));
+    Push(std::move(e));
   }
-  queue_ = std::move(kept);
 }
 
 void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
   std::map<std::string, std::shared_ptr<const ScheduledJob>> next_jobs;
   for (const auto& job : jobs) next_jobs[job->job.name] = job;
-  Heap kept_queue;
+  std::vector<Entry> kept_queue;
   std::set<std::string> kept;
   std::map<std::string, std::int64_t> arrived;  // changed jobs: a tick T <= now not yet claimed
-  while (!queue_.empty()) {
-    Entry e = queue_.top();
-    queue_.pop();
+  for (Entry& e : TakeQueued()) {
     auto now_it = jobs_.find(e.job);
     auto next_it = next_jobs.find(e.job);
     if (now_it != jobs_.end() && next_it != next_jobs.end() &&
         now_it->second->config_hash == next_it->second->config_hash) {
-      kept_queue.push(e);  // unchanged: keeps the ticks it already waits for
+      kept_queue.push_back(e);  // unchanged: keeps the ticks it already waits for
       kept.insert(e.job);
     } else if (e.at_instant && next_it != next_jobs.end()) {
-      kept_queue.push(e);  // a tick of the old schedule already due: claimed at T as planned
+      kept_queue.push_back(e);  // a tick of the old schedule already due: claimed at T as planned
     } else if (e.kind == EntryKind::kTick && e.tick * 1000 <= now_ms) {
       arrived[e.job] = e.tick;
     }
   }
   jobs_ = std::move(next_jobs);
-  queue_ = std::move(kept_queue);
+  for (Entry& e : kept_queue) Push(std::move(e));
   const std::int64_t now_s = FloorDiv(now_ms, 1000);
   JobSet job_set;
   job_set.reserve(jobs_.size());
@@ -505,7 +515,7 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
     // definition has it too: recomputing from now would silently drop it.
     if (auto a = arrived.find(name);
         a != arrived.end() && job->next && job->next(a->second - 1) == a->second) {
-      queue_.push(TickEntry(*job, a->second));
+      Push(TickEntry(*job, a->second));
       continue;
     }
     // Past the ticks already claimed ahead of their instant: those run under the
@@ -520,40 +530,136 @@ void Scheduler::ApplyReload(const JobSet& jobs, std::int64_t now_ms) {
 
 void Scheduler::PushNext(const ScheduledJob& job, std::int64_t after) {
   if (!job.next) return;
-  if (std::optional<std::int64_t> t = job.next(after)) queue_.push(TickEntry(job, *t));
+  if (std::optional<std::int64_t> t = job.next(after)) {
+    Entry e = TickEntry(job, *t);
+    e.not_before_ms = job.DueMs(after);
+    Push(std::move(e));
+  }
+}
+
+void Scheduler::Push(Entry e) {
+  if (!e.Leads()) {
+    queue_.push(std::move(e));
+    return;
+  }
+  Instant& instant = instants_[e.due_ms];
+  instant.not_before_ms = std::max(instant.not_before_ms, e.not_before_ms);
+  instant.entries.push_back(std::move(e));
+  ++instant_ticks_;
+}
+
+std::vector<Scheduler::Entry> Scheduler::TakeQueued() {
+  std::vector<Entry> out;
+  for (; !queue_.empty(); queue_.pop()) out.push_back(queue_.top());
+  for (auto& [due_ms, instant] : instants_) {
+    for (Entry& e : instant.entries) out.push_back(std::move(e));
+  }
+  instants_.clear();
+  instant_ticks_ = 0;
+  return out;
+}
+
+milliseconds Scheduler::LeadFor(std::size_t claims) const {
+  const milliseconds floor = options_.claim_lead;
+  if (floor <= milliseconds(0) || options_.claim_lead_max <= floor) return floor;
+  // The claims at the measured pace, with room to spare: the pace of the last batches
+  // is not a promise for the next.
+  const double need_ms = static_cast<double>(claims) *
+                         (claim_measured_ ? claim_ms_ : kFirstClaimMs) * kLeadSafety;
+  return std::clamp(milliseconds(static_cast<std::int64_t>(need_ms)), floor,
+                    options_.claim_lead_max);
+}
+
+milliseconds Scheduler::InstantLead(std::int64_t due_ms, const Instant& instant) const {
+  const milliseconds floor = options_.claim_lead;
+  milliseconds lead = LeadFor(instant.entries.size());
+  // Beyond claim_lead, never before a previous tick of one of its jobs: each job's
+  // ticks are claimed in order, one taken up only once the one before it came.
+  lead = std::min(lead, std::max(floor, milliseconds(due_ms - instant.not_before_ms)));
+  return lead;
+}
+
+std::optional<std::int64_t> Scheduler::NextActMs() const {
+  std::optional<std::int64_t> act;
+  if (!queue_.empty()) act = queue_.top().due_ms;
+  if (instants_.empty()) return act;
+  // No instant has a longer lead than all the queued ticks together would get: none
+  // further than that past the first can come before the first.
+  const std::int64_t first_ms = instants_.begin()->first;
+  const std::int64_t span_ms = LeadFor(instant_ticks_).count();
+  for (auto it = instants_.begin(); it != instants_.end() && it->first <= first_ms + span_ms;
+       ++it) {
+    const std::int64_t at = it->first - InstantLead(it->first, it->second).count();
+    act = act ? std::min(*act, at) : at;
+  }
+  return act;
+}
+
+void Scheduler::MeasureClaims(std::size_t claims, std::chrono::duration<double, std::milli> took) {
+  if (claims < kPaceMinClaims) return;
+  const double sample = took.count() / static_cast<double>(claims);
+  // A batch of kPaceClaims claims weighs as much as everything measured before it.
+  const double weight =
+      1.0 - std::pow(0.5, static_cast<double>(claims) / static_cast<double>(kPaceClaims));
+  claim_ms_ = claim_measured_ ? claim_ms_ + weight * (sample - claim_ms_) : sample;
+  claim_measured_ = true;
+}
+
+std::vector<Scheduler::Entry> Scheduler::TakeDue(std::int64_t now_ms) {
+  std::vector<Entry> popped;
+  for (; !queue_.empty() && queue_.top().due_ms <= now_ms; queue_.pop()) {
+    popped.push_back(queue_.top());
+  }
+  // Whole instants whose lead has come, in the order of their instants.
+  std::optional<milliseconds> lead_taken;
+  const std::int64_t span_ms = LeadFor(instant_ticks_).count();  // no lead is longer
+  for (auto it = instants_.begin(); it != instants_.end() && it->first <= now_ms + span_ms;) {
+    const milliseconds lead = InstantLead(it->first, it->second);
+    if (it->first - lead.count() > now_ms) {
+      ++it;
+      continue;
+    }
+    lead_taken = std::max(lead_taken.value_or(lead), lead);
+    instant_ticks_ -= it->second.entries.size();
+    for (Entry& e : it->second.entries) popped.push_back(std::move(e));
+    it = instants_.erase(it);
+  }
+  if (lead_taken) metrics().ClaimLead(*lead_taken);
+  return popped;
 }
 
 void Scheduler::ProcessDue(std::int64_t now_ms) {
   std::vector<Entry> due;
-  while (!queue_.empty() && queue_.top().due_ms <= now_ms) {
-    Entry e = queue_.top();
-    queue_.pop();
-    auto it = jobs_.find(e.job);
-    if (it == jobs_.end()) continue;
-    const ScheduledJob& job = *it->second;
-    if (e.kind == EntryKind::kTick && e.at_instant) {
-      // Its following tick was pushed when it came up ahead of its instant.
-      if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
-        lock::ClaimRequest req;
-        req.job = job.job.name;
-        req.tick_unix = e.tick;
-        req.node = options_.node;
-        req.config_hash = job.config_hash;
-        req.node_wall = clock_.Wall();
-        LogTick(job, req, "missed", {});
-        Observe(req, "missed", 0);
-        NotifyMissed(job, e.tick, false);
-        continue;
+  // Until nothing more is due: a missed tick's job may have one still startable now.
+  for (std::vector<Entry> popped = TakeDue(now_ms); !popped.empty(); popped = TakeDue(now_ms)) {
+    for (Entry& e : popped) {
+      auto it = jobs_.find(e.job);
+      if (it == jobs_.end()) continue;
+      const ScheduledJob& job = *it->second;
+      if (e.kind == EntryKind::kTick && e.at_instant) {
+        // Its following tick was pushed when it came up ahead of its instant.
+        if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
+          lock::ClaimRequest req;
+          req.job = job.job.name;
+          req.tick_unix = e.tick;
+          req.node = options_.node;
+          req.config_hash = job.config_hash;
+          req.node_wall = clock_.Wall();
+          LogTick(job, req, "missed", {});
+          Observe(req, "missed", 0);
+          NotifyMissed(job, e.tick, false);
+          continue;
+        }
+      } else if (e.kind == EntryKind::kTick) {
+        if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
+          SkipMissed(job, e.tick, now_ms);  // pushes the first tick still startable
+          continue;
+        }
+        PushNext(job, e.tick);
+        claimed_through_[e.job] = e.tick;
       }
-    } else if (e.kind == EntryKind::kTick) {
-      if (e.tick * 1000 + job.StartingDeadline(e.tick).count() < now_ms) {
-        SkipMissed(job, e.tick, now_ms);  // pushes the first tick still startable
-        continue;
-      }
-      PushNext(job, e.tick);
-      claimed_through_[e.job] = e.tick;
+      due.push_back(std::move(e));
     }
-    due.push_back(std::move(e));
   }
   if (!due.empty()) {
     RefreshPauses(now_ms);
@@ -599,7 +705,7 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
     }
     t = job.next(*t);
   }
-  if (t) queue_.push(TickEntry(job, *t));
+  if (t) Push(TickEntry(job, *t));
   if (count > options_.missed_log_limit) {
     log_.Log(LogLevel::kWarn, "missed",
              {{"job", job.job.name},
@@ -673,8 +779,14 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
     req.recover = job->job.recover;
     req.config_hash = job->config_hash;
     req.node_wall = clock_.Wall();
-    // The store refuses a claim this replica's clock makes too soon (rule 15).
-    if (options_.clock_tolerance) req.max_lead = options_.claim_lead + *options_.clock_tolerance;
+    // Claimed ahead of its due instant: the store's lease counts from that instant (it
+    // gets lead + lease).
+    const milliseconds lead = LeadOf(job->DueMs(req.tick_unix), req);
+    // The store refuses a claim this replica's clock makes too soon (rule 15): one made
+    // `lead` early by a clock that is right passes; one ahead beyond the tolerance not.
+    if (options_.clock_tolerance) {
+      req.max_lead = std::max(options_.claim_lead, lead) + *options_.clock_tolerance;
+    }
     req.due_offset = milliseconds(job->DueMs(e.tick) - e.tick * 1000);
     // Paused (`tickd pause`): no claim. A recheck of a lost tick just ends: the tick
     // line was logged at its first claim.
@@ -687,9 +799,6 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
       Observe(req, "skipped", 0);
       continue;
     }
-    // Claimed ahead of its due instant: the store's lease counts from that instant (it
-    // gets lead + lease).
-    const milliseconds lead = LeadOf(job->DueMs(req.tick_unix), req);
     req.lease += lead;
     // forbid: a run of the job still going here is busy whatever the store says — a
     // store that lost its data (or a lease this replica just lost, its run still being
@@ -757,7 +866,13 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
       if (!r) r = MakeError("claim", e.what());
     }
   }
-  metrics().ClaimDuration(backend_.name(), clock_.Steady() - claim_sent);
+  const auto took = clock_.Steady() - claim_sent;
+  metrics().ClaimDuration(backend_.name(), took);
+  // The store's pace, from batches it answered in full (a failing store's timeouts
+  // say nothing of how fast it decides).
+  if (std::all_of(results.begin(), results.end(), [](const auto& r) { return r && *r; })) {
+    MeasureClaims(reqs.size(), std::chrono::duration<double, std::milli>(took));
+  }
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (handled[i]) continue;
     const Result<lock::ClaimOutcome> r =
@@ -1007,6 +1122,7 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
                          SteadyTime claim_sent, milliseconds lead, milliseconds start_delay) {
   WonTick won{job, std::move(held), claim_sent, options_.node, false, options_.metrics};
   won.lead = lead;
+  won.prepare_ahead = options_.claim_lead;
   won.start_delay = start_delay;
   won.notifier = options_.notifier;
   won.instant_claims = instant_claims_;

@@ -37,12 +37,19 @@ struct SchedulerOptions {
   // lock.stop_grace: a run with no renewal confirmed this long before its lease ends is
   // told to stop (docs/design.md §1 rule 2); nullopt: config::DefaultStopGrace(lease).
   std::optional<std::chrono::milliseconds> stop_grace;
-  // lock.claim_lead: the ticks of an instant are claimed this long before it, and a
-  // won tick's process is made ready then and released at T (docs/design.md §1
-  // "Early claims"). 0: claimed at T. REQUIRES: below 1 s.
+  // lock.claim_lead: the ticks of an instant are claimed at least this long before it,
+  // and a won tick's process is made ready this long before T and released at T
+  // (docs/design.md §1 "Early claims"). 0: claimed at T (no adaptive lead either).
+  // REQUIRES: below 1 s.
   std::chrono::milliseconds claim_lead{0};
+  // lock.claim_lead_max: an instant with more claims than the store decides in
+  // claim_lead is claimed earlier, as early as its claims need by the store's measured
+  // pace, up to this (docs/design.md §1 "Adaptive lead"). At most claim_lead: the lead
+  // is claim_lead always.
+  std::chrono::milliseconds claim_lead_max{0};
   // lock.clock_tolerance: every claim asks the store to refuse it `early` when its due
-  // instant is further than claim_lead + this ahead of the store's clock, and to pass
+  // instant is further than its lead (at least claim_lead) + this ahead of the store's
+  // clock, and to pass
   // over a claim head that far ahead (docs/design.md §1 rule 15). nullopt: no check.
   std::optional<std::chrono::milliseconds> clock_tolerance = std::chrono::milliseconds(250);
   // node.clock_skew_warning: a `store-clock` line when this replica's clock is further
@@ -154,16 +161,40 @@ class Scheduler {
     // kTick: claimed at T, not claim_lead before it (an early claim found the job's
     // previous run still going: it is asked again when it would have been without a lead).
     bool at_instant = false;
+    // A kTick taken up ahead of its instant: not before this (wall ms), the due instant
+    // of the job's previous tick, whatever lead its instant gets beyond claim_lead.
+    std::int64_t not_before_ms = 0;
     bool operator>(const Entry& o) const { return due_ms > o.due_ms; }
+    // Claimed with a lead: taken up with the other ticks of its due instant (instants_).
+    bool Leads() const { return kind == EntryKind::kTick && !at_instant; }
   };
-  // Tick `tick` of `job`: a kTick is acted on claim_lead before it is due (its due
-  // instant, ScheduledJob::DueMs: T, or later with jitter), the others when due.
+  // Tick `tick` of `job`, due at `due_ms` (ScheduledJob::DueMs: T, or later with
+  // jitter). A kTick is taken up a lead before that (LeadOf(Instant)), the others then.
   Entry TickEntry(const ScheduledJob& job, std::int64_t tick,
                   EntryKind kind = EntryKind::kTick) const {
-    const std::int64_t lead_ms = kind == EntryKind::kTick ? options_.claim_lead.count() : 0;
-    return Entry{job.DueMs(tick) - lead_ms, tick, job.job.name, kind};
+    return Entry{job.DueMs(tick), tick, job.job.name, kind};
   }
   using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
+  // The kTicks due at one wall ms, taken up together a lead before it.
+  struct Instant {
+    std::vector<Entry> entries;
+    std::int64_t not_before_ms = 0;  // the latest Entry::not_before_ms of them
+  };
+  // Queues an entry: a kTick with its instant (instants_), anything else in queue_.
+  void Push(Entry e);
+  // Every entry queued, in no order; both queues are left empty.
+  std::vector<Entry> TakeQueued();
+  // The lead an instant due at `due_ms` is claimed with now (docs/design.md §1
+  // "Adaptive lead"): claim_lead, or what its claims need at the store's measured pace,
+  // at most claim_lead_max, and beyond claim_lead never before `not_before_ms`.
+  std::chrono::milliseconds InstantLead(std::int64_t due_ms, const Instant& instant) const;
+  // The lead `claims` claims get at the measured pace: claim_lead to claim_lead_max.
+  std::chrono::milliseconds LeadFor(std::size_t claims) const;
+  // When the loop next has something to do for the queued entries (wall ms), or nullopt.
+  std::optional<std::int64_t> NextActMs() const;
+  // Learns the store's pace from a claim batch: `claims` decided in `took` (a batch of
+  // only a few claims teaches nothing: its time is its round trip).
+  void MeasureClaims(std::size_t claims, std::chrono::duration<double, std::milli> took);
 
   void Loop();
   // The watch thread: CheckLoop() every loop_check_every until Shutdown().
@@ -173,6 +204,9 @@ class Scheduler {
   void BuildInitialQueue(std::int64_t now_ms);
   void ApplyReload(const JobSet& jobs, std::int64_t now_ms);
   void ProcessDue(std::int64_t now_ms);
+  // Takes every entry due at `now_ms` off the queues: queue_'s, and each instant whose
+  // lead has come (all its ticks together); sets the lead gauge.
+  std::vector<Entry> TakeDue(std::int64_t now_ms);
   // Pushes the first tick of `job` after `after` that the loop has not seen.
   void PushNext(const ScheduledJob& job, std::int64_t after);
   void SkipMissed(const ScheduledJob& job, std::int64_t first_missed, std::int64_t now_ms);
@@ -259,7 +293,13 @@ class Scheduler {
 
   // The loop thread only.
   std::map<std::string, std::shared_ptr<const ScheduledJob>> jobs_;
-  Heap queue_;
+  Heap queue_;                                // rechecks, catch-ups, claims at T
+  std::map<std::int64_t, Instant> instants_;  // kTicks by due instant (wall ms)
+  std::size_t instant_ticks_ = 0;             // the entries of instants_, all together
+  // The store's pace as this replica's claim batches measured it: ms per claim, an
+  // average weighted by batch size (MeasureClaims); before any batch, kFirstClaimMs.
+  double claim_ms_ = 0;
+  bool claim_measured_ = false;
   std::int64_t next_prune_ms_ = 0;  // wall ms; 0: at the first turn
   std::int64_t last_turn_ms_ = 0;   // wall ms when the last turn began (a step back: less)
   std::vector<lock::Pause> pauses_;          // as last read (RefreshPauses)

@@ -93,15 +93,30 @@ struct Table {
 };
 
 // Every node that tried one of the ticks, by name, with its newest observation's tz
-// database version.
-std::vector<ReplicaStatus> Replicas(const std::vector<JobStatus>& jobs) {
+// database version, and the lead of its newest instant of the jobs without jitter
+// (`jittered`: those with it; their claims are sent before T + the offset, not T).
+std::vector<ReplicaStatus> Replicas(const std::vector<JobStatus>& jobs,
+                                    const std::set<std::string>& jittered) {
   std::map<std::string, ReplicaStatus> by_node;
+  std::map<std::string, std::int64_t> lead_tick;  // per node: the tick its lead is of
   for (const JobStatus& js : jobs) {
     for (const lock::TickHistory& t : js.ticks) {
       for (const lock::Observation& o : t.observations) {
         auto [it, fresh] = by_node.try_emplace(o.node);
         if (fresh || o.tick_unix >= it->second.last_tick) {
-          it->second = {o.node, std::string(SplitClaimHash(o.config_hash).tzdata), o.tick_unix};
+          it->second.node = o.node;
+          it->second.tzdata = std::string(SplitClaimHash(o.config_hash).tzdata);
+          it->second.last_tick = o.tick_unix;
+        }
+        if (jittered.contains(js.name)) continue;
+        const milliseconds lead =
+            std::max(milliseconds(0), WallTime(std::chrono::seconds(o.tick_unix)) - o.node_wall);
+        auto [tick, first] = lead_tick.try_emplace(o.node, o.tick_unix);
+        if (first || o.tick_unix > tick->second) {
+          tick->second = o.tick_unix;
+          it->second.lead = lead;
+        } else if (o.tick_unix == tick->second) {
+          it->second.lead = std::max(it->second.lead.value_or(lead), lead);
         }
       }
     }
@@ -203,7 +218,11 @@ Result<StatusReport> CollectStatus(const std::vector<config::Job>& jobs, lock::B
   if (!only_job.empty() && report.jobs.empty()) {
     return MakeError("job", "no job named " + std::string(only_job) + " in the job file");
   }
-  report.replicas = Replicas(report.jobs);
+  std::set<std::string> jittered;
+  for (const config::Job& job : jobs) {
+    if (job.jitter > milliseconds(0)) jittered.insert(job.name);
+  }
+  report.replicas = Replicas(report.jobs, jittered);
   return report;
 }
 
@@ -297,6 +316,7 @@ std::string FormatStatusText(const StatusReport& report, bool color) {
     out += color ? "\033[1mreplicas\033[0m" : "replicas";
     for (const ReplicaStatus& r : report.replicas) {
       out += "  " + r.node + " tzdata=" + (r.tzdata.empty() ? "-" : r.tzdata);
+      if (r.lead) out += " lead=" + FormatSeconds(*r.lead);
     }
     if (mismatch) out += color ? "  \033[31mTZDATA MISMATCH\033[0m" : "  TZDATA MISMATCH";
     out += "\n\n";
@@ -424,7 +444,11 @@ std::string FormatStatusJson(const StatusReport& report) {
   json replicas = json::array();
   for (const ReplicaStatus& r : report.replicas) {
     replicas.push_back(
-        {{"node", r.node}, {"tzdata", r.tzdata}, {"last_tick", FormatTick(r.last_tick)}});
+        {{"node", r.node},
+         {"tzdata", r.tzdata},
+         {"last_tick", FormatTick(r.last_tick)},
+         {"lead_seconds",
+          r.lead ? json(static_cast<double>(r.lead->count()) / 1000.0) : json(nullptr)}});
   }
   json root = {{"generated", FormatTimestamp(report.generated)},
                {"backend", report.backend},

@@ -37,6 +37,10 @@ struct ReplicaStatus {
   std::string node;
   std::string tzdata;          // from its newest observation; "" when not recorded
   std::int64_t last_tick = 0;  // that observation's tick, unix s
+  // How long before T it claimed its newest tick of a job without jitter (the first
+  // claim of that instant: docs/design.md §1 "Adaptive lead"), 0 at or after T;
+  // nullopt: no such observation read.
+  std::optional<std::chrono::milliseconds> lead;
 };
 
 struct StatusReport {

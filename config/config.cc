@@ -70,7 +70,7 @@ constexpr std::string_view kLockKeys[] = {"backend",       "url",          "leas
                                           "username",      "password_file", "password_env",
                                           "tls",           "op_timeout",    "retention",
                                           "claim_lead",    "history",       "clock_tolerance",
-                                          "stop_grace"};
+                                          "stop_grace",    "claim_lead_max"};
 constexpr std::string_view kHistoryKeys[] = {"output", "runs"};
 constexpr std::string_view kTlsKeys[] = {"ca_file", "cert_file", "key_file"};
 // The backends that talk to a server, and so may authenticate; of these, the ones
@@ -605,6 +605,7 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
                       LockSettings& lock) {
   const Entry* url_entry = nullptr;
   const Entry* claim_lead_entry = nullptr;
+  const Entry* claim_lead_max_entry = nullptr;
   const Entry* lease_entry = nullptr;
   const Entry* stop_grace_entry = nullptr;
   const Entry* op_timeout_entry = nullptr;
@@ -651,6 +652,11 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
       if (auto d = Duration(e, true)) {
         lock.claim_lead = *d;
         claim_lead_entry = &e;
+      }
+    } else if (e.key == "claim_lead_max") {
+      if (auto d = Duration(e, true)) {
+        lock.claim_lead_max = *d;
+        claim_lead_max_entry = &e;
       }
     } else if (e.key == "clock_tolerance") {
       if (auto d = Duration(e, true)) {
@@ -700,6 +706,16 @@ void Loader::LoadLock(const std::vector<Entry>& entries, const YAML::Mark& lock_
   // one tick never comes before the previous tick's instant.
   if (claim_lead_entry != nullptr && lock.claim_lead >= milliseconds(1'000)) {
     Fail(claim_lead_entry->mark, "lock.claim_lead: must be shorter than 1s");
+  }
+  // The lease of a claim made `lead` early is lead + lease; a minute bounds both that
+  // and how long a replica that dies after its claim holds the tick unrun.
+  if (claim_lead_max_entry != nullptr) {
+    if (lock.claim_lead_max > milliseconds(60'000)) {
+      Fail(claim_lead_max_entry->mark, "lock.claim_lead_max: must be at most 60s");
+    } else if (lock.claim_lead_max < lock.claim_lead) {
+      Fail(claim_lead_max_entry->mark, "lock.claim_lead_max: must be at least lock.claim_lead (" +
+                                           FormatDuration(lock.claim_lead) + ")");
+    }
   }
   CheckStopGrace(lock, lock_mark, lease_entry, stop_grace_entry, op_timeout_entry);
   if (!backend_ok) return;

@@ -142,6 +142,10 @@ struct LockSettings {
   // How long before T the ticks of an instant are claimed and their processes made
   // ready (docs/design.md §1 "Early claims"); 0: at T. Below 1 s.
   milliseconds claim_lead{200};
+  // The longest lead an instant's claims get when claim_lead is too short for all of
+  // them at the store's measured pace (docs/design.md §1 "Adaptive lead"); the process
+  // is still made ready only claim_lead before T. claim_lead–60 s; = claim_lead: fixed.
+  milliseconds claim_lead_max{30'000};
   // How far ahead of the store's clock a claim may come beyond claim_lead (docs/design.md
   // §1 rule 15): a claim further ahead is refused `early` by the store. 0–10 s.
   milliseconds clock_tolerance{250};

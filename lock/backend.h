@@ -97,7 +97,8 @@ struct ClaimRequest {
   // max_lead (a replica whose clock is ahead claims before its tick's time); and a
   // head of the job further than max_lead ahead of the store's clock (a claim a wrong
   // clock, or an unchecked claim, made for the future) does not make this claim
-  // kSuperseded. The scheduler sends lock.claim_lead + lock.clock_tolerance.
+  // kSuperseded. The scheduler sends the claim's lead (at least lock.claim_lead) +
+  // lock.clock_tolerance.
   // std::nullopt: no check (ad-hoc locks, whose fresh ticks run ahead of the clock by
   // design; SQLite, none: the store's clock is the replica's).
   std::optional<milliseconds> max_lead;

@@ -119,7 +119,9 @@
 //   one multi: set the record to done (with its version) and delete the lease and
 //   run nodes that still hold our token (each by version). Retried on a version race.
 //   Completes that arrive together (lock/complete_batcher.h) share one pipelined read
-//   and their multis go pipelined, one per complete.
+//   and their multis go pipelined, several to a multi. A claim this replica won in
+//   this session completes without the read (CompleteBlind): the same multi by the
+//   versions its claim and renewals left; a version that moved sends it the read way.
 // locks: ListRunning reads every record of every job (and its lease node) and judges
 //   the lease on the server's clock. ForceRelease: one multi setting the record (by
 //   version) to done, outcome "released", no owner (the old holder's Complete is
@@ -583,11 +585,21 @@ class ZookeeperBackend final : public Backend {
     Batch write(zh_.get());
     write.Set(lease_path, Encode(lease), read[0].stat.version);
     if (auto ok = Await(write, deadline, "renew"); !ok) return tl::unexpected(ok.error());
-    if (write[0].rc == ZNONODE || write[0].rc == ZBADVERSION) return RenewStatus::kLost;
+    if (write[0].rc == ZNONODE || write[0].rc == ZBADVERSION) {
+      holding_.erase({held.job, held.tick_unix});
+      return RenewStatus::kLost;
+    }
     if (write[0].rc != ZOK) return Failure("renew", write[0].rc);
     const std::int64_t old_until =
         read[0].stat.mtime + ToInt(Get(Decode(read[0].value), "lease_ms"));
-    if (write[0].stat.mtime <= old_until) return RenewStatus::kRenewed;
+    if (write[0].stat.mtime <= old_until) {
+      if (auto it = holding_.find({held.job, held.tick_unix});
+          it != holding_.end() && it->second.owner == held.owner_token) {
+        it->second.lease_version = write[0].stat.version;
+      }
+      return RenewStatus::kRenewed;
+    }
+    holding_.erase({held.job, held.tick_unix});
     // Too late: the lease had run out on the server's clock before this renewal, but
     // the set gave the node a fresh mtime, so it would look live again to a replica
     // about to re-claim the tick. An expired lease is never revived (the backend
@@ -638,6 +650,7 @@ class ZookeeperBackend final : public Backend {
       if (!applied) return tl::unexpected(applied.error());
       if (*applied) {
         head_seen_.erase(held.job);  // its version moved
+        holding_.erase({held.job, held.tick_unix});  // and the record's
         return RefenceOutcome{RefenceStatus::kRefenced, fence};
       }
     }
@@ -663,8 +676,7 @@ class ZookeeperBackend final : public Backend {
       for (auto& o : out) o = tl::unexpected(ok.error());
       return out;
     }
-    std::vector<std::size_t> pending(reqs.size());
-    for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
+    std::vector<std::size_t> pending = CompleteBlind(reqs, out, deadline);
     for (int race = 0; race < kMaxRaces && !pending.empty(); ++race) {
       Batch read(zh_.get());
       for (const std::size_t i : pending) {
@@ -1118,6 +1130,66 @@ class ZookeeperBackend final : public Backend {
     return paths;
   }
 
+  // A won claim's versions, for its complete (CompleteBlind).
+  void Hold(const ClaimRequest& req, std::uint64_t fence, int record_version) {
+    if (holding_.size() >= kMaxHolding) holding_.clear();
+    holding_[{req.job, req.tick_unix}] =
+        Holding{req.owner_token, RecordFields(req, fence), record_version, 0, req.forbid_overlap};
+  }
+
+  // Completes without a read: a claim this replica won in this session (holding_)
+  // left the record, the lease node and the run node at versions it knows (the
+  // record created or set by the claim, the lease created by it and set by each
+  // renewal, the run node created by it); its complete is that multi by those versions
+  // (the record set done from the fields the claim wrote). A version that moved — a
+  // release, a re-claim, a refence, a lease node gone with the session — fails the
+  // multi, which wrote nothing: that complete goes the read path (the others of its
+  // bundle too). Returns the completes left for the read path; answers the others.
+  std::vector<std::size_t> CompleteBlind(std::span<const CompleteRequest> reqs,
+                                         std::vector<Result<CompleteStatus>>& out,
+                                         steady_clock::time_point deadline) {
+    std::vector<std::size_t> pending, blind;
+    std::vector<std::vector<Op>> items;
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      const auto& [held, completion] = reqs[i];
+      const auto it = holding_.find({held.job, held.tick_unix});
+      if (it == holding_.end() || it->second.owner != held.owner_token) {
+        pending.push_back(i);
+        continue;
+      }
+      const Holding& h = it->second;
+      Fields record = h.record;
+      record["state"] = "done";
+      record["outcome"] = completion.outcome;
+      record["exit"] = completion.exit_code ? std::to_string(*completion.exit_code) : "";
+      record["duration_ms"] = std::to_string(completion.duration.count());
+      record["fence"] = std::to_string(held.fence);
+      std::vector<Op> ops = {
+          {Op::kSet, Path(held.job, "t", held.tick_unix), Encode(record), h.record_version},
+          {Op::kDelete, Path(held.job, "l", held.tick_unix), "", h.lease_version}};
+      if (h.run) ops.push_back({Op::kDelete, base_ + "/" + held.job + "/run", "", 0});
+      if (const std::string_view output = OutputToStore(completion.output); !output.empty()) {
+        ops.push_back({Op::kCreate, Path(held.job, "out", held.tick_unix), std::string(output),
+                       -1, ZOO_PERSISTENT});
+      }
+      items.push_back(std::move(ops));
+      blind.push_back(i);
+      holding_.erase(it);
+    }
+    if (blind.empty()) return pending;
+    std::vector<Bundle> bundles = SendBundles(items);
+    const std::vector<std::optional<int>> written = CollectBundles(bundles, deadline);
+    for (std::size_t b = 0; b < blind.size(); ++b) {
+      if (written[b] && *written[b] == ZOK) {
+        out[blind[b]] = CompleteStatus::kCompleted;
+      } else {
+        pending.push_back(blind[b]);  // no answer, or a version moved: read
+      }
+    }
+    std::sort(pending.begin(), pending.end());
+    return pending;
+  }
+
   // Retention by count, after a batch of completes: for each job of the batch that
   // stored an output, the outputs older than its newest keep_outputs are deleted (one
   // pipelined listing, one pipelined round of deletes). Best effort: a failure leaves
@@ -1291,6 +1363,7 @@ class ZookeeperBackend final : public Backend {
     // written as that replica's observation node once the re-claim is won.
     std::optional<Observation> displaced;
     HeadSeen head_after;  // the head once the multi is written
+    int record_version = 0;  // the record's once the multi is written
   };
 
   // Observations: the job's folders (once per session), then the observations' nodes
@@ -1501,6 +1574,7 @@ class ZookeeperBackend final : public Backend {
         answered[n] = true;
         last_contact_ = steady_clock::now();
         head_seen_[req.job] = p.head_after;
+        Hold(req, p.fence, p.record_version);
         ClaimOutcome won;
         won.status = ClaimStatus::kWon;
         won.fence = p.fence;
@@ -1602,6 +1676,7 @@ class ZookeeperBackend final : public Backend {
         last_contact_ = steady_clock::now();
         if (p.displaced) displaced.push_back(*p.displaced);
         head_seen_[req.job] = p.head_after;
+        Hold(req, p.fence, p.record_version);
         ClaimOutcome won;
         won.status = ClaimStatus::kWon;
         won.fence = p.fence;
@@ -1675,6 +1750,7 @@ class ZookeeperBackend final : public Backend {
       }
       record_op = ops.size();
       ops.push_back({Op::kSet, plan.record_path, "", record.stat.version});
+      plan.record_version = record.stat.version + 1;
       if (req.starting_deadline && now > expired_at + req.starting_deadline->count()) {
         return ClaimOutcome{ClaimStatus::kMissed};
       }
@@ -1716,13 +1792,13 @@ class ZookeeperBackend final : public Backend {
       ops.push_back(RunCreate(req, plan.run_path));
     }
     plan.fence = MoveHead(req, head, head_fields, plan.head_path, now, ops, &plan.head_after);
-    ops[record_op].data = RecordOf(req, plan.fence);
+    ops[record_op].data = Encode(RecordFields(req, plan.fence));
     return std::optional<ClaimOutcome>();
   }
 
   // A won claim's tick record: running, ours, its fence; with the claim's observation
   // when it asks for one (the winner's observation lives in the record: RecordAll).
-  static std::string RecordOf(const ClaimRequest& req, std::uint64_t fence) {
+  static Fields RecordFields(const ClaimRequest& req, std::uint64_t fence) {
     Fields mine = {{"state", "running"},
                    {"owner", req.owner_token},
                    {"node", req.node},
@@ -1733,7 +1809,7 @@ class ZookeeperBackend final : public Backend {
       mine["obs_wall_ms"] = std::to_string(req.node_wall.time_since_epoch().count());
       mine["obs_fence"] = mine["fence"];
     }
-    return Encode(mine);
+    return mine;
   }
   static Op LeaseCreate(const ClaimRequest& req, const std::string& path) {
     return {Op::kCreate, path,
@@ -1794,7 +1870,7 @@ class ZookeeperBackend final : public Backend {
     if (req.forbid_overlap) ops.push_back(RunCreate(req, plan.run_path));
     plan.fence = MoveHead(req, head, seen->second.fields, plan.head_path, reading.lo, ops,
                           &plan.head_after);
-    ops[0].data = RecordOf(req, plan.fence);
+    ops[0].data = Encode(RecordFields(req, plan.fence));
     return true;
   }
 
@@ -2083,6 +2159,7 @@ class ZookeeperBackend final : public Backend {
     scratch_ = clients_ + "/" + id;
     known_jobs_.clear();
     head_seen_.clear();  // a new session: the store may have lost its data
+    holding_.clear();    // and the leases and run nodes of the old one are gone
     adopted_ = true;
   }
 
@@ -2117,6 +2194,17 @@ class ZookeeperBackend final : public Backend {
   bool adopted_ = false;                     // zh_'s session has connected and scratch_ names it
   std::set<std::string> known_jobs_;         // jobs whose folders exist (this session)
   std::map<std::string, HeadSeen> head_seen_;  // heads last seen (this session): blind claims
+  // The claims this replica won in this session and has not completed: the versions
+  // its complete goes by (CompleteBlind). Bounded: past kMaxHolding it starts over.
+  struct Holding {
+    std::string owner;
+    Fields record;  // as the claim wrote it
+    int record_version = 0;
+    int lease_version = 0;
+    bool run = false;  // the claim created the run node (forbid), at version 0
+  };
+  static constexpr std::size_t kMaxHolding = 100'000;
+  std::map<std::pair<std::string, std::int64_t>, Holding> holding_;
   // The server's clock between its readings (the scratch node's mtime, whole ms; the
   // last 5 minutes, each widened by 1 ms per second of its age).
   ClockBound clock_bound_{{milliseconds(1), std::chrono::minutes(5), 1}};

@@ -431,3 +431,178 @@ TEST_CASE("early claims: a pause written between the claim and T holds from the 
 
 }  // namespace
 }  // namespace tickd::app::testing
+
+namespace tickd::app::testing {
+namespace {
+
+// Adaptive lead (docs/design.md §1): a replica whose store decides each claim in 2 ms
+// of simulated time (before_claim), with 301 ticks due at 14:00 and 14:01 and one at
+// 14:00:30. `max` is lock.claim_lead_max; 14:01 is expected taken up `lead` before it.
+struct BurstRun {
+  std::vector<lock::ClaimRequest> claims;  // every claim sent, in order
+  std::string metrics;                     // /metrics once 14:01's claims were answered
+  std::vector<WallTime> starts;            // the runs' starts, 14:01's included
+};
+BurstRun RunBurst(milliseconds max, milliseconds lead) {
+  Sim sim(WallAt(kT0, -10'000));
+  StartTimes starts(sim, false);
+  sim.backend.before_claim = [&sim] { sim.clock.Advance(milliseconds(2)); };
+  PrometheusMetrics metrics(sim.clock);
+  // `allow`: on a loaded machine a run's completion may come after the job's next
+  // claim in simulated time, which a forbid job would answer busy.
+  const auto allow = [](config::Job& j) { j.concurrency = config::Concurrency::kAllow; };
+  JobSet jobs;
+  for (int i = 0; i < 300; ++i) jobs.push_back(EveryJob("big" + std::to_string(i), 60, allow));
+  jobs.push_back(EveryJob("small", 30, allow));
+  sim.AddReplica("a", jobs, [&](SchedulerOptions& o) {
+    o.claim_lead = kLead;
+    o.claim_lead_max = max;
+    o.lease = seconds(4);
+    o.max_concurrent_runs = 1'000;
+    o.metrics = &metrics;
+  });
+  const auto to = [&](WallTime at) { sim.Step(at - sim.clock.Wall(), false); };
+  const auto claimed = [&] { return sim.backend.claims().size(); };
+  // Each instant: nothing 1 ms before it is due, all of it once due.
+  // 14:00 is taken up before anything was measured (1 ms a claim): 301 × 1.5 ms.
+  to(WallAt(kT0, -452));
+  sim.WaitQuiet(false);
+  CHECK(claimed() == 0);
+  to(WallAt(kT0, -451));
+  sim.WaitQuiet(false);
+  CHECK(claimed() == 301);  // 602 ms: decided 151 ms late
+  // Started (late) before simulated time goes on: a start that comes only after the
+  // lease ran out would not start at all.
+  CHECK(Eventually([&] { return starts.Seen(301); }));
+  to(WallAt(kT0 + 30, -201));
+  sim.WaitQuiet(false);
+  CHECK(claimed() == 301);
+  to(WallAt(kT0 + 30, -200));
+  sim.WaitQuiet(false);
+  CHECK(claimed() == 302);
+  to(WallAt(kT0 + 30));
+  CHECK(Eventually([&] { return starts.Seen(302); }));
+  to(WallAt(kT0 + 60, -lead.count() - 1));
+  sim.WaitQuiet(false);
+  CHECK(claimed() == 302);
+  to(WallAt(kT0 + 60, -lead.count()));
+  sim.WaitQuiet(false);
+  CHECK(claimed() == 603);
+  BurstRun out;
+  out.metrics = metrics.Render();
+  // 1 ms before 14:01: none of its runs started.
+  to(WallAt(kT0 + 60, -1));
+  LetRunsLook();
+  CHECK(starts.walls().size() == 302);
+  to(WallAt(kT0 + 60));
+  CHECK(Eventually([&] { return starts.Seen(603); }));
+  out.claims = sim.backend.claims();
+  out.starts = starts.walls();
+  sim.WaitQuiet(true);
+  return out;
+}
+
+TEST_CASE(
+    "adaptive lead: a big instant is claimed as early as the store's measured pace needs, "
+    "a small one claim_lead before it; the lease still ends lease after T, the runs start "
+    "at T") {
+  // 14:01: 301 claims × 2 ms × 1.5, once 14:00 measured the pace.
+  const BurstRun run = RunBurst(seconds(30), milliseconds(903));
+  REQUIRE(run.claims.size() == 603);
+  for (const lock::ClaimRequest& c : run.claims) {
+    const milliseconds lead = WallAt(c.tick_unix) - c.node_wall;
+    INFO(c.job << " " << c.tick_unix << " lead " << lead.count());
+    CHECK(c.lease == seconds(4) + std::max(lead, milliseconds(0)));  // ends 4 s after T
+    if (c.tick_unix == kT0 + 60) {
+      CHECK(lead > milliseconds(0));  // the whole batch decided before T
+      REQUIRE(c.max_lead.has_value());
+      CHECK(*c.max_lead == lead + milliseconds(250));  // rule 15 with its own lead
+    }
+  }
+  CHECK(run.metrics.find("tickd_claim_lead_seconds 0.903\n") != std::string::npos);
+  REQUIRE(run.starts.size() == 603);
+  for (std::size_t i = 302; i < run.starts.size(); ++i) CHECK(run.starts[i] == WallAt(kT0 + 60));
+}
+
+TEST_CASE("adaptive lead: never beyond lock.claim_lead_max") {
+  const BurstRun run = RunBurst(milliseconds(700), milliseconds(700));
+  CHECK(run.metrics.find("tickd_claim_lead_seconds 0.7\n") != std::string::npos);
+}
+
+TEST_CASE("adaptive lead: a slow store raises the lead; it never takes a tick up before the "
+          "job's previous tick") {
+  Sim sim(WallAt(kT0, -900));
+  StartTimes starts(sim, false);
+  // The first 20 claims take 100 ms each; every claim after them none.
+  std::atomic<int> slow{20};
+  sim.backend.before_claim = [&] {
+    if (slow.fetch_sub(1) > 0) sim.clock.Advance(milliseconds(100));
+  };
+  JobSet jobs;
+  for (int i = 0; i < 20; ++i) {
+    jobs.push_back(EveryJob("j" + std::to_string(i), 2,
+                            [](config::Job& j) {
+                              j.concurrency = config::Concurrency::kAllow;
+                              j.starting_deadline = seconds(1);  // 13:59:58 is past it
+                            }));
+  }
+  sim.AddReplica("a", jobs, [](SchedulerOptions& o) {
+    o.claim_lead = kLead;
+    o.claim_lead_max = seconds(30);
+    o.lease = seconds(4);
+    o.max_concurrent_runs = 1'000;  // runs not yet reaped on a loaded machine take no room
+  });
+  sim.Step(milliseconds(700), false);  // 14:00 − 200 ms: 20 × 1 ms × 1.5 is below the floor
+  sim.WaitQuiet(false);  // 2 s later: 14:00:02 was taken up at once, late for its lead
+  REQUIRE(sim.backend.claims().size() == 40);
+  // 20 claims at ~95 ms a claim now need ~2.8 s: the lead is cut at the 2 s back to
+  // the previous tick, which those jobs' claims never come before.
+  for (std::int64_t t = kT0 + 2; t <= kT0 + 8; t += 2) {
+    sim.Step(WallAt(t, -1) - sim.clock.Wall(), false);
+    sim.WaitQuiet(false);
+    CHECK(sim.backend.claims().size() == static_cast<std::size_t>(20 * ((t - kT0) / 2 + 1)));
+    sim.Step(milliseconds(1), false);
+    sim.WaitQuiet(false);
+    CHECK(sim.backend.claims().size() == static_cast<std::size_t>(20 * ((t - kT0) / 2 + 2)));
+  }
+  for (const lock::ClaimRequest& c : sim.backend.claims()) {
+    INFO(c.job << " " << c.tick_unix);
+    CHECK(c.node_wall >= WallAt(c.tick_unix - 2));
+    if (c.tick_unix == kT0) CHECK(c.node_wall >= WallAt(kT0, -200));
+    if (c.tick_unix >= kT0 + 4) CHECK(c.node_wall == WallAt(c.tick_unix - 2));
+  }
+}
+
+TEST_CASE("adaptive lead: a clock ahead beyond the tolerance is still refused early") {
+  Sim sim(WallAt(kT0, -10'000));
+  // The store's clock is 400 ms behind this replica's: more than lock.clock_tolerance.
+  FakeClock store_clock(sim.clock.Wall() - milliseconds(400));
+  std::unique_ptr<lock::Backend> store = lock::NewMemoryBackend(store_clock);
+  StartTimes starts(sim, false);
+  JobSet jobs;
+  for (int i = 0; i < 301; ++i) jobs.push_back(EveryJob("j" + std::to_string(i), 60));
+  sim.AddReplica(
+      "ahead", jobs,
+      [](SchedulerOptions& o) {
+        o.claim_lead = kLead;
+        o.claim_lead_max = seconds(30);
+        o.max_concurrent_runs = 1'000;
+      },
+      store.get());
+  const auto step = [&](milliseconds by) {
+    sim.WaitQuiet(false);
+    store_clock.Advance(by);
+    sim.clock.Advance(by);
+  };
+  step(milliseconds(10'000 - 452));
+  step(milliseconds(1));  // 451 ms before T here (301 × 1.5 ms), 851 ms at the store
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"outcome=early", "max_lead=0.701s"}).size() == 301);
+  step(milliseconds(1'000));
+  sim.WaitQuiet(false);
+  CHECK(sim.Grep({"outcome=won"}).empty());
+  CHECK(starts.walls().empty());
+}
+
+}  // namespace
+}  // namespace tickd::app::testing

@@ -201,10 +201,13 @@ class TestBackend final : public lock::Backend {
   // Run at the start of each renewal / ledger write (a store slow to answer).
   std::function<void()> before_renew;
   std::function<void()> before_record;
+  // Run at the start of each claim, on the claiming thread (a store slow to decide).
+  std::function<void()> before_claim;
 
   std::string_view name() const override { return "test"; }
   Result<lock::ClaimOutcome> Claim(const lock::ClaimRequest& req) override {
     if (claim_error) return MakeError("test", "backend down");
+    if (before_claim) before_claim();
     {
       std::lock_guard lock(mu_);
       claims_.push_back(req);

@@ -11,6 +11,7 @@ namespace tickd::config {
 namespace {
 
 using testing::LoadText;
+using testing::MustLoad;
 using testing::TempDir;
 using testing::TestOptions;
 
@@ -182,6 +183,25 @@ TEST_CASE("lock.claim_lead: 0s claims at T; 1s or more is an error at its place"
   r = LoadText(dir, "version: 1\nlock: {claim_lead: 0s}\njobs:\n  - name: a\n"
                     "    schedule: \"* * * * *\"\n    shell: x\n");
   CHECK(r.errors.empty());
+}
+
+TEST_CASE("lock.claim_lead_max: claim_lead to 60s; else an error at its place",
+          "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\nlock: {claim_lead_max: 61s}\njobs:\n  - name: a\n"
+                         "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK_ERROR(r, "FILE:2:24: lock.claim_lead_max: must be at most 60s");
+  CHECK(r.errors.size() == 1);
+  r = LoadText(dir, "version: 1\nlock: {claim_lead: 500ms, claim_lead_max: 400ms}\njobs:\n"
+                    "  - name: a\n    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK_ERROR(r, "FILE:2:43: lock.claim_lead_max: must be at least lock.claim_lead (500ms)");
+  CHECK(r.errors.size() == 1);
+  r = LoadText(dir, "version: 1\nlock: {claim_lead_max: 200ms}\njobs:\n  - name: a\n"
+                    "    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK(r.errors.empty());
+  CHECK(MustLoad(r.file).lock.claim_lead_max == milliseconds(200));
+  r = LoadText(dir, "version: 1\njobs:\n  - name: a\n    schedule: \"* * * * *\"\n    shell: x\n");
+  CHECK(MustLoad(r.file).lock.claim_lead_max == milliseconds(30'000));
 }
 
 TEST_CASE("lock.clock_tolerance: 0s to 10s; more, or not a duration, is an error at its place",

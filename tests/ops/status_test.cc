@@ -213,6 +213,37 @@ TEST_CASE("status shows when the next tick of a jittered job is due") {
   CHECK(json["jobs"][1]["next_due"].is_null());
 }
 
+TEST_CASE("status shows each replica's lead: how long before T it claimed its newest instant") {
+  FakeClock clock{WallTime(seconds(kT + 90))};
+  auto store = lock::NewMemoryBackend(clock);
+  config::Job jittered = MakeJob("jittered");
+  jittered.jitter = milliseconds(20'000);
+  const auto claim = [&](const std::string& job, std::int64_t tick, const std::string& node,
+                         WallTime wall) {
+    auto req = Request(job, tick, node, wall);
+    auto r = store->Claim(req);
+    REQUIRE(r);
+    REQUIRE(store->Record({job, tick, node, std::string(lock::ClaimStatusName(r->status)),
+                           wall, "h1", r->fence}));
+  };
+  const WallTime t{seconds(kT)};
+  claim("plain", kT, "node-a", t - milliseconds(903));  // an adaptive lead
+  claim("plain", kT, "node-b", t + milliseconds(40));   // late: no lead
+  // A jittered job's claims come before T + its offset, not T: they say nothing.
+  claim("jittered", kT + 60, "node-b", t + seconds(55));
+  auto report = CollectStatus({MakeJob("plain"), jittered}, *store, clock.Wall(), "", 5);
+  REQUIRE(report);
+  REQUIRE(report->replicas.size() == 2);
+  CHECK(report->replicas[0].lead == milliseconds(903));
+  CHECK(report->replicas[1].lead == milliseconds(0));
+  CHECK(report->replicas[1].last_tick == kT + 60);
+  const std::string text = FormatStatusText(*report, false);
+  CHECK(text.find(" lead=0.903s") != std::string::npos);
+  CHECK(text.find(" lead=0.000s") != std::string::npos);
+  auto json = nlohmann::json::parse(FormatStatusJson(*report));
+  CHECK(json["replicas"][0]["lead_seconds"].get<double>() == Approx(0.903));
+}
+
 TEST_CASE("status over the sqlite backend") {
   FakeClock clock{WallTime(seconds(kT + 90))};
   const auto dir =
