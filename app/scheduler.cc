@@ -110,10 +110,13 @@ constexpr milliseconds kStuckLogEvery{60'000};
 constexpr milliseconds kStepBack{1'000};
 // Adaptive lead (docs/design.md §1): before any batch is measured, a claim is taken to
 // cost this (1,000 claims/s); a lead is the instant's claims at the measured pace times
-// kLeadSafety; a batch of kPaceClaims claims weighs half of the pace.
+// kLeadSafety; a batch of kPaceClaims claims weighs half of the pace, and one of fewer
+// than kPaceMinClaims is not measured (its time is mostly the round trip, which would
+// make the pace of a big batch read many times too slow).
 constexpr double kFirstClaimMs = 1.0;
 constexpr double kLeadSafety = 1.5;
 constexpr std::size_t kPaceClaims = 256;
+constexpr std::size_t kPaceMinClaims = 16;
 
 std::int64_t WallMs(const Clock& clock) { return clock.Wall().time_since_epoch().count(); }
 
@@ -593,7 +596,7 @@ std::optional<std::int64_t> Scheduler::NextActMs() const {
 }
 
 void Scheduler::MeasureClaims(std::size_t claims, std::chrono::duration<double, std::milli> took) {
-  if (claims == 0) return;
+  if (claims < kPaceMinClaims) return;
   const double sample = took.count() / static_cast<double>(claims);
   // A batch of kPaceClaims claims weighs as much as everything measured before it.
   const double weight =
@@ -607,21 +610,32 @@ std::vector<Scheduler::Entry> Scheduler::TakeDue(std::int64_t now_ms) {
   for (; !queue_.empty() && queue_.top().due_ms <= now_ms; queue_.pop()) {
     popped.push_back(queue_.top());
   }
-  // Whole instants whose lead has come, in the order of their instants.
+  // Whole instants whose lead has come; and with the latest of them every earlier
+  // instant whose jobs' previous ticks have come, so that none waits behind a big
+  // instant's batch taken up long before it.
   std::optional<milliseconds> lead_taken;
+  auto last = instants_.end();  // the latest instant whose lead has come
   const std::int64_t span_ms = LeadFor(instant_ticks_).count();  // no lead is longer
-  for (auto it = instants_.begin(); it != instants_.end() && it->first <= now_ms + span_ms;) {
+  for (auto it = instants_.begin(); it != instants_.end() && it->first <= now_ms + span_ms;
+       ++it) {
     const milliseconds lead = InstantLead(it->first, it->second);
-    if (it->first - lead.count() > now_ms) {
+    if (it->first - lead.count() > now_ms) continue;
+    lead_taken = std::max(lead_taken.value_or(lead), lead);
+    last = it;
+  }
+  if (last == instants_.end()) return popped;
+  const auto after_last = std::next(last);  // stays valid: erasing others keeps it
+  for (auto it = instants_.begin(); it != after_last;) {
+    const bool due = it->first - InstantLead(it->first, it->second).count() <= now_ms;
+    if (!due && it->second.not_before_ms > now_ms) {
       ++it;
       continue;
     }
-    lead_taken = std::max(lead_taken.value_or(lead), lead);
     instant_ticks_ -= it->second.entries.size();
     for (Entry& e : it->second.entries) popped.push_back(std::move(e));
     it = instants_.erase(it);
   }
-  if (lead_taken) metrics().ClaimLead(*lead_taken);
+  metrics().ClaimLead(*lead_taken);
   return popped;
 }
 

@@ -192,7 +192,8 @@ class Scheduler {
   std::chrono::milliseconds LeadFor(std::size_t claims) const;
   // When the loop next has something to do for the queued entries (wall ms), or nullopt.
   std::optional<std::int64_t> NextActMs() const;
-  // Learns the store's pace from a claim batch: `claims` decided in `took`.
+  // Learns the store's pace from a claim batch: `claims` decided in `took` (a batch of
+  // only a few claims teaches nothing: its time is its round trip).
   void MeasureClaims(std::size_t claims, std::chrono::duration<double, std::milli> took);
 
   void Loop();
@@ -204,7 +205,8 @@ class Scheduler {
   void ApplyReload(const JobSet& jobs, std::int64_t now_ms);
   void ProcessDue(std::int64_t now_ms);
   // Takes every entry due at `now_ms` off the queues: queue_'s, and each instant whose
-  // lead has come (all its ticks together); sets the lead gauge.
+  // lead has come (all its ticks together) with the instants before it; sets the lead
+  // gauge.
   std::vector<Entry> TakeDue(std::int64_t now_ms);
   // Pushes the first tick of `job` after `after` that the loop has not seen.
   void PushNext(const ScheduledJob& job, std::int64_t after);

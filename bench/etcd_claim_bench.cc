@@ -10,7 +10,7 @@
 //     ours' own requests (reads, nested claim txns with compares, observation and
 //     complete txns) for rounds in which no two replicas race, with and without its
 //     read txns. Each variant twice, back to back: through the JSON gateway (as
-//     lock/etcd speaks) and over etcd's gRPC API (bench/etcd_proto/), with the ratio
+//     lock/etcd speaks) and over etcd's gRPC API (lock/etcd/proto/), with the ratio
 //     of their per-key rates;
 //   - `etcdctl check perf` against the same member (60 s of plain puts from many
 //     clients).
@@ -43,7 +43,7 @@
 #include "bench/batch_claim_driver.h"
 #include "bench/write_set_ceiling.h"
 #include "lock/etcd/etcd_backend.h"
-#include "rpc.grpc.pb.h"  // bench/etcd_proto/rpc.proto, generated
+#include "rpc.grpc.pb.h"  // lock/etcd/proto/rpc.proto, generated
 #include "tests/etcd/etcd_server.h"
 
 using namespace std::chrono_literals;
@@ -101,7 +101,7 @@ void Reference(const tickd::testing::EtcdServer& server, const char* load) {
 //
 // Every variant goes over two wires to the same member and port (etcd serves gRPC over
 // HTTP/2 and its JSON gateway over HTTP/1.1 on the client port): JsonWire, the gateway
-// as lock/etcd speaks it, and GrpcWire, etcd's native API (bench/etcd_proto/). Both
+// as lock/etcd speaks it, and GrpcWire, etcd's native API (lock/etcd/proto/). Both
 // send the same ops packed the same way, one request at a time on one connection per
 // replica, so their per-key rates compare like for like.
 

@@ -16,11 +16,11 @@ packages=(
   redis-server               # the Redis backend's tests start a real server
   redis-sentinel             # … and Sentinel setups (tests/redis/redis_sentinel.h)
   zookeeper libzookeeper-mt-dev default-jre-headless  # ZooKeeper backend + its tests' server
-  etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl) and the server its tests start
+  etcd-server libcurl4-openssl-dev  # the etcd backend (libcurl: GET /version) and the server its tests start
   libssl-dev                 # etcd_claim_bench: base64 (OpenSSL) for its write-set ceiling
   etcd-client  # etcdctl: etcd_claim_bench measures the store's reference rate (check perf)
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # etcd_claim_bench:
-                             #   the write-set ceiling over etcd's gRPC API (bench/etcd_proto)
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # the etcd backend:
+                             #   etcd's gRPC API (lock/etcd/proto), also etcd_claim_bench's
   postgresql-15 libpq-dev    # the PostgreSQL backend (libpq) and the server its tests start
   procps psmisc util-linux   # tests: pgrep/killall; setpriv runs the PostgreSQL test server
   e2fsprogs                  # the nemesis: chattr +i makes a SQLite file read-only to root

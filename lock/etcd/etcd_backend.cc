@@ -1,6 +1,7 @@
-// The etcd protocol (docs/backends.md, "etcd v3"), over the JSON gateway (/v3/…,
-// keys and values base64, 64-bit integers as strings). With prefix P and T written
-// as 20 zero-padded digits (so that key order is tick order):
+// The etcd protocol (docs/backends.md, "etcd v3"), over etcd's gRPC API: requests are
+// written in the JSON of etcd's gateway (/v3/… paths, keys and values base64, 64-bit
+// integers as strings) and lock/etcd/etcd_wire.h sends each as its RPC. With prefix P
+// and T written as 20 zero-padded digits (so that key order is tick order):
 //
 //   P job/<job>/tick/<T>/l        lease key: the owner token, attached to the claim's
 //                                 lease; it vanishes when the lease expires on etcd.
@@ -100,15 +101,19 @@
 //   unless the claimer's clock is behind the old head's creator by more than the
 //   time between that creation and the loss. Records written by an older tickd keep
 //   fence 0 (their fence was the record's mod_revision, far below any epoch fence).
-// "etcd's now": etcd has no time API. Every gateway reply carries an HTTP Date header
-// written by the member from its own clock (1 s resolution, rounded down), and the
-// read of step 1 is such a reply; the replica's clock is never used. So `missed` is
-// judged on the member's clock, up to 1 s leniently. The clock check (step −1) takes
-// the latest the member's clock can have read instead: Date + 999 ms, narrowed by the
-// member's earlier replies (lock/clock_check.h SecondClockBound: each reply's Date and
-// when, on the replica's monotonic clock, it was sent and received), usually to a few
-// tens of ms once replies at different phases of the second came in. A reply without Date (a proxy
-// that strips it) never yields missed; the scheduler's own deadline check remains.
+// "etcd's now": etcd has no time API, and gRPC answers carry no Date. Its HTTP
+// server's answers do: GET /version (answered without Raft) before each batch and
+// before any request when the member was last asked more than 250 ms ago; its Date
+// (the member's clock, 1 s resolution, rounded down) and when, on the replica's
+// monotonic clock, it was sent and received feed the member's SecondClockBound
+// (lock/clock_check.h), usually a few tens of ms wide once Dates at different phases of
+// the second came in. A reply's server_ms is then the whole second at or below the
+// bound's lower end when the request was sent, and server_hi_ms its upper end when
+// the answer arrived (etcd_wire.h WireReply); the replica's clock is never used. So
+// `missed` is judged on the member's clock, up to 1 s leniently, as on a Date; the
+// clock check (step −1) takes the latest the member's clock can have read instead. No
+// Date in the last minute (a proxy that strips it, /version unreachable) never yields
+// missed; the scheduler's own deadline check remains.
 // renew: keepalive of the lease (a reply without TTL: gone → lost), then a txn that
 // compares the lease key's value with the token and refreshes lease_until. The runs
 // of a batch share its lease: a keepalive sent after a renewal began answers for it
@@ -126,8 +131,8 @@
 // its own txn (and of the run key it put); a failed compare reads and tries again.
 // Completes that arrive together share one read txn (for those that need one) and
 // one txn of nested txns per 119 (CompleteBatch, lock/complete_batcher.h). The lease
-// is revoked when the last claim this handle won under it completes (a claim
-// completed through another handle leaves it to expire).
+// is revoked when the last claim this handle won under it completes, not before its
+// batch ends (a claim completed through another handle leaves it to expire).
 // locks: ListRunning ranges each job's tick keys (records, lease keys, lease_until);
 // ForceRelease is one txn comparing the record's mod_revision and the lease key's
 // absence, putting the record done ("released", no owner: the old holder's Renew and
@@ -142,8 +147,6 @@
 // cluster: a dead holder's tick may be taken over up to one lease later; safety is
 // unaffected.
 #include "lock/etcd/etcd_backend.h"
-
-#include <curl/curl.h>
 
 #include <algorithm>
 #include <charconv>
@@ -162,6 +165,7 @@
 #include "lock/claim_waves.h"
 #include "lock/clock_check.h"
 #include "lock/complete_batcher.h"
+#include "lock/etcd/etcd_wire.h"
 #include "lock/pause_record.h"
 #include "lock/registry.h"
 
@@ -171,8 +175,6 @@ namespace {
 using Json = nlohmann::json;
 using std::chrono::steady_clock;
 using Deadline = steady_clock::time_point;
-using CurlPtr = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
-using HeadersPtr = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
 
 constexpr std::string_view kDefaultPrefix = "/tickd/";
 constexpr int kDefaultPort = 2379;
@@ -523,77 +525,28 @@ Result<Endpoints> ParseUrl(const std::string& url) {
   return out;
 }
 
-// ---- HTTP ----
+// ---- the wire (lock/etcd/etcd_wire.h) ----
 
 struct Reply {
   Json body;
-  std::optional<std::int64_t> server_ms;  // the member's clock (Date header), if sent
+  std::optional<std::int64_t> server_ms;  // the member's clock (WireReply), if known
   // With server_ms: the latest the member's clock can have read when it answered,
-  // narrowed below Date + 999 ms by the member's earlier replies (SecondClockBound).
+  // narrowed below server_ms + 999 ms by the member's Dates (SecondClockBound).
   std::optional<std::int64_t> server_hi_ms;
 };
-
-size_t OnBody(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
-}
-
-size_t OnHeader(char* data, size_t size, size_t n, void* user) {
-  const std::string_view line(data, size * n);
-  constexpr std::string_view kDate = "date:";
-  if (line.size() > kDate.size()) {
-    std::string name(line.substr(0, kDate.size()));
-    std::transform(name.begin(), name.end(), name.begin(), [](char c) {
-      return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    });
-    if (name == kDate) {
-      const std::string value(line.substr(kDate.size()));
-      const time_t t = curl_getdate(value.c_str(), nullptr);
-      if (t > 0) *static_cast<std::optional<std::int64_t>*>(user) = std::int64_t{t} * 1000;
-    }
-  }
-  return size * n;
-}
-
-// The headers of every request: JSON, no "Expect: 100-continue" round trip, and the
-// auth token when there is one.
-HeadersPtr JsonHeaders(const std::string& token) {
-  curl_slist* h = curl_slist_append(nullptr, "Content-Type: application/json");
-  h = curl_slist_append(h, "Expect:");
-  if (!token.empty()) h = curl_slist_append(h, ("Authorization: " + token).c_str());
-  return HeadersPtr(h, &curl_slist_free_all);
-}
-
-bool CouldNotConnect(CURL* curl, CURLcode rc) {
-  if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) return true;
-  curl_off_t connected_us = 0;
-  curl_easy_getinfo(curl, CURLINFO_CONNECT_TIME_T, &connected_us);
-  return rc == CURLE_OPERATION_TIMEDOUT && connected_us == 0;
-}
-
-milliseconds Left(Deadline deadline) {
-  return std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-}
 
 class EtcdBackend final : public Backend {
  public:
   EtcdBackend(const EtcdOptions& options, Endpoints endpoints)
       : options_(options),
         endpoints_(std::move(endpoints)),
-        context_("etcd " + RedactUrl(options.url)),
-        curl_(curl_easy_init(), &curl_easy_cleanup),
-        headers_(JsonHeaders("")),
-        auth_headers_(nullptr, &curl_slist_free_all) {}
+        context_("etcd " + RedactUrl(options.url)) {}
 
   Result<void> Open() {
-    if (!curl_) return MakeError(context_, "cannot create an HTTP handle");
-    const TlsFiles& tls = options_.tls;
-    if (tls.enabled) {  // kept by the handle for every request
-      CURL* c = curl_.get();
-      if (!tls.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, tls.ca_file.c_str());
-      if (!tls.cert_file.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, tls.cert_file.c_str());
-      if (!tls.key_file.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, tls.key_file.c_str());
-    }
+    auto wire = EtcdWire::Open(WireOptions{endpoints_.hosts, options_.tls, options_.username,
+                                           options_.password, context_});
+    if (!wire) return tl::unexpected(wire.error());
+    wire_ = std::move(*wire);
     auto status = Post("/v3/maintenance/status", Json::object(), Due());
     if (!status) return tl::unexpected(status.error());
     return {};
@@ -603,6 +556,7 @@ class EtcdBackend final : public Backend {
 
   std::vector<std::string> StartupWarnings() override {
     std::vector<std::string> warnings;
+    wire_->SyncClock(Due());  // a Date just now for the skew below
     auto members = Post("/v3/cluster/member/list", Json::object(), Due());
     if (members && members->body.contains("members") && members->body["members"].size() == 1) {
       warnings.push_back(context_ +
@@ -614,7 +568,7 @@ class EtcdBackend final : public Backend {
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
       const auto skew = local - *members->server_ms;
-      if (skew > 2'000 || skew < -1'000) {  // Date is rounded down to the second
+      if (skew > 2'000 || skew < -1'000) {  // server_ms is rounded down to the second
         warnings.push_back(context_ + ": this replica's clock differs from the etcd member's by " +
                            std::to_string(skew) + "ms (starting deadlines are judged on etcd's)");
       }
@@ -632,6 +586,9 @@ class EtcdBackend final : public Backend {
 
   void ClaimBatchAsAnswered(std::span<const ClaimRequest> reqs,
                             const ClaimAnswer& on_answer) override {
+    // The member's Date just before the batch (gRPC answers carry none): its clock
+    // bound judges the batch's early and missed (etcd_wire.h, WireReply).
+    wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);
     BatchLeases leases;
     std::set<std::size_t> read_first;  // a blind claim failed but may still win: read
     const Error gave_up(context_ + ": claim",
@@ -641,7 +598,7 @@ class EtcdBackend final : public Backend {
                    return ClaimChunk(reqs, chunk, leases, read_first, on_answer, failed);
                  });
     for (const auto& lease : leases) {
-      if (lease.wins == 0) Revoke(lease.id, Due());
+      if (ReleaseBatchHold(lease.id)) Revoke(lease.id, Due());
     }
   }
 
@@ -1357,7 +1314,11 @@ class EtcdBackend final : public Backend {
     for (ClaimPlan& plan : plans) {
       const ClaimRequest& req = reqs[plan.index];
       auto lease =
-          leases.For(req.lease, [&](std::int64_t ttl_s) { return Grant(ttl_s, deadline); });
+          leases.For(req.lease, [&](std::int64_t ttl_s) {
+            auto id = Grant(ttl_s, deadline);
+            if (id) HoldForBatch(*id);
+            return id;
+          });
       if (!lease) {
         failed = lease.error();
         for (const ClaimPlan& p : plans) answer(p.index, tl::unexpected(lease.error()));
@@ -1979,9 +1940,22 @@ class EtcdBackend final : public Backend {
 
   // What the member's clock reads now, from the replies of the last minute (lock/
   // clock_check.h): a blind claim judges its instant on it.
-  std::optional<SecondClockBound::Reading> ClockNow() {
-    std::lock_guard lock(mu_);
-    return date_bounds_[current_].Read(steady_clock::now());
+  std::optional<SecondClockBound::Reading> ClockNow() { return wire_->ClockNow(); }
+  // The batch that granted a lease holds it as a claim would until the batch ends: a
+  // run won in an early chunk may complete before a later chunk puts its claims under
+  // the same lease, and must not revoke it under them (a later claim would then fail,
+  // "requested lease not found"). Returns whether nothing else holds it any more (the
+  // caller revokes it: nothing was won under it, or every run won under it ended).
+  void HoldForBatch(std::int64_t lease_id) {
+    std::lock_guard lock(leases_mu_);
+    ++lease_claims_[lease_id];
+  }
+  bool ReleaseBatchHold(std::int64_t lease_id) {
+    std::lock_guard lock(leases_mu_);
+    const auto count = lease_claims_.find(lease_id);
+    if (count == lease_claims_.end() || --count->second > 0) return false;
+    lease_claims_.erase(count);
+    return true;
   }
   // Forgets the claim; returns its lease when no other claim of this handle holds it
   // (the caller may revoke it), else 0. A claim this handle did not win gives 0: its
@@ -2002,128 +1976,28 @@ class EtcdBackend final : public Backend {
     return RenewStatus::kLost;
   }
 
-  // POSTs `request` to the current member; a member that cannot be reached (or
-  // answers 503) passes the request to the next one while time is left. Any other
-  // failure (no answer after sending) is returned: the caller decides what it means.
-  // With authentication, a request refused for an expired token is sent once more
-  // with a new one (etcd refused it before doing anything: the retry is no repeat).
+  // Sends `request` (the gateway's JSON for `path`) over the wire: see EtcdWire::Call
+  // for which member answers, what passes to the next one and what is returned.
+  // Requests run concurrently (the wire multiplexes them): a renewal never waits behind
+  // a batch's txn.
   Result<Reply> Post(std::string_view path, const Json& request, Deadline deadline) {
-    const std::string body = request.dump();
-    std::lock_guard lock(mu_);
-    if (options_.username.empty()) return PostLocked(path, body, deadline);
-    if (token_.empty()) {
-      if (auto ok = AuthenticateLocked(deadline); !ok) return tl::unexpected(ok.error());
+    auto answer = wire_->Call(path, request.dump(), deadline);
+    if (!answer) return tl::unexpected(answer.error());
+    Reply reply;
+    reply.body = Json::parse(answer->body, nullptr, false);
+    if (reply.body.is_discarded()) {
+      return MakeError(context_ + ": " + std::string(path),
+                       "not JSON: " + answer->body.substr(0, 200));
     }
-    bool token_refused = false;
-    auto reply = PostLocked(path, body, deadline, &token_refused);
-    if (!token_refused) return reply;
-    if (auto ok = AuthenticateLocked(deadline); !ok) return tl::unexpected(ok.error());
-    return PostLocked(path, body, deadline);
-  }
-
-  // REQUIRES: mu_ held. A new token for options_.username; its header goes with every
-  // request after this.
-  Result<void> AuthenticateLocked(Deadline deadline) {
-    token_.clear();
-    auth_headers_.reset();
-    const Json request = {{"name", options_.username}, {"password", options_.password}};
-    auto reply = PostLocked("/v3/auth/authenticate", request.dump(), deadline);
-    if (!reply) return tl::unexpected(reply.error());
-    token_ = Str(reply->body, "token");
-    if (token_.empty()) {
-      return MakeError(context_ + ": /v3/auth/authenticate",
-                       "no token in the answer (is authentication enabled on the cluster?)");
-    }
-    auth_headers_ = JsonHeaders(token_);
-    return {};
-  }
-
-  // REQUIRES: mu_ held. One request (see Post); *token_refused is set when the member
-  // refused our token (expired, or the member restarted and forgot it).
-  Result<Reply> PostLocked(std::string_view path, const std::string& body, Deadline deadline,
-                           bool* token_refused = nullptr) {
-    std::string last_error = "no time left";
-    for (std::size_t attempt = 0; attempt < endpoints_.hosts.size(); ++attempt) {
-      const milliseconds left = Left(deadline);
-      if (left <= milliseconds(0)) break;
-      const std::string& host = endpoints_.hosts[current_];
-      const std::string url =
-          (options_.tls.enabled ? "https://" : "http://") + host + std::string(path);
-      // Members not tried yet share what is left for connecting.
-      const milliseconds connect =
-          std::max(milliseconds(1), left / static_cast<long>(endpoints_.hosts.size() - attempt));
-      std::string response;
-      Reply reply;
-      CURL* c = curl_.get();
-      curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-      curl_easy_setopt(c, CURLOPT_HTTPHEADER,
-                       auth_headers_ && path != "/v3/auth/authenticate" ? auth_headers_.get()
-                                                                         : headers_.get());
-      curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-      curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
-      curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect.count()));
-      curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &OnBody);
-      curl_easy_setopt(c, CURLOPT_WRITEDATA, &response);
-      curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &OnHeader);
-      curl_easy_setopt(c, CURLOPT_HEADERDATA, &reply.server_ms);
-      const steady_clock::time_point sent = steady_clock::now();
-      const CURLcode rc = curl_easy_perform(c);
-      if (rc == CURLE_OK && reply.server_ms) {
-        reply.server_hi_ms =
-            date_bounds_[current_].Add(*reply.server_ms, sent, steady_clock::now());
-      }
-      if (rc != CURLE_OK) {
-        last_error = host + ": " + curl_easy_strerror(rc);
-        if (CouldNotConnect(c, rc)) {
-          current_ = (current_ + 1) % endpoints_.hosts.size();
-          continue;
-        }
-        return MakeError(context_ + ": " + std::string(path), last_error);
-      }
-      long status = 0;
-      curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-      reply.body = Json::parse(response, nullptr, false);
-      if (reply.body.is_discarded()) {
-        return MakeError(
-            context_ + ": " + std::string(path),
-            host + ": HTTP " + std::to_string(status) + ", not JSON: " + response.substr(0, 200));
-      }
-      if (status == 200 && !reply.body.contains("error")) return reply;
-      const Json& err = reply.body.contains("error") && reply.body["error"].is_object()
-                            ? reply.body["error"]
-                            : reply.body;
-      std::string message = Str(err, "message");
-      if (message.empty()) message = Str(err, "error");
-      last_error = host + ": HTTP " + std::to_string(status) + ": " + message;
-      if (status == 503) {  // the member has no leader: another one may
-        current_ = (current_ + 1) % endpoints_.hosts.size();
-        continue;
-      }
-      if (path == "/v3/lease/revoke" && message.find("not found") != std::string::npos) {
-        return reply;
-      }
-      if (token_refused != nullptr && message.find("invalid auth token") != std::string::npos) {
-        *token_refused = true;
-      }
-      return MakeError(context_ + ": " + std::string(path), last_error);
-    }
-    return MakeError(context_ + ": " + std::string(path), last_error);
+    reply.server_ms = answer->server_ms;
+    reply.server_hi_ms = answer->server_hi_ms;
+    return reply;
   }
 
   const EtcdOptions options_;
   const Endpoints endpoints_;
   const std::string context_;  // "etcd <url>"
-  std::mutex mu_;              // guards the HTTP handle and current_
-  CurlPtr curl_;
-  HeadersPtr headers_;
-  std::string token_;         // etcd's auth token ("" = none yet, or no authentication)
-  HeadersPtr auth_headers_;   // headers_ plus "Authorization: <token_>"
-  std::size_t current_ = 0;  // the member tried first
-  // Per member (its own clock), guarded by mu_: narrows its Date to under a second.
-  std::vector<SecondClockBound> date_bounds_ =
-      std::vector<SecondClockBound>(endpoints_.hosts.size());
+  std::unique_ptr<EtcdWire> wire_;  // thread-safe: gRPC to the members, their clocks
   std::mutex leases_mu_;
   std::map<LeaseKey, HeldState> leases_;              // guarded by leases_mu_
   std::mutex cache_mu_;
@@ -2140,8 +2014,6 @@ class EtcdBackend final : public Backend {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> NewEtcdBackend(const EtcdOptions& options) {
-  static std::once_flag curl_init;
-  std::call_once(curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   auto endpoints = ParseUrl(options.url);
   if (!endpoints) {
     Error e = endpoints.error();

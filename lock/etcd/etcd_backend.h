@@ -1,5 +1,5 @@
 // The etcd v3 backend: replicas anywhere share one etcd cluster (3.4+), reached
-// through its JSON gateway (/v3/…) over HTTP. Claims are single transactions, leases
+// through its gRPC API (etcd_wire.h; GET /version over HTTP for its clock). Claims are single transactions, leases
 // expire on etcd's clock, fences are etcd revisions (durable: etcd fsyncs its WAL
 // before it answers). The protocol is at the top of etcd_backend.cc.
 #pragma once

@@ -2,7 +2,8 @@
 // CA made here (tests/support/test_pki.h), a client certificate (--client-cert-auth)
 // and etcd authentication, as `tickd` with a role that may only touch /tickd/. Also:
 // what is refused (a wrong password, no client certificate, a server signed by another
-// CA) and that an expired token is replaced without the caller seeing it.
+// CA), that an expired token is replaced without the caller seeing it, and that a
+// client certificate with a CN works (the backend speaks gRPC, not the JSON gateway).
 #include <curl/curl.h>
 
 #include <catch2/catch.hpp>
@@ -247,4 +248,25 @@ TEST_CASE("etcd TLS: an expired token is replaced and the call goes through", "[
   REQUIRE(renewed);
   CHECK(*renewed == RenewStatus::kRenewed);
   CHECK(MustClaim(**b, Req("ttl-other", tick, "a", "tok-a2")).status == ClaimStatus::kWon);
+}
+
+// etcd's JSON gateway refused a client certificate with a CN when authentication was on
+// (CVE-2018-16886); over gRPC the token names the user and such a certificate works.
+TEST_CASE("etcd TLS: a client certificate with a CN works with a user (gRPC, no gateway)",
+          "[etcd][tls]") {
+  if (Skip()) return;
+  SecuredEtcd etcd;
+  REQUIRE(etcd.ready());
+  const auto named = etcd.pki().Client("tickd");
+  REQUIRE(named);
+  EtcdOptions options = etcd.Options();
+  options.tls.cert_file = named->cert;
+  options.tls.key_file = named->key;
+  auto b = NewEtcdBackend(options);
+  REQUIRE(b);
+  const std::int64_t tick = NowUnix();
+  const ClaimRequest req = Req("named", tick, "a", "tok-a");
+  const ClaimOutcome won = MustClaim(**b, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  CHECK(*(*b)->Complete(HeldOf(req, won), Completion{}) == CompleteStatus::kCompleted);
 }
