@@ -133,8 +133,8 @@
 // its own txn (and of the run key it put); a failed compare reads and tries again.
 // Completes that arrive together share one read txn (for those that need one) and
 // one txn of nested txns per 119 (CompleteBatch, lock/complete_batcher.h). The lease
-// is revoked when the last claim this handle won under it completes (a claim
-// completed through another handle leaves it to expire).
+// is revoked when the last claim this handle won under it completes, not before its
+// batch ends (a claim completed through another handle leaves it to expire).
 // locks: ListRunning ranges each job's tick keys (records, lease keys, lease_until);
 // ForceRelease is one txn comparing the record's mod_revision and the lease key's
 // absence, putting the record done ("released", no owner: the old holder's Renew and
@@ -600,7 +600,7 @@ class EtcdBackend final : public Backend {
                    return ClaimChunk(reqs, chunk, leases, read_first, on_answer, failed);
                  });
     for (const auto& lease : leases) {
-      if (lease.wins == 0) Revoke(lease.id, Due());
+      if (ReleaseBatchHold(lease.id)) Revoke(lease.id, Due());
     }
   }
 
@@ -1329,7 +1329,11 @@ class EtcdBackend final : public Backend {
     for (ClaimPlan& plan : plans) {
       const ClaimRequest& req = reqs[plan.index];
       auto lease =
-          leases.For(req.lease, [&](std::int64_t ttl_s) { return Grant(ttl_s, deadline); });
+          leases.For(req.lease, [&](std::int64_t ttl_s) {
+            auto id = Grant(ttl_s, deadline);
+            if (id) HoldForBatch(*id);
+            return id;
+          });
       if (!lease) {
         failed = lease.error();
         for (const ClaimPlan& p : plans) answer(p.index, tl::unexpected(lease.error()));
@@ -1952,6 +1956,22 @@ class EtcdBackend final : public Backend {
   // What the member's clock reads now, from the replies of the last minute (lock/
   // clock_check.h): a blind claim judges its instant on it.
   std::optional<SecondClockBound::Reading> ClockNow() { return wire_->ClockNow(); }
+  // The batch that granted a lease holds it as a claim would until the batch ends: a
+  // run won in an early chunk may complete before a later chunk puts its claims under
+  // the same lease, and must not revoke it under them (a later claim would then fail,
+  // "requested lease not found"). Returns whether nothing else holds it any more (the
+  // caller revokes it: nothing was won under it, or every run won under it ended).
+  void HoldForBatch(std::int64_t lease_id) {
+    std::lock_guard lock(leases_mu_);
+    ++lease_claims_[lease_id];
+  }
+  bool ReleaseBatchHold(std::int64_t lease_id) {
+    std::lock_guard lock(leases_mu_);
+    const auto count = lease_claims_.find(lease_id);
+    if (count == lease_claims_.end() || --count->second > 0) return false;
+    lease_claims_.erase(count);
+    return true;
+  }
   // Forgets the claim; returns its lease when no other claim of this handle holds it
   // (the caller may revoke it), else 0. A claim this handle did not win gives 0: its
   // lease may serve other claims of the batch it was won in.
