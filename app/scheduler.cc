@@ -610,21 +610,32 @@ std::vector<Scheduler::Entry> Scheduler::TakeDue(std::int64_t now_ms) {
   for (; !queue_.empty() && queue_.top().due_ms <= now_ms; queue_.pop()) {
     popped.push_back(queue_.top());
   }
-  // Whole instants whose lead has come, in the order of their instants.
+  // Whole instants whose lead has come; and with the latest of them every earlier
+  // instant whose jobs' previous ticks have come, so that none waits behind a big
+  // instant's batch taken up long before it.
   std::optional<milliseconds> lead_taken;
+  auto last = instants_.end();  // the latest instant whose lead has come
   const std::int64_t span_ms = LeadFor(instant_ticks_).count();  // no lead is longer
-  for (auto it = instants_.begin(); it != instants_.end() && it->first <= now_ms + span_ms;) {
+  for (auto it = instants_.begin(); it != instants_.end() && it->first <= now_ms + span_ms;
+       ++it) {
     const milliseconds lead = InstantLead(it->first, it->second);
-    if (it->first - lead.count() > now_ms) {
+    if (it->first - lead.count() > now_ms) continue;
+    lead_taken = std::max(lead_taken.value_or(lead), lead);
+    last = it;
+  }
+  if (last == instants_.end()) return popped;
+  const auto after_last = std::next(last);  // stays valid: erasing others keeps it
+  for (auto it = instants_.begin(); it != after_last;) {
+    const bool due = it->first - InstantLead(it->first, it->second).count() <= now_ms;
+    if (!due && it->second.not_before_ms > now_ms) {
       ++it;
       continue;
     }
-    lead_taken = std::max(lead_taken.value_or(lead), lead);
     instant_ticks_ -= it->second.entries.size();
     for (Entry& e : it->second.entries) popped.push_back(std::move(e));
     it = instants_.erase(it);
   }
-  if (lead_taken) metrics().ClaimLead(*lead_taken);
+  metrics().ClaimLead(*lead_taken);
   return popped;
 }
 

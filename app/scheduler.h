@@ -205,7 +205,8 @@ class Scheduler {
   void ApplyReload(const JobSet& jobs, std::int64_t now_ms);
   void ProcessDue(std::int64_t now_ms);
   // Takes every entry due at `now_ms` off the queues: queue_'s, and each instant whose
-  // lead has come (all its ticks together); sets the lead gauge.
+  // lead has come (all its ticks together) with the instants before it; sets the lead
+  // gauge.
   std::vector<Entry> TakeDue(std::int64_t now_ms);
   // Pushes the first tick of `job` after `after` that the loop has not seen.
   void PushNext(const ScheduledJob& job, std::int64_t after);

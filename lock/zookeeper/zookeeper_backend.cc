@@ -1138,9 +1138,9 @@ class ZookeeperBackend final : public Backend {
   }
 
   // Completes without a read: a claim this replica won in this session (holding_)
-  // left the record, the lease node and the run node at versions it knows (the
-  // record created or set by the claim, the lease created by it and set by each
-  // renewal, the run node created by it); its complete is that multi by those versions
+  // left the record and the lease node at versions it knows (the record created or
+  // set by the claim, the lease created by it and set by each renewal); its complete
+  // (not forbid: below) is that multi by those versions
   // (the record set done from the fields the claim wrote). A version that moved — a
   // release, a re-claim, a refence, a lease node gone with the session — fails the
   // multi, which wrote nothing: that complete goes the read path (the others of its
@@ -1153,7 +1153,11 @@ class ZookeeperBackend final : public Backend {
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       const auto& [held, completion] = reqs[i];
       const auto it = holding_.find({held.job, held.tick_unix});
-      if (it == holding_.end() || it->second.owner != held.owner_token) {
+      // A forbid claim's run node is deleted only while it holds our token, which a
+      // multi cannot check (every run node is created at version 0: another replica's
+      // that replaced ours once our lease ran out has the version ours had): read.
+      if (it == holding_.end() || it->second.owner != held.owner_token || it->second.run) {
+        if (it != holding_.end()) holding_.erase(it);
         pending.push_back(i);
         continue;
       }
@@ -1167,7 +1171,6 @@ class ZookeeperBackend final : public Backend {
       std::vector<Op> ops = {
           {Op::kSet, Path(held.job, "t", held.tick_unix), Encode(record), h.record_version},
           {Op::kDelete, Path(held.job, "l", held.tick_unix), "", h.lease_version}};
-      if (h.run) ops.push_back({Op::kDelete, base_ + "/" + held.job + "/run", "", 0});
       if (const std::string_view output = OutputToStore(completion.output); !output.empty()) {
         ops.push_back({Op::kCreate, Path(held.job, "out", held.tick_unix), std::string(output),
                        -1, ZOO_PERSISTENT});
@@ -2201,7 +2204,7 @@ class ZookeeperBackend final : public Backend {
     Fields record;  // as the claim wrote it
     int record_version = 0;
     int lease_version = 0;
-    bool run = false;  // the claim created the run node (forbid), at version 0
+    bool run = false;  // forbid: the claim created a run node (completes read)
   };
   static constexpr std::size_t kMaxHolding = 100'000;
   std::map<std::pair<std::string, std::int64_t>, Holding> holding_;

@@ -573,6 +573,60 @@ TEST_CASE("adaptive lead: a slow store raises the lead; it never takes a tick up
   }
 }
 
+TEST_CASE("adaptive lead: an instant taken up early takes the earlier instants with it") {
+  Sim sim(WallAt(kT0, -900));
+  StartTimes starts(sim, false);
+  // The first 20 claims take 100 ms each: 100 ms a claim, so 14:00:10's 20 ticks get 3 s.
+  std::atomic<int> slow{20};
+  sim.backend.before_claim = [&] {
+    if (slow.fetch_sub(1) > 0) sim.clock.Advance(milliseconds(100));
+  };
+  const auto allow = [](config::Job& j) {
+    j.concurrency = config::Concurrency::kAllow;
+    j.starting_deadline = seconds(5);  // 14:00's last claims are decided at 14:00:01.8
+  };
+  JobSet jobs;
+  for (int i = 0; i < 20; ++i) jobs.push_back(EveryJob("j" + std::to_string(i), 10, allow));
+  // One tick at 14:00:08, inside 14:00:10's lead.
+  auto small = std::make_shared<ScheduledJob>();
+  small->job.name = "small";
+  small->job.shell = "true";
+  allow(small->job);
+  small->config_hash = "hash-small";
+  small->next = [](std::int64_t after) -> std::optional<std::int64_t> {
+    return after < kT0 + 8 ? std::optional<std::int64_t>(kT0 + 8) : std::nullopt;
+  };
+  small->prev = [](std::int64_t) -> std::optional<std::int64_t> { return std::nullopt; };
+  jobs.push_back(small);
+  sim.AddReplica("a", jobs, [](SchedulerOptions& o) {
+    o.claim_lead = kLead;
+    o.claim_lead_max = seconds(30);
+    o.lease = seconds(4);
+    o.max_concurrent_runs = 1'000;
+  });
+  sim.Step(milliseconds(700), false);  // 14:00 − 200 ms: claimed in 2 s
+  sim.WaitQuiet(false);
+  REQUIRE(sim.backend.claims().size() == 20);
+  CHECK(Eventually([&] { return starts.Seen(20); }));  // before their leases end
+  sim.Step(WallAt(kT0 + 7, -1) - sim.clock.Wall(), false);
+  sim.WaitQuiet(false);
+  CHECK(sim.backend.claims().size() == 20);
+  sim.Step(milliseconds(1), false);  // 14:00:07: 14:00:10's lead, and 14:00:08 with it
+  sim.WaitQuiet(false);
+  const auto claims = sim.backend.claims();
+  REQUIRE(claims.size() == 41);
+  CHECK(claims[20].job == "small");  // the earlier instant first
+  CHECK(claims[20].node_wall == WallAt(kT0 + 7));
+  CHECK(claims[20].lease == seconds(4) + seconds(1));  // its lease still ends 4 s after T
+  for (std::size_t i = 21; i < claims.size(); ++i) CHECK(claims[i].tick_unix == kT0 + 10);
+  sim.Step(WallAt(kT0 + 8, -1) - sim.clock.Wall(), false);
+  LetRunsLook();
+  CHECK(starts.walls().size() == 20);  // not before its T
+  sim.Step(milliseconds(1), false);
+  CHECK(Eventually([&] { return starts.Seen(21); }));
+  CHECK(starts.walls()[20] == WallAt(kT0 + 8));
+}
+
 TEST_CASE("adaptive lead: a clock ahead beyond the tolerance is still refused early") {
   Sim sim(WallAt(kT0, -10'000));
   // The store's clock is 400 ms behind this replica's: more than lock.clock_tolerance.

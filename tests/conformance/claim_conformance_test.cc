@@ -508,6 +508,32 @@ TEMPLATE_LIST_TEST_CASE(
   CHECK(out.holder_node == "node-b");
 }
 
+// The regression of a ZooKeeper complete sent without a read (nemesis proxy-delay,
+// overlapping forbid runs): it deleted the run node by the version its claim left,
+// which the run node of the tick claimed after its lease ran out has too.
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: the complete of a forbid run whose lease ran out leaves the run marker of "
+    "the tick claimed after it: a third tick is still busy",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  auto c = h.OpenReplica();
+  const std::int64_t t = NowUnix(h.clock());
+  auto first = Req(h, "handover", t, "node-a", "tok-a");
+  first.lease = h.short_lease();
+  const Won a_won = MustWin(*a, first);
+  LetShortLeaseExpire(h);
+  REQUIRE(MustClaim(*b, Req(h, "handover", t + 1, "node-b", "tok-b")).status ==
+          ClaimStatus::kWon);
+  REQUIRE(a->Complete(a_won.held, Completion{"done", 0, 1ms}));  // whatever it answers
+  const ClaimOutcome out = MustClaim(*c, Req(h, "handover", t + 2, "node-c", "tok-c"));
+  CHECK(std::string(Name(out.status)) == "busy");
+  CHECK(out.holder_tick_unix == t + 1);
+  CHECK(out.holder_node == "node-b");
+}
+
 TEMPLATE_LIST_TEST_CASE(
     "conformance: a replica whose last view of a job is an instant old decides right after "
     "another replica moved it on: the same tick lost, an earlier one superseded, a later one "
