@@ -1,15 +1,18 @@
 // Claim throughput on one etcd member (the sibling of claim_bench.cc, which measures
 // Redis): N replicas (threads, each with its own backend and HTTP connection) × M jobs
-// `@every 1s` through the real backend's batched path (lock/etcd: per 120 claims one
-// read txn and one txn of nested claim txns); the runs are bench/batch_claim_driver.h.
+// `@every 1s` through the real backend's batched path (lock/etcd: per 119 claims one
+// txn of nested claim txns, after a read txn only for jobs whose head the replica has
+// not seen); the runs are bench/batch_claim_driver.h.
 // Then, in the same run, the store's references:
 //   - the job-tick write-set ceiling (bench/write_set_ceiling.h): the key changes a
 //     job-tick makes, sent from N connections with nothing else to do: one txn per
 //     protocol step, txns of up to 128 plain ops, and txns of 64 nested txns of up to
-//     64 ops (what --max-txn-ops = 128 lets through); and, to place ours between them,
-//     ours' own requests (reads, nested claim txns with compares, observation and
-//     complete txns) for rounds in which no two replicas race, with and without its
-//     read txns. Each variant twice, back to back: through the JSON gateway (as
+//     64 ops (what --max-txn-ops = 128 lets through), of the lean write set (7 keys a
+//     job-tick with 3 replicas) and of the 18-key set before it; and, to place ours
+//     between them, ours' own requests (nested claim txns with compares, observation
+//     and complete txns): blind, as in the steady state (every replica claims every
+//     job, the losers' compares fail), and with read txns first, without races. Each
+//     variant twice, back to back: through the JSON gateway (as
 //     lock/etcd speaks) and over etcd's gRPC API (lock/etcd/proto/), with the ratio
 //     of their per-key rates;
 //   - `etcdctl check perf` against the same member (60 s of plain puts from many
@@ -90,14 +93,18 @@ void Reference(const tickd::testing::EtcdServer& server, const char* load) {
 //
 // The key changes of one job-tick as ours makes them (docs/backends.md "etcd v3",
 // lock/etcd/etcd_backend.cc), for a claim won at once (no forbid: no run key; no run
-// output) and observed by R replicas:
-//   claim        puts: record r, lease key l (under the lease), lease end u,
-//                index idx/<T>, job name jobs/<job>, head                         6
-//   complete     put: record (done); deletes: l, u                                3
+// output; no renewal) and observed by R replicas. The lean write set (since issue #25):
+//   claim        puts: record r (with the lease end and the winner's observation),
+//                lease key l (under the lease), head                              3
+//   complete     put: record (done); delete: l                                    2
+//   observation  per other replica, put: w/<node>                                 1
+// So 4 + R (7 with three replicas); the job's name is put once per job (the set-up
+// writes it with the head). The write set before it (the "-18keys" variants):
+//   claim        puts: r, l, lease end u, index idx/<T>, job name jobs/<job>, head 6
+//   complete     put: r (done); deletes: l, u                                     3
 //   observation  per replica, puts: w/<node>, index, job name                     3
 // So 9 + 3R (18 with three replicas). The ceiling sends exactly these, as plain ops:
-// no reads, no compares, no failure branches. (A ledger without the observations'
-// repeated index and job-name puts would need 9 + R.)
+// no reads, no compares, no failure branches.
 //
 // Every variant goes over two wires to the same member and port (etcd serves gRPC over
 // HTTP/2 and its JSON gateway over HTTP/1.1 on the client port): JsonWire, the gateway
@@ -386,9 +393,15 @@ struct Packing {
   std::size_t ops_per_list;   // the txn's ops, or each nested txn's
   std::size_t lists_per_txn;  // 1: a plain txn; more: a txn of that many nested txns
   bool one_step_per_txn;      // each step its own txn, as a call per step sends it
-  bool ours = false;          // not a packing: ours' requests, without races (OursRound)
-  bool ours_reads = true;     // … with ours' read txns (false: the writes alone, blind)
+  bool ours = false;          // not a packing: ours' requests (OursRound)
+  bool ours_reads = true;     // … with read txns first (false: blind claims and completes)
+  bool legacy = false;        // the 18-key write set from before the lean one
 };
+
+// Key changes per job-tick with R replicas.
+int ChangesPerJobTick(const Packing& p, int replicas) {
+  return p.legacy ? 9 + 3 * replicas : 4 + replicas;
+}
 // etcd refuses a request above --max-request-bytes (1.5 MiB by default). With 3 × 1,000
 // jobs no txn comes near this on either wire (the gateway's, the larger, are ≤ ~0.6 MiB),
 // so both wires pack every step alike.
@@ -441,6 +454,8 @@ std::pair<long, long> SendSteps(Wire& wire, std::vector<std::vector<typename Wir
 // Values of about the sizes ours writes (JSON: state, node, owner, hash, fence, lease…).
 const std::string kRecord(140, 'r'), kRecordDone(170, 'd'), kToken(30, 't'), kHead(60, 'h'),
     kObservation(80, 'o');
+// The lean record also holds the lease's end and the winner's observation.
+const std::string kRecordLean(200, 'r'), kRecordDoneLean(230, 'd');
 
 // The keys of job j's tick T under `prefix`, named as lock/etcd names them.
 struct TickKeys {
@@ -455,18 +470,25 @@ struct TickKeys {
 
 template <typename Wire>
 std::vector<typename Wire::Op> ClaimOps(const TickKeys& k,
-                                        const std::optional<typename Wire::LeaseId>& lease) {
+                                        const std::optional<typename Wire::LeaseId>& lease,
+                                        bool legacy) {
+  if (!legacy) {
+    return {Wire::Put(k.tick + "r", kRecordLean), Wire::Put(k.tick + "l", kToken, lease),
+            Wire::Put(k.job + "head", kHead)};
+  }
   return {Wire::Put(k.tick + "r", kRecord), Wire::Put(k.tick + "l", kToken, lease),
           Wire::Put(k.tick + "u", "1800000000123"), Wire::Put(k.index, ""),
           Wire::Put(k.jobs_entry, ""), Wire::Put(k.job + "head", kHead)};
 }
 template <typename Wire>
-std::vector<typename Wire::Op> ObservationOps(const TickKeys& k, int replica) {
+std::vector<typename Wire::Op> ObservationOps(const TickKeys& k, int replica, bool legacy) {
+  if (!legacy) return {Wire::Put(k.tick + "w/replica-" + std::to_string(replica), kObservation)};
   return {Wire::Put(k.tick + "w/replica-" + std::to_string(replica), kObservation),
           Wire::Put(k.index, ""), Wire::Put(k.jobs_entry, "")};
 }
 template <typename Wire>
-std::vector<typename Wire::Op> CompleteOps(const TickKeys& k) {
+std::vector<typename Wire::Op> CompleteOps(const TickKeys& k, bool legacy) {
+  if (!legacy) return {Wire::Put(k.tick + "r", kRecordDoneLean), Wire::Delete(k.tick + "l")};
   return {Wire::Put(k.tick + "r", kRecordDone), Wire::Delete(k.tick + "l"),
           Wire::Delete(k.tick + "u")};
 }
@@ -474,25 +496,28 @@ std::vector<typename Wire::Op> CompleteOps(const TickKeys& k) {
 // ours' claims per txn (lock/etcd kClaimsPerTxn: 128 − 8 − 1).
 constexpr int kOursChunk = 119;
 
-// One step of a round as lock/etcd sends it when no two replicas race (each replica
-// reads every job, only the job's winner writes): claims — a lease for the batch,
-// then per chunk of 119 jobs from the replica's own slice on, one read txn (per job a
-// nested txn ranging the tick's keys, the run key and the head; the permission
-// probe), the winner's txn of nested claim txns (compare: no record, the head's
-// mod_revision; success: the claim's 6 puts; failure: 3 ranges; the probe's delete),
-// and one txn of nested observation puts for every job of the chunk; completes — per
-// chunk, a read txn, then a txn of nested complete txns (compare the record's
-// mod_revision). Compares that always hold here (the head's and record's mod_revision
-// > 0 instead of == the value read) cost the member the same as ours'.
-// Without `with_reads`, the same writes sent blind: what the reads cost, by difference.
+// One step of a round as lock/etcd sends it (the lean write set). Blind (the steady
+// state: every replica saw each job's head at the previous instant): claims — a lease
+// for the batch, then per chunk of 119 jobs from the replica's own slice on, ONE txn of
+// nested claim txns for every job of the chunk (compare: no record, the head's
+// mod_revision and value; success: the claim's 3 puts; failure: the record's and the
+// head's ranges, as for a claim without forbid or recover; the probe's delete) — the winner's (job j: replica j % R) compares hold, the
+// others' fail and range, as a lost race does — then one txn of nested observation
+// puts for the jobs of the chunk it lost; completes — per chunk, one txn of nested
+// complete txns (compare the record's mod_revision), no read. With `with_reads` (a
+// replica without the heads, e.g. its first instant): per chunk a read txn first (per
+// job a nested txn ranging the tick's keys, the run key and the head; the permission
+// probe) and only the winner sends its claims (no race: the others read after it),
+// and a read before the completes. Compares that always hold here (present instead of
+// == the value read) cost the member the same as ours'.
 template <typename Wire, typename Keys>
 std::pair<long, long> OursRound(Wire& wire, const std::string& prefix, Keys keys, int r,
                                 int replicas, int jobs, tickd::bench::CeilingStep step,
                                 bool with_reads) {
   using Op = typename Wire::Op;
   long sent = 0, errors = 0;
-  // Sends a txn; with `must_hold` nested txns, a compare that failed counts as an error
-  // (its writes did not happen).
+  // Sends a txn; with `must_hold` nested txns, fewer of them whose compares held counts as
+  // an error (their writes did not happen).
   auto post = [&](std::vector<Op> ops, std::size_t must_hold = 0) {
     ++sent;
     const TxnAnswer a = wire.Txn(std::move(ops));
@@ -500,8 +525,11 @@ std::pair<long, long> OursRound(Wire& wire, const std::string& prefix, Keys keys
   };
   const std::string probe = prefix + "job/-permission-probe";
   auto reads = [&](const TickKeys& k) {
-    return Wire::Nested({}, {Wire::Range(k.tick, k.tick + "w"), Wire::Range(k.job + "run"),
-                             Wire::Range(k.job + "head")});
+    return std::vector<Op>{Wire::Range(k.tick, k.tick + "w"), Wire::Range(k.job + "run"),
+                           Wire::Range(k.job + "head")};
+  };
+  auto failure = [&](const TickKeys& k) {
+    return std::vector<Op>{Wire::Range(k.tick + "r"), Wire::Range(k.job + "head")};
   };
   if (step == tickd::bench::kClaims) {
     ++sent;
@@ -512,29 +540,31 @@ std::pair<long, long> OursRound(Wire& wire, const std::string& prefix, Keys keys
       const int to = std::min(jobs, from + kOursChunk);
       if (with_reads) {
         std::vector<Op> read;
-        for (int n = from; n < to; ++n) read.push_back(reads(keys(job_at(n))));
+        for (int n = from; n < to; ++n) read.push_back(Wire::Nested({}, reads(keys(job_at(n)))));
         read.push_back(Wire::Range(probe));
         post(std::move(read));
       }
       std::vector<Op> claims, observations;
+      std::size_t winning = 0;
       for (int n = from; n < to; ++n) {
         const int j = job_at(n);
-        if (j % replicas != r) continue;
         const TickKeys k = keys(j);
-        claims.push_back(Wire::Nested(
-            {Wire::Absent(k.tick + "r"), Wire::Present(k.job + "head")},
-            ClaimOps<Wire>(k, lease),
-            {Wire::Range(k.tick + "r"), Wire::Range(k.job + "run"), Wire::Range(k.job + "head")}));
+        if (j % replicas == r) {
+          ++winning;
+          claims.push_back(Wire::Nested({Wire::Absent(k.tick + "r"), Wire::Present(k.job + "head"),
+                                         Wire::Present(k.job + "head")},
+                                        ClaimOps<Wire>(k, lease, false), failure(k)));
+        } else if (!with_reads) {  // a lost race: the compare fails, the failure ranges
+          claims.push_back(Wire::Nested({Wire::Absent(k.job + "head")},
+                                        ClaimOps<Wire>(k, lease, false), failure(k)));
+        }
+        if (j % replicas != r) observations.push_back(Wire::Nested({}, ObservationOps<Wire>(k, r, false)));
       }
       if (!claims.empty()) {
-        const std::size_t count = claims.size();
         claims.push_back(Wire::Delete(probe));
-        post(std::move(claims), count);
+        post(std::move(claims), winning);
       }
-      for (int n = from; n < to; ++n) {
-        observations.push_back(Wire::Nested({}, ObservationOps<Wire>(keys(job_at(n)), r)));
-      }
-      post(std::move(observations));
+      if (!observations.empty()) post(std::move(observations));
     }
   } else if (step == tickd::bench::kCompletes) {
     std::vector<int> mine;
@@ -543,14 +573,15 @@ std::pair<long, long> OursRound(Wire& wire, const std::string& prefix, Keys keys
       const std::size_t to = std::min(mine.size(), from + kOursChunk);
       if (with_reads) {
         std::vector<Op> read;
-        for (std::size_t n = from; n < to; ++n) read.push_back(reads(keys(mine[n])));
+        for (std::size_t n = from; n < to; ++n) read.push_back(Wire::Nested({}, reads(keys(mine[n]))));
         read.push_back(Wire::Range(probe));
         post(std::move(read));
       }
       std::vector<Op> completes;
       for (std::size_t n = from; n < to; ++n) {
         const TickKeys k = keys(mine[n]);
-        completes.push_back(Wire::Nested({Wire::Present(k.tick + "r")}, CompleteOps<Wire>(k)));
+        completes.push_back(
+            Wire::Nested({Wire::Present(k.tick + "r")}, CompleteOps<Wire>(k, false)));
       }
       const std::size_t count = completes.size();
       post(std::move(completes), count);
@@ -600,10 +631,11 @@ tickd::bench::CeilingRun Ceiling(const tickd::testing::EtcdServer& server, const
     leases.push_back(*lease);
   }
   const std::string prefix = std::string("/ceiling/") + Wire::kKeyTag + "/" + p.label + "/";
-  {  // the heads, as a job's first claim leaves them (ours compares them)
+  {  // the heads and job names, as a job's first claim leaves them (ours compares heads)
     std::vector<std::vector<typename Wire::Op>> heads;
     for (int j = 0; j < jobs; ++j) {
-      heads.push_back({Wire::Put(TickKeys(prefix, j, "").job + "head", kHead)});
+      const TickKeys k(prefix, j, "");
+      heads.push_back({Wire::Put(k.job + "head", kHead), Wire::Put(k.jobs_entry, "")});
     }
     if (SendSteps(*wires[0], std::move(heads), Packing{"setup", 128, 1, false}).second != 0) {
       std::printf("ceiling %s: the heads could not be written\n", label.c_str());
@@ -625,30 +657,38 @@ tickd::bench::CeilingRun Ceiling(const tickd::testing::EtcdServer& server, const
         std::vector<std::vector<typename Wire::Op>> steps;
         if (step == tickd::bench::kClaims) {  // the claims this replica wins (job j: j % R)
           for (int j = r; j < jobs; j += replicas) {
-            steps.push_back(ClaimOps<Wire>(keys(j), leases[static_cast<std::size_t>(r)]));
+            steps.push_back(
+                ClaimOps<Wire>(keys(j), leases[static_cast<std::size_t>(r)], p.legacy));
           }
-        } else if (step == tickd::bench::kObservations) {  // of every job
-          for (int j = 0; j < jobs; ++j) steps.push_back(ObservationOps<Wire>(keys(j), r));
+        } else if (step == tickd::bench::kObservations) {  // lean: of the jobs it lost
+          for (int j = 0; j < jobs; ++j) {
+            if (p.legacy || j % replicas != r) {
+              steps.push_back(ObservationOps<Wire>(keys(j), r, p.legacy));
+            }
+          }
         } else {  // the completes of its claims
-          for (int j = r; j < jobs; j += replicas) steps.push_back(CompleteOps<Wire>(keys(j)));
+          for (int j = r; j < jobs; j += replicas) {
+            steps.push_back(CompleteOps<Wire>(keys(j), p.legacy));
+          }
         }
         return SendSteps(wire, std::move(steps), p);
       });
   const double member_cpu = MemberCpuSeconds(server.pid()) - member_cpu_before;
   const double own_cpu = OwnCpuSeconds() - own_cpu_before;
-  tickd::bench::PrintCeiling(label.c_str(), run, jobs, 9 + 3 * replicas, "key changes");
+  const int changes = ChangesPerJobTick(p, replicas);
+  tickd::bench::PrintCeiling(label.c_str(), run, jobs, changes, "key changes");
   // Where the 2 cores went: the member's CPU and the clients' (this process: its
   // threads, libcurl or gRPC's), per 1,000 key changes.
-  const double kilo_changes = static_cast<double>(run.rounds) * jobs * (9 + 3 * replicas) / 1e3;
+  const double kilo_changes = static_cast<double>(run.rounds) * jobs * changes / 1e3;
   std::printf("  cpu: member %.2f s (%.1f ms per 1,000 key changes), clients %.2f s (%.1f ms)\n",
               member_cpu, 1e3 * member_cpu / kilo_changes, own_cpu, 1e3 * own_cpu / kilo_changes);
-  // What the rounds leave, whichever variant and wire: per job-tick the record, the
-  // index and each replica's observation (l and u deleted by the complete); per job its
-  // name and head.
+  // What the rounds leave, whichever variant and wire: per job-tick the record and each
+  // other replica's observation (l deleted by the complete), and with the 18-key set
+  // also the index and the winner's observation (u deleted); per job its name and head.
   std::string end = prefix;
   ++end.back();
   const long found = wires[0]->Count(prefix, end);
-  const long expected = run.rounds * jobs * (2 + replicas) + 2L * jobs;
+  const long expected = run.rounds * jobs * (p.legacy ? 2 + replicas : replicas) + 2L * jobs;
   std::printf("  checked: %ld keys under %s, %s\n", found, prefix.c_str(),
               found == expected ? "as the rounds leave them"
                                 : ("NOT the " + std::to_string(expected) + " expected").c_str());
@@ -712,8 +752,10 @@ int main(int argc, char** argv) {
         {"per-step", 128, 1, true},   // one txn per claim, complete, observation
         {"txn-128", 128, 1, false},   // plain txns of up to 128 ops
         {"nested-64x64", 64, 64, false},  // 64 nested txns of up to 128 - 64 ops
-        {"ours-race-free", 0, 0, false, true},  // ours' requests (OursRound)
-        {"ours-no-reads", 0, 0, false, true, false},  // … without its read txns
+        {"txn-128-18keys", 128, 1, false, false, true, true},  // the write set before
+        {"nested-64x64-18keys", 64, 64, false, false, true, true},
+        {"ours-read-first", 0, 0, false, true},  // ours' requests with reads (OursRound)
+        {"ours-blind", 0, 0, false, true, false},  // … blind, as in the steady state
     };
     for (const Packing& p : kPackings) {
       tickd::bench::CeilingRun json, native;

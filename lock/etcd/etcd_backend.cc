@@ -68,9 +68,11 @@
 //      claimer's observation), the lease key and the run key (with the lease), the
 //      head moved on (n + 1, tick only forward), and the job's name when this handle
 //      has not written it yet or the head is new; a re-claim also puts the previous
-//      claimer's observation, which its record held, as w/<node>. Failure ranges what the read ranges (tick/<T>/[l,r,u], run,
-//      head): lost or busy, named by what won the race, or, when only the head moved
-//      (a claim of another tick of the job), the claim starts over (at most 3 times).
+//      claimer's observation, which its record held, as w/<node>. Failure ranges what
+//      decides the claim (the record and the head; with recover the lease key and
+//      lease end too, with forbid the run key): lost or busy, named by what won the
+//      race, or, when only the head moved (a claim of another tick of the job), the
+//      claim starts over (at most 3 times).
 //   Blind claims: a handle keeps each job's head as it last saw it (value and
 //   mod_revision: from a read, its own claim, a failed claim's ranges). With one,
 //   and a reading of the member's clock from the last minute's replies
@@ -1036,32 +1038,45 @@ class EtcdBackend final : public Backend {
     return Json{Range(k.tick_prefix, k.tick_prefix + "w"), Range(k.run), Range(k.head)};
   }
 
-  // What the responses of TickReads found (`txn` holds them first; server_ms apart).
+  // A failed claim's ranges: what decides it. The record and the head always; the
+  // lease key and lease end only for a claim that may re-claim (recover), the run key
+  // only for forbid (the others' answers never depend on them). Less for etcd to
+  // encode for every claim lost to another replica, the common failure.
+  static Json FailureReads(const ClaimRequest& req, const Keys& k) {
+    Json ops = {req.recover ? Range(k.tick_prefix, k.tick_prefix + "w") : Range(k.record),
+                Range(k.head)};
+    if (req.forbid_overlap) ops.push_back(Range(k.run));
+    return ops;
+  }
+
+  // What the ranges of TickReads (or FailureReads) found, told apart by key (`txn` holds
+  // their responses first; server_ms apart).
   static TickState ParseTickState(const Keys& k, const Json& txn) {
     TickState st;
     bool until = false;
-    for (const Kv& kv : RangeKvs(txn, 0)) {
-      if (kv.key == k.record) {
-        st.record = DecodeRecord(kv);
-      } else if (kv.key == k.lease) {
-        st.lease = true;
-        st.lease_owner = kv.value;
-        st.lease_id = kv.lease;
-      } else if (kv.key == k.until) {
-        st.lease_until = ParseTick(kv.value);
-        until = true;
+    const Json* responses = Responses(txn);
+    for (std::size_t i = 0; responses != nullptr && i < responses->size(); ++i) {
+      for (const Kv& kv : RangeKvs(txn, i)) {
+        if (kv.key == k.record) {
+          st.record = DecodeRecord(kv);
+        } else if (kv.key == k.lease) {
+          st.lease = true;
+          st.lease_owner = kv.value;
+          st.lease_id = kv.lease;
+        } else if (kv.key == k.until) {
+          st.lease_until = ParseTick(kv.value);
+          until = true;
+        } else if (kv.key == k.run) {
+          st.run = DecodeRun(kv.value);
+          st.run_mod_revision = kv.mod_revision;
+        } else if (kv.key == k.head) {
+          st.head = DecodeHead(kv.value);
+          st.head_value = kv.value;
+          st.head_mod_revision = kv.mod_revision;
+        }
       }
     }
     if (!until && st.record) st.lease_until = st.record->lease_until_ms;
-    if (const auto run = RangeKvs(txn, 1); !run.empty()) {
-      st.run = DecodeRun(run.front().value);
-      st.run_mod_revision = run.front().mod_revision;
-    }
-    if (const auto head = RangeKvs(txn, 2); !head.empty()) {
-      st.head = DecodeHead(head.front().value);
-      st.head_value = head.front().value;
-      st.head_mod_revision = head.front().mod_revision;
-    }
     return st;
   }
 
@@ -1432,7 +1447,7 @@ class EtcdBackend final : public Backend {
   // The claim's own txn (nested in the chunk's): compares that the record, the run
   // key and the head are as read (a blind claim: the head as seen, its value too, so
   // that a head written anew after etcd lost its data never passes for it); success
-  // writes the claim under plan.lease, failure ranges what a read ranges (TickReads).
+  // writes the claim under plan.lease, failure ranges what decides it (FailureReads).
   // Sets plan.fence, plan.record, plan.head and plan.names_job.
   Json ClaimTxn(const ClaimRequest& req, ClaimPlan& plan) {
     const Keys& k = plan.keys;
@@ -1485,7 +1500,7 @@ class EtcdBackend final : public Backend {
     }
     return Json{{"compare", std::move(compare)},
                 {"success", std::move(success)},
-                {"failure", TickReads(k)}};
+                {"failure", FailureReads(req, k)}};
   }
 
   // A claim's txn succeeded at `revision` (the chunk's txn is one revision): won. The
