@@ -2,10 +2,10 @@
 // CLI (Debian's openssl package) in a temporary folder: a CA, a server certificate for
 // localhost and 127.0.0.1 (what verify-full and curl check against a loopback URL),
 // and client certificates, whose CN is the user they authenticate (PostgreSQL `cert`)
-// or absent (etcd: with authentication enabled, its JSON gateway refuses a client
-// certificate that has a CN, CVE-2018-16886). The server's certificate has no CN
-// either and may serve as a client one (etcd's gateway dials its own gRPC server with
-// it). P-256 keys: quick to make, accepted by every server here.
+// or absent (etcd: its JSON gateway, which tickd spoke before 2026-11-28, refused a
+// client certificate that has a CN with authentication on, CVE-2018-16886; over gRPC
+// both work). The server's certificate has no CN either and may serve as a client one
+// (etcd's gateway dials its own gRPC server with it). P-256 keys: quick to make, accepted by every server here.
 // Keys are mode 0600 (libpq refuses a client key that group or others can read).
 // Header-only; nothing is downloaded, nothing outlives the object.
 #pragma once
