@@ -8,8 +8,9 @@
 // The work comes in rounds, one round = one instant T of every job (job j, tick
 // T0 + round), on N connections (the replicas, one thread each) in lockstep steps:
 //   kClaims:        the winner of each job (replica j % N) writes its claim;
-//   kObservations:  every replica writes its observation of every job (the ledger),
-//                   as ours does after each chunk of claims;
+//   kObservations:  the replicas write their observations of every job (the ledger),
+//                   as ours does after each chunk of claims (a lean write set: only
+//                   the replicas that did not win; the winner's is in its claim);
 //   kCompletes:     the winner writes its complete.
 // Every connection finishes a step before any starts the next, so a complete never
 // overtakes its claim, and each step's wall time is measured. The run stops after the

@@ -234,6 +234,7 @@ struct ReplicaCounts {
   long long missed_summary = 0;               // `missed count=` totals
   std::vector<double> answered_ms;            // tick line − T, judged ticks, any outcome
   std::set<std::pair<std::string, long long>> decided;  // judged (job, tick) with a tick line
+  long long window_answers = 0;  // tick lines (any tick) written inside the window
 };
 
 int Main(int argc, char** argv) {
@@ -369,6 +370,8 @@ int Main(int argc, char** argv) {
       if (l.level == "warn" || l.level == "error") ++c.warnings[l.event];
       if (l.event == "missed") c.missed_summary += std::atoll(l.Get("count").c_str());
       if (l.event != "tick") continue;
+      const long long at_ms = UnixMs(l.ts);
+      c.window_answers += at_ms >= window_start_ms && at_ms < window_end_ms ? 1 : 0;
       const long long tick = UnixMs(l.Get("tick")) / 1000;
       if (!judged.count(tick)) continue;
       std::string outcome = l.Get("outcome");
@@ -449,12 +452,20 @@ int Main(int argc, char** argv) {
                   Quantile(pi.late_ms, 1.0), Quantile(pi.claim_ms, 0.99));
     say(buf);
   }
+  if (instants.size() > 1) {
+    const long long span_s = instants.back() - instants.front();
+    say("claims each replica must answer a second to keep up: " +
+        std::to_string(opt.jobs * static_cast<long long>(instants.size() - 1) / span_s) +
+        " (every replica claims every job-tick)");
+  }
   for (const auto& [node, c] : counts) {
     std::string line = "replica " + node + ": claims of judged ticks:";
     for (const auto& [outcome, n] : c.outcomes) line += " " + outcome + "=" + std::to_string(n);
     const long long due = static_cast<long long>(instants.size()) * opt.jobs;
     line += " undecided=" + std::to_string(due - static_cast<long long>(c.decided.size())) +
-            "; answered - T (ms): " + Stats(c.answered_ms);
+            "; answered - T (ms): " + Stats(c.answered_ms) +
+            "; claims answered a second in the window: " +
+            std::to_string(c.window_answers / opt.seconds);
     line +=
         "; `missed` summaries count=" + std::to_string(c.missed_summary) + "; warn/error lines:";
     if (c.warnings.empty()) line += " none";
