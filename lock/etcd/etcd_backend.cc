@@ -194,6 +194,10 @@ constexpr std::size_t kClaimsPerTxn = kMaxTxnOps - 8 - 1;
 // etcd refuses requests above --max-request-bytes (1.5 MiB by default), so a batch of
 // completes that printed is split; one output alone is at most kMaxStoredOutputBytes.
 constexpr std::size_t kCompleteOutputBytesPerTxn = 768 * 1024;
+// The jobs whose head and name a handle remembers (blind claims, the name put once): a
+// library's ad-hoc locks (`lock.<key>`) can be any number of jobs; past this many the
+// memory starts over (the next claims read, the names are put again).
+constexpr std::size_t kMaxJobsCached = std::size_t{1} << 16;
 
 // ---- base64 (the gateway's bytes fields) ----
 
@@ -1920,6 +1924,7 @@ class EtcdBackend final : public Backend {
   }
   void MarkNamed(const std::string& job) {
     std::lock_guard lock(cache_mu_);
+    if (named_jobs_.size() >= kMaxJobsCached) named_jobs_.clear();  // names are put again
     named_jobs_.insert(job);
   }
 
@@ -1937,15 +1942,15 @@ class EtcdBackend final : public Backend {
     return it->second;
   }
   void SawHead(const std::string& job, const TickState& state) {
-    std::lock_guard lock(cache_mu_);
     if (!state.head) {
-      heads_.erase(job);
+      DropHead(job);
     } else {
-      heads_[job] = CachedHead{*state.head, state.head_value, state.head_mod_revision};
+      SawHead(job, CachedHead{*state.head, state.head_value, state.head_mod_revision});
     }
   }
   void SawHead(const std::string& job, CachedHead head) {
     std::lock_guard lock(cache_mu_);
+    if (heads_.size() >= kMaxJobsCached && heads_.count(job) == 0) heads_.clear();  // reads again
     heads_[job] = std::move(head);
   }
   void DropHead(const std::string& job) {
