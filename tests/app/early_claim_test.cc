@@ -613,6 +613,8 @@ TEST_CASE("adaptive lead: an instant taken up early takes the earlier instants w
   CHECK(sim.backend.claims().size() == 20);
   sim.Step(milliseconds(1), false);  // 14:00:07: 14:00:10's lead, and 14:00:08 with it
   sim.WaitQuiet(false);
+  // The batch is decided on the claim threads: the loop may sleep before the last answer.
+  CHECK(Eventually([&] { return sim.backend.claims().size() == 41; }));
   const auto claims = sim.backend.claims();
   REQUIRE(claims.size() == 41);
   CHECK(claims[20].job == "small");  // the earlier instant first
