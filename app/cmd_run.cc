@@ -251,6 +251,7 @@ int CmdRun(const RunArgs& args) {
   skew_options.threshold = cfg.clock_skew_warning;
   skew_options.peers = &peers;
   skew_options.tzdata = cron::TzdataVersionInUse();
+  skew_options.jobs = [&scheduler] { return scheduler.ledger_sample(); };
   SkewWatch skew(clock, store, log, metrics, skew_options);
   log.Log(LogLevel::kInfo, "start",
           {{"node", node},

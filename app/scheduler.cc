@@ -324,6 +324,29 @@ std::vector<std::string> Scheduler::job_names() const {
   return names;
 }
 
+void Scheduler::NoteRecentClaims(const std::vector<lock::ClaimRequest>& reqs) {
+  std::lock_guard lock(mu_);
+  // The last ones sent are the newest; a batch bigger than the sample fills it alone.
+  const std::size_t first = reqs.size() > kLedgerSample ? reqs.size() - kLedgerSample : 0;
+  for (std::size_t i = first; i < reqs.size(); ++i) {
+    std::erase(recent_claims_, reqs[i].job);
+    recent_claims_.push_front(reqs[i].job);
+  }
+  while (recent_claims_.size() > kLedgerSample) recent_claims_.pop_back();
+}
+
+std::vector<std::string> Scheduler::ledger_sample() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out(recent_claims_.begin(), recent_claims_.end());
+  for (const auto& job : job_set_) {
+    if (out.size() >= kLedgerSample) break;
+    if (std::find(out.begin(), out.end(), job->job.name) == out.end()) {
+      out.push_back(job->job.name);
+    }
+  }
+  return out;
+}
+
 JobSet Scheduler::jobs() const {
   std::lock_guard lock(mu_);
   return job_set_;
@@ -773,6 +796,7 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
   std::vector<std::shared_ptr<const ScheduledJob>> jobs;
   std::vector<EntryKind> kinds;  // parallel to reqs (entries held back here have none)
   const std::int64_t now_ms = WallMs(clock_);
+  const Peers::Rank rank = options_.peers != nullptr ? options_.peers->rank() : Peers::Rank{};
   std::size_t next = from;
   for (; next < group.size(); ++next) {
     const Entry& e = group[next];
@@ -799,6 +823,8 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
       req.max_lead = std::max(options_.claim_lead, lead) + *options_.clock_tolerance;
     }
     req.due_offset = milliseconds(job->DueMs(e.tick) - e.tick * 1000);
+    req.likely_decided =
+        rank.count > 1 && lock::SpreadSlice(req.job, rank.count) != rank.index;
     // Paused (`tickd pause`): no claim. A recheck of a lost tick just ends: the tick
     // line was logged at its first claim.
     if (const lock::Pause* pause = PauseOf(req.job, req.tick_unix)) {
@@ -848,6 +874,7 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
   }
   const SteadyTime claim_sent = clock_.Steady();
   instant_claims_ = reqs.size();
+  NoteRecentClaims(reqs);
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (kinds[i] != EntryKind::kTick) continue;  // catch-ups and rechecks are late by design
     // Measured from the due instant: a jittered run is not late for its jitter. An

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory>
@@ -128,6 +129,12 @@ class Scheduler {
   std::vector<std::string> job_names() const;
   // The jobs the loop schedules now (shared, not copied), in name order.
   JobSet jobs() const;
+  // At most kLedgerSample jobs whose ledger shows what the replicas are doing now: the
+  // jobs this replica sent claims for most recently, newest first, then (to fill up,
+  // before the first claims) the first in name order. The skew watch reads only
+  // these, so its reads twice a second cost the same at 10 jobs and at 10,000.
+  static constexpr std::size_t kLedgerSample = 8;
+  std::vector<std::string> ledger_sample() const;
   // For tests: while the loop sleeps with nothing due, the Steady() deadline it sleeps
   // until; nullopt while it works.
   std::optional<SteadyTime> sleeping_until() const;
@@ -221,6 +228,8 @@ class Scheduler {
   // round (group.size(): none). `room` <= 0: claims nothing; each claimable entry
   // goes to NoRoomFor.
   std::size_t ClaimRound(const std::vector<Entry>& group, std::size_t from, int room);
+  // ledger_sample(): the jobs of the claims about to be sent.
+  void NoteRecentClaims(const std::vector<lock::ClaimRequest>& reqs);
   // An entry this replica has no room to claim: a tick is logged `skipped`
   // (reason=max_concurrent_runs) and left to the other replicas; an early claim is
   // asked again at its instant, a recheck in lease/2. `lead`: as in ClaimRound.
@@ -335,6 +344,7 @@ class Scheduler {
   std::optional<SteadyTime> stuck_logged_;  // when `loop outcome=stuck` was last logged
   std::chrono::milliseconds stuck_behind_{0};  // the last stuck judgement's `behind`
   JobSet job_set_;  // what jobs() and job_names() answer
+  std::deque<std::string> recent_claims_;  // ledger_sample(): newest first, distinct
   // Before runs_: the runs' renewals are sent from here; its destructor waits for the
   // ones still in flight, so none outlives the scheduler (nor the backend).
   ThreadPool renew_threads_{std::chrono::seconds(60), kMaxRenewThreads};

@@ -1,5 +1,6 @@
 #include "app/status_skew.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "app/backend_call.h"
@@ -40,8 +41,8 @@ void SkewWatch::Start() {
 
 void SkewWatch::PollOnce() {
   const WallTime before = clock_.Wall();
-  Result<std::vector<lock::TickHistory>> history =
-      CallBackend("ledger", [&] { return backend_.History("", options_.lookback); });
+  std::set<std::string> jobs_read;
+  Result<std::vector<lock::TickHistory>> history = Read(jobs_read);
   if (!history) return;  // the scheduler reports backend errors; a gap only widens (P1, P2]
   if (options_.peers != nullptr) WatchPeers(*history);
   const WallTime now = clock_.Wall();
@@ -56,6 +57,7 @@ void SkewWatch::PollOnce() {
     for (const lock::Observation& o : t.observations) {
       if (o.node == options_.node) continue;
       if (!seen_.insert(ObsKey{o.job, o.tick_unix, o.node}).second || !primed_) continue;
+      if (options_.jobs && !last_jobs_.contains(o.job)) continue;
       const milliseconds lo = o.node_wall - now;
       const milliseconds hi = o.node_wall - last_poll_;
       auto it = measured_tick.find(o.node);
@@ -87,6 +89,24 @@ void SkewWatch::PollOnce() {
   }
   primed_ = true;
   last_poll_ = before;
+  last_jobs_ = std::move(jobs_read);
+}
+
+Result<std::vector<lock::TickHistory>> SkewWatch::Read(std::set<std::string>& jobs_read) {
+  if (!options_.jobs) {
+    return CallBackend("ledger", [&] { return backend_.History("", options_.lookback); });
+  }
+  const std::vector<std::string> jobs = options_.jobs();
+  jobs_read.insert(jobs.begin(), jobs.end());
+  const int each = std::max(4, options_.lookback / std::max<int>(1, static_cast<int>(jobs.size())));
+  std::vector<lock::TickHistory> out;
+  for (const std::string& job : jobs) {
+    Result<std::vector<lock::TickHistory>> one =
+        CallBackend("ledger", [&] { return backend_.History(job, each); });
+    if (!one) return one;
+    for (lock::TickHistory& t : *one) out.push_back(std::move(t));
+  }
+  return out;
 }
 
 void SkewWatch::WatchPeers(const std::vector<lock::TickHistory>& history) {

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -40,7 +41,11 @@ struct SkewOptions {
   std::string node;                            // this replica (its observations are skipped)
   std::chrono::milliseconds threshold{1'000};  // warn beyond this; 0: never warn
   std::chrono::milliseconds poll{500};         // the measurement's uncertainty
-  int lookback = 200;                          // newest ticks read per poll (all jobs)
+  int lookback = 200;                          // newest ticks read per poll
+  // The jobs whose ledger each poll reads (Scheduler::ledger_sample: a few jobs being
+  // claimed now), `lookback` ticks between them; unset: every job's (the store lists
+  // them all, which at thousands of jobs twice a second would crowd out the claims).
+  std::function<std::vector<std::string>()> jobs;
   // When set, every poll also tells it which nodes observed the newest ticks (the
   // scheduler's claim order). REQUIRES: outlives the watch.
   Peers* peers = nullptr;
@@ -65,6 +70,9 @@ class SkewWatch {
  private:
   using ObsKey = std::tuple<std::string, std::int64_t, std::string>;  // job, tick, node
 
+  // The ledger's newest ticks: of options_.jobs when set (their names go to
+  // `jobs_read`), else of every job.
+  Result<std::vector<lock::TickHistory>> Read(std::set<std::string>& jobs_read);
   // Hands one read to the peers and reports a change of the tz database versions.
   void WatchPeers(const std::vector<lock::TickHistory>& history);
 
@@ -75,6 +83,10 @@ class SkewWatch {
   const SkewOptions options_;
 
   bool primed_ = false;  // the first poll only learns what exists
+  // With options_.jobs: the jobs the last poll read. A job new to the sample only
+  // learns what exists, like the first poll: its older observations did not appear
+  // between these two polls.
+  std::set<std::string> last_jobs_;
   WallTime last_poll_;
   std::set<ObsKey> seen_;
   std::map<std::string, bool> warned_;  // peer → warning logged and not cleared

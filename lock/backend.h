@@ -103,6 +103,12 @@ struct ClaimRequest {
   // design; SQLite, none: the store's clock is the replica's).
   std::optional<milliseconds> max_lead;
   milliseconds due_offset{0};              // T's jitter offset: its due instant is T + this
+  // A hint, never a rule: the tick lies in another replica's slice of the instant
+  // (lock/claim_spread.h), which that replica claims first, so by the time this claim
+  // is sent it is most likely decided. A backend may read such claims before it
+  // claims (a read is cheaper than a claim that loses) and claim only those still
+  // open; it must answer exactly as it would have without the hint.
+  bool likely_decided = false;
 };
 
 enum class ClaimStatus {

@@ -368,5 +368,42 @@ TEST_CASE("the skew watch sees a peer whose clock runs ahead") {
   CHECK(lines.size() == 1);
 }
 
+TEST_CASE("the skew watch reads only the sampled jobs, and learns a job new to the sample") {
+  FakeClock clock{WallTime(seconds(kT))};
+  auto backend = lock::NewMemoryBackend(clock);
+  std::vector<std::string> lines;
+  Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo,
+             [&](std::string_view line) { lines.emplace_back(line); });
+  PrometheusMetrics metrics(clock);
+  std::vector<std::string> sample = {"a"};
+  SkewOptions options;
+  options.node = "me";
+  options.jobs = [&sample] { return sample; };
+  SkewWatch watch(clock, *backend, log, metrics, options);
+  watch.PollOnce();
+  // A peer 3 s ahead observes "b", which is not in the sample: not read, not measured.
+  clock.Advance(milliseconds(2'000));
+  REQUIRE(backend->Record({"b", kT + 5, "fast", "won", WallTime(seconds(kT + 5)), "h", 1}));
+  clock.Advance(milliseconds(500));
+  watch.PollOnce();
+  CHECK(metrics.Render().find("tickd_clock_skew_seconds{") == std::string::npos);
+  // "b" joins the sample long after: its observation is old news, learned only (measured,
+  // it would read as a peer 25 s behind).
+  clock.Advance(milliseconds(30'000));
+  sample = {"b", "a"};
+  watch.PollOnce();
+  CHECK(metrics.Render().find("tickd_clock_skew_seconds{") == std::string::npos);
+  CHECK(lines.empty());
+  // Its next observation, written between two polls by the peer 3 s ahead, is measured.
+  clock.Advance(milliseconds(2'000));
+  REQUIRE(backend->Record(
+      {"b", kT + 38, "fast", "won", WallTime(milliseconds((kT + 37) * 1000 + 500)), "h", 2}));
+  clock.Advance(milliseconds(500));
+  watch.PollOnce();
+  CHECK(metrics.Render().find("tickd_clock_skew_seconds{peer=\"fast\"} 3.75") != std::string::npos);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("warn clock-skew node=me peer=fast") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace tickd::app
