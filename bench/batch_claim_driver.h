@@ -74,6 +74,8 @@ inline void ClaimTickBatched(lock::Backend& backend, int replica, int jobs, std:
     r.node_wall =
         std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
     r.observe = true;
+    // Past its own third, the others have most likely decided it (lock/claim_spread.h).
+    r.likely_decided = j >= jobs / 3;
   }
   std::vector<std::optional<Result<lock::ClaimOutcome>>> outcomes(reqs.size());
   std::vector<double> answered_ms;
