@@ -84,10 +84,12 @@
 //   busy, superseded, store-reset, missed on the reply's Date), or, when it could
 //   still win (the head moved, a re-claim), it reads in the next wave. Anything the
 //   cached head would answer without a write reads first, as does a claim without a
-//   cached head or reading.
+//   cached head or reading, and a claim marked likely_decided (another replica's slice
+//   of the instant, decided by the time it is sent): the read is served without a Raft
+//   entry, a blind claim that loses is not.
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
-//   claim per job, each wave in chunks of 119 claims (kClaimsPerTxn): ONE read txn
-//   (a nested txn of the ranges above per claim: one revision for the chunk), then
+//   claim per job, each wave in chunks of 119 claims (kClaimsPerTxn): the read of those
+//   not blind (flat ranges, ReadTicks: read-only txns, no Raft entry), then
 //   ONE txn whose nested txns are the chunk's claim txns, each with its own compare,
 //   success and failure, so every claim is decided on its own in one Raft entry. A
 //   claim that has to start over goes into the next wave. Then one more txn of
@@ -1056,11 +1058,18 @@ class EtcdBackend final : public Backend {
   // What the ranges of TickReads (or FailureReads) found, told apart by key (`txn` holds
   // their responses first; server_ms apart).
   static TickState ParseTickState(const Keys& k, const Json& txn) {
+    const Json* responses = Responses(txn);
+    return responses != nullptr ? ParseTickRanges(k, responses->get_ref<const Json::array_t&>())
+                                : TickState{};
+  }
+  // The same from the responses of those ranges.
+  static TickState ParseTickRanges(const Keys& k, std::span<const Json> responses) {
     TickState st;
     bool until = false;
-    const Json* responses = Responses(txn);
-    for (std::size_t i = 0; responses != nullptr && i < responses->size(); ++i) {
-      for (const Kv& kv : RangeKvs(txn, i)) {
+    for (const Json& r : responses) {
+      const auto range = r.find("response_range");
+      if (range == r.end()) continue;
+      for (const Kv& kv : KvsOf(*range)) {
         if (kv.key == k.record) {
           st.record = DecodeRecord(kv);
         } else if (kv.key == k.lease) {
@@ -1094,40 +1103,61 @@ class EtcdBackend final : public Backend {
     return st;
   }
 
-  // One read txn for up to kClaimsPerTxn ticks: a nested txn of TickReads each (one
-  // revision of the store for all of them).
-  // etcd 3.4 checks the permissions of a txn's own ops only, not those of its nested
-  // txns (found by the TLS tests: once claims were batched, an anonymous client and a
-  // user outside its role's prefix both won claims). So each batch txn also carries,
-  // at its top level after the nested ones, one op under the prefix that the role must
-  // allow: a range of a key tickd never writes for a read, a delete of it for a write
-  // (deleting nothing changes nothing). A refused op fails the whole txn. A role must
-  // therefore grant the whole `P job/` range (docs/stores.md, "Securing the store").
-  void AddPermissionProbe(Json& ops, bool write) const {
-    const std::string probe = endpoints_.prefix + "job/-permission-probe";
-    ops.push_back(write ? Delete(probe) : Range(probe));
+  // The claims' read ops are flat ranges (ReadTicks); etcd 3.4 checks the
+  // permissions of a txn's own ops only, not those of its nested txns (found by the TLS
+  // tests: once claims were batched, an anonymous client and a user outside its role's
+  // prefix both won claims). So each batch txn of nested txns also carries, at its top
+  // level after the nested ones, one op under the prefix that the role must allow: a
+  // delete of a key tickd never writes (deleting nothing changes nothing). A refused
+  // op fails the whole txn. A role must therefore grant the whole `P job/` range
+  // (docs/stores.md, "Securing the store").
+  void AddPermissionProbe(Json& ops) const {
+    ops.push_back(Delete(endpoints_.prefix + "job/-permission-probe"));
   }
 
-  Result<std::vector<TickState>> ReadTicks(const std::vector<Keys>& keys, Deadline deadline) {
-    Json nested = Json::array();
-    for (const Keys& k : keys) nested.push_back(Json{{"request_txn", {{"success", TickReads(k)}}}});
-    AddPermissionProbe(nested, /*write=*/false);
-    auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
-    if (!txn) return tl::unexpected(txn.error());
-    const Json* responses = Responses(txn->body);
-    if (responses == nullptr || responses->size() < keys.size()) {
-      return MakeError(context_ + ": read", "the read txn answered " +
-                                                std::to_string(responses ? responses->size() : 0) +
-                                                " of " + std::to_string(keys.size()) + " ticks");
-    }
+  // The reads of up to kClaimsPerTxn ticks: TickReads of each (without the run key
+  // where `run` says it is not needed: a claim without forbid), as flat ranges in txns
+  // of at most kMaxTxnOps. A txn of ranges only is read-only to etcd and served without
+  // a Raft entry — no WAL write, no apply — while a txn of nested txns is a Raft
+  // proposal whatever it holds (etcd's isTxnReadonly looks at the top-level ops only);
+  // and etcd checks the permission of each of its ranges, so it needs no probe. Each
+  // txn is one revision (a tick's ranges are never split between two txns): each
+  // claim's decision rests on its own tick's keys and the job's head only.
+  Result<std::vector<TickState>> ReadTicks(const std::vector<Keys>& keys, Deadline deadline,
+                                           const std::vector<bool>& run = {}) {
     std::vector<TickState> out;
     out.reserve(keys.size());
-    for (std::size_t n = 0; n < keys.size(); ++n) {
-      const Json& r = (*responses)[n];
-      out.push_back(r.contains("response_txn") ? ParseTickState(keys[n], r["response_txn"])
-                                               : TickState{});
-      out.back().server_ms = txn->server_ms;
-      out.back().server_hi_ms = txn->server_hi_ms;
+    for (std::size_t first = 0; first < keys.size();) {
+      Json ops = Json::array();
+      std::vector<std::size_t> ends;  // per tick of this txn: the end of its ranges
+      std::size_t last = first;
+      for (; last < keys.size(); ++last) {
+        Json reads = TickReads(keys[last]);
+        if (last < run.size() && !run[last]) reads.erase(1);  // the run key
+        if (ops.size() + reads.size() > kMaxTxnOps) break;
+        for (Json& op : reads) ops.push_back(std::move(op));
+        ends.push_back(ops.size());
+      }
+      auto txn = Post("/v3/kv/txn", Json{{"success", std::move(ops)}}, deadline);
+      if (!txn) return tl::unexpected(txn.error());
+      const Json* responses = Responses(txn->body);
+      if (responses == nullptr || responses->size() < ends.back()) {
+        return MakeError(context_ + ": read",
+                         "the read txn answered " +
+                             std::to_string(responses ? responses->size() : 0) + " of " +
+                             std::to_string(ends.back()) + " ranges");
+      }
+      std::size_t begin = 0;
+      for (std::size_t n = first; n < last; ++n) {
+        const std::size_t end = ends[n - first];
+        out.push_back(ParseTickRanges(
+            keys[n], std::span<const Json>(responses->get_ref<const Json::array_t&>())
+                         .subspan(begin, end - begin)));
+        out.back().server_ms = txn->server_ms;
+        out.back().server_hi_ms = txn->server_hi_ms;
+        begin = end;
+      }
+      first = last;
     }
     return out;
   }
@@ -1263,12 +1293,16 @@ class EtcdBackend final : public Backend {
     std::vector<TickState> states(chunk.size());
     std::vector<bool> blind(chunk.size(), false);
     std::vector<Keys> to_read;
+    std::vector<bool> read_run;         // parallel to to_read: the run key too (forbid)
     std::vector<std::size_t> read_pos;  // positions in chunk
     const std::optional<SecondClockBound::Reading> now = ClockNow();
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
+      // A claim most likely decided already (another replica's slice) reads first: a
+      // read-only txn costs etcd no Raft entry, a blind claim that loses does.
       const std::optional<CachedHead> seen =
-          now && read_first.count(chunk[n]) == 0 ? HeadSeen(req.job) : std::nullopt;
+          now && !req.likely_decided && read_first.count(chunk[n]) == 0 ? HeadSeen(req.job)
+                                                                        : std::nullopt;
       if (seen) {
         TickState& st = states[n];
         st.head = seen->head;
@@ -1283,11 +1317,12 @@ class EtcdBackend final : public Backend {
       }
       if (!blind[n]) {
         to_read.push_back(keys[n]);
+        read_run.push_back(req.forbid_overlap);
         read_pos.push_back(n);
       }
     }
     if (!to_read.empty()) {
-      auto read = ReadTicks(to_read, deadline);
+      auto read = ReadTicks(to_read, deadline, read_run);
       if (!read) {
         failed = read.error();
         for (const std::size_t i : chunk) on_answer(i, tl::unexpected(read.error()));
@@ -1346,7 +1381,7 @@ class EtcdBackend final : public Backend {
       plan.lease = *lease;
       nested.push_back(Json{{"request_txn", ClaimTxn(req, plan)}});
     }
-    AddPermissionProbe(nested, /*write=*/true);
+    AddPermissionProbe(nested);
     auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
     if (!txn) {
       failed = txn.error();
