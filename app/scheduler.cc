@@ -324,6 +324,14 @@ std::vector<std::string> Scheduler::job_names() const {
   return names;
 }
 
+milliseconds SurelyApart(WallTime sent, WallTime answered, WallTime store) {
+  const milliseconds at_send = sent - store;
+  const milliseconds at_answer = std::max(answered, sent) - store;
+  if (at_send > milliseconds(0)) return at_send;
+  if (at_answer < milliseconds(0)) return at_answer;
+  return milliseconds(0);
+}
+
 void Scheduler::NoteRecentClaims(const std::vector<lock::ClaimRequest>& reqs) {
   std::lock_guard lock(mu_);
   // The last ones sent are the newest; a batch bigger than the sample fills it alone.
@@ -946,7 +954,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
                               const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent) {
   Progress();
   Remember(req, result);
-  if (result) SeeStoreClock(req, *result);
+  if (result) SeeStoreClock(req, *result, clock_.Wall());
   if (kind == EntryKind::kRecheck && !(result && result->status == lock::ClaimStatus::kWon)) {
     // A recheck only matters when it wins (the holder died, its lease expired): the
     // tick line for this tick was logged at the first claim.
@@ -1103,11 +1111,11 @@ milliseconds SurelyAhead(const lock::ClaimRequest& req, const lock::ClaimOutcome
   return std::max(milliseconds(0), req.node_wall - store_latest);
 }
 
-void Scheduler::SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome) {
+void Scheduler::SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome,
+                              WallTime answered) {
   if (outcome.store_ms == 0) return;  // the backend did not read its clock
-  // Our clock when we sent the claim minus the store's when it decided: the network's
-  // way there makes it read a few ms low.
-  const milliseconds offset = req.node_wall - WallTime(milliseconds(outcome.store_ms));
+  const milliseconds offset =
+      SurelyApart(req.node_wall, answered, WallTime(milliseconds(outcome.store_ms)));
   metrics().StoreClockOffset(backend_.name(), offset);
   const milliseconds limit = options_.store_clock_warning;
   if (limit.count() <= 0) return;

@@ -162,6 +162,20 @@ TEST_CASE(
   CHECK(sim.Grep({" run ", "outcome=done"}).size() == 2);
 }
 
+TEST_CASE("the store-clock offset is how far the clocks surely are apart") {
+  const auto at = [](std::int64_t ms) { return WallTime(milliseconds(ms)); };
+  // Answered at once: the store's reading against our send.
+  CHECK(SurelyApart(at(10'000), at(10'000), at(9'000)) == milliseconds(1'000));
+  CHECK(SurelyApart(at(10'000), at(10'000), at(12'000)) == milliseconds(-2'000));
+  // A claim that waited 13 s in queues: the store read its clock 13 s after our send,
+  // which is a slow answer, not a store 13 s ahead.
+  CHECK(SurelyApart(at(10'000), at(23'005), at(23'000)) == milliseconds(0));
+  // A store really ahead shows even through a slow answer (by the part beyond it).
+  CHECK(SurelyApart(at(10'000), at(13'000), at(43'000)) == milliseconds(-30'000));
+  // Ahead is judged from the send: the store cannot have read before it.
+  CHECK(SurelyApart(at(40'000), at(45'000), at(10'000)) == milliseconds(30'000));
+}
+
 TEST_CASE(
     "a replica whose clock is ahead of the store's hears early: logged with its offset, "
     "observed, never run; once the clocks agree it claims again, without a restart") {
