@@ -171,6 +171,7 @@ Scheduler::~Scheduler() {
     running = started_ && !(loop_exited_ && runs_.empty() && !watch_.joinable());
   }
   if (running) Shutdown(milliseconds(0));
+  if (pruner_.joinable()) pruner_.join();
 }
 
 void Scheduler::Start(JobSet jobs) {
@@ -224,6 +225,7 @@ void Scheduler::Shutdown(milliseconds grace) {
   if (watch_.joinable()) watch_.join();
   WakeLoopUntil([] { return false; });
   if (loop_.joinable()) loop_.join();
+  if (pruner_.joinable()) pruner_.join();  // a prune still going ends by its deadline
 
   auto active = [this] {
     return std::count_if(runs_.begin(), runs_.end(), [](const auto& r) { return !r->done(); });
@@ -1193,15 +1195,21 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
 void Scheduler::PruneWhenDue(std::int64_t now_ms) {
   if (now_ms < next_prune_ms_) return;
   next_prune_ms_ = now_ms + options_.prune_every.count();
-  const Result<int> removed =
-      CallBackend("prune", [&] { return backend_.Prune(clock_.Wall() - options_.retention); });
-  if (!removed) {
-    log_.Log(
-        LogLevel::kWarn, "prune",
-        {{"node", options_.node}, {"outcome", "error"}, {"error", removed.error().ToString()}});
-  } else if (*removed > 0) {
-    log_.Log(LogLevel::kDebug, "prune", {{"node", options_.node}, {"removed", *removed}});
-  }
+  if (pruning_) return;  // the last one is still going: this one is skipped
+  if (pruner_.joinable()) pruner_.join();  // ended
+  pruning_ = true;
+  pruner_ = std::thread([this, older_than = clock_.Wall() - options_.retention] {
+    const Result<int> removed =
+        CallBackend("prune", [&] { return backend_.Prune(older_than); });
+    if (!removed) {
+      log_.Log(
+          LogLevel::kWarn, "prune",
+          {{"node", options_.node}, {"outcome", "error"}, {"error", removed.error().ToString()}});
+    } else if (*removed > 0) {
+      log_.Log(LogLevel::kDebug, "prune", {{"node", options_.node}, {"removed", *removed}});
+    }
+    pruning_ = false;
+  });
 }
 
 void Scheduler::ReapFinished() {

@@ -321,6 +321,10 @@ class Scheduler {
   double claim_ms_ = 0;
   bool claim_measured_ = false;
   std::int64_t next_prune_ms_ = 0;  // wall ms; 0: at the first turn
+  // Prune runs on a thread of its own (at thousands of jobs it takes seconds, which a
+  // due claim must not wait for); a prune still going when the next is due skips it.
+  std::thread pruner_;
+  std::atomic<bool> pruning_{false};
   std::int64_t last_turn_ms_ = 0;   // wall ms when the last turn began (a step back: less)
   std::vector<lock::Pause> pauses_;          // as last read (RefreshPauses)
   std::set<std::string> paused_jobs_;         // of jobs_, those paused at the last read
