@@ -85,6 +85,13 @@ struct WonTick {
   ThreadPool* renew_threads = nullptr;
 };
 
+// How long after an instant the runs prepared for it, which start themselves at it,
+// are likely all started, when this replica claimed `instant_claims` of its ticks
+// (the other replicas claim them too): their supervisors look at them then, and the
+// scheduler takes up no later instant's claims before it (docs/design.md §1
+// "Adaptive lead").
+std::chrono::milliseconds InstantStartsDone(std::size_t instant_claims);
+
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
 // (RFC 3339 UTC), TICKD_TICK_UNIX, TICKD_NODE, TICKD_FENCE, TICKD_ATTEMPT (1-based),
 // which the job's env cannot override.
