@@ -135,8 +135,9 @@ class RunSupervisor {
   // Early claims: waits until the wall clock reads `at` (T, or T + the prepared
   // start's settle()). False when the run was terminated meanwhile (shutdown). Renews
   // only if the wait outlasts the first renewal's time (the wall clock was set back),
-  // never before: a start must not wait on the store.
-  bool WaitForInstant(WallTime at);
+  // never before: a start must not wait on the store; a renewal confirmed then moves
+  // the start bound of `prepared` (if any).
+  bool WaitForInstant(WallTime at, jobs::PreparedStart* prepared);
   // Runs one attempt to its end, renewing the lease meanwhile.
   jobs::RunResult WaitRun(jobs::Execution& exec);
   // Waits until Steady() >= until (retry backoff) while renewing; false if it was cut

@@ -171,6 +171,7 @@ Scheduler::~Scheduler() {
     running = started_ && !(loop_exited_ && runs_.empty() && !watch_.joinable());
   }
   if (running) Shutdown(milliseconds(0));
+  if (pruner_.joinable()) pruner_.join();
 }
 
 void Scheduler::Start(JobSet jobs) {
@@ -224,6 +225,7 @@ void Scheduler::Shutdown(milliseconds grace) {
   if (watch_.joinable()) watch_.join();
   WakeLoopUntil([] { return false; });
   if (loop_.joinable()) loop_.join();
+  if (pruner_.joinable()) pruner_.join();  // a prune still going ends by its deadline
 
   auto active = [this] {
     return std::count_if(runs_.begin(), runs_.end(), [](const auto& r) { return !r->done(); });
@@ -322,6 +324,14 @@ std::vector<std::string> Scheduler::job_names() const {
   std::vector<std::string> names;
   for (const auto& job : job_set_) names.push_back(job->job.name);
   return names;
+}
+
+milliseconds SurelyApart(WallTime sent, WallTime answered, WallTime store) {
+  const milliseconds at_send = sent - store;
+  const milliseconds at_answer = std::max(answered, sent) - store;
+  if (at_send > milliseconds(0)) return at_send;
+  if (at_answer < milliseconds(0)) return at_answer;
+  return milliseconds(0);
 }
 
 void Scheduler::NoteRecentClaims(const std::vector<lock::ClaimRequest>& reqs) {
@@ -946,7 +956,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
                               const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent) {
   Progress();
   Remember(req, result);
-  if (result) SeeStoreClock(req, *result);
+  if (result) SeeStoreClock(req, *result, clock_.Wall());
   if (kind == EntryKind::kRecheck && !(result && result->status == lock::ClaimStatus::kWon)) {
     // A recheck only matters when it wins (the holder died, its lease expired): the
     // tick line for this tick was logged at the first claim.
@@ -1103,11 +1113,11 @@ milliseconds SurelyAhead(const lock::ClaimRequest& req, const lock::ClaimOutcome
   return std::max(milliseconds(0), req.node_wall - store_latest);
 }
 
-void Scheduler::SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome) {
+void Scheduler::SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome,
+                              WallTime answered) {
   if (outcome.store_ms == 0) return;  // the backend did not read its clock
-  // Our clock when we sent the claim minus the store's when it decided: the network's
-  // way there makes it read a few ms low.
-  const milliseconds offset = req.node_wall - WallTime(milliseconds(outcome.store_ms));
+  const milliseconds offset =
+      SurelyApart(req.node_wall, answered, WallTime(milliseconds(outcome.store_ms)));
   metrics().StoreClockOffset(backend_.name(), offset);
   const milliseconds limit = options_.store_clock_warning;
   if (limit.count() <= 0) return;
@@ -1185,15 +1195,21 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
 void Scheduler::PruneWhenDue(std::int64_t now_ms) {
   if (now_ms < next_prune_ms_) return;
   next_prune_ms_ = now_ms + options_.prune_every.count();
-  const Result<int> removed =
-      CallBackend("prune", [&] { return backend_.Prune(clock_.Wall() - options_.retention); });
-  if (!removed) {
-    log_.Log(
-        LogLevel::kWarn, "prune",
-        {{"node", options_.node}, {"outcome", "error"}, {"error", removed.error().ToString()}});
-  } else if (*removed > 0) {
-    log_.Log(LogLevel::kDebug, "prune", {{"node", options_.node}, {"removed", *removed}});
-  }
+  if (pruning_) return;  // the last one is still going: this one is skipped
+  if (pruner_.joinable()) pruner_.join();  // ended
+  pruning_ = true;
+  pruner_ = std::thread([this, older_than = clock_.Wall() - options_.retention] {
+    const Result<int> removed =
+        CallBackend("prune", [&] { return backend_.Prune(older_than); });
+    if (!removed) {
+      log_.Log(
+          LogLevel::kWarn, "prune",
+          {{"node", options_.node}, {"outcome", "error"}, {"error", removed.error().ToString()}});
+    } else if (*removed > 0) {
+      log_.Log(LogLevel::kDebug, "prune", {{"node", options_.node}, {"removed", *removed}});
+    }
+    pruning_ = false;
+  });
 }
 
 void Scheduler::ReapFinished() {

@@ -32,6 +32,13 @@
 
 namespace tickd::app {
 
+// This replica's clock minus the store's, as far as it surely is: the store read its
+// clock (`store`) somewhere between the claim's send and the handling of its answer,
+// by this replica's clock, so the offset lies between those two minus `store`; the
+// one nearest zero (0 when they straddle it). A claim that waited in queues (a busy
+// instant) reads as a slow answer, not as a store clock ahead of ours.
+std::chrono::milliseconds SurelyApart(WallTime sent, WallTime answered, WallTime store);
+
 struct SchedulerOptions {
   std::string node;                         // this replica's node id
   std::chrono::milliseconds lease{15'000};  // lock.lease: TTL of every claim, counted from T
@@ -266,9 +273,12 @@ class Scheduler {
     // after a wall-clock step back, the ticks past it are taken up again (rule 15).
     std::int64_t answered_tick = 0;
   };
-  // This replica's clock against the store's at a claim (ClaimOutcome::store_ms):
-  // the offset gauge, and a `store-clock` line when it goes beyond the warning and back.
-  void SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome);
+  // This replica's clock against the store's at a claim (ClaimOutcome::store_ms),
+  // read between the claim's send (req.node_wall) and `answered` (this replica's
+  // clock when the answer is handled): the offset gauge, and a `store-clock` line when
+  // it goes beyond the warning and back.
+  void SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome,
+                     WallTime answered);
   // The wall clock went back (a clock that was ahead, mended): each job's next tick
   // is the first after now and after the latest tick the store answered other than
   // early, so the ticks its clock ran ahead to (refused, nothing run) are claimed again.
@@ -311,6 +321,10 @@ class Scheduler {
   double claim_ms_ = 0;
   bool claim_measured_ = false;
   std::int64_t next_prune_ms_ = 0;  // wall ms; 0: at the first turn
+  // Prune runs on a thread of its own (at thousands of jobs it takes seconds, which a
+  // due claim must not wait for); a prune still going when the next is due skips it.
+  std::thread pruner_;
+  std::atomic<bool> pruning_{false};
   std::int64_t last_turn_ms_ = 0;   // wall ms when the last turn began (a step back: less)
   std::vector<lock::Pause> pauses_;          // as last read (RefreshPauses)
   std::set<std::string> paused_jobs_;         // of jobs_, those paused at the last read

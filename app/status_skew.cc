@@ -50,16 +50,29 @@ void SkewWatch::PollOnce() {
     seen_.clear();  // keeps the set bounded; this poll only learns again
     primed_ = false;
   }
+  // An observation is written some time after its node_wall was taken: a claim
+  // batch of thousands at a busy instant writes its last ones seconds later. So a
+  // peer's entry that appears late shows its clock as behind by that much. Our own
+  // entries go the same way: the longest ours took to appear in this poll (at most
+  // now − node_wall) widens each peer's interval on the "behind" side by as much.
+  const auto fresh = [&](const lock::Observation& o) {
+    return seen_.insert(ObsKey{o.job, o.tick_unix, o.node}).second && primed_ &&
+           (!options_.jobs || last_jobs_.contains(o.job));
+  };
+  milliseconds own_delay{0};
+  for (const lock::TickHistory& t : *history) {
+    for (const lock::Observation& o : t.observations) {
+      if (o.node == options_.node && fresh(o)) own_delay = std::max(own_delay, now - o.node_wall);
+    }
+  }
   // Newest observation per peer in this poll.
   std::map<std::string, std::pair<milliseconds, milliseconds>> measured;  // peer → [lo, hi)
   std::map<std::string, std::int64_t> measured_tick;
   for (const lock::TickHistory& t : *history) {
     for (const lock::Observation& o : t.observations) {
-      if (o.node == options_.node) continue;
-      if (!seen_.insert(ObsKey{o.job, o.tick_unix, o.node}).second || !primed_) continue;
-      if (options_.jobs && !last_jobs_.contains(o.job)) continue;
+      if (o.node == options_.node || !fresh(o)) continue;
       const milliseconds lo = o.node_wall - now;
-      const milliseconds hi = o.node_wall - last_poll_;
+      const milliseconds hi = o.node_wall - last_poll_ + own_delay;
       auto it = measured_tick.find(o.node);
       if (it == measured_tick.end() || o.tick_unix > it->second) {
         measured[o.node] = {lo, hi};

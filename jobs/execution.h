@@ -110,6 +110,13 @@ class PreparedStart {
   virtual std::optional<std::chrono::system_clock::time_point> started() const {
     return std::nullopt;
   }
+  // True when the run checks its lease itself at its instant (PrepareThreadCall: a
+  // call past its start bound is never made); false when the caller must check it
+  // before Release (a prepared process execs at its instant whatever the lease).
+  virtual bool checks_start_bound() const { return false; }
+  // Moves the start bound of a run that checks it (a renewal confirmed before the
+  // start: the wall clock was set back); nothing for the others.
+  virtual void ExtendStartBound(std::chrono::steady_clock::time_point /*bound*/) {}
 };
 
 // Does everything StartProcess does before `start_at`, and leaves only the exec for
@@ -129,7 +136,7 @@ Result<std::unique_ptr<PreparedStart>> PrepareProcess(
     const ProcessSpec& spec, OutputSink sink, std::chrono::system_clock::time_point start_at);
 
 // A PreparedStart that does nothing before Release and then calls `start` (runs that
-// cannot be made ready ahead: in-process plugins, test runners).
+// are not made ready ahead: http: jobs, test runners).
 std::unique_ptr<PreparedStart> StartOnRelease(
     std::function<Result<std::unique_ptr<Execution>>()> start);
 

@@ -368,6 +368,36 @@ TEST_CASE("the skew watch sees a peer whose clock runs ahead") {
   CHECK(lines.size() == 1);
 }
 
+TEST_CASE("the skew watch takes late ledger writes for late writes, not for a clock behind") {
+  FakeClock clock{WallTime(seconds(kT))};
+  auto backend = lock::NewMemoryBackend(clock);
+  std::vector<std::string> lines;
+  Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo,
+             [&](std::string_view line) { lines.emplace_back(line); });
+  PrometheusMetrics metrics(clock);
+  SkewOptions options;
+  options.node = "me";
+  SkewWatch watch(clock, *backend, log, metrics, options);
+  clock.Advance(milliseconds(1'000));
+  watch.PollOnce();  // P1 = T+1
+  // A busy instant: both replicas tried T at T (clocks right), and their observations
+  // reach the ledger only at T+3.2, after a claim batch of thousands.
+  clock.Advance(milliseconds(2'200));
+  REQUIRE(backend->Record({"job", kT, "me", "won", WallTime(seconds(kT)), "h", 1}));
+  REQUIRE(backend->Record({"job", kT, "peer", "lost", WallTime(seconds(kT)), "h", 0}));
+  clock.Advance(milliseconds(300));
+  watch.PollOnce();  // P2 = T+3.5: without our own delay, the peer would read 1–3.5 s behind
+  CHECK(lines.empty());
+  // Quiet again: ours appears 100 ms after it tried, the peer's clock really is 3 s behind.
+  clock.Advance(milliseconds(1'600));
+  REQUIRE(backend->Record({"job", kT + 5, "me", "won", clock.Wall(), "h", 2}));
+  REQUIRE(backend->Record({"job", kT + 5, "peer", "lost", clock.Wall() - seconds(3), "h", 0}));
+  clock.Advance(milliseconds(400));
+  watch.PollOnce();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("warn clock-skew node=me peer=peer skew=-") != std::string::npos);
+}
+
 TEST_CASE("the skew watch reads only the sampled jobs, and learns a job new to the sample") {
   FakeClock clock{WallTime(seconds(kT))};
   auto backend = lock::NewMemoryBackend(clock);
