@@ -2247,7 +2247,7 @@ class ZookeeperBackend final : public Backend {
     if (zh_) {
       // By default the client resolves the server list again each time its I/O thread
       // polls the socket (getaddrinfo: a netlink dump of the host's addresses, a few
-      // sockets): under a burst of claims that was a tenth of the replica's CPU. Once
+      // sockets): under a burst of claims that was a fifth of the replica's CPU. Once
       // a minute is enough to see a DNS change; a lost connection resolves at once.
       (void)zoo_set_servers_resolution_delay(zh_.get(), kResolveEveryMs);
     }
