@@ -22,17 +22,26 @@ constexpr std::size_t kLoggedLinesPerRun = 1'000;
 // supervisor looks for the answer of a renewal in flight.
 milliseconds RenewRetryDelay(milliseconds lease) { return std::max(milliseconds(10), lease / 15); }
 
+// What the starts of an instant cost the machine, each: what an exec costs on the
+// 2-core benchmark VM (bench/README.md "The daemon").
+milliseconds StartsCost(std::size_t starts) {
+  return milliseconds(static_cast<std::int64_t>(starts) / 10);
+}
+
 // How long after T the supervisor of a run prepared ahead of T looks at it: at once
 // when its Release starts it; when it starts itself, once the starts of its instant
-// are likely done (its settle(), plus ~0.1 ms for each start of the instant: what an
-// exec costs on the 2-core benchmark VM, bench/README.md "The daemon"), so the
-// supervisors do not take the CPUs from the starts still going.
+// are likely done (its settle(), plus StartsCost), so the supervisors do not take the
+// CPUs from the starts still going.
 milliseconds LookAfter(const jobs::PreparedStart* prepared, std::size_t instant_starts) {
   if (prepared == nullptr || prepared->settle() == milliseconds(0)) return milliseconds(0);
-  return prepared->settle() + milliseconds(static_cast<std::int64_t>(instant_starts) / 10);
+  return prepared->settle() + StartsCost(instant_starts);
 }
 
 }  // namespace
+
+milliseconds InstantStartsDone(std::size_t instant_claims) {
+  return jobs::kSettleAfterStart + StartsCost(instant_claims);
+}
 
 std::map<std::string, std::string> JobEnvironment(const WonTick& tick, int attempt) {
   std::map<std::string, std::string> env = tick.job->job.env;
@@ -238,36 +247,47 @@ void RunSupervisor::Supervise(Outcome& out) {
     if (attempt == 1 && (tick_.lead > milliseconds(0) || tick_.start_delay > milliseconds(0))) {
       // Claimed long before T (an adaptive lead): made ready only prepare_ahead before it.
       if (tick_.prepare_ahead && tick_.lead > *tick_.prepare_ahead &&
-          !WaitForInstant(at - *tick_.prepare_ahead)) {
+          !WaitForInstant(at - *tick_.prepare_ahead, nullptr)) {
         std::lock_guard lock(mu_);
         out.outcome = terminate_reason_.value_or(jobs::RunOutcome::kKilled);
         out.error = "ended before its instant";
         break;
       }
-      Result<std::unique_ptr<jobs::PreparedStart>> p = runner_.Prepare(job, spec, sink, at);
+      // A start that checks the lease itself (an in-process call) gets its bound:
+      // the same as the check below makes.
+      Result<std::unique_ptr<jobs::PreparedStart>> p =
+          runner_.Prepare(job, spec, sink, at, LossAt());
       if (p) prepared = std::move(*p);  // else: started at T the ordinary way
-      if (!WaitForInstant(at + LookAfter(prepared.get(), tick_.instant_claims))) {
-        prepared.reset();  // kills the child (before T: the job never ran)
+      if (!WaitForInstant(at, prepared.get())) {
+        prepared.reset();  // kills the child, cancels the call: before T, the job never ran
         std::lock_guard lock(mu_);
         out.outcome = terminate_reason_.value_or(jobs::RunOutcome::kKilled);
         out.error = "ended before its instant";
         break;
       }
+      // Started at T on its own: looked at once the other starts of T are done. Ended
+      // meanwhile (shutdown), it is released and terminated as any run going.
+      const milliseconds look_after = LookAfter(prepared.get(), tick_.instant_claims);
+      if (look_after > milliseconds(0)) WaitForInstant(at + look_after, prepared.get());
     }
     // A claim can expire before its job starts (the daemon was paused, or the machine
     // starved this thread): starting then could run beside the replica that took the
     // tick over, whatever on_lease_lost says for a run already going. Only the clock
     // is asked here; a renewal already due goes out once the job runs (WaitRun), so a
     // store slow to answer, or cut off, cannot hold up a start the lease still covers.
+    // A prepared call made the same check itself at T (checks_start_bound): it was
+    // not made past the bound (Release says lease-lost), and one made in time is a
+    // run going, which a lease lost since then terminates as any.
+    const bool checked_at_start = prepared && prepared->checks_start_bound();
     CheckLease();
-    if (lease_lost_) {
+    if (lease_lost_ && !checked_at_start) {
       out.outcome = jobs::RunOutcome::kLeaseLost;
       out.error = "the lease ran out before the job started";
       break;  // `prepared` goes unreleased: its child is killed
     }
     Result<std::unique_ptr<jobs::Execution>> started =
         prepared ? prepared->Release() : runner_.Start(job, spec, std::move(sink));
-    if (prepared && tick_.metrics) {
+    if (prepared && tick_.metrics && (prepared->started() || !checked_at_start)) {
       const auto tick_at = std::chrono::system_clock::time_point(at.time_since_epoch());
       const auto started_at = prepared->started().value_or(
           std::chrono::system_clock::time_point(clock_.Wall().time_since_epoch()));
@@ -395,9 +415,15 @@ void RunSupervisor::RetryNotStarted(int attempt, milliseconds backoff, std::stri
   if (tick_.metrics) tick_.metrics->RunRetry(tick_.job->job.name, outcome);
 }
 
-bool RunSupervisor::WaitForInstant(WallTime at) {
+bool RunSupervisor::WaitForInstant(WallTime at, jobs::PreparedStart* prepared) {
   while (clock_.Wall() < at) {
-    if (clock_.Steady() >= next_renew_) Upkeep();  // only after a step back of the wall clock
+    if (clock_.Steady() >= next_renew_) {  // only after a step back of the wall clock
+      Upkeep();
+      if (prepared != nullptr && lease_held_) {
+        prepared->ExtendStartBound(
+            std::chrono::steady_clock::time_point(LossAt().time_since_epoch()));
+      }
+    }
     const milliseconds wait = RealWait(WatchdogDeadline());  // not under mu_ (RenewSlot's first)
     std::unique_lock lock(mu_);
     if (terminate_reason_) return false;

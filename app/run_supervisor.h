@@ -85,6 +85,13 @@ struct WonTick {
   ThreadPool* renew_threads = nullptr;
 };
 
+// How long after an instant the runs prepared for it, which start themselves at it,
+// are likely all started, when this replica claimed `instant_claims` of its ticks
+// (the other replicas claim them too): their supervisors look at them then, and the
+// scheduler takes up no later instant's claims before it (docs/design.md §1
+// "Adaptive lead").
+std::chrono::milliseconds InstantStartsDone(std::size_t instant_claims);
+
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
 // (RFC 3339 UTC), TICKD_TICK_UNIX, TICKD_NODE, TICKD_FENCE, TICKD_ATTEMPT (1-based),
 // which the job's env cannot override.
@@ -135,8 +142,9 @@ class RunSupervisor {
   // Early claims: waits until the wall clock reads `at` (T, or T + the prepared
   // start's settle()). False when the run was terminated meanwhile (shutdown). Renews
   // only if the wait outlasts the first renewal's time (the wall clock was set back),
-  // never before: a start must not wait on the store.
-  bool WaitForInstant(WallTime at);
+  // never before: a start must not wait on the store; a renewal confirmed then moves
+  // the start bound of `prepared` (if any).
+  bool WaitForInstant(WallTime at, jobs::PreparedStart* prepared);
   // Runs one attempt to its end, renewing the lease meanwhile.
   jobs::RunResult WaitRun(jobs::Execution& exec);
   // Waits until Steady() >= until (retry backoff) while renewing; false if it was cut

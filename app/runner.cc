@@ -41,14 +41,21 @@ class ProcessRunner final : public Runner {
 
   Result<std::unique_ptr<jobs::PreparedStart>> Prepare(const config::Job& job,
                                                        const jobs::ProcessSpec& spec,
-                                                       jobs::OutputSink sink,
-                                                       WallTime start_at) override {
-    if (!job.plugin && !job.http) {
-      return jobs::PrepareProcess(
-          spec, std::move(sink),
-          std::chrono::system_clock::time_point(start_at.time_since_epoch()));
+                                                       jobs::OutputSink sink, WallTime start_at,
+                                                       SteadyTime start_bound) override {
+    const std::chrono::system_clock::time_point at(start_at.time_since_epoch());
+    if (job.http) return Runner::Prepare(job, spec, std::move(sink), start_at, start_bound);
+    if (!job.plugin) return jobs::PrepareProcess(spec, std::move(sink), at);
+    const jobs::PluginJob plugin{job.plugin->path, job.plugin->config_json};
+    if (job.plugin->isolation == config::Isolation::kNone) {
+      return jobs::PreparePluginInProcess(
+          registry_, plugin, spec, std::move(sink), at,
+          std::chrono::steady_clock::time_point(start_bound.time_since_epoch()));
     }
-    return Runner::Prepare(job, spec, std::move(sink), start_at);  // plugins, http: at T
+    if (plugin_host_.empty()) {  // Start says why
+      return Runner::Prepare(job, spec, std::move(sink), start_at, start_bound);
+    }
+    return jobs::PreparePluginProcess(plugin_host_, plugin, spec, std::move(sink), at);
   }
 
  private:

@@ -24,12 +24,16 @@ class Runner {
                                                          const jobs::ProcessSpec& spec,
                                                          jobs::OutputSink sink) = 0;
   // Makes the first attempt ready to start when the wall clock reads `start_at`
-  // (jobs::PreparedStart). The default prepares nothing: Release calls Start.
+  // (jobs::PreparedStart). `start_bound` is when the lease ends for a start, on the
+  // Steady() time line: a prepared start that checks it itself
+  // (PreparedStart::checks_start_bound) does not start at or past it. The default
+  // prepares nothing: Release calls Start.
   // REQUIRES: `job` outlives the PreparedStart.
   virtual Result<std::unique_ptr<jobs::PreparedStart>> Prepare(const config::Job& job,
                                                                const jobs::ProcessSpec& spec,
                                                                jobs::OutputSink sink,
-                                                               WallTime /*start_at*/) {
+                                                               WallTime /*start_at*/,
+                                                               SteadyTime /*start_bound*/) {
     return jobs::StartOnRelease([this, &job, spec, sink = std::move(sink)]() mutable {
       return Start(job, spec, std::move(sink));
     });
@@ -40,7 +44,9 @@ class Runner {
 // request on a thread (jobs::StartHttp, started at T, not prepared); plugin: jobs in a
 // child `tickd plugin-host` (isolation: process, the host being this executable,
 // /proc/self/exe resolved now) or on a worker thread (isolation: none; see
-// jobs/plugin_execution.h).
+// jobs/plugin_execution.h). Prepared ahead: processes and plugin hosts
+// (jobs::PrepareProcess), in-process plugins (jobs::PrepareThreadCall; the clocks
+// are the real ones: start_at on system_clock, start_bound on steady_clock).
 std::unique_ptr<Runner> NewProcessRunner();
 // The same with an explicit plugin host binary (tests running outside tickd).
 std::unique_ptr<Runner> NewProcessRunner(std::string plugin_host);

@@ -92,6 +92,11 @@ class Execution {
 //  - an Error only when the daemon lacks a resource (pipes, fds, processes).
 Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink);
 
+// The settle() of a run that starts itself at its instant (a prepared process or
+// call): the runs of an instant start on their own timers, and the threads that look
+// at them keep off the CPUs until those starts are done.
+inline constexpr milliseconds kSettleAfterStart{20};
+
 // A run made ready ahead of its instant (docs/design.md §1 "Early claims"). Destroying
 // it unreleased leaves nothing behind (a prepared child process is killed and
 // reaped; before its instant, the job never ran). Not thread-safe: one owner.
@@ -110,6 +115,13 @@ class PreparedStart {
   virtual std::optional<std::chrono::system_clock::time_point> started() const {
     return std::nullopt;
   }
+  // True when the run checks its lease itself at its instant (PrepareThreadCall: a
+  // call past its start bound is never made); false when the caller must check it
+  // before Release (a prepared process execs at its instant whatever the lease).
+  virtual bool checks_start_bound() const { return false; }
+  // Moves the start bound of a run that checks it (a renewal confirmed before the
+  // start: the wall clock was set back); nothing for the others.
+  virtual void ExtendStartBound(std::chrono::steady_clock::time_point /*bound*/) {}
 };
 
 // Does everything StartProcess does before `start_at`, and leaves only the exec for
@@ -129,7 +141,7 @@ Result<std::unique_ptr<PreparedStart>> PrepareProcess(
     const ProcessSpec& spec, OutputSink sink, std::chrono::system_clock::time_point start_at);
 
 // A PreparedStart that does nothing before Release and then calls `start` (runs that
-// cannot be made ready ahead: in-process plugins, test runners).
+// are not made ready ahead: http: jobs, test runners).
 std::unique_ptr<PreparedStart> StartOnRelease(
     std::function<Result<std::unique_ptr<Execution>>()> start);
 

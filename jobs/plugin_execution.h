@@ -21,6 +21,7 @@
 // "plugin.warn" or "plugin.error"; other output of the host as "stdout"/"stderr".
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -50,6 +51,13 @@ Result<std::unique_ptr<Execution>> StartPluginProcess(const std::string& host_bi
                                                       const PluginJob& plugin,
                                                       const ProcessSpec& spec, OutputSink sink);
 
+// StartPluginProcess made ready ahead of `start_at`: the host is a PrepareProcess
+// child that execs at start_at (PrepareProcess says what is done before and what
+// Release returns).
+Result<std::unique_ptr<PreparedStart>> PreparePluginProcess(
+    const std::string& host_binary, const PluginJob& plugin, const ProcessSpec& spec,
+    OutputSink sink, std::chrono::system_clock::time_point start_at);
+
 // Runs the plugin on a new thread of this process (spec.env gives the run's
 // parameters; spec.timeout and spec.kill_grace apply as above; spec.argv and
 // spec.workdir are ignored — a thread shares the daemon's working directory). A
@@ -58,6 +66,14 @@ Result<std::unique_ptr<Execution>> StartPluginProcess(const std::string& host_bi
 Result<std::unique_ptr<Execution>> StartPluginInProcess(PluginRegistry& registry,
                                                         const PluginJob& plugin,
                                                         const ProcessSpec& spec, OutputSink sink);
+
+// StartPluginInProcess made ready ahead of `start_at` (PrepareThreadCall): the
+// library is opened now, and the call's thread waits for start_at, calling the plugin
+// then unless the monotonic clock has reached `start_bound` (the lease is over).
+Result<std::unique_ptr<PreparedStart>> PreparePluginInProcess(
+    PluginRegistry& registry, const PluginJob& plugin, const ProcessSpec& spec, OutputSink sink,
+    std::chrono::system_clock::time_point start_at,
+    std::chrono::steady_clock::time_point start_bound);
 
 // The child side: `tickd plugin-host PATH`. Reads the run's parameters from the
 // environment, loads and runs the plugin, writes the record channel on stdout.

@@ -143,17 +143,60 @@ Result<std::string> CurrentExecutable() {
   return std::string(buffer, static_cast<std::size_t>(n));
 }
 
-Result<std::unique_ptr<Execution>> StartPluginProcess(const std::string& host_binary,
-                                                      const PluginJob& plugin,
-                                                      const ProcessSpec& spec, OutputSink sink) {
+namespace {
+
+ProcessSpec HostSpec(const std::string& host_binary, const PluginJob& plugin,
+                     const ProcessSpec& spec) {
   ProcessSpec host = spec;
   host.argv = {host_binary, "plugin-host", plugin.path};
   host.env[kPluginConfigEnv] = plugin.config_json;
+  return host;
+}
+
+// A prepared plugin host (PrepareProcess) whose run, once released, reads its records.
+class PreparedPluginProcess final : public PreparedStart {
+ public:
+  PreparedPluginProcess(std::unique_ptr<PreparedStart> host, std::shared_ptr<Records> records)
+      : host_(std::move(host)), records_(std::move(records)) {}
+
+  Result<std::unique_ptr<Execution>> Release() override {
+    auto started = host_->Release();
+    if (!started) return started;
+    return std::unique_ptr<Execution>(
+        std::make_unique<PluginProcessExecution>(std::move(*started), records_));
+  }
+  milliseconds settle() const override { return host_->settle(); }
+  std::optional<std::chrono::system_clock::time_point> started() const override {
+    return host_->started();
+  }
+
+ private:
+  std::unique_ptr<PreparedStart> host_;
+  std::shared_ptr<Records> records_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Execution>> StartPluginProcess(const std::string& host_binary,
+                                                      const PluginJob& plugin,
+                                                      const ProcessSpec& spec, OutputSink sink) {
   auto records = std::make_shared<Records>();
-  auto started = StartProcess(host, DecodingSink(std::move(sink), records));
+  auto started =
+      StartProcess(HostSpec(host_binary, plugin, spec), DecodingSink(std::move(sink), records));
   if (!started) return started;
   return std::unique_ptr<Execution>(
       std::make_unique<PluginProcessExecution>(std::move(*started), std::move(records)));
+}
+
+Result<std::unique_ptr<PreparedStart>> PreparePluginProcess(
+    const std::string& host_binary, const PluginJob& plugin, const ProcessSpec& spec,
+    OutputSink sink, std::chrono::system_clock::time_point start_at) {
+  auto records = std::make_shared<Records>();
+  auto prepared = PrepareProcess(HostSpec(host_binary, plugin, spec),
+                                 DecodingSink(std::move(sink), records), start_at);
+  if (!prepared) return tl::unexpected(prepared.error());
+  return std::unique_ptr<PreparedStart>(
+      std::make_unique<PreparedPluginProcess>(std::move(*prepared), std::move(records)));
 }
 
 int RunPluginHost(const std::string& path) {

@@ -12,6 +12,9 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// Where a prepared call (PrepareThreadCall) stands; a call started at once is kStarted.
+enum class StartState { kWaiting, kStarted, kDeclined, kCancelled };
+
 // Shared by the calling thread and the Execution; it outlives whichever ends last.
 struct CallState {
   std::stop_source stop;
@@ -20,15 +23,33 @@ struct CallState {
   bool finished = false;  // guarded by mu
   CallEnd end;            // guarded by mu; valid once finished
   SteadyClock::time_point end_time;
+  // A prepared call, guarded by mu:
+  StartState start = StartState::kStarted;
+  SteadyClock::time_point start_bound = SteadyClock::time_point::max();
+  SteadyClock::time_point started_steady;  // when the call was made (not declined)
+  std::chrono::system_clock::time_point started_wall;
 };
+
+// Makes the call on the calling thread and tells the Execution when it has ended.
+void RunCall(CallState& state, ThreadCall& call) {
+  CallEnd end = call(state.stop.get_token());
+  call = nullptr;  // what it captured goes before anyone hears the call ended
+  {
+    std::lock_guard lock(state.mu);
+    state.end = std::move(end);
+    state.end_time = SteadyClock::now();
+    state.finished = true;
+  }
+  state.cv.notify_all();
+}
 
 class ThreadExecution final : public Execution {
  public:
   ThreadExecution(std::shared_ptr<CallState> state, const ProcessSpec& spec,
-                  ThreadCallOptions options)
+                  ThreadCallOptions options, SteadyClock::time_point start)
       : state_(std::move(state)),
         options_(std::move(options)),
-        start_(SteadyClock::now()),
+        start_(start),
         timeout_(std::max(spec.timeout, milliseconds(0))),
         kill_grace_(std::max(spec.kill_grace, milliseconds(0))) {}
 
@@ -130,6 +151,68 @@ class ThreadExecution final : public Execution {
   std::optional<RunResult> result_;
 };
 
+// A call whose thread waits for its instant (PrepareThreadCall).
+class PreparedCall final : public PreparedStart {
+ public:
+  PreparedCall(std::shared_ptr<CallState> state, const ProcessSpec& spec,
+               ThreadCallOptions options)
+      : state_(std::move(state)), spec_(spec), options_(std::move(options)) {}
+
+  ~PreparedCall() override {
+    if (released_) return;
+    bool started = false;
+    {
+      std::lock_guard lock(state_->mu);
+      if (state_->start == StartState::kWaiting) state_->start = StartState::kCancelled;
+      started = state_->start == StartState::kStarted;
+    }
+    state_->cv.notify_all();
+    if (started) {
+      // Stopped (kKilled) and waited for as a run's Execution is when it goes.
+      const ThreadExecution stopping(state_, spec_, options_, state_->started_steady);
+    } else if (options_.output) {
+      options_.output->Detach();
+    }
+  }
+
+  milliseconds settle() const override { return kSettleAfterStart; }
+
+  Result<std::unique_ptr<Execution>> Release() override {
+    released_ = true;
+    std::unique_lock lock(state_->mu);
+    state_->cv.wait(lock, [this] { return state_->start != StartState::kWaiting; });
+    if (state_->start != StartState::kStarted) {
+      lock.unlock();
+      if (options_.output) options_.output->Detach();
+      RunResult r;
+      r.outcome = RunOutcome::kLeaseLost;
+      r.error = "the lease ran out before the job started";
+      return FinishedExecution(std::move(r));
+    }
+    started_ = state_->started_wall;
+    return std::unique_ptr<Execution>(std::make_unique<ThreadExecution>(
+        state_, spec_, std::move(options_), state_->started_steady));
+  }
+
+  std::optional<std::chrono::system_clock::time_point> started() const override {
+    return started_;
+  }
+
+  bool checks_start_bound() const override { return true; }
+
+  void ExtendStartBound(SteadyClock::time_point bound) override {
+    std::lock_guard lock(state_->mu);
+    state_->start_bound = std::max(state_->start_bound, bound);
+  }
+
+ private:
+  const std::shared_ptr<CallState> state_;
+  const ProcessSpec spec_;
+  ThreadCallOptions options_;
+  bool released_ = false;
+  std::optional<std::chrono::system_clock::time_point> started_;
+};
+
 }  // namespace
 
 void CallOutput::Line(std::string_view stream, std::string_view text) {
@@ -155,23 +238,53 @@ void CallOutput::Detach() {
 Result<std::unique_ptr<Execution>> StartThreadCall(const ProcessSpec& spec, ThreadCall call,
                                                    ThreadCallOptions options) {
   auto state = std::make_shared<CallState>();
+  const SteadyClock::time_point start = SteadyClock::now();
   try {
-    std::thread([state, call = std::move(call)]() mutable {
-      CallEnd end = call(state->stop.get_token());
-      call = nullptr;  // what it captured goes before anyone hears the call ended
-      {
-        std::lock_guard lock(state->mu);
-        state->end = std::move(end);
-        state->end_time = SteadyClock::now();
-        state->finished = true;
-      }
-      state->cv.notify_all();
-    }).detach();
+    std::thread([state, call = std::move(call)]() mutable { RunCall(*state, call); }).detach();
   } catch (const std::system_error& e) {
     return MakeError("jobs: run thread", e.what());
   }
   return std::unique_ptr<Execution>(
-      std::make_unique<ThreadExecution>(std::move(state), spec, std::move(options)));
+      std::make_unique<ThreadExecution>(std::move(state), spec, std::move(options), start));
+}
+
+Result<std::unique_ptr<PreparedStart>> PrepareThreadCall(
+    const ProcessSpec& spec, ThreadCall call, ThreadCallOptions options,
+    std::chrono::system_clock::time_point start_at, SteadyClock::time_point start_bound) {
+  auto state = std::make_shared<CallState>();
+  state->start = StartState::kWaiting;
+  state->start_bound = start_bound;
+  try {
+    std::thread([state, call = std::move(call), start_at]() mutable {
+      StartState start;
+      {
+        std::unique_lock lock(state->mu);
+        // libstdc++ waits on a system_clock deadline with pthread_cond_clockwait
+        // (CLOCK_REALTIME): absolute, so a step of the wall clock moves the wake-up.
+        while (state->start == StartState::kWaiting &&
+               std::chrono::system_clock::now() < start_at) {
+          state->cv.wait_until(lock, start_at);
+        }
+        if (state->start == StartState::kWaiting) {
+          const SteadyClock::time_point now = SteadyClock::now();
+          state->start = now < state->start_bound ? StartState::kStarted : StartState::kDeclined;
+          state->started_steady = now;
+          state->started_wall = std::chrono::system_clock::now();
+        }
+        start = state->start;
+      }
+      state->cv.notify_all();  // a Release made early waits for this
+      if (start == StartState::kStarted) {
+        RunCall(*state, call);
+      } else {
+        call = nullptr;  // never made: what it holds goes now
+      }
+    }).detach();
+  } catch (const std::system_error& e) {
+    return MakeError("jobs: run thread", e.what());
+  }
+  return std::unique_ptr<PreparedStart>(
+      std::make_unique<PreparedCall>(std::move(state), spec, std::move(options)));
 }
 
 }  // namespace tickd::jobs

@@ -863,48 +863,44 @@ class EtcdBackend final : public Backend {
   }
 
   Result<int> Prune(WallTime older_than) override {
-    const Deadline deadline = Due();
     const std::int64_t cutoff =
         std::chrono::duration_cast<std::chrono::seconds>(older_than.time_since_epoch()).count();
-    auto jobs = Jobs(deadline);
+    auto jobs = Jobs(Due());
     if (!jobs) return tl::unexpected(jobs.error());
+    // In txns of up to kMaxTxnOps, each with a deadline of its own, so thousands of
+    // jobs prune in tens of round trips instead of one (or more) per job.
     int removed = 0;
-    for (const std::string& job : *jobs) {
-      // The ticks before the cutoff: their keys (no index since the lean write set;
-      // an older tickd's index keys go with their ticks).
-      const std::string ticks = JobPrefix(job) + "tick/";
-      auto reply = Post(
-          "/v3/kv/range",
-          Json{{"key", B64(ticks)}, {"range_end", B64(ticks + Pad(cutoff))}, {"keys_only", true}},
-          deadline);
-      if (!reply) return tl::unexpected(reply.error());
-      std::set<std::int64_t> old;
-      for (const Kv& kv : KvsOf(reply->body)) {
-        old.insert(ParseTick(std::string_view(kv.key).substr(ticks.size(), 20)));
+    for (std::size_t first = 0; first < jobs->size(); first += kMaxTxnOps) {
+      const std::size_t last = std::min(jobs->size(), first + kMaxTxnOps);
+      // The ticks before the cutoff, keys only (no index since the lean write set; an
+      // older tickd's index keys go with their ticks); and the outputs before it,
+      // which belong to done ticks only: they go whatever else stays.
+      Json reads = Json::array();
+      Json outputs = Json::array();
+      for (std::size_t j = first; j < last; ++j) {
+        const std::string ticks = JobPrefix((*jobs)[j]) + "tick/";
+        reads.push_back(Json{{"request_range",
+                              {{"key", B64(ticks)},
+                               {"range_end", B64(ticks + Pad(cutoff))},
+                               {"keys_only", true}}}});
+        const std::string out = JobPrefix((*jobs)[j]) + "out/";
+        outputs.push_back(Delete(out, out + Pad(cutoff)));
       }
-      // One txn per tick: it removes the tick only while its lease key is absent, so a
-      // running tick with a live lease stays.
-      for (const std::int64_t tick : old) {
-        const Keys k = KeysOf(job, tick);
-        auto txn = Post("/v3/kv/txn",
-                        Json{{"compare", {CreatedAt(k.lease, 0)}},
-                             {"success",
-                              {Delete(k.record), Delete(k.tick_prefix, PrefixEnd(k.tick_prefix)),
-                               Delete(k.index)}}},
-                        deadline);
-        if (!txn) return tl::unexpected(txn.error());
-        if (!txn->body.value("succeeded", false)) continue;
-        const Json& responses = txn->body["responses"];
-        if (!responses.empty() && Int(responses[0]["response_delete_range"], "deleted") > 0) {
-          ++removed;
+      auto listed = Post("/v3/kv/txn", Json{{"success", std::move(reads)}}, Due());
+      if (!listed) return tl::unexpected(listed.error());
+      std::vector<Keys> old;
+      for (std::size_t j = first; j < last; ++j) {
+        const std::string ticks = JobPrefix((*jobs)[j]) + "tick/";
+        std::set<std::int64_t> seen;
+        for (const Kv& kv : RangeKvs(listed->body, j - first)) {
+          seen.insert(ParseTick(std::string_view(kv.key).substr(ticks.size(), 20)));
         }
+        for (const std::int64_t tick : seen) old.push_back(KeysOf((*jobs)[j], tick));
       }
-      // Outputs belong to done ticks only: those before the cutoff go, whatever else
-      // stayed.
-      const std::string outputs = JobPrefix(job) + "out/";
-      auto gone = Post("/v3/kv/deleterange",
-                       Json{{"key", B64(outputs)}, {"range_end", B64(outputs + Pad(cutoff))}},
-                       deadline);
+      auto pruned = PruneTicks(old);
+      if (!pruned) return tl::unexpected(pruned.error());
+      removed += *pruned;
+      auto gone = Post("/v3/kv/txn", Json{{"success", std::move(outputs)}}, Due());
       if (!gone) return tl::unexpected(gone.error());
     }
     return removed;
@@ -1068,6 +1064,40 @@ class EtcdBackend final : public Backend {
     k.run = base + "run";
     k.head = base + "head";
     return k;
+  }
+
+  // Removes each tick only while its lease key is absent, so a running tick with a
+  // live lease stays: a nested txn per tick, up to kMaxTxnOps of them to a txn.
+  // Returns how many records went.
+  Result<int> PruneTicks(const std::vector<Keys>& ticks) {
+    int removed = 0;
+    for (std::size_t first = 0; first < ticks.size(); first += kMaxTxnOps) {
+      const std::size_t last = std::min(ticks.size(), first + kMaxTxnOps);
+      Json nested = Json::array();
+      for (std::size_t i = first; i < last; ++i) {
+        const Keys& k = ticks[i];
+        nested.push_back(Json{
+            {"request_txn",
+             {{"compare", {CreatedAt(k.lease, 0)}},
+              {"success",
+               {Delete(k.record), Delete(k.tick_prefix, PrefixEnd(k.tick_prefix)),
+                Delete(k.index)}}}}});
+      }
+      auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, Due());
+      if (!txn) return tl::unexpected(txn.error());
+      const auto responses = txn->body.find("responses");
+      if (responses == txn->body.end() || !responses->is_array()) continue;
+      for (const Json& r : *responses) {
+        if (!r.contains("response_txn")) continue;
+        const Json& one = r["response_txn"];
+        if (!one.value("succeeded", false) || !one.contains("responses")) continue;
+        const Json& deletes = one["responses"];
+        if (!deletes.empty() && Int(deletes[0]["response_delete_range"], "deleted") > 0) {
+          ++removed;
+        }
+      }
+    }
+    return removed;
   }
 
   // The kvs of the i-th response of a txn (a range).

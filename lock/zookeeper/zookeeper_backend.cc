@@ -72,19 +72,21 @@
 //   session) and the server's clock between readings (ClockBound) surely decide
 //   as won is sent as its multi at once, without a read: create the record, check
 //   the record of the head's tick, create the lease (and run) node, set the head by
-//   the version seen. A blind claim that fails wrote nothing and is decided on the
-//   chunk's read, pipelined behind the multis (the server answers in order).
+//   the version seen. A blind claim that fails wrote nothing and is read and decided
+//   like any other. A likely_decided claim (another replica's slice) is never blind:
+//   it reads its record alone first (LeanDecides), and in full only when that record
+//   does not answer lost by itself.
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
-//   claim per job (a job's ticks in the order given), each wave in chunks of 250:
-//   the blind claims' multis, then every get of the chunk pipelined with ONE clock
-//   read (the scratch node's setData), then the lease nodes a re-claim or a forbid
-//   check needs, pipelined, then the won claims' multis, up to 50 claims to a multi
-//   (MultiEach), pipelined. A multi is all
+//   claim per job (a job's ticks in the order given), each wave in chunks of 250, each
+//   chunk in at most three round trips (ClaimChunk): the blind claims' multis with
+//   one clock read (the scratch node's setData); every get of the claims still open
+//   pipelined with one clock read, then the lease nodes a re-claim or a forbid check
+//   needs; the won claims' multis, up to 50 claims to a multi (MultiEach), pipelined
+//   with this replica's observations of the chunk's other outcomes
+//   (ClaimRequest::observe), several to a multi. A multi is all
 //   or nothing: a race lost on one job fails its bundle whole; that claim is read
 //   again in the next wave, the bundle's others are sent again one multi each. The
-//   server's group commit writes the pipelined multis with few fsyncs. Then this
-//   replica's observations of the chunk's outcomes (ClaimRequest::observe) but won
-//   (in the record), several to a multi, before the chunk's answers are handed over.
+//   server's group commit writes the pipelined multis with few fsyncs.
 //   A single Claim is a batch of one.
 //   Connection lost while the multi was in flight (ambiguous): once reconnected
 //   within op_timeout, the lease node is ours only if it holds our token AND its
@@ -176,6 +178,10 @@ constexpr std::size_t kClaimsPerChunk = 250;
 // a complete can carry a run's output, up to 64 KB).
 constexpr std::size_t kItemsPerMulti = 50;
 constexpr std::size_t kMultiBytes = 256 * 1024;
+
+// How often the client resolves the server list's host names again (ZooKeeper's
+// default: every poll of the socket).
+constexpr int kResolveEveryMs = 60'000;
 
 // A head version about to run out (int32): the head is created again at a new epoch.
 constexpr int kLastHeadVersion = 0x7fff'fff0;
@@ -401,8 +407,7 @@ class Batch {
     Reply& r = s.replies[slot->index];
     r.rc = rc;
     if (rc == ZOK) fill(r, s);
-    --s.outstanding;
-    s.cv.notify_all();
+    if (--s.outstanding == 0) s.cv.notify_all();  // the waiter waits for all
   }
 
   static void OnData(int rc, const char* value, int len, const Stat* stat, const void* data) {
@@ -442,8 +447,7 @@ class Batch {
       r.op_errors.push_back(s.results[k].err);
       r.op_stats.push_back(s.stats[k]);
     }
-    --s.outstanding;
-    s.cv.notify_all();
+    if (--s.outstanding == 0) s.cv.notify_all();  // the waiter waits for all
   }
 
   zhandle_t* zh_;
@@ -1245,10 +1249,13 @@ class ZookeeperBackend final : public Backend {
   // op's error, and the bundle's other items are sent again, one multi each (their ops
   // check by version whatever they rely on, so sending them later is as safe). Each
   // item's result: the rc of the multi that decided it (ZOK: written), or nullopt when
-  // no answer came before `deadline` (it may or may not be written).
+  // no answer came before `deadline` (it may or may not be written). Items before
+  // `split` and from it on never share a multi (claims and observations: an
+  // observation's failed create does not make claims go again one by one).
   std::vector<std::optional<int>> MultiEach(std::vector<std::vector<Op>> items,
-                                            steady_clock::time_point deadline) {
-    std::vector<Bundle> bundles = SendBundles(items);
+                                            steady_clock::time_point deadline,
+                                            std::size_t split = 0) {
+    std::vector<Bundle> bundles = SendBundles(items, split);
     std::vector<std::optional<int>> out = CollectBundles(bundles, deadline);
     std::vector<std::size_t> alone;  // items of a failed bundle whose own ops did not fail
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -1280,15 +1287,18 @@ class ZookeeperBackend final : public Backend {
   static constexpr int kInnocent = ZRUNTIMEINCONSISTENCY;
 
   // Issues the items' ops, several items to a multi (up to kItemsPerMulti items and
-  // kMultiBytes of data), without waiting.
-  std::vector<Bundle> SendBundles(const std::vector<std::vector<Op>>& items) {
+  // kMultiBytes of data; none holding items from both sides of `split`), without
+  // waiting.
+  std::vector<Bundle> SendBundles(const std::vector<std::vector<Op>>& items,
+                                  std::size_t split = 0) {
     std::vector<Bundle> bundles;
     bundles.reserve(items.size());
     for (std::size_t i = 0; i < items.size();) {
       Bundle& b = bundles.emplace_back(Bundle{{}, {}, Batch(zh_.get())});
       std::vector<Op> ops;
       std::size_t bytes = 0;
-      for (; i < items.size() && b.items.size() < kItemsPerMulti; ++i) {
+      const std::size_t end = i < split ? split : items.size();
+      for (; i < end && b.items.size() < kItemsPerMulti; ++i) {
         std::size_t size = 0;
         for (const Op& op : items[i]) size += op.path.size() + op.data.size();
         if (!b.items.empty() && bytes + size > kMultiBytes) break;
@@ -1357,6 +1367,7 @@ class ZookeeperBackend final : public Backend {
     std::size_t index = 0;  // in the batch's requests
     std::string record_path, lease_path, run_path, head_path;
     std::size_t record = 0, head = 0, run = 0;  // reply slots in the chunk's read
+    bool lean = false;  // the read was of the record alone (LeanDecides)
     std::size_t lease = 0, holder = 0;          // reply slots in the second read
     bool read_lease = false, read_holder = false;
     std::int64_t run_tick = 0;  // the tick the run node names (forbid)
@@ -1378,24 +1389,36 @@ class ZookeeperBackend final : public Backend {
   // An older tickd writes o/<T>/<node> under a folder o/<T>: History and Prune read both.
   std::vector<Result<void>> RecordAll(const std::vector<Observation>& all,
                                       steady_clock::time_point deadline) {
-    std::vector<Result<void>> out(all.size());
     std::vector<std::string> jobs;
     for (const Observation& obs : all) jobs.push_back(obs.job);
     if (auto ok = EnsureJobs(jobs, deadline); !ok) {
-      for (auto& o : out) o = tl::unexpected(ok.error());
-      return out;
+      return std::vector<Result<void>>(all.size(), tl::unexpected(ok.error()));
     }
-    std::vector<std::string> paths, data;
+    return ObservationsWritten(all, MultiEach(ObservationCreates(all), deadline), deadline);
+  }
+
+  // Each observation's node create (RecordAll): one item of MultiEach each.
+  std::vector<std::vector<Op>> ObservationCreates(const std::vector<Observation>& all) const {
     std::vector<std::vector<Op>> creates;
     for (const Observation& obs : all) {
-      paths.push_back(ObservationPath(obs.job, obs.tick_unix, obs.node));
-      data.push_back(Encode({{"outcome", obs.outcome},
-                             {"wall_ms", std::to_string(obs.node_wall.time_since_epoch().count())},
-                             {"hash", obs.config_hash},
-                             {"fence", std::to_string(obs.fence)}}));
-      creates.push_back({{Op::kCreate, paths.back(), data.back(), -1, ZOO_PERSISTENT}});
+      creates.push_back({{Op::kCreate, ObservationPath(obs.job, obs.tick_unix, obs.node),
+                          ObservationData(obs), -1, ZOO_PERSISTENT}});
     }
-    const std::vector<std::optional<int>> created = MultiEach(std::move(creates), deadline);
+    return creates;
+  }
+  static std::string ObservationData(const Observation& obs) {
+    return Encode({{"outcome", obs.outcome},
+                   {"wall_ms", std::to_string(obs.node_wall.time_since_epoch().count())},
+                   {"hash", obs.config_hash},
+                   {"fence", std::to_string(obs.fence)}});
+  }
+
+  // The answers of the observations' creates (MultiEach's results): a node there already
+  // (this replica recorded the tick before) is overwritten, pipelined.
+  std::vector<Result<void>> ObservationsWritten(const std::vector<Observation>& all,
+                                                const std::vector<std::optional<int>>& created,
+                                                steady_clock::time_point deadline) {
+    std::vector<Result<void>> out(all.size());
     Batch overwrite(zh_.get());
     std::vector<std::pair<std::size_t, std::size_t>> sets;  // (observation, slot)
     for (std::size_t n = 0; n < all.size(); ++n) {
@@ -1403,7 +1426,9 @@ class ZookeeperBackend final : public Backend {
         out[n] = MakeError(context_ + ": record",
                            "no answer within " + std::to_string(options_.op_timeout.count()) + "ms");
       } else if (*created[n] == ZNODEEXISTS) {
-        sets.emplace_back(n, overwrite.Set(paths[n], data[n], -1));
+        const Observation& obs = all[n];
+        sets.emplace_back(n, overwrite.Set(ObservationPath(obs.job, obs.tick_unix, obs.node),
+                                           ObservationData(obs), -1));
       } else if (*created[n] != ZOK) {
         if (*created[n] == ZNONODE) known_jobs_.erase(all[n].job);  // the folders went
         out[n] = Failure("record", *created[n]);
@@ -1450,75 +1475,97 @@ class ZookeeperBackend final : public Backend {
     return {ToInt(name.substr(0, dash)), dash == std::string_view::npos};
   }
 
-  // One chunk of a wave (distinct jobs): reads, decisions, multis, then this replica's
-  // observations of the chunk's outcomes (ClaimRequest::observe), pipelined, so that
-  // the scheduler needs no Record call per claim. Answers every claim of the chunk but
-  // those it returns, whose multi lost a version race (read again). `failed` is set
-  // when the session or the connection failed.
+  // One chunk of a wave (distinct jobs), in at most three round trips (each awaited
+  // up to op_timeout):
+  //  1. the blind claims' multis (BlindOps), with the clock (the scratch node's setData);
+  //  2. for every claim still open — not blind (no head seen, or likely_decided: the
+  //     tick most likely has its winner, and a read is cheaper than a multi that fails),
+  //     or a blind multi that failed — the clock and its record and head (and run node)
+  //     pipelined, then the lease nodes a re-claim or a forbid check needs (rarely);
+  //  3. the won claims' multis and, pipelined with them, this replica's observations
+  //     of the outcomes decided without a write (ClaimRequest::observe), several to a
+  //     multi, so that the scheduler needs no Record call per claim.
+  // A won claim is answered at once (its observation is in its record); the others
+  // once their observation was written. Answers every claim of the chunk but those it
+  // returns, whose multi lost a version race (read again). `failed` is set when the
+  // session or the connection failed.
   std::vector<std::size_t> ClaimChunk(std::span<const ClaimRequest> reqs,
                                       std::span<const std::size_t> chunk,
                                       const ClaimAnswer& on_answer, std::optional<Error>& failed) {
-    std::vector<std::pair<std::size_t, Result<ClaimOutcome>>> answers;
+    std::vector<std::pair<std::size_t, Result<ClaimOutcome>>> answers;  // to observe first
     const ClaimAnswer collect = [&](std::size_t i, Result<ClaimOutcome> r) {
-      answers.emplace_back(i, std::move(r));
-    };
-    std::vector<Observation> displaced;  // of records that won re-claims replaced
-    std::vector<std::size_t> retry = DecideChunk(reqs, chunk, collect, failed, displaced);
-    if (!failed) {
-      // Not store-reset or early (nothing is written then) nor an error; a failed write
-      // leaves the outcome unobserved, and the scheduler records it. A won claim's
-      // observation is in its record already (Decide).
-      std::vector<Observation> all = std::move(displaced);
-      const std::size_t first = all.size();  // the displaced ones answer nobody
-      std::vector<ClaimOutcome*> outcomes;
-      for (auto& [i, r] : answers) {
-        const ClaimRequest& req = reqs[i];
-        if (!req.observe || !r || r->status == ClaimStatus::kStoreReset ||
-            r->status == ClaimStatus::kEarly) {
-          continue;
-        }
-        if (r->status == ClaimStatus::kWon) {
-          r->observed = true;
-          continue;
-        }
-        all.push_back(Observation{req.job, req.tick_unix, req.node,
-                                  std::string(ClaimStatusName(r->status)), req.node_wall,
-                                  req.config_hash, 0});
-        outcomes.push_back(&*r);
+      if (r && r->status == ClaimStatus::kWon) {
+        r->observed = reqs[i].observe;
+        on_answer(i, std::move(r));
+      } else {
+        answers.emplace_back(i, std::move(r));
       }
-      if (!all.empty()) {
-        const auto written = RecordAll(all, steady_clock::now() + options_.op_timeout);
-        for (std::size_t n = 0; n < outcomes.size(); ++n) {
-          outcomes[n]->observed = bool(written[first + n]);
-        }
+    };
+    ChunkDecided d = DecideChunk(reqs, chunk, collect, failed);
+    // Not store-reset or early (nothing is written then) nor an error; a failed write
+    // leaves the outcome unobserved, and the scheduler records it.
+    std::vector<Observation> observations;
+    std::vector<std::size_t> observed;  // positions in answers
+    for (std::size_t a = 0; !failed && a < answers.size(); ++a) {
+      const auto& [i, r] = answers[a];
+      const ClaimRequest& req = reqs[i];
+      if (!req.observe || !r || r->status == ClaimStatus::kStoreReset ||
+          r->status == ClaimStatus::kEarly) {
+        continue;
+      }
+      observations.push_back(Observation{req.job, req.tick_unix, req.node,
+                                         std::string(ClaimStatusName(r->status)), req.node_wall,
+                                         req.config_hash, 0});
+      observed.push_back(a);
+    }
+    std::vector<Observation> displaced;  // of records that won re-claims replaced
+    if (!failed && (!d.writing.empty() || !observations.empty())) {
+      const auto deadline = steady_clock::now() + options_.op_timeout;
+      std::vector<Result<void>> written =
+          WriteChunk(reqs, d, observations, collect, failed, displaced, deadline);
+      for (std::size_t n = 0; n < observed.size(); ++n) {
+        answers[observed[n]].second->observed = bool(written[n]);
+      }
+      if (!displaced.empty() && !failed) {
+        (void)RecordAll(displaced, steady_clock::now() + options_.op_timeout);
       }
     }
     for (auto& [i, r] : answers) on_answer(i, std::move(r));
-    return retry;
+    return d.retry;
   }
 
-  // ClaimChunk without the observations. First the blind claims (BlindOps: the multis
-  // of the claims this replica can decide on the head it saw last and the server's
-  // clock as last read), then, pipelined behind them, the chunk's read: the clock and
-  // every claim's record and head (and run node). The server answers a session's
-  // requests in order, so the read sees what the blind multis left: a blind claim
-  // that failed (another replica won the tick, the head moved, a run node is there)
-  // is decided on it like any other, in the same round trip.
-  std::vector<std::size_t> DecideChunk(std::span<const ClaimRequest> reqs,
-                                       std::span<const std::size_t> chunk,
-                                       const ClaimAnswer& on_answer, std::optional<Error>& failed,
-                                       std::vector<Observation>& displaced) {
-    const auto deadline = steady_clock::now() + options_.op_timeout;
-    std::vector<ClaimPlan> plans(chunk.size());
-    std::vector<bool> answered(chunk.size(), false);
+  // What DecideChunk leaves to write: the plans, those whose multi goes (positions in
+  // plans), the claims to read again in the next wave, and the server's clock the
+  // chunk was judged on.
+  struct ChunkDecided {
+    std::vector<ClaimPlan> plans;
+    std::vector<std::size_t> writing;
     std::vector<std::size_t> retry;
+    std::int64_t now = 0;
+  };
+
+  // Round trips 1 and 2 of ClaimChunk: answers every claim decided without a write of
+  // its own (a blind multi written, or an outcome of the reads) and plans the others.
+  ChunkDecided DecideChunk(std::span<const ClaimRequest> reqs, std::span<const std::size_t> chunk,
+                           const ClaimAnswer& on_answer, std::optional<Error>& failed) {
+    ChunkDecided d;
+    std::vector<ClaimPlan>& plans = d.plans;
+    plans.resize(chunk.size());
+    std::vector<bool> answered(chunk.size(), false);
+    std::vector<std::size_t>& retry = d.retry;
     const auto fail_all = [&](const Error& e) {
       failed = e;
       for (std::size_t n = 0; n < chunk.size(); ++n) {
         if (!answered[n]) on_answer(chunk[n], tl::unexpected(e));
       }
       for (const std::size_t i : retry) on_answer(i, tl::unexpected(e));
-      return std::vector<std::size_t>{};
+      retry.clear();
+      return std::move(d);
+    };
+    // Every answer of the chunk carries the server's clock it was judged on.
+    const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
+      if (r) r->store_ms = d.now;
+      on_answer(i, std::move(r));
     };
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
@@ -1529,167 +1576,219 @@ class ZookeeperBackend final : public Backend {
       p.run_path = base_ + "/" + req.job + "/run";
       p.head_path = base_ + "/" + req.job + "/head";
     }
-    const auto sent = steady_clock::now();
+
+    // 1. The blind claims, and the clock behind them.
     std::vector<std::size_t> blind;  // positions in plans
     std::vector<std::vector<Op>> blind_items;
-    if (const auto reading = clock_bound_.Read(sent)) {
+    const auto blind_sent = steady_clock::now();
+    if (const auto reading = clock_bound_.Read(blind_sent)) {
       for (std::size_t n = 0; n < chunk.size(); ++n) {
-        if (BlindOps(reqs[chunk[n]], plans[n], *reading)) {
+        if (!reqs[chunk[n]].likely_decided && BlindOps(reqs[chunk[n]], plans[n], *reading)) {
           blind.push_back(n);
           blind_items.push_back(std::move(plans[n].ops));
           plans[n].ops.clear();
         }
       }
     }
-    std::vector<Bundle> bundles = SendBundles(blind_items);
-    Batch read(zh_.get());
-    const std::size_t clock = read.Set(scratch_, "", -1);  // the server's now: its mtime
-    for (ClaimPlan& p : plans) {
-      const ClaimRequest& req = reqs[p.index];
-      p.record = read.Get(p.record_path);
-      p.head = read.Get(p.head_path);
-      if (req.forbid_overlap) p.run = read.Get(p.run_path);
+    if (!blind.empty()) {
+      const auto deadline = steady_clock::now() + options_.op_timeout;
+      std::vector<Bundle> bundles = SendBundles(blind_items);
+      Batch clock(zh_.get());
+      clock.Set(scratch_, "", -1);  // the server's now: its mtime
+      const std::vector<std::optional<int>> blind_written = CollectBundles(bundles, deadline);
+      if (Await(clock, deadline, "claim") && clock[0].rc == ZOK) {
+        d.now = clock[0].stat.mtime;
+        clock_bound_.Add(d.now, blind_sent, steady_clock::now());
+      }
+      for (std::size_t b = 0; b < blind.size(); ++b) {
+        const std::size_t n = blind[b];
+        ClaimPlan& p = plans[n];
+        const ClaimRequest& req = reqs[p.index];
+        if (!blind_written[b]) {
+          answered[n] = true;
+          answer(p.index, Unanswered());
+        } else if (*blind_written[b] == ZOK) {
+          answered[n] = true;
+          answer(p.index, Written(req, p));
+        } else if (*blind_written[b] == ZCONNECTIONLOSS) {
+          answered[n] = true;
+          auto resolved = Ambiguous(req, p.lease_path, p.fence, deadline);
+          if (!resolved) {
+            answer(p.index, tl::unexpected(resolved.error()));
+          } else if (*resolved) {
+            head_seen_.erase(req.job);
+            answer(p.index, **resolved);
+          } else {
+            retry.push_back(p.index);
+          }
+        } else if (*blind_written[b] == ZNONODE) {  // the folders, the head or its tick's
+          known_jobs_.erase(req.job);               // record are gone: decided on the read
+          head_seen_.erase(req.job);
+        }
+      }
     }
-    const std::vector<std::optional<int>> blind_written = CollectBundles(bundles, deadline);
-    const auto read_ok = Await(read, deadline, "claim");
-    const auto received = steady_clock::now();
-    std::int64_t now = 0;
-    if (read_ok && read[clock].rc == ZOK) {
-      now = read[clock].stat.mtime;
-      clock_bound_.Add(now, sent, received);
+
+    // 2. The reads of every claim still open, with the clock. A likely_decided claim
+    // reads its record alone first (LeanRead); the few such reads that decide nothing
+    // go again in full, one more round trip.
+    std::vector<std::size_t> reading;  // positions in plans
+    for (std::size_t n = 0; n < chunk.size(); ++n) {
+      if (!answered[n]) reading.push_back(n);
     }
-    // Every answer of the chunk carries the server's clock it was judged on.
+    for (int pass = 0; pass < 2 && !reading.empty(); ++pass) {
+      const auto deadline = steady_clock::now() + options_.op_timeout;
+      Batch read(zh_.get());
+      const auto sent = steady_clock::now();
+      const std::size_t clock = read.Set(scratch_, "", -1);
+      for (const std::size_t n : reading) {
+        ClaimPlan& p = plans[n];
+        const ClaimRequest& req = reqs[p.index];
+        p.lean = pass == 0 && req.likely_decided && req.known_tick <= req.tick_unix;
+        p.record = read.Get(p.record_path);
+        if (p.lean) continue;
+        p.head = read.Get(p.head_path);
+        if (req.forbid_overlap) p.run = read.Get(p.run_path);
+      }
+      if (auto ok = Await(read, deadline, "claim"); !ok) return fail_all(ok.error());
+      if (read[clock].rc == ZOK) {
+        d.now = read[clock].stat.mtime;
+        clock_bound_.Add(d.now, sent, steady_clock::now());
+      } else if (read[clock].rc == ZNONODE) {  // a new session, or the server lost it
+        auto server_now = ServerNow(deadline);
+        if (!server_now) return fail_all(server_now.error());
+        d.now = *server_now;
+      } else {
+        return fail_all(Failure("clock", read[clock].rc).value());
+      }
+      std::vector<std::size_t> deciding, again;  // positions in plans
+      for (const std::size_t n : reading) {
+        const ClaimPlan& p = plans[n];
+        const ClaimRequest& req = reqs[p.index];
+        if (p.lean) {
+          (LeanDecides(req, read[p.record]) ? deciding : again).push_back(n);
+          continue;
+        }
+        deciding.push_back(n);
+        // The heads as this replica last saw them: what its next blind claims go on.
+        const Reply& head = read[p.head];
+        if (head.rc == ZOK) {
+          head_seen_[req.job] = HeadSeen{head.stat.version, Decode(head.value)};
+        } else {
+          head_seen_.erase(req.job);
+        }
+      }
+      // The lease nodes that decide a re-claim (the tick's) and busy (the run node's tick).
+      Batch leases(zh_.get());
+      for (const std::size_t n : deciding) {
+        const ClaimRequest& req = reqs[chunk[n]];
+        ClaimPlan& p = plans[n];
+        if (p.lean) continue;
+        if (read[p.record].rc == ZOK && req.recover &&
+            Get(Decode(read[p.record].value), "state") == "running") {
+          p.read_lease = true;
+          p.lease = leases.Get(p.lease_path);
+        }
+        if (req.forbid_overlap && read[p.run].rc == ZOK) {
+          p.run_tick = ToInt(Get(Decode(read[p.run].value), "tick"));
+          if (p.run_tick != req.tick_unix) {
+            p.read_holder = true;
+            p.holder = leases.Get(Path(req.job, "l", p.run_tick));
+          }
+        }
+      }
+      if (auto ok = Await(leases, deadline, "claim"); !ok) return fail_all(ok.error());
+      for (const std::size_t n : deciding) {
+        answered[n] = true;  // below, or by the writes
+        auto decided = Decide(reqs[chunk[n]], plans[n], read, leases, d.now);
+        if (!decided) {
+          answer(chunk[n], tl::unexpected(decided.error()));
+        } else if (*decided) {
+          answer(chunk[n], std::move(**decided));
+        } else {
+          d.writing.push_back(n);
+        }
+      }
+      reading = std::move(again);
+    }
+    return d;
+  }
+
+  // A claim's multi that got no answer in time.
+  tl::unexpected<Error> Unanswered() const {
+    return MakeError(context_ + ": claim",
+                     "no answer within " + std::to_string(options_.op_timeout.count()) +
+                         "ms (the claim may or may not be recorded)");
+  }
+
+  // A claim's multi was written: the head and versions it left (blind claims,
+  // CompleteBlind), and its answer.
+  ClaimOutcome Written(const ClaimRequest& req, const ClaimPlan& p) {
+    last_contact_ = steady_clock::now();
+    head_seen_[req.job] = p.head_after;
+    Hold(req, p.fence, p.record_version);
+    ClaimOutcome won;
+    won.status = ClaimStatus::kWon;
+    won.fence = p.fence;
+    return won;
+  }
+
+  // A lean read (a likely_decided claim's record alone, no head) decides the claim
+  // when it found the tick's record and that record answers `lost` without its lease
+  // (done, or running and the job does not recover), or when the read failed (an
+  // Error). It needs no head: a claim that creates or re-claims a record moves the
+  // job's head to its tick or later in the same multi (a refence too), a head's tick
+  // never goes back, and the head goes only with the whole tree, records and all; so
+  // with the record there, the head's tick is at least T, and known_tick ≤ T (a lean
+  // read's condition) is not above it: never store-reset. The rest reads in full.
+  static bool LeanDecides(const ClaimRequest& req, const Reply& record) {
+    if (record.rc == ZNONODE) return false;
+    if (record.rc != ZOK) return true;
+    return !req.recover || Get(Decode(record.value), "state") != "running";
+  }
+
+  // Round trip 3 of ClaimChunk: the won claims' multis (d.writing) and the
+  // observations, pipelined (MultiEach: claims and observations never share a multi).
+  // Answers every claim written (or its error); one answer per observation.
+  std::vector<Result<void>> WriteChunk(std::span<const ClaimRequest> reqs, ChunkDecided& d,
+                                       const std::vector<Observation>& observations,
+                                       const ClaimAnswer& on_answer, std::optional<Error>& failed,
+                                       std::vector<Observation>& displaced,
+                                       steady_clock::time_point deadline) {
     const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
-      if (r) r->store_ms = now;
+      if (r) r->store_ms = d.now;
       on_answer(i, std::move(r));
     };
-    for (std::size_t b = 0; b < blind.size(); ++b) {
-      const std::size_t n = blind[b];
-      ClaimPlan& p = plans[n];
-      const ClaimRequest& req = reqs[p.index];
-      if (!blind_written[b]) {
-        answered[n] = true;
-        answer(p.index,
-               MakeError(context_ + ": claim", "no answer within " +
-                                                   std::to_string(options_.op_timeout.count()) +
-                                                   "ms (the claim may or may not be recorded)"));
-      } else if (*blind_written[b] == ZOK) {
-        answered[n] = true;
-        last_contact_ = steady_clock::now();
-        head_seen_[req.job] = p.head_after;
-        Hold(req, p.fence, p.record_version);
-        ClaimOutcome won;
-        won.status = ClaimStatus::kWon;
-        won.fence = p.fence;
-        answer(p.index, won);
-      } else if (*blind_written[b] == ZCONNECTIONLOSS) {
-        answered[n] = true;
-        auto resolved = Ambiguous(req, p.lease_path, p.fence, deadline);
-        if (!resolved) {
-          answer(p.index, tl::unexpected(resolved.error()));
-        } else if (*resolved) {
-          head_seen_.erase(req.job);
-          answer(p.index, **resolved);
-        } else {
-          retry.push_back(p.index);
-        }
-      } else if (*blind_written[b] == ZNONODE) {  // the folders, the head or its tick's
-        known_jobs_.erase(req.job);               // record are gone: decided on the read
-        head_seen_.erase(req.job);
-      }
-    }
-    if (!read_ok) return fail_all(read_ok.error());
-    if (read[clock].rc == ZNONODE) {  // a new session, or the server lost it
-      auto server_now = ServerNow(deadline);
-      if (!server_now) return fail_all(server_now.error());
-      now = *server_now;
-    } else if (read[clock].rc != ZOK) {
-      return fail_all(Failure("clock", read[clock].rc).value());
-    }
-    // The heads as this replica last saw them: what its next blind claims go on.
-    for (std::size_t n = 0; n < chunk.size(); ++n) {
-      if (answered[n]) continue;
-      const Reply& head = read[plans[n].head];
-      const std::string& job = reqs[chunk[n]].job;
-      if (head.rc == ZOK) {
-        head_seen_[job] = HeadSeen{head.stat.version, Decode(head.value)};
-      } else {
-        head_seen_.erase(job);
-      }
-    }
-
-    // The lease nodes that decide a re-claim (the tick's) and busy (the run node's tick).
-    Batch leases(zh_.get());
-    for (std::size_t n = 0; n < chunk.size(); ++n) {
-      if (answered[n]) continue;
-      const ClaimRequest& req = reqs[chunk[n]];
-      ClaimPlan& p = plans[n];
-      if (read[p.record].rc == ZOK && req.recover &&
-          Get(Decode(read[p.record].value), "state") == "running") {
-        p.read_lease = true;
-        p.lease = leases.Get(p.lease_path);
-      }
-      if (req.forbid_overlap && read[p.run].rc == ZOK) {
-        p.run_tick = ToInt(Get(Decode(read[p.run].value), "tick"));
-        if (p.run_tick != req.tick_unix) {
-          p.read_holder = true;
-          p.holder = leases.Get(Path(req.job, "l", p.run_tick));
-        }
-      }
-    }
-    if (auto ok = Await(leases, deadline, "claim"); !ok) return fail_all(ok.error());
-
-    std::vector<std::size_t> writing;  // positions in plans
-    for (std::size_t n = 0; n < chunk.size(); ++n) {
-      if (answered[n]) continue;
-      answered[n] = true;  // below, or by the writes
-      auto decided = Decide(reqs[chunk[n]], plans[n], read, leases, now);
-      if (!decided) {
-        answer(chunk[n], tl::unexpected(decided.error()));
-      } else if (*decided) {
-        answer(chunk[n], std::move(**decided));
-      } else {
-        writing.push_back(n);
-      }
-    }
-    if (writing.empty()) return retry;
-    // Only now: no answer but won writes (the folders are the multis' parents).
+    // Only now: no answer but won writes and observations (the folders are their parents).
     std::vector<std::string> jobs;
-    for (const std::size_t n : writing) jobs.push_back(reqs[chunk[n]].job);
+    for (const std::size_t n : d.writing) jobs.push_back(reqs[d.plans[n].index].job);
+    for (const Observation& obs : observations) jobs.push_back(obs.job);
     if (auto ok = EnsureJobs(jobs, deadline); !ok) {
       failed = ok.error();
-      for (const std::size_t n : writing) answer(chunk[n], tl::unexpected(ok.error()));
-      return retry;
+      for (const std::size_t n : d.writing) answer(d.plans[n].index, tl::unexpected(ok.error()));
+      return std::vector<Result<void>>(observations.size(), tl::unexpected(ok.error()));
     }
     std::vector<std::vector<Op>> items;
-    for (const std::size_t n : writing) items.push_back(std::move(plans[n].ops));
-    const std::vector<std::optional<int>> written = MultiEach(std::move(items), deadline);
-    for (std::size_t w = 0; w < writing.size(); ++w) {
-      const ClaimPlan& p = plans[writing[w]];
+    for (const std::size_t n : d.writing) items.push_back(std::move(d.plans[n].ops));
+    const std::size_t split = items.size();
+    for (auto& create : ObservationCreates(observations)) items.push_back(std::move(create));
+    std::vector<std::optional<int>> written = MultiEach(std::move(items), deadline, split);
+    for (std::size_t w = 0; w < split; ++w) {
+      const ClaimPlan& p = d.plans[d.writing[w]];
       const ClaimRequest& req = reqs[p.index];
       if (!written[w]) {
-        answer(p.index,
-                  MakeError(context_ + ": claim", "no answer within " +
-                                                      std::to_string(options_.op_timeout.count()) +
-                                                      "ms (the claim may or may not be recorded)"));
+        answer(p.index, Unanswered());
         continue;
       }
       const int rc = *written[w];
       if (rc == ZOK) {
-        last_contact_ = steady_clock::now();
         if (p.displaced) displaced.push_back(*p.displaced);
-        head_seen_[req.job] = p.head_after;
-        Hold(req, p.fence, p.record_version);
-        ClaimOutcome won;
-        won.status = ClaimStatus::kWon;
-        won.fence = p.fence;
-        answer(p.index, won);
+        answer(p.index, Written(req, p));
         continue;
       }
       if (rc == ZNONODE) known_jobs_.erase(req.job);  // the folders may be gone
       if (IsRace(rc)) {
         head_seen_.erase(req.job);
-        retry.push_back(p.index);
+        d.retry.push_back(p.index);
         continue;
       }
       if (rc == ZCONNECTIONLOSS) {
@@ -1699,13 +1798,14 @@ class ZookeeperBackend final : public Backend {
         } else if (*resolved) {
           answer(p.index, **resolved);
         } else {
-          retry.push_back(p.index);
+          d.retry.push_back(p.index);
         }
         continue;
       }
       answer(p.index, Failure("claim", rc));
     }
-    return retry;
+    written.erase(written.begin(), written.begin() + static_cast<std::ptrdiff_t>(split));
+    return ObservationsWritten(observations, written, deadline);
   }
 
   // The checks of the claim on what the chunk's reads found (the order at the top of
@@ -1715,8 +1815,14 @@ class ZookeeperBackend final : public Backend {
                                              const Batch& read, const Batch& leases,
                                              std::int64_t now) {
     const Reply& record = read[plan.record];
-    const Reply& head = read[plan.head];
     if (record.rc != ZOK && record.rc != ZNONODE) return Failure("claim", record.rc);
+    // A lean read has no head: the record answers lost (LeanDecides).
+    static const Reply kNoHead = [] {
+      Reply r;
+      r.rc = ZNONODE;
+      return r;
+    }();
+    const Reply& head = plan.lean ? kNoHead : read[plan.head];
     if (head.rc != ZOK && head.rc != ZNONODE) return Failure("claim", head.rc);
     const Fields head_fields = head.rc == ZOK ? Decode(head.value) : Fields{};
     // The replica's clock is ahead of the server's (rule 15): nothing is written.
@@ -1725,7 +1831,7 @@ class ZookeeperBackend final : public Backend {
     // written. A claim won instead checks the head's version in its multi, so the
     // head judged here is the one the claim moves.
     const std::int64_t head_tick = head.rc == ZOK ? ToInt(Get(head_fields, "tick")) : 0;
-    if (req.known_tick > head_tick) {
+    if (!plan.lean && req.known_tick > head_tick) {
       ClaimOutcome reset;
       reset.status = ClaimStatus::kStoreReset;
       reset.holder_tick_unix = head_tick;
@@ -2138,6 +2244,13 @@ class ZookeeperBackend final : public Backend {
                               static_cast<int>(options_.session_timeout.count()), nullptr,
                               session_.get(), 0, &DropLog));
     adopted_ = false;
+    if (zh_) {
+      // By default the client resolves the server list again each time its I/O thread
+      // polls the socket (getaddrinfo: a netlink dump of the host's addresses, a few
+      // sockets): under a burst of claims that was a fifth of the replica's CPU. Once
+      // a minute is enough to see a DNS change; a lost connection resolves at once.
+      (void)zoo_set_servers_resolution_delay(zh_.get(), kResolveEveryMs);
+    }
     if (zh_ && !options_.username.empty()) {
       // Queued before the session connects, and sent again by the client on every
       // reconnect: no call of ours runs unauthenticated. A digest is never refused

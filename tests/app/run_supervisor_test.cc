@@ -279,6 +279,127 @@ TEST_CASE("a claim whose lease ran out before its job started never starts the j
   }
 }
 
+// Prepares starts that check the lease themselves at their instant, as an in-process
+// call does (jobs::PrepareThreadCall): each notes the bound it was given and, when
+// released, starts its run through `runner` unless the clock has reached that bound.
+class BoundCheckingRunner final : public Runner {
+ public:
+  BoundCheckingRunner(Runner& runner, Clock& clock) : runner_(runner), clock_(clock) {}
+
+  Result<std::unique_ptr<jobs::Execution>> Start(const config::Job& job,
+                                                 const jobs::ProcessSpec& spec,
+                                                 jobs::OutputSink sink) override {
+    return runner_.Start(job, spec, std::move(sink));
+  }
+
+  Result<std::unique_ptr<jobs::PreparedStart>> Prepare(const config::Job& job,
+                                                       const jobs::ProcessSpec& spec,
+                                                       jobs::OutputSink sink, WallTime,
+                                                       SteadyTime start_bound) override {
+    bounds.push_back(start_bound);
+    return std::unique_ptr<jobs::PreparedStart>(
+        std::make_unique<Prepared>(*this, job, spec, std::move(sink), start_bound));
+  }
+
+  std::vector<SteadyTime> bounds;  // the supervisor's thread writes, the test reads after Join
+
+ private:
+  class Prepared final : public jobs::PreparedStart {
+   public:
+    Prepared(BoundCheckingRunner& runner, const config::Job& job, jobs::ProcessSpec spec,
+             jobs::OutputSink sink, SteadyTime bound)
+        : runner_(runner), job_(job), spec_(std::move(spec)), sink_(std::move(sink)),
+          bound_(bound) {}
+    Result<std::unique_ptr<jobs::Execution>> Release() override {
+      if (runner_.clock_.Steady() >= bound_) {
+        jobs::RunResult r;
+        r.outcome = jobs::RunOutcome::kLeaseLost;
+        r.error = "the lease ran out before the job started";
+        return jobs::FinishedExecution(std::move(r));
+      }
+      return runner_.Start(job_, spec_, std::move(sink_));
+    }
+    bool checks_start_bound() const override { return true; }
+
+   private:
+    BoundCheckingRunner& runner_;
+    const config::Job& job_;
+    const jobs::ProcessSpec spec_;
+    jobs::OutputSink sink_;
+    const SteadyTime bound_;
+  };
+
+  Runner& runner_;
+  Clock& clock_;
+};
+
+// Replica "a" has won job "j"'s 14:00 tick (lease 3 s) 500 ms before T, and its start
+// is prepared by a BoundCheckingRunner.
+struct PreparedRun {
+  explicit PreparedRun(config::OnLeaseLost policy)
+      : sim(WallAt(kT0, -500)),
+        runner(sim.runner, sim.clock),
+        job(EveryJob("j", 60, [policy](config::Job& j) { j.on_lease_lost = policy; })),
+        tick{job, WinTheTick(sim), sim.clock.Steady(), "a"} {
+    sim.runner.plan = Hold;
+    tick.lead = milliseconds(500);
+  }
+  Sim sim;
+  BoundCheckingRunner runner;
+  std::shared_ptr<const ScheduledJob> job;
+  WonTick tick;
+};
+
+TEST_CASE("a start prepared ahead that checks the lease itself gets the lease's end as its "
+          "bound, and runs as before") {
+  // Claimed 500 ms before T with a lease of 3 s: the claim's lease ends 3.5 s after it
+  // was sent, the bound stop_grace before that (on_lease_lost: continue: at its end).
+  for (const auto policy : {config::OnLeaseLost::kTerminate, config::OnLeaseLost::kContinue}) {
+    PreparedRun p(policy);
+    RunSupervisor run(p.sim.clock, p.sim.backend, p.runner, p.sim.log, p.tick, milliseconds(20),
+                      nullptr);
+    ThreadPool threads;
+    run.Start(threads);
+    std::this_thread::sleep_for(milliseconds(50));
+    CHECK(p.sim.runner.starts() == 0);  // not before T
+    p.sim.clock.Advance(milliseconds(500));
+    REQUIRE(Eventually([&] { return p.sim.runner.starts() == 1; }));
+    p.sim.runner.run(0)->FinishWithExit(0);
+    run.Join();
+    const milliseconds stop_grace = policy == config::OnLeaseLost::kTerminate
+                                        ? config::DefaultStopGrace(seconds(3))
+                                        : milliseconds(0);
+    REQUIRE(p.runner.bounds.size() == 1);
+    CHECK(p.runner.bounds[0] ==
+          p.tick.claim_sent + config::LeaseValidity(milliseconds(3'500)) - stop_grace);
+    CHECK(p.sim.Grep({"info run job=j", "outcome=done"}).size() == 1);
+  }
+}
+
+TEST_CASE("a start prepared ahead that checks the lease itself and finds it ran out is "
+          "lease-lost, as before: the job never starts") {
+  for (const auto policy : {config::OnLeaseLost::kTerminate, config::OnLeaseLost::kContinue}) {
+    PreparedRun p(policy);
+    p.sim.clock.Advance(seconds(4));  // the supervisor's thread runs only after the lease ended
+    bool ended = false;
+    RunSupervisor run(p.sim.clock, p.sim.backend, p.runner, p.sim.log, p.tick, milliseconds(20),
+                      [&] { ended = true; });
+    ThreadPool threads;
+    run.Start(threads);
+    run.Join();
+    CHECK(ended);
+    CHECK(p.runner.bounds.size() == 1);
+    CHECK(p.sim.runner.starts() == 0);
+    CHECK(p.sim.Grep({" warn lease job=j", "outcome=lost"}).size() == 1);
+    CHECK(p.sim.Grep({" warn run job=j", "outcome=lease-lost",
+                      "the lease ran out before the job started"})
+              .size() == 1);
+    auto completions = p.sim.backend.completions();
+    REQUIRE(completions.size() == 1);
+    CHECK(completions[0].second.outcome == "lease-lost");
+  }
+}
+
 TEST_CASE("a renewal due when the job starts is sent after the start, not before") {
   // The claim took more than lease/3 (a slow store): the renewal is due at once. A
   // store that then hangs must not hold up a start the lease still covers.

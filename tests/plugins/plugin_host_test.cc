@@ -48,6 +48,27 @@ TEST_CASE("plugin-host: a run's logs arrive as plugin lines; its stdout cannot f
   CHECK_FALSE(out.Has("plugin.info", "forged record"));
 }
 
+TEST_CASE("plugin-host, prepared ahead: the host starts at its instant; records as before",
+          "[plugins]") {
+  Lines out;
+  const auto start_at = std::chrono::system_clock::now() + milliseconds(100);
+  auto prepared = PreparePluginProcess(TICKD_BINARY, {BEHAVE_PLUGIN, R"({"mode":"ok"})"},
+                                       Spec(), out.Sink(), start_at);
+  REQUIRE(prepared.has_value());
+  CHECK((*prepared)->settle() > milliseconds(0));
+  auto exec = (*prepared)->Release();
+  REQUIRE(exec.has_value());
+  REQUIRE((*prepared)->started().has_value());
+  CHECK(*(*prepared)->started() >= start_at);
+  auto r = (*exec)->WaitFor(milliseconds(10'000));
+  REQUIRE(r.has_value());
+  CHECK(r->outcome == RunOutcome::kDone);
+  CHECK(r->exit_code == 0);
+  CHECK(out.Has("plugin.warn", "first"));
+  CHECK(out.Has("stderr", "info forged record"));
+  CHECK_FALSE(out.Has("plugin.info", "forged record"));
+}
+
 TEST_CASE("plugin-host: the exit status is run's return value, the err text the error",
           "[plugins]") {
   RunResult r = Run(R"({"mode":"fail"})", Spec());

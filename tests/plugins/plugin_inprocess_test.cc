@@ -2,6 +2,7 @@
 // cooperative cancellation and the timeout of a plugin that ignores it.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -28,20 +29,38 @@ RunResult Wait(Execution& e) {
   return *r;
 }
 
-TEST_CASE("in-process: the plugin sees the run's parameters and its logs become lines",
+// The run started at once, or prepared ahead (PreparePluginInProcess) and released.
+Result<std::unique_ptr<Execution>> StartOrPrepare(bool prepare, PluginRegistry& registry,
+                                                  const PluginJob& plugin, OutputSink sink) {
+  if (!prepare) return StartPluginInProcess(registry, plugin, Spec(), std::move(sink));
+  const auto start_at = std::chrono::system_clock::now() + milliseconds(100);
+  auto prepared = PreparePluginInProcess(registry, plugin, Spec(), std::move(sink), start_at,
+                                         std::chrono::steady_clock::now() + std::chrono::hours(1));
+  REQUIRE(prepared.has_value());
+  auto exec = (*prepared)->Release();
+  if ((*prepared)->checks_start_bound()) {  // a call made (not a plugin that cannot load)
+    REQUIRE((*prepared)->started().has_value());
+    CHECK(*(*prepared)->started() >= start_at);
+  }
+  return exec;
+}
+
+TEST_CASE("in-process: the plugin sees the run's parameters and its logs become lines; "
+          "prepared ahead, the same at its instant",
           "[plugins]") {
-  PluginRegistry registry;
-  Lines out;
-  auto exec =
-      StartPluginInProcess(registry, {BEHAVE_PLUGIN, R"({"mode":"ok"})"}, Spec(), out.Sink());
-  REQUIRE(exec.has_value());
-  RunResult r = Wait(**exec);
-  CHECK(r.outcome == RunOutcome::kDone);
-  CHECK(r.exit_code == 0);
-  CHECK(out.Has("plugin.info", R"(job=j node=node-a tick=1700000000 fence=42 attempt=2 )"
-                               R"(config={"mode":"ok"})"));
-  CHECK(out.Has("plugin.warn", "first\nsecond"));
-  CHECK(out.Has("plugin.error", "clamped to error"));
+  for (const bool prepare : {false, true}) {
+    PluginRegistry registry;
+    Lines out;
+    auto exec = StartOrPrepare(prepare, registry, {BEHAVE_PLUGIN, R"({"mode":"ok"})"}, out.Sink());
+    REQUIRE(exec.has_value());
+    RunResult r = Wait(**exec);
+    CHECK(r.outcome == RunOutcome::kDone);
+    CHECK(r.exit_code == 0);
+    CHECK(out.Has("plugin.info", R"(job=j node=node-a tick=1700000000 fence=42 attempt=2 )"
+                                 R"(config={"mode":"ok"})"));
+    CHECK(out.Has("plugin.warn", "first\nsecond"));
+    CHECK(out.Has("plugin.error", "clamped to error"));
+  }
 }
 
 TEST_CASE("in-process: a failed run reports its status and err text", "[plugins]") {
@@ -62,13 +81,16 @@ TEST_CASE("in-process: a failed run reports its status and err text", "[plugins]
   CHECK(ri.error == "init: init refused the config");
 }
 
-TEST_CASE("in-process: a plugin that cannot load is a failed run", "[plugins]") {
-  PluginRegistry registry;
-  auto exec = StartPluginInProcess(registry, {WRONG_ABI_PLUGIN, "{}"}, Spec(), {});
-  REQUIRE(exec.has_value());
-  RunResult r = Wait(**exec);
-  CHECK(r.outcome == RunOutcome::kFailed);
-  CHECK_THAT(r.error, Catch::Contains("abi_version 2"));
+TEST_CASE("in-process: a plugin that cannot load is a failed run (prepared: at its release)",
+          "[plugins]") {
+  for (const bool prepare : {false, true}) {
+    PluginRegistry registry;
+    auto exec = StartOrPrepare(prepare, registry, {WRONG_ABI_PLUGIN, "{}"}, {});
+    REQUIRE(exec.has_value());
+    RunResult r = Wait(**exec);
+    CHECK(r.outcome == RunOutcome::kFailed);
+    CHECK_THAT(r.error, Catch::Contains("abi_version 2"));
+  }
 }
 
 TEST_CASE("in-process: Terminate sets cancelled(); the outcome is the reason", "[plugins]") {
