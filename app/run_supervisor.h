@@ -88,9 +88,8 @@ struct WonTick {
 
 // How long after an instant the runs prepared for it, which start themselves at it,
 // are likely all started, when this replica claimed `instant_claims` of its ticks
-// (the other replicas claim them too): their supervisors look at them then, and the
-// scheduler takes up no later instant's claims before it (docs/design.md §1
-// "Adaptive lead").
+// (the other replicas claim them too): their supervisors look at them then. Also how
+// much longer than claim_lead before it they are made ready (WonTick::prepare_ahead).
 std::chrono::milliseconds InstantStartsDone(std::size_t instant_claims);
 
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK

@@ -607,13 +607,8 @@ milliseconds Scheduler::InstantLead(std::int64_t due_ms, const Instant& instant)
   const milliseconds floor = options_.claim_lead;
   milliseconds lead = LeadFor(instant.entries.size());
   // Beyond claim_lead, never before a previous tick of one of its jobs: each job's
-  // ticks are claimed in order, one taken up only once the one before it came — and
-  // once that instant's runs, which start themselves at it, have likely started: the
-  // claims (and the store's work for them, on the same machine often) keep off the
-  // CPUs meanwhile.
-  const milliseconds after_previous = InstantStartsDone(instant_claims_);
-  lead = std::min(lead, std::max(floor, milliseconds(due_ms - instant.not_before_ms) -
-                                            after_previous));
+  // ticks are claimed in order, one taken up only once the one before it came.
+  lead = std::min(lead, std::max(floor, milliseconds(due_ms - instant.not_before_ms)));
   return lead;
 }
 
