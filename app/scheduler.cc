@@ -607,13 +607,8 @@ milliseconds Scheduler::InstantLead(std::int64_t due_ms, const Instant& instant)
   const milliseconds floor = options_.claim_lead;
   milliseconds lead = LeadFor(instant.entries.size());
   // Beyond claim_lead, never before a previous tick of one of its jobs: each job's
-  // ticks are claimed in order, one taken up only once the one before it came — and
-  // once that instant's runs, which start themselves at it, have likely started: the
-  // claims (and the store's work for them, on the same machine often) keep off the
-  // CPUs meanwhile.
-  const milliseconds after_previous = InstantStartsDone(instant_claims_);
-  lead = std::min(lead, std::max(floor, milliseconds(due_ms - instant.not_before_ms) -
-                                            after_previous));
+  // ticks are claimed in order, one taken up only once the one before it came.
+  lead = std::min(lead, std::max(floor, milliseconds(due_ms - instant.not_before_ms)));
   return lead;
 }
 
@@ -1175,7 +1170,9 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
                          SteadyTime claim_sent, milliseconds lead, milliseconds start_delay) {
   WonTick won{job, std::move(held), claim_sent, options_.node, false, options_.metrics};
   won.lead = lead;
-  won.prepare_ahead = options_.claim_lead;
+  // The runs of a big instant take time to make ready too (a thread or a child each):
+  // begun claim_lead before T plus what their starts cost, they are ready by T.
+  won.prepare_ahead = options_.claim_lead + InstantStartsDone(instant_claims_);
   won.start_delay = start_delay;
   won.notifier = options_.notifier;
   won.instant_claims = instant_claims_;
