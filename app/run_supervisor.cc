@@ -22,17 +22,26 @@ constexpr std::size_t kLoggedLinesPerRun = 1'000;
 // supervisor looks for the answer of a renewal in flight.
 milliseconds RenewRetryDelay(milliseconds lease) { return std::max(milliseconds(10), lease / 15); }
 
+// What the starts of an instant cost the machine, each: what an exec costs on the
+// 2-core benchmark VM (bench/README.md "The daemon").
+milliseconds StartsCost(std::size_t starts) {
+  return milliseconds(static_cast<std::int64_t>(starts) / 10);
+}
+
 // How long after T the supervisor of a run prepared ahead of T looks at it: at once
 // when its Release starts it; when it starts itself, once the starts of its instant
-// are likely done (its settle(), plus ~0.1 ms for each start of the instant: what an
-// exec costs on the 2-core benchmark VM, bench/README.md "The daemon"), so the
-// supervisors do not take the CPUs from the starts still going.
+// are likely done (its settle(), plus StartsCost), so the supervisors do not take the
+// CPUs from the starts still going.
 milliseconds LookAfter(const jobs::PreparedStart* prepared, std::size_t instant_starts) {
   if (prepared == nullptr || prepared->settle() == milliseconds(0)) return milliseconds(0);
-  return prepared->settle() + milliseconds(static_cast<std::int64_t>(instant_starts) / 10);
+  return prepared->settle() + StartsCost(instant_starts);
 }
 
 }  // namespace
+
+milliseconds InstantStartsDone(std::size_t instant_claims) {
+  return jobs::kSettleAfterStart + StartsCost(instant_claims);
+}
 
 std::map<std::string, std::string> JobEnvironment(const WonTick& tick, int attempt) {
   std::map<std::string, std::string> env = tick.job->job.env;

@@ -58,9 +58,10 @@ struct WonTick {
   // the first attempt is made ready (Runner::Prepare) prepare_ahead before T and
   // starts when the wall clock reads T.
   std::chrono::milliseconds lead{0};
-  // Made ready no earlier than this before T (lock.claim_lead: a claim made longer
-  // before T by an adaptive lead waits until then first, so no prepared child or
-  // plugin sits out the whole lead). nullopt: at once.
+  // Made ready no earlier than this before T (lock.claim_lead plus
+  // InstantStartsDone(instant_claims): a claim made longer before T by an adaptive
+  // lead waits until then first, so no prepared child or plugin sits out the whole
+  // lead, while a big instant's runs have the time to be made ready). nullopt: at once.
   std::optional<std::chrono::milliseconds> prepare_ahead;
   // How far this replica's clock is surely ahead of the store's, as the claim's answer
   // measured it (0: not ahead, or not measured). The first attempt starts when this
@@ -84,6 +85,12 @@ struct WonTick {
   // a pool the supervisor keeps for itself. REQUIRES: outlives the supervisor.
   ThreadPool* renew_threads = nullptr;
 };
+
+// How long after an instant the runs prepared for it, which start themselves at it,
+// are likely all started, when this replica claimed `instant_claims` of its ticks
+// (the other replicas claim them too): their supervisors look at them then. Also how
+// much longer than claim_lead before it they are made ready (WonTick::prepare_ahead).
+std::chrono::milliseconds InstantStartsDone(std::size_t instant_claims);
 
 // The environment a job sees (DESIGN §5): the job's env, then TICKD_JOB, TICKD_TICK
 // (RFC 3339 UTC), TICKD_TICK_UNIX, TICKD_NODE, TICKD_FENCE, TICKD_ATTEMPT (1-based),

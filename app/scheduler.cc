@@ -1170,7 +1170,9 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
                          SteadyTime claim_sent, milliseconds lead, milliseconds start_delay) {
   WonTick won{job, std::move(held), claim_sent, options_.node, false, options_.metrics};
   won.lead = lead;
-  won.prepare_ahead = options_.claim_lead;
+  // The runs of a big instant take time to make ready too (a thread or a child each):
+  // begun claim_lead before T plus what their starts cost, they are ready by T.
+  won.prepare_ahead = options_.claim_lead + InstantStartsDone(instant_claims_);
   won.start_delay = start_delay;
   won.notifier = options_.notifier;
   won.instant_claims = instant_claims_;

@@ -59,12 +59,20 @@ void SkewWatch::PollOnce() {
     return seen_.insert(ObsKey{o.job, o.tick_unix, o.node}).second && primed_ &&
            (!options_.jobs || last_jobs_.contains(o.job));
   };
-  milliseconds own_delay{0};
+  milliseconds own_now{0};
   for (const lock::TickHistory& t : *history) {
     for (const lock::Observation& o : t.observations) {
-      if (o.node == options_.node && fresh(o)) own_delay = std::max(own_delay, now - o.node_wall);
+      if (o.node == options_.node && fresh(o)) own_now = std::max(own_now, now - o.node_wall);
     }
   }
+  // A peer's entry of a job may appear polls before ours (it got to that job sooner):
+  // the longest delay of ours in the last kOwnDelayMemory stands for it.
+  own_delays_.emplace_back(now, own_now);
+  while (!own_delays_.empty() && own_delays_.front().first < now - kOwnDelayMemory) {
+    own_delays_.pop_front();
+  }
+  milliseconds own_delay{0};
+  for (const auto& [when, delay] : own_delays_) own_delay = std::max(own_delay, delay);
   // Newest observation per peer in this poll.
   std::map<std::string, std::pair<milliseconds, milliseconds>> measured;  // peer → [lo, hi)
   std::map<std::string, std::int64_t> measured_tick;

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -87,6 +88,10 @@ class SkewWatch {
   // learns what exists, like the first poll: its older observations did not appear
   // between these two polls.
   std::set<std::string> last_jobs_;
+  // How long our own entries took to appear (now − node_wall), per poll, for the last
+  // kOwnDelayMemory: the widening of each peer's interval (PollOnce).
+  static constexpr std::chrono::milliseconds kOwnDelayMemory{60'000};
+  std::deque<std::pair<WallTime, std::chrono::milliseconds>> own_delays_;
   WallTime last_poll_;
   std::set<ObsKey> seen_;
   std::map<std::string, bool> warned_;  // peer → warning logged and not cleared

@@ -92,6 +92,11 @@ class Execution {
 //  - an Error only when the daemon lacks a resource (pipes, fds, processes).
 Result<std::unique_ptr<Execution>> StartProcess(const ProcessSpec& spec, OutputSink sink);
 
+// The settle() of a run that starts itself at its instant (a prepared process or
+// call): the runs of an instant start on their own timers, and the threads that look
+// at them keep off the CPUs until those starts are done.
+inline constexpr milliseconds kSettleAfterStart{20};
+
 // A run made ready ahead of its instant (docs/design.md §1 "Early claims"). Destroying
 // it unreleased leaves nothing behind (a prepared child process is killed and
 // reaped; before its instant, the job never ran). Not thread-safe: one owner.

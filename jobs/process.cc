@@ -71,10 +71,6 @@ constexpr milliseconds kExitPollInterval{20};  // waitid polling when pidfd_open
 constexpr milliseconds kLongestWait = std::chrono::hours(24 * 365 * 10);
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
 constexpr unsigned long kDefaultTimerSlackNs = 50'000;
-// How long after its instant a prepared process's supervisor looks at it (Release):
-// the processes of an instant start on their own timers, and the threads that
-// supervise them keep off the CPUs until those starts are done.
-constexpr milliseconds kSettleAfterStart{20};
 // The stack of a clone'd child, a few libc calls deep (ChildMain needs well under 4 KiB).
 constexpr std::size_t kChildStackBytes = 64 * 1024;
 

@@ -12,11 +12,6 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// How long after its instant a prepared call's Release is best made (settle()): the
-// calls of an instant start on their own threads, and the threads that supervise them
-// keep off the CPUs until those starts are done (as a prepared process's, process.cc).
-constexpr milliseconds kSettleAfterStart{20};
-
 // Where a prepared call (PrepareThreadCall) stands; a call started at once is kStarted.
 enum class StartState { kWaiting, kStarted, kDeclined, kCancelled };
 

@@ -18,9 +18,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "app/runner.h"
+#include "jobs/thread_execution.h"
 #include "tickd/scheduler.h"
 
 namespace tickd::lib {
@@ -28,6 +30,12 @@ namespace tickd::lib {
 // Thread-safe.
 class CallableRunner final : public app::Runner {
  public:
+  // `prepare_ahead`: the engine's clock is the real one, so a run claimed ahead of T
+  // is prepared as an in-process plugin is (jobs::PrepareThreadCall: its thread waits
+  // for T on the wall clock and calls the function then, unless the lease's bound has
+  // passed). Without it (a FakeClock in tests) the supervisor starts it at T.
+  explicit CallableRunner(bool prepare_ahead = false) : prepare_ahead_(prepare_ahead) {}
+
   // REQUIRES: before the first Start of `name`.
   void Add(const std::string& name, JobFunction fn);
 
@@ -37,10 +45,21 @@ class CallableRunner final : public app::Runner {
                                                  const jobs::ProcessSpec& spec,
                                                  jobs::OutputSink sink) override;
 
-  // Blocks until every function called has returned, abandoned ones included.
+  Result<std::unique_ptr<jobs::PreparedStart>> Prepare(const config::Job& job,
+                                                       const jobs::ProcessSpec& spec,
+                                                       jobs::OutputSink sink, WallTime start_at,
+                                                       SteadyTime start_bound) override;
+
+  // Blocks until every function called has returned, abandoned ones included (and
+  // every call prepared but never made has gone).
   void WaitForCalls();
 
  private:
+  class Counted;
+  // The call of `job`'s function; nullopt when it has none.
+  std::optional<jobs::ThreadCall> MakeCall(const config::Job& job, const jobs::ProcessSpec& spec);
+
+  const bool prepare_ahead_;
   struct Calls {
     std::mutex mu;
     std::condition_variable cv;

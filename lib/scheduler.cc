@@ -66,7 +66,8 @@ struct Scheduler::Impl {
             options.log_format == LogFormat::kJson ? app::LogFormat::kJson
                                                    : app::LogFormat::kLogfmt,
             options.log_debug ? app::LogLevel::kDebug : app::LogLevel::kInfo, LogWriter(options)),
-        metrics(clock) {}
+        metrics(clock),
+        runner(store.impl()->own_clock != nullptr) {}
 
   Store store;
   const SchedulerOptions options;

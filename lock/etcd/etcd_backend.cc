@@ -1,6 +1,8 @@
-// The etcd protocol (docs/backends.md, "etcd v3"), over etcd's gRPC API: requests are
-// written in the JSON of etcd's gateway (/v3/… paths, keys and values base64, 64-bit
-// integers as strings) and lock/etcd/etcd_wire.h sends each as its RPC. With prefix P
+// The etcd protocol (docs/backends.md, "etcd v3"), over etcd's gRPC API: the claim
+// path's txns (claims, their reads, observations, completes) are built as etcd's
+// messages (EtcdWire::Txn); the other requests are written in the JSON of etcd's
+// gateway (/v3/… paths, keys and values base64, 64-bit integers as strings) and
+// lock/etcd/etcd_wire.h sends each as its RPC. With prefix P
 // and T written as 20 zero-padded digits (so that key order is tick order):
 //
 //   P job/<job>/tick/<T>/l        lease key: the owner token, attached to the claim's
@@ -84,17 +86,21 @@
 //   busy, superseded, store-reset, missed on the reply's Date), or, when it could
 //   still win (the head moved, a re-claim), it reads in the next wave. Anything the
 //   cached head would answer without a write reads first, as does a claim without a
-//   cached head or reading.
+//   cached head or reading, and a claim marked likely_decided (another replica's slice
+//   of the instant, decided by the time it is sent): the read is served without a Raft
+//   entry, a blind claim that loses is not.
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
-//   claim per job, each wave in chunks of 119 claims (kClaimsPerTxn): ONE read txn
-//   (a nested txn of the ranges above per claim: one revision for the chunk), then
+//   claim per job, each wave in chunks of 119 claims (kClaimsPerTxn): the read of those
+//   not blind (flat ranges, ReadTicks: read-only txns, no Raft entry), then
 //   ONE txn whose nested txns are the chunk's claim txns, each with its own compare,
 //   success and failure, so every claim is decided on its own in one Raft entry. A
 //   claim that has to start over goes into the next wave. Then one more txn of
-//   nested puts writes this replica's observations of the chunk's outcomes
+//   plain puts writes this replica's observations of the chunk's outcomes
 //   (ClaimRequest::observe; a won claim's is in its record) before the chunk's
 //   answers are handed over. A lease no claim won under is revoked at the end of the
-//   batch. A single Claim is a batch of one: read (unless blind), grant, txn.
+//   batch. A single Claim is a batch of one: read (unless blind), grant, txn. Three
+//   chunks of a wave are in flight at once (kChunksInFlight), each on its own thread;
+//   answers are handed over one at a time. CompleteBatch sends its chunks so too.
 //   Fence = epoch_ms << 11 + n (lock/backend.h), stored in the record. The epoch is
 //   taken when the head is created: the claimer's wall clock in milliseconds, but
 //   never below the member's Date (etcd has no time API with more than seconds). A
@@ -157,6 +163,7 @@
 #include <set>
 #include <span>
 #include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -170,6 +177,7 @@
 #include "lock/etcd/etcd_wire.h"
 #include "lock/pause_record.h"
 #include "lock/registry.h"
+#include "rpc.pb.h"  // lock/etcd/proto/rpc.proto, generated
 
 namespace tickd::lock {
 namespace {
@@ -190,6 +198,8 @@ constexpr std::size_t kMaxTxnOps = 128;
 // the outer txn one permission probe besides them (AddPermissionProbe), so one batch
 // txn carries 119 claims (128 − 8 − 1).
 constexpr std::size_t kClaimsPerTxn = kMaxTxnOps - 8 - 1;
+// How many chunks of a claim batch are in flight at once (ClaimBatchAsAnswered).
+constexpr std::size_t kChunksInFlight = 3;
 // The run outputs one complete txn carries at most (before base64, which adds a third):
 // etcd refuses requests above --max-request-bytes (1.5 MiB by default), so a batch of
 // completes that printed is split; one output alone is at most kMaxStoredOutputBytes.
@@ -320,6 +330,42 @@ Json Delete(const std::string& key, const std::string& end = "") {
   Json del{{"key", B64(key)}};
   if (!end.empty()) del["range_end"] = B64(end);
   return Json{{"request_delete_range", std::move(del)}};
+}
+
+// The same ops and compares as etcd's messages, for the claim path's txns (EtcdWire::Txn:
+// the claims, their reads, the observations, the completes), which are most of a
+// replica's requests: building them as JSON, which the wire then parsed into these
+// messages (and each answer back), took about a fifth of the client's CPU.
+namespace pb = etcdserverpb;
+
+void PutOp(pb::RequestOp* op, const std::string& key, std::string value, std::int64_t lease = 0) {
+  pb::PutRequest* put = op->mutable_request_put();
+  put->set_key(key);
+  put->set_value(std::move(value));
+  put->set_lease(lease);
+}
+void RangeOp(pb::RequestOp* op, const std::string& key, const std::string& end = "") {
+  pb::RangeRequest* range = op->mutable_request_range();
+  range->set_key(key);
+  range->set_range_end(end);
+}
+void DeleteOp(pb::RequestOp* op, const std::string& key) {
+  op->mutable_request_delete_range()->set_key(key);
+}
+void CreatedAtOp(pb::Compare* c, const std::string& key, std::int64_t rev) {  // 0: no key
+  c->set_key(key);
+  c->set_target(pb::Compare::CREATE);
+  c->set_create_revision(rev);
+}
+void ModifiedAtOp(pb::Compare* c, const std::string& key, std::int64_t rev) {
+  c->set_key(key);
+  c->set_target(pb::Compare::MOD);
+  c->set_mod_revision(rev);
+}
+void ValueIsOp(pb::Compare* c, const std::string& key, const std::string& value) {
+  c->set_key(key);
+  c->set_target(pb::Compare::VALUE);
+  c->set_value(value);
 }
 
 // ---- values stored ----
@@ -596,13 +642,41 @@ class EtcdBackend final : public Backend {
     // bound judges the batch's early and missed (etcd_wire.h, WireReply).
     wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);
     BatchLeases leases;
-    std::set<std::size_t> read_first;  // a blind claim failed but may still win: read
+    IndexSet read_first;  // a blind claim failed but may still win: read
     const Error gave_up(context_ + ": claim",
                         "other claims of the job kept moving its head; try again");
-    ClaimInWaves(reqs, kClaimsPerTxn, 3, on_answer, gave_up,
-                 [&](std::span<const std::size_t> chunk, std::optional<Error>& failed) {
-                   return ClaimChunk(reqs, chunk, leases, read_first, on_answer, failed);
-                 });
+    // Up to kChunksInFlight chunks of a wave at once, each on a thread of its own (a
+    // wave holds one claim per job, so its chunks are independent): a chunk's round
+    // trips wait mostly on etcd's WAL, not on a CPU, so the chunks in flight share its
+    // fsyncs. Answers are handed over one at a time.
+    std::mutex answer_mu;
+    const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
+      std::lock_guard lock(answer_mu);
+      on_answer(i, std::move(r));
+    };
+    ClaimInWaves(
+        reqs, kClaimsPerTxn * kChunksInFlight, 3, answer, gave_up,
+        [&](std::span<const std::size_t> group, std::optional<Error>& failed) {
+          const std::size_t n = (group.size() + kClaimsPerTxn - 1) / kClaimsPerTxn;
+          std::vector<std::vector<std::size_t>> retry(n);
+          std::vector<std::optional<Error>> failures(n);
+          const auto run = [&](std::size_t c) {
+            const std::size_t first = c * kClaimsPerTxn;
+            retry[c] = ClaimChunk(reqs,
+                                  group.subspan(first, std::min(kClaimsPerTxn, group.size() - first)),
+                                  leases, read_first, answer, failures[c]);
+          };
+          std::vector<std::thread> threads;
+          for (std::size_t c = 1; c < n; ++c) threads.emplace_back(run, c);
+          run(0);
+          for (std::thread& t : threads) t.join();
+          std::vector<std::size_t> out;
+          for (std::size_t c = 0; c < n; ++c) {
+            out.insert(out.end(), retry[c].begin(), retry[c].end());
+            if (failures[c] && !failed) failed = failures[c];
+          }
+          return out;
+        });
     for (const auto& lease : leases) {
       if (ReleaseBatchHold(lease.id)) Revoke(lease.id, Due());
     }
@@ -693,15 +767,31 @@ class EtcdBackend final : public Backend {
     for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
     std::vector<std::int64_t> unused_leases;
     // A blind complete that failed reads and tries again, and so does a read one, once.
+    // Up to kChunksInFlight chunks at once, as the claims (each answers its own
+    // elements of `out`).
     for (int attempt = 0; attempt < 3 && !pending.empty(); ++attempt) {
-      std::vector<std::size_t> retry;
-      for (std::size_t first = 0; first < pending.size();) {
-        const std::span<const std::size_t> chunk(pending.data() + first,
-                                                 CompleteChunkSize(reqs, pending, first));
-        CompleteChunk(reqs, chunk, out, retry, unused_leases);
-        first += chunk.size();
+      std::vector<std::span<const std::size_t>> chunks;
+      for (std::size_t first = 0; first < pending.size(); first += chunks.back().size()) {
+        chunks.emplace_back(pending.data() + first, CompleteChunkSize(reqs, pending, first));
       }
-      pending = std::move(retry);
+      std::vector<std::vector<std::size_t>> retry(chunks.size());
+      std::vector<std::vector<std::int64_t>> unused(chunks.size());
+      const auto run = [&](std::size_t c) {
+        CompleteChunk(reqs, chunks[c], out, retry[c], unused[c]);
+      };
+      for (std::size_t first = 0; first < chunks.size(); first += kChunksInFlight) {
+        std::vector<std::thread> threads;
+        const std::size_t last = std::min(chunks.size(), first + kChunksInFlight);
+        for (std::size_t c = first + 1; c < last; ++c) threads.emplace_back(run, c);
+        run(first);
+        for (std::thread& t : threads) t.join();
+      }
+      std::vector<std::size_t> again;
+      for (std::size_t c = 0; c < chunks.size(); ++c) {
+        again.insert(again.end(), retry[c].begin(), retry[c].end());
+        unused_leases.insert(unused_leases.end(), unused[c].begin(), unused[c].end());
+      }
+      pending = std::move(again);
     }
     KeepNewestOutputs(reqs, out);
     for (const std::size_t i : pending) {
@@ -992,6 +1082,7 @@ class EtcdBackend final : public Backend {
     std::string lease_owner;    // the lease key's value: the holder's token
     std::int64_t lease_id = 0;  // the lease the key is attached to
     std::int64_t lease_until = 0;  // `u` when a renewal wrote it, else the record's
+    bool until_read = false;       // `u` was read
     std::optional<RunMarker> run;
     std::int64_t run_mod_revision = 0;
     std::optional<Head> head;
@@ -1076,42 +1167,64 @@ class EtcdBackend final : public Backend {
   // lease key and lease end only for a claim that may re-claim (recover), the run key
   // only for forbid (the others' answers never depend on them). Less for etcd to
   // encode for every claim lost to another replica, the common failure.
-  static Json FailureReads(const ClaimRequest& req, const Keys& k) {
-    Json ops = {req.recover ? Range(k.tick_prefix, k.tick_prefix + "w") : Range(k.record),
-                Range(k.head)};
-    if (req.forbid_overlap) ops.push_back(Range(k.run));
-    return ops;
+  static void FailureReads(const ClaimRequest& req, const Keys& k, pb::TxnRequest* txn) {
+    if (req.recover) {
+      RangeOp(txn->add_failure(), k.tick_prefix, k.tick_prefix + "w");
+    } else {
+      RangeOp(txn->add_failure(), k.record);
+    }
+    RangeOp(txn->add_failure(), k.head);
+    if (req.forbid_overlap) RangeOp(txn->add_failure(), k.run);
   }
 
-  // What the ranges of TickReads (or FailureReads) found, told apart by key (`txn` holds
-  // their responses first; server_ms apart).
+  // One key that the ranges of TickReads (or FailureReads) found, told apart by key.
+  static void AddTickKv(const Keys& k, const Kv& kv, TickState& st) {
+    if (kv.key == k.record) {
+      st.record = DecodeRecord(kv);
+    } else if (kv.key == k.lease) {
+      st.lease = true;
+      st.lease_owner = kv.value;
+      st.lease_id = kv.lease;
+    } else if (kv.key == k.until) {
+      st.lease_until = ParseTick(kv.value);
+      st.until_read = true;
+    } else if (kv.key == k.run) {
+      st.run = DecodeRun(kv.value);
+      st.run_mod_revision = kv.mod_revision;
+    } else if (kv.key == k.head) {
+      st.head = DecodeHead(kv.value);
+      st.head_value = kv.value;
+      st.head_mod_revision = kv.mod_revision;
+    }
+  }
+  static TickState Finished(TickState st) {
+    if (!st.until_read && st.record) st.lease_until = st.record->lease_until_ms;
+    return st;
+  }
+
+  // What the ranges of TickReads (or FailureReads) found (`txn` holds their responses
+  // first; server_ms apart).
   static TickState ParseTickState(const Keys& k, const Json& txn) {
     TickState st;
-    bool until = false;
     const Json* responses = Responses(txn);
     for (std::size_t i = 0; responses != nullptr && i < responses->size(); ++i) {
-      for (const Kv& kv : RangeKvs(txn, i)) {
-        if (kv.key == k.record) {
-          st.record = DecodeRecord(kv);
-        } else if (kv.key == k.lease) {
-          st.lease = true;
-          st.lease_owner = kv.value;
-          st.lease_id = kv.lease;
-        } else if (kv.key == k.until) {
-          st.lease_until = ParseTick(kv.value);
-          until = true;
-        } else if (kv.key == k.run) {
-          st.run = DecodeRun(kv.value);
-          st.run_mod_revision = kv.mod_revision;
-        } else if (kv.key == k.head) {
-          st.head = DecodeHead(kv.value);
-          st.head_value = kv.value;
-          st.head_mod_revision = kv.mod_revision;
-        }
+      for (const Kv& kv : RangeKvs(txn, i)) AddTickKv(k, kv, st);
+    }
+    return Finished(std::move(st));
+  }
+  // The same from responses [begin, end) of a txn's message.
+  static TickState ParseTickState(const Keys& k,
+                                  const google::protobuf::RepeatedPtrField<pb::ResponseOp>& ops,
+                                  int begin, int end) {
+    TickState st;
+    for (int i = begin; i < end && i < ops.size(); ++i) {
+      if (!ops[i].has_response_range()) continue;
+      for (const mvccpb::KeyValue& kv : ops[i].response_range().kvs()) {
+        AddTickKv(k, Kv{kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.lease()},
+                  st);
       }
     }
-    if (!until && st.record) st.lease_until = st.record->lease_until_ms;
-    return st;
+    return Finished(std::move(st));
   }
 
   // One read txn: TickReads of one tick.
@@ -1124,40 +1237,63 @@ class EtcdBackend final : public Backend {
     return st;
   }
 
-  // One read txn for up to kClaimsPerTxn ticks: a nested txn of TickReads each (one
-  // revision of the store for all of them).
-  // etcd 3.4 checks the permissions of a txn's own ops only, not those of its nested
-  // txns (found by the TLS tests: once claims were batched, an anonymous client and a
-  // user outside its role's prefix both won claims). So each batch txn also carries,
-  // at its top level after the nested ones, one op under the prefix that the role must
-  // allow: a range of a key tickd never writes for a read, a delete of it for a write
-  // (deleting nothing changes nothing). A refused op fails the whole txn. A role must
-  // therefore grant the whole `P job/` range (docs/stores.md, "Securing the store").
-  void AddPermissionProbe(Json& ops, bool write) const {
-    const std::string probe = endpoints_.prefix + "job/-permission-probe";
-    ops.push_back(write ? Delete(probe) : Range(probe));
+  // The claims' read ops are flat ranges (ReadTicks); etcd 3.4 checks the
+  // permissions of a txn's own ops only, not those of its nested txns (found by the TLS
+  // tests: once claims were batched, an anonymous client and a user outside its role's
+  // prefix both won claims). So each batch txn of nested txns also carries, at its top
+  // level after the nested ones, one op under the prefix that the role must allow: a
+  // delete of a key tickd never writes (deleting nothing changes nothing). A refused
+  // op fails the whole txn. A role must therefore grant the whole `P job/` range
+  // (docs/stores.md, "Securing the store").
+  void AddPermissionProbe(pb::TxnRequest& txn) const {
+    DeleteOp(txn.add_success(), endpoints_.prefix + "job/-permission-probe");
   }
 
-  Result<std::vector<TickState>> ReadTicks(const std::vector<Keys>& keys, Deadline deadline) {
-    Json nested = Json::array();
-    for (const Keys& k : keys) nested.push_back(Json{{"request_txn", {{"success", TickReads(k)}}}});
-    AddPermissionProbe(nested, /*write=*/false);
-    auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
-    if (!txn) return tl::unexpected(txn.error());
-    const Json* responses = Responses(txn->body);
-    if (responses == nullptr || responses->size() < keys.size()) {
-      return MakeError(context_ + ": read", "the read txn answered " +
-                                                std::to_string(responses ? responses->size() : 0) +
-                                                " of " + std::to_string(keys.size()) + " ticks");
-    }
+  // The reads of up to kClaimsPerTxn ticks: TickReads of each (without the run key
+  // where `run` says it is not needed: a claim without forbid), as flat ranges in txns
+  // of at most kMaxTxnOps. A txn of ranges only is read-only to etcd and served without
+  // a Raft entry — no WAL write, no apply — while a txn of nested txns is a Raft
+  // proposal whatever it holds (etcd's isTxnReadonly looks at the top-level ops only);
+  // and etcd checks the permission of each of its ranges, so it needs no probe. Each
+  // txn is one revision (a tick's ranges are never split between two txns): each
+  // claim's decision rests on its own tick's keys and the job's head only.
+  Result<std::vector<TickState>> ReadTicks(const std::vector<Keys>& keys, Deadline deadline,
+                                           const std::vector<bool>& run = {}) {
     std::vector<TickState> out;
     out.reserve(keys.size());
-    for (std::size_t n = 0; n < keys.size(); ++n) {
-      const Json& r = (*responses)[n];
-      out.push_back(r.contains("response_txn") ? ParseTickState(keys[n], r["response_txn"])
-                                               : TickState{});
-      out.back().server_ms = txn->server_ms;
-      out.back().server_hi_ms = txn->server_hi_ms;
+    pb::TxnRequest request;
+    pb::TxnResponse response;
+    for (std::size_t first = 0; first < keys.size();) {
+      request.Clear();
+      std::vector<int> ends;  // per tick of this txn: the end of its ranges
+      std::size_t last = first;
+      for (; last < keys.size(); ++last) {
+        const Keys& k = keys[last];
+        const bool with_run = last >= run.size() || run[last];
+        if (static_cast<std::size_t>(request.success_size()) + (with_run ? 3 : 2) > kMaxTxnOps) {
+          break;
+        }
+        RangeOp(request.add_success(), k.tick_prefix, k.tick_prefix + "w");
+        if (with_run) RangeOp(request.add_success(), k.run);
+        RangeOp(request.add_success(), k.head);
+        ends.push_back(request.success_size());
+      }
+      auto txn = Txn(request, &response, deadline);
+      if (!txn) return tl::unexpected(txn.error());
+      if (response.responses_size() < ends.back()) {
+        return MakeError(context_ + ": read", "the read txn answered " +
+                                                  std::to_string(response.responses_size()) +
+                                                  " of " + std::to_string(ends.back()) + " ranges");
+      }
+      int begin = 0;
+      for (std::size_t n = first; n < last; ++n) {
+        const int end = ends[n - first];
+        out.push_back(ParseTickState(keys[n], response.responses(), begin, end));
+        out.back().server_ms = txn->server_ms;
+        out.back().server_hi_ms = txn->server_hi_ms;
+        begin = end;
+      }
+      first = last;
     }
     return out;
   }
@@ -1178,6 +1314,24 @@ class EtcdBackend final : public Backend {
 
   // The leases of one claim batch: one per TTL (etcd's are whole seconds), granted
   // when the first claim that needs it is written, and how many claims won under it.
+  // A set of claim indices shared by the chunks in flight of a batch. Thread-safe.
+  class IndexSet {
+   public:
+    bool Has(std::size_t i) const {
+      std::lock_guard lock(mu_);
+      return set_.count(i) != 0;
+    }
+    void Add(std::size_t i) {
+      std::lock_guard lock(mu_);
+      set_.insert(i);
+    }
+
+   private:
+    mutable std::mutex mu_;
+    std::set<std::size_t> set_;
+  };
+
+  // Thread-safe (the chunks in flight of a batch share it); begin/end once they ended.
   class BatchLeases {
    public:
     struct Lease {
@@ -1188,6 +1342,7 @@ class EtcdBackend final : public Backend {
     // The lease for `lease` (TTL rounded up to whole seconds), granted by `grant` once.
     template <typename GrantFn>
     Result<std::int64_t> For(milliseconds lease, GrantFn grant) {
+      std::lock_guard lock(mu_);  // one grant; the other chunks wait for it
       const std::int64_t ttl_s = std::max<std::int64_t>(1, (lease.count() + 999) / 1000);
       for (const Lease& l : leases_) {
         if (l.ttl_s == ttl_s) return l.id;
@@ -1198,13 +1353,15 @@ class EtcdBackend final : public Backend {
       return *id;
     }
     void Won(std::int64_t id) {
+      std::lock_guard lock(mu_);
       for (Lease& l : leases_) l.wins += l.id == id ? 1 : 0;
     }
     std::vector<Lease>::const_iterator begin() const { return leases_.begin(); }
     std::vector<Lease>::const_iterator end() const { return leases_.end(); }
 
    private:
-    std::vector<Lease> leases_;
+    std::mutex mu_;
+    std::vector<Lease> leases_;  // guarded by mu_
   };
 
   // One chunk of a wave (distinct jobs): read, decide, write, then this replica's
@@ -1214,7 +1371,7 @@ class EtcdBackend final : public Backend {
   // `failed` is set when the store gave no answer.
   std::vector<std::size_t> ClaimChunk(std::span<const ClaimRequest> reqs,
                                       std::span<const std::size_t> chunk, BatchLeases& leases,
-                                      std::set<std::size_t>& read_first,
+                                      IndexSet& read_first,
                                       const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     std::vector<std::pair<std::size_t, Result<ClaimOutcome>>> answers;
     const ClaimAnswer collect = [&](std::size_t i, Result<ClaimOutcome> r) {
@@ -1227,14 +1384,21 @@ class EtcdBackend final : public Backend {
   }
 
   // Writes this replica's observation of every answered claim that asks for it (not
-  // store-reset or early: nothing is written then; not an error) in one txn of nested puts, and
-  // marks them observed. A failure leaves them unobserved: the scheduler records them.
+  // store-reset or early: nothing is written then; not an error) in one txn of puts (two
+  // when the job names put with them pass kMaxTxnOps), and marks them observed. A failure leaves them unobserved: the scheduler records them.
   // A won claim's observation is already in its record (the claim wrote it).
   void Observe(std::span<const ClaimRequest> reqs,
                std::vector<std::pair<std::size_t, Result<ClaimOutcome>>>& answers) {
-    Json nested = Json::array();
+    pb::TxnRequest request;
     std::vector<ClaimOutcome*> observed;
     std::vector<std::string> naming;  // jobs whose name the txn writes
+    bool ok = true;
+    const auto send = [&] {
+      if (request.success_size() == 0) return;
+      pb::TxnResponse response;
+      ok = ok && Txn(request, &response, Due()).has_value();
+      request.Clear();
+    };
     for (auto& [i, r] : answers) {
       const ClaimRequest& req = reqs[i];
       if (!req.observe || !r || r->status == ClaimStatus::kStoreReset ||
@@ -1253,13 +1417,16 @@ class EtcdBackend final : public Backend {
       obs.fence = 0;
       const bool name = !Named(req.job);
       if (name) naming.push_back(req.job);
-      nested.push_back(
-          Json{{"request_txn", {{"success", RecordOps(req.job, req.tick_unix, obs, name)}}}});
+      // Plain puts, as many as a txn takes (the keys of a chunk are distinct: one claim
+      // per job).
+      if (static_cast<std::size_t>(request.success_size()) + 2 > kMaxTxnOps) send();
+      const Keys k = KeysOf(req.job, req.tick_unix);
+      PutOp(request.add_success(), k.tick_prefix + "w/" + obs.node, Encode(obs));
+      if (name) PutOp(request.add_success(), JobKey(req.job), "");
       observed.push_back(&*r);
     }
-    if (observed.empty()) return;
-    auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, Due());
-    if (!txn) return;
+    send();
+    if (!ok || observed.empty()) return;
     for (ClaimOutcome* o : observed) o->observed = true;
     for (const std::string& job : naming) MarkNamed(job);
   }
@@ -1284,7 +1451,7 @@ class EtcdBackend final : public Backend {
   // next wave. Every other claim reads first, as before.
   std::vector<std::size_t> DecideChunk(std::span<const ClaimRequest> reqs,
                                        std::span<const std::size_t> chunk, BatchLeases& leases,
-                                       std::set<std::size_t>& read_first,
+                                       IndexSet& read_first,
                                        const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     const Deadline deadline = Due();
     std::vector<Keys> keys;
@@ -1293,12 +1460,16 @@ class EtcdBackend final : public Backend {
     std::vector<TickState> states(chunk.size());
     std::vector<bool> blind(chunk.size(), false);
     std::vector<Keys> to_read;
+    std::vector<bool> read_run;         // parallel to to_read: the run key too (forbid)
     std::vector<std::size_t> read_pos;  // positions in chunk
     const std::optional<SecondClockBound::Reading> now = ClockNow();
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
+      // A claim most likely decided already (another replica's slice) reads first: a
+      // read-only txn costs etcd no Raft entry, a blind claim that loses does.
       const std::optional<CachedHead> seen =
-          now && read_first.count(chunk[n]) == 0 ? HeadSeen(req.job) : std::nullopt;
+          now && !req.likely_decided && !read_first.Has(chunk[n]) ? HeadSeen(req.job)
+                                                                        : std::nullopt;
       if (seen) {
         TickState& st = states[n];
         st.head = seen->head;
@@ -1313,11 +1484,12 @@ class EtcdBackend final : public Backend {
       }
       if (!blind[n]) {
         to_read.push_back(keys[n]);
+        read_run.push_back(req.forbid_overlap);
         read_pos.push_back(n);
       }
     }
     if (!to_read.empty()) {
-      auto read = ReadTicks(to_read, deadline);
+      auto read = ReadTicks(to_read, deadline, read_run);
       if (!read) {
         failed = read.error();
         for (const std::size_t i : chunk) on_answer(i, tl::unexpected(read.error()));
@@ -1359,7 +1531,7 @@ class EtcdBackend final : public Backend {
     }
     if (plans.empty()) return {};
 
-    Json nested = Json::array();
+    pb::TxnRequest request;
     for (ClaimPlan& plan : plans) {
       const ClaimRequest& req = reqs[plan.index];
       auto lease =
@@ -1374,38 +1546,37 @@ class EtcdBackend final : public Backend {
         return {};
       }
       plan.lease = *lease;
-      nested.push_back(Json{{"request_txn", ClaimTxn(req, plan)}});
+      ClaimTxn(req, plan, request.add_success()->mutable_request_txn());
     }
-    AddPermissionProbe(nested, /*write=*/true);
-    auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
+    AddPermissionProbe(request);
+    pb::TxnResponse response;
+    auto txn = Txn(request, &response, deadline);
     if (!txn) {
       failed = txn.error();
       for (const ClaimPlan& plan : plans) DropHead(reqs[plan.index].job);
       ResolveAmbiguous(reqs, plans, txn.error(), leases, answer);
       return {};
     }
-    const std::int64_t revision = Int(txn->body.value("header", Json::object()), "revision");
+    const std::int64_t revision = response.header().revision();
     std::vector<std::size_t> retry;
-    const Json* responses = Responses(txn->body);
     for (std::size_t n = 0; n < plans.size(); ++n) {
       ClaimPlan& plan = plans[n];
       const ClaimRequest& req = reqs[plan.index];
-      const Json* result = responses != nullptr && n < responses->size()
-                               ? &(*responses)[n]
-                               : nullptr;
-      if (result == nullptr || !result->contains("response_txn")) {
+      const int at = static_cast<int>(n);
+      if (at >= response.responses_size() || !response.responses(at).has_response_txn()) {
         DropHead(req.job);
         answer(plan.index,
                   MakeError(context_ + ": claim", "the batch txn gave no answer for this claim"));
         continue;
       }
-      const Json& claim_txn = (*result)["response_txn"];
+      const pb::TxnResponse& claim_txn = response.responses(at).response_txn();
       std::optional<Result<ClaimOutcome>> out;
-      if (claim_txn.value("succeeded", false)) {
+      if (claim_txn.succeeded()) {
         out = Succeeded(req, plan, revision);
       } else {
         // What won the race, as a read at the txn's revision would have found it.
-        TickState st = ParseTickState(plan.keys, claim_txn);
+        TickState st = ParseTickState(plan.keys, claim_txn.responses(), 0,
+                                      claim_txn.responses_size());
         st.server_ms = txn->server_ms;
         st.server_hi_ms = txn->server_hi_ms;
         if (!st.server_ms && now) {  // a reply without Date: the reading sent with
@@ -1419,10 +1590,10 @@ class EtcdBackend final : public Backend {
           if (std::optional<ClaimOutcome> decided = Decide(req, fresh)) {
             out = std::move(*decided);
           } else {
-            read_first.insert(plan.index);  // it may still win: read, then claim
+            read_first.Add(plan.index);  // it may still win: read, then claim
           }
         } else {
-          out = Finish(req, plan, claim_txn);
+          out = Finish(req, plan, st);
         }
       }
       if (!out) {
@@ -1483,7 +1654,7 @@ class EtcdBackend final : public Backend {
   // that a head written anew after etcd lost its data never passes for it); success
   // writes the claim under plan.lease, failure ranges what decides it (FailureReads).
   // Sets plan.fence, plan.record, plan.head and plan.names_job.
-  Json ClaimTxn(const ClaimRequest& req, ClaimPlan& plan) {
+  void ClaimTxn(const ClaimRequest& req, ClaimPlan& plan, pb::TxnRequest* txn) {
     const Keys& k = plan.keys;
     const TickState& state = plan.state;
     plan.head = NextHead(req, state);
@@ -1497,27 +1668,30 @@ class EtcdBackend final : public Backend {
     rec.won_fence = plan.fence;
     rec.claim_observed = true;
     plan.record = rec;
-    Json compare = Json::array();
     if (plan.reclaim_rev) {
-      compare.push_back(ModifiedAt(k.record, *plan.reclaim_rev));
-      compare.push_back(CreatedAt(k.lease, 0));
+      ModifiedAtOp(txn->add_compare(), k.record, *plan.reclaim_rev);
+      CreatedAtOp(txn->add_compare(), k.lease, 0);
     } else {
-      compare.push_back(CreatedAt(k.record, 0));
+      CreatedAtOp(txn->add_compare(), k.record, 0);
     }
-    if (req.forbid_overlap) compare.push_back(CreatedAt(k.run, 0));
-    compare.push_back(state.head ? ModifiedAt(k.head, state.head_mod_revision)
-                                 : CreatedAt(k.head, 0));
-    if (plan.blind) compare.push_back(ValueIs(k.head, state.head_value));
-    Json success = {Put(k.record, Encode(rec)), Put(k.lease, req.owner_token, plan.lease),
-                    Put(k.head, Encode(plan.head))};
+    if (req.forbid_overlap) CreatedAtOp(txn->add_compare(), k.run, 0);
+    if (state.head) {
+      ModifiedAtOp(txn->add_compare(), k.head, state.head_mod_revision);
+    } else {
+      CreatedAtOp(txn->add_compare(), k.head, 0);
+    }
+    if (plan.blind) ValueIsOp(txn->add_compare(), k.head, state.head_value);
+    PutOp(txn->add_success(), k.record, Encode(rec));
+    PutOp(txn->add_success(), k.lease, req.owner_token, plan.lease);
+    PutOp(txn->add_success(), k.head, Encode(plan.head));
     // The job's name: once per job and handle, and with every head created (a store
     // that lost its data lost the names too).
     plan.names_job = !state.head || !Named(req.job);
-    if (plan.names_job) success.push_back(Put(JobKey(req.job), ""));
+    if (plan.names_job) PutOp(txn->add_success(), JobKey(req.job), "");
     if (req.forbid_overlap) {
-      success.push_back(
-          Put(k.run, Encode(RunMarker{req.owner_token, req.tick_unix, req.node, req.config_hash}),
-              plan.lease));
+      PutOp(txn->add_success(), k.run,
+            Encode(RunMarker{req.owner_token, req.tick_unix, req.node, req.config_hash}),
+            plan.lease);
     }
     // A re-claim overwrites the record that held the previous claimer's observation:
     // it goes to that replica's own key, as it would have written it.
@@ -1530,11 +1704,9 @@ class EtcdBackend final : public Backend {
       obs.node_wall = WallTime(milliseconds(old.wall_ms));
       obs.config_hash = old.hash;
       obs.fence = old.won_fence;
-      success.push_back(Put(k.tick_prefix + "w/" + old.node, Encode(obs)));
+      PutOp(txn->add_success(), k.tick_prefix + "w/" + old.node, Encode(obs));
     }
-    return Json{{"compare", std::move(compare)},
-                {"success", std::move(success)},
-                {"failure", FailureReads(req, k)}};
+    FailureReads(req, k, txn);
   }
 
   // A claim's txn succeeded at `revision` (the chunk's txn is one revision): won. The
@@ -1557,9 +1729,8 @@ class EtcdBackend final : public Backend {
   // The answer of a claim's failed txn (read first): lost or busy named by what won
   // the race; nullopt when only the head moved (claim again).
   std::optional<Result<ClaimOutcome>> Finish(const ClaimRequest& req, const ClaimPlan& plan,
-                                             const Json& txn) {
+                                             const TickState& now) {
     const TickState& state = plan.state;
-    const TickState now = ParseTickState(plan.keys, txn);
     if (now.record && now.record->mod_revision != plan.reclaim_rev) {
       if (now.record->owner == req.owner_token) return Won(now.record->fence);  // our retried txn
       return Lost(req, *now.record);
@@ -1698,7 +1869,7 @@ class EtcdBackend final : public Backend {
       }
     }
     std::vector<std::size_t> writing;  // positions in chunk
-    Json nested = Json::array();
+    pb::TxnRequest request;
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const auto& [held, completion] = reqs[chunk[n]];
       if (out[chunk[n]]) continue;  // its read failed
@@ -1714,37 +1885,39 @@ class EtcdBackend final : public Backend {
         out[chunk[n]] = CompleteStatus::kCompleted;
         continue;
       }
-      Json compare = {ModifiedAt(k.record, rec.mod_revision)};
+      pb::TxnRequest* txn = request.add_success()->mutable_request_txn();
+      ModifiedAtOp(txn->add_compare(), k.record, rec.mod_revision);
       rec.state = "done";
       rec.fence = held.fence;
       rec.outcome = completion.outcome;
       rec.exit_code = completion.exit_code;
       rec.duration_ms = completion.duration.count();
       // The record is still ours (the compare), so the lease key, if any, is ours too.
-      Json success = {Put(k.record, Encode(rec)), Delete(k.lease), Delete(k.until)};
+      PutOp(txn->add_success(), k.record, Encode(rec));
+      DeleteOp(txn->add_success(), k.lease);
+      DeleteOp(txn->add_success(), k.until);
       if (const std::string_view output = OutputToStore(completion.output); !output.empty()) {
-        success.push_back(Put(OutputKey(held.job, held.tick_unix), output));
+        PutOp(txn->add_success(), OutputKey(held.job, held.tick_unix), std::string(output));
       }
       if (state.run && state.run->token == held.owner_token) {
-        compare.push_back(ModifiedAt(k.run, state.run_mod_revision));
-        success.push_back(Delete(k.run));
+        ModifiedAtOp(txn->add_compare(), k.run, state.run_mod_revision);
+        DeleteOp(txn->add_success(), k.run);
       }
-      nested.push_back(Json{
-          {"request_txn", {{"compare", std::move(compare)}, {"success", std::move(success)}}}});
       writing.push_back(n);
     }
     if (writing.empty()) return;
-    auto txn = Post("/v3/kv/txn", Json{{"success", std::move(nested)}}, deadline);
+    pb::TxnResponse response;
+    auto txn = Txn(request, &response, deadline);
     if (!txn) {
       for (const std::size_t n : writing) out[chunk[n]] = tl::unexpected(txn.error());
       return;
     }
-    const Json* responses = Responses(txn->body);
     for (std::size_t w = 0; w < writing.size(); ++w) {
       const std::size_t i = chunk[writing[w]];
-      const bool applied = responses != nullptr && w < responses->size() &&
-                           (*responses)[w].contains("response_txn") &&
-                           (*responses)[w]["response_txn"].value("succeeded", false);
+      const int at = static_cast<int>(w);
+      const bool applied = at < response.responses_size() &&
+                           response.responses(at).has_response_txn() &&
+                           response.responses(at).response_txn().succeeded();
       if (!applied) {
         retry.push_back(i);  // re-read: re-claimed?
         continue;
@@ -2030,6 +2203,13 @@ class EtcdBackend final : public Backend {
   // for which member answers, what passes to the next one and what is returned.
   // Requests run concurrently (the wire multiplexes them): a renewal never waits behind
   // a batch's txn.
+  // A txn as etcd's messages (EtcdWire::Txn): the answer in *response, its clock in
+  // the reply.
+  Result<WireReply> Txn(const pb::TxnRequest& request, pb::TxnResponse* response,
+                        Deadline deadline) {
+    return wire_->Txn(request, response, deadline);
+  }
+
   Result<Reply> Post(std::string_view path, const Json& request, Deadline deadline) {
     auto answer = wire_->Call(path, request.dump(), deadline);
     if (!answer) return tl::unexpected(answer.error());

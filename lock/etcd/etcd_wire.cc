@@ -279,15 +279,16 @@ class GrpcWire final : public EtcdWire {
                          Deadline deadline) override {
     auto rpc = Bind(path, request_json);
     if (!rpc) return MakeError(Context(path), "request not understood: " + rpc.error().detail);
-    if (options_.username.empty()) return Send(path, *rpc, deadline, "", nullptr);
-    auto token = Token(deadline, "");
-    if (!token) return tl::unexpected(token.error());
-    bool token_refused = false;
-    auto reply = Send(path, *rpc, deadline, *token, &token_refused);
-    if (!token_refused) return reply;
-    token = Token(deadline, *token);  // etcd refused it before doing anything: no repeat
-    if (!token) return tl::unexpected(token.error());
-    return Send(path, *rpc, deadline, *token, nullptr);
+    return Authenticated(path, *rpc, deadline);
+  }
+
+  Result<WireReply> Txn(const pb::TxnRequest& request, pb::TxnResponse* response,
+                        Deadline deadline) override {
+    const Rpc rpc = [&request, response](Member& m, grpc::ClientContext& context, std::string*) {
+      response->Clear();
+      return m.kv->Txn(&context, request, response);
+    };
+    return Authenticated("/v3/kv/txn", rpc, deadline);
   }
 
   std::optional<SecondClockBound::Reading> ClockNow() override {
@@ -308,6 +309,20 @@ class GrpcWire final : public EtcdWire {
   }
 
  private:
+  // Send, with the token when etcd authentication is on: a request refused for an
+  // invalid token is sent once more with a new one.
+  Result<WireReply> Authenticated(std::string_view path, const Rpc& rpc, Deadline deadline) {
+    if (options_.username.empty()) return Send(path, rpc, deadline, "", nullptr);
+    auto token = Token(deadline, "");
+    if (!token) return tl::unexpected(token.error());
+    bool token_refused = false;
+    auto reply = Send(path, rpc, deadline, *token, &token_refused);
+    if (!token_refused) return reply;
+    token = Token(deadline, *token);  // etcd refused it before doing anything: no repeat
+    if (!token) return tl::unexpected(token.error());
+    return Send(path, rpc, deadline, *token, nullptr);
+  }
+
   std::string Context(std::string_view path) const {
     return options_.context + ": " + std::string(path);
   }

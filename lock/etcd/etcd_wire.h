@@ -2,7 +2,7 @@
 // gRPC, spoken in the JSON of etcd's gateway, plus the member's clock.
 //
 // Call takes a gateway path (/v3/kv/txn, …) and its request in the gateway's JSON and
-// answers in the same JSON: the gateway's JSON is protobuf's proto3 JSON of
+// answers in the same JSON (Txn, for the claim path, takes and answers the messages): the gateway's JSON is protobuf's proto3 JSON of
 // etcdserverpb (original field names, int64 as strings, bytes base64, zero values
 // omitted), so the request becomes the RPC's message (lock/etcd/proto) and the answer
 // becomes JSON again. Thread-safe: calls run concurrently, multiplexed on one channel
@@ -27,6 +27,11 @@
 #include "base/error.h"
 #include "lock/clock_check.h"
 #include "lock/tls_files.h"
+
+namespace etcdserverpb {  // lock/etcd/proto/rpc.proto, generated
+class TxnRequest;
+class TxnResponse;
+}  // namespace etcdserverpb
 
 namespace tickd::lock {
 
@@ -69,6 +74,12 @@ class EtcdWire {
   // /v3/auth/authenticate, /v3/maintenance/status, /v3/cluster/member/list.
   virtual Result<WireReply> Call(std::string_view path, const std::string& request_json,
                                  Deadline deadline) = 0;
+
+  // Txn with the messages themselves (the claim path's requests: no JSON either way;
+  // the caller includes the generated rpc.pb.h). The member, retry, token and clock
+  // handling of Call; the answer goes into *response (WireReply::body stays empty).
+  virtual Result<WireReply> Txn(const etcdserverpb::TxnRequest& request,
+                                etcdserverpb::TxnResponse* response, Deadline deadline) = 0;
 
   // GET /version on the member tried first (the next one when it cannot be reached):
   // its Date narrows that member's clock bound. Returns whether a Date came back.

@@ -852,6 +852,88 @@ TEMPLATE_LIST_TEST_CASE("conformance: fences strictly increase and survive reope
   CHECK(MustClaim(*reopened, Req(h, "fenced", t0, "node", "tok-r0")).status == ClaimStatus::kLost);
 }
 
+// ClaimRequest::likely_decided is a hint (etcd reads such claims first instead of
+// claiming blind): every answer must be the one the claim gets without it.
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: a likely_decided claim answers as without the hint: an open tick is won, "
+    "a decided one lost naming its winner; early, missed, busy, superseded, store-reset "
+    "unchanged",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t t = NowUnix(h.clock());
+  const auto hinted = [&](std::string job, std::int64_t tick, std::string token) {
+    auto req = Req(h, std::move(job), tick, "node-b", std::move(token));
+    req.likely_decided = true;
+    req.observe = true;
+    req.forbid_overlap = false;
+    return req;
+  };
+  // What node-a decided first: a running tick, a done one, a later tick (supersedes), a
+  // tick still running under forbid (busy).
+  auto running = Req(h, "hint-running", t, "node-a", "tok-a1");
+  running.forbid_overlap = false;
+  MustWin(*a, running);
+  auto done = Req(h, "hint-done", t, "node-a", "tok-a2");
+  done.forbid_overlap = false;
+  const Won done_won = MustWin(*a, done);
+  REQUIRE(*a->Complete(done_won.held, Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
+  auto later = Req(h, "hint-later", t, "node-a", "tok-a3");
+  later.forbid_overlap = false;
+  MustWin(*a, later);
+  MustWin(*a, Req(h, "hint-busy", t - 1, "node-a", "tok-a4"));
+  // B knew none of these heads before: a replica that claimed them once (the second
+  // batch below) claims blind without the hint.
+  for (int round = 0; round < 2; ++round) {
+    const std::string r = std::to_string(round);
+    std::vector<ClaimRequest> reqs = {
+        hinted("hint-open-" + r, t, "tok-b-open-" + r),
+        hinted("hint-running", t, "tok-b-run-" + r),
+        hinted("hint-done", t, "tok-b-done-" + r),
+        hinted("hint-later", t - 1, "tok-b-later-" + r),
+        hinted("hint-busy", t, "tok-b-busy-" + r),
+        hinted("hint-missed-" + r, t - 120, "tok-b-missed-" + r),
+    };
+    reqs[4].forbid_overlap = true;
+    reqs[5].starting_deadline = 60s;
+    const std::vector<Result<ClaimOutcome>> outs = b->ClaimBatch(reqs);
+    REQUIRE(outs.size() == reqs.size());
+    for (const auto& o : outs) REQUIRE(o);
+    CHECK(std::string(Name(outs[0]->status)) == "won");
+    CHECK(std::string(Name(outs[1]->status)) == "lost");
+    CHECK(outs[1]->holder_node == "node-a");
+    CHECK(outs[1]->holder_running);
+    CHECK(std::string(Name(outs[2]->status)) == "lost");
+    CHECK(outs[2]->holder_node == "node-a");
+    CHECK_FALSE(outs[2]->holder_running);
+    CHECK(std::string(Name(outs[3]->status)) == "superseded");
+    CHECK(outs[3]->holder_tick_unix == t);
+    CHECK(std::string(Name(outs[4]->status)) == "busy");
+    CHECK(outs[4]->holder_tick_unix == t - 1);
+    CHECK(std::string(Name(outs[5]->status)) == "missed");
+  }
+  // One at a time (a batch of one) too, and the answers that write nothing.
+  CHECK(MustClaim(*b, hinted("hint-running", t, "tok-b-run-2")).status == ClaimStatus::kLost);
+  CHECK(MustClaim(*b, hinted("hint-single", t, "tok-b-single")).status == ClaimStatus::kWon);
+  if (h.judges_clock()) {
+    auto ahead = hinted("hint-early", t + 30, "tok-b-early");
+    ahead.max_lead = 450ms;
+    const ClaimOutcome early = MustClaim(*b, ahead);
+    CHECK(std::string(Name(early.status)) == "early");
+    CHECK_FALSE(early.observed);
+  }
+  if (h.detects_store_reset()) {
+    auto reset = hinted("hint-running", t + 1, "tok-b-reset");
+    reset.known_tick = t + 5;
+    const ClaimOutcome out = MustClaim(*b, reset);
+    CHECK(std::string(Name(out.status)) == "store-reset");
+    CHECK(out.holder_tick_unix == t);
+    CHECK_FALSE(out.observed);
+  }
+}
+
 TEMPLATE_LIST_TEST_CASE(
     "conformance: a claim that knows a later claim than the store has hears store-reset",
     "[conformance]", AllHarnesses) {

@@ -6,9 +6,11 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
+#include "lib/callable_runner.h"
 #include "lib/store_impl.h"
 #include "lock/memory/memory_backend.h"
 #include "tests/app/sim.h"
@@ -304,6 +306,52 @@ TEST_CASE("library: programming errors throw, the store's answers do not") {
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().message.find("nosuch") != std::string::npos);
   CHECK_THROWS_AS(bad.value(), std::logic_error);
+}
+
+TEST_CASE("library: with the real clock a function claimed ahead is prepared: called at its "
+          "instant, never when dropped before it") {
+  // The CallableRunner alone, on the real clocks (Store::open's engine uses them).
+  lib::CallableRunner runner(/*prepare_ahead=*/true);
+  std::atomic<int> calls{0};
+  std::mutex mu;
+  std::optional<std::chrono::sys_seconds> tick_seen;
+  std::chrono::system_clock::time_point called_at;
+  runner.Add("j", [&](const RunContext& ctx) {
+    std::lock_guard lock(mu);
+    tick_seen = ctx.tick;
+    called_at = std::chrono::system_clock::now();
+    ++calls;
+  });
+  config::Job job;
+  job.name = "j";
+  jobs::ProcessSpec spec;
+  spec.env = {{"TICKD_TICK_UNIX", "1700000000"}, {"TICKD_FENCE", "4"}, {"TICKD_NODE", "n"},
+              {"TICKD_ATTEMPT", "1"}};
+  const auto now = std::chrono::system_clock::now();
+  const WallTime start_at =
+      std::chrono::time_point_cast<milliseconds>(now) + milliseconds(100);
+  const SteadyTime far = std::chrono::time_point_cast<milliseconds>(
+      std::chrono::steady_clock::now() + std::chrono::hours(1));
+  {
+    auto dropped = runner.Prepare(job, spec, nullptr, start_at + seconds(60), far);
+    REQUIRE(dropped.has_value());
+    CHECK((*dropped)->checks_start_bound());
+  }
+  runner.WaitForCalls();  // the call never made is not waited for
+  CHECK(calls == 0);
+  auto prepared = runner.Prepare(job, spec, nullptr, start_at, far);
+  REQUIRE(prepared.has_value());
+  auto exec = (*prepared)->Release();
+  REQUIRE(exec.has_value());
+  std::optional<jobs::RunResult> r;
+  for (int i = 0; i < 1'000 && !r; ++i) r = (*exec)->WaitFor(milliseconds(20));
+  REQUIRE(r.has_value());
+  CHECK(r->outcome == jobs::RunOutcome::kDone);
+  runner.WaitForCalls();
+  CHECK(calls == 1);
+  std::lock_guard lock(mu);
+  CHECK(tick_seen == std::chrono::sys_seconds(seconds(1'700'000'000)));
+  CHECK(called_at >= std::chrono::system_clock::time_point(start_at));
 }
 
 }  // namespace

@@ -388,10 +388,22 @@ TEST_CASE("the skew watch takes late ledger writes for late writes, not for a cl
   clock.Advance(milliseconds(300));
   watch.PollOnce();  // P2 = T+3.5: without our own delay, the peer would read 1–3.5 s behind
   CHECK(lines.empty());
-  // Quiet again: ours appears 100 ms after it tried, the peer's clock really is 3 s behind.
+  // The next busy instant: the peer's entry appears polls before ours (it got to the
+  // job sooner); the delay ours took last time stands for it.
+  clock.Advance(milliseconds(5'000));
+  watch.PollOnce();  // T+8.5
+  clock.Advance(milliseconds(2'700));
+  REQUIRE(backend->Record({"job", kT + 10, "peer", "lost", WallTime(seconds(kT + 6)), "h", 0}));
+  clock.Advance(milliseconds(300));
+  watch.PollOnce();  // T+11.5
+  CHECK(lines.empty());
+  // Quiet again, a minute on: ours appears 100 ms after it tried, the peer's clock
+  // really is 3 s behind.
+  clock.Advance(milliseconds(61'000));
+  watch.PollOnce();
   clock.Advance(milliseconds(1'600));
-  REQUIRE(backend->Record({"job", kT + 5, "me", "won", clock.Wall(), "h", 2}));
-  REQUIRE(backend->Record({"job", kT + 5, "peer", "lost", clock.Wall() - seconds(3), "h", 0}));
+  REQUIRE(backend->Record({"job", kT + 80, "me", "won", clock.Wall(), "h", 2}));
+  REQUIRE(backend->Record({"job", kT + 80, "peer", "lost", clock.Wall() - seconds(3), "h", 0}));
   clock.Advance(milliseconds(400));
   watch.PollOnce();
   REQUIRE(lines.size() == 1);
