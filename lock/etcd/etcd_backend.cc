@@ -98,7 +98,9 @@
 //   plain puts writes this replica's observations of the chunk's outcomes
 //   (ClaimRequest::observe; a won claim's is in its record) before the chunk's
 //   answers are handed over. A lease no claim won under is revoked at the end of the
-//   batch. A single Claim is a batch of one: read (unless blind), grant, txn.
+//   batch. A single Claim is a batch of one: read (unless blind), grant, txn. Three
+//   chunks of a wave are in flight at once (kChunksInFlight), each on its own thread;
+//   answers are handed over one at a time. CompleteBatch sends its chunks so too.
 //   Fence = epoch_ms << 11 + n (lock/backend.h), stored in the record. The epoch is
 //   taken when the head is created: the claimer's wall clock in milliseconds, but
 //   never below the member's Date (etcd has no time API with more than seconds). A
@@ -161,6 +163,7 @@
 #include <set>
 #include <span>
 #include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -195,6 +198,8 @@ constexpr std::size_t kMaxTxnOps = 128;
 // the outer txn one permission probe besides them (AddPermissionProbe), so one batch
 // txn carries 119 claims (128 − 8 − 1).
 constexpr std::size_t kClaimsPerTxn = kMaxTxnOps - 8 - 1;
+// How many chunks of a claim batch are in flight at once (ClaimBatchAsAnswered).
+constexpr std::size_t kChunksInFlight = 3;
 // The run outputs one complete txn carries at most (before base64, which adds a third):
 // etcd refuses requests above --max-request-bytes (1.5 MiB by default), so a batch of
 // completes that printed is split; one output alone is at most kMaxStoredOutputBytes.
@@ -637,13 +642,41 @@ class EtcdBackend final : public Backend {
     // bound judges the batch's early and missed (etcd_wire.h, WireReply).
     wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);
     BatchLeases leases;
-    std::set<std::size_t> read_first;  // a blind claim failed but may still win: read
+    IndexSet read_first;  // a blind claim failed but may still win: read
     const Error gave_up(context_ + ": claim",
                         "other claims of the job kept moving its head; try again");
-    ClaimInWaves(reqs, kClaimsPerTxn, 3, on_answer, gave_up,
-                 [&](std::span<const std::size_t> chunk, std::optional<Error>& failed) {
-                   return ClaimChunk(reqs, chunk, leases, read_first, on_answer, failed);
-                 });
+    // Up to kChunksInFlight chunks of a wave at once, each on a thread of its own (a
+    // wave holds one claim per job, so its chunks are independent): a chunk's round
+    // trips wait mostly on etcd's WAL, not on a CPU, so the chunks in flight share its
+    // fsyncs. Answers are handed over one at a time.
+    std::mutex answer_mu;
+    const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
+      std::lock_guard lock(answer_mu);
+      on_answer(i, std::move(r));
+    };
+    ClaimInWaves(
+        reqs, kClaimsPerTxn * kChunksInFlight, 3, answer, gave_up,
+        [&](std::span<const std::size_t> group, std::optional<Error>& failed) {
+          const std::size_t n = (group.size() + kClaimsPerTxn - 1) / kClaimsPerTxn;
+          std::vector<std::vector<std::size_t>> retry(n);
+          std::vector<std::optional<Error>> failures(n);
+          const auto run = [&](std::size_t c) {
+            const std::size_t first = c * kClaimsPerTxn;
+            retry[c] = ClaimChunk(reqs,
+                                  group.subspan(first, std::min(kClaimsPerTxn, group.size() - first)),
+                                  leases, read_first, answer, failures[c]);
+          };
+          std::vector<std::thread> threads;
+          for (std::size_t c = 1; c < n; ++c) threads.emplace_back(run, c);
+          run(0);
+          for (std::thread& t : threads) t.join();
+          std::vector<std::size_t> out;
+          for (std::size_t c = 0; c < n; ++c) {
+            out.insert(out.end(), retry[c].begin(), retry[c].end());
+            if (failures[c] && !failed) failed = failures[c];
+          }
+          return out;
+        });
     for (const auto& lease : leases) {
       if (ReleaseBatchHold(lease.id)) Revoke(lease.id, Due());
     }
@@ -734,15 +767,31 @@ class EtcdBackend final : public Backend {
     for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
     std::vector<std::int64_t> unused_leases;
     // A blind complete that failed reads and tries again, and so does a read one, once.
+    // Up to kChunksInFlight chunks at once, as the claims (each answers its own
+    // elements of `out`).
     for (int attempt = 0; attempt < 3 && !pending.empty(); ++attempt) {
-      std::vector<std::size_t> retry;
-      for (std::size_t first = 0; first < pending.size();) {
-        const std::span<const std::size_t> chunk(pending.data() + first,
-                                                 CompleteChunkSize(reqs, pending, first));
-        CompleteChunk(reqs, chunk, out, retry, unused_leases);
-        first += chunk.size();
+      std::vector<std::span<const std::size_t>> chunks;
+      for (std::size_t first = 0; first < pending.size(); first += chunks.back().size()) {
+        chunks.emplace_back(pending.data() + first, CompleteChunkSize(reqs, pending, first));
       }
-      pending = std::move(retry);
+      std::vector<std::vector<std::size_t>> retry(chunks.size());
+      std::vector<std::vector<std::int64_t>> unused(chunks.size());
+      const auto run = [&](std::size_t c) {
+        CompleteChunk(reqs, chunks[c], out, retry[c], unused[c]);
+      };
+      for (std::size_t first = 0; first < chunks.size(); first += kChunksInFlight) {
+        std::vector<std::thread> threads;
+        const std::size_t last = std::min(chunks.size(), first + kChunksInFlight);
+        for (std::size_t c = first + 1; c < last; ++c) threads.emplace_back(run, c);
+        run(first);
+        for (std::thread& t : threads) t.join();
+      }
+      std::vector<std::size_t> again;
+      for (std::size_t c = 0; c < chunks.size(); ++c) {
+        again.insert(again.end(), retry[c].begin(), retry[c].end());
+        unused_leases.insert(unused_leases.end(), unused[c].begin(), unused[c].end());
+      }
+      pending = std::move(again);
     }
     KeepNewestOutputs(reqs, out);
     for (const std::size_t i : pending) {
@@ -1265,6 +1314,24 @@ class EtcdBackend final : public Backend {
 
   // The leases of one claim batch: one per TTL (etcd's are whole seconds), granted
   // when the first claim that needs it is written, and how many claims won under it.
+  // A set of claim indices shared by the chunks in flight of a batch. Thread-safe.
+  class IndexSet {
+   public:
+    bool Has(std::size_t i) const {
+      std::lock_guard lock(mu_);
+      return set_.count(i) != 0;
+    }
+    void Add(std::size_t i) {
+      std::lock_guard lock(mu_);
+      set_.insert(i);
+    }
+
+   private:
+    mutable std::mutex mu_;
+    std::set<std::size_t> set_;
+  };
+
+  // Thread-safe (the chunks in flight of a batch share it); begin/end once they ended.
   class BatchLeases {
    public:
     struct Lease {
@@ -1275,6 +1342,7 @@ class EtcdBackend final : public Backend {
     // The lease for `lease` (TTL rounded up to whole seconds), granted by `grant` once.
     template <typename GrantFn>
     Result<std::int64_t> For(milliseconds lease, GrantFn grant) {
+      std::lock_guard lock(mu_);  // one grant; the other chunks wait for it
       const std::int64_t ttl_s = std::max<std::int64_t>(1, (lease.count() + 999) / 1000);
       for (const Lease& l : leases_) {
         if (l.ttl_s == ttl_s) return l.id;
@@ -1285,13 +1353,15 @@ class EtcdBackend final : public Backend {
       return *id;
     }
     void Won(std::int64_t id) {
+      std::lock_guard lock(mu_);
       for (Lease& l : leases_) l.wins += l.id == id ? 1 : 0;
     }
     std::vector<Lease>::const_iterator begin() const { return leases_.begin(); }
     std::vector<Lease>::const_iterator end() const { return leases_.end(); }
 
    private:
-    std::vector<Lease> leases_;
+    std::mutex mu_;
+    std::vector<Lease> leases_;  // guarded by mu_
   };
 
   // One chunk of a wave (distinct jobs): read, decide, write, then this replica's
@@ -1301,7 +1371,7 @@ class EtcdBackend final : public Backend {
   // `failed` is set when the store gave no answer.
   std::vector<std::size_t> ClaimChunk(std::span<const ClaimRequest> reqs,
                                       std::span<const std::size_t> chunk, BatchLeases& leases,
-                                      std::set<std::size_t>& read_first,
+                                      IndexSet& read_first,
                                       const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     std::vector<std::pair<std::size_t, Result<ClaimOutcome>>> answers;
     const ClaimAnswer collect = [&](std::size_t i, Result<ClaimOutcome> r) {
@@ -1381,7 +1451,7 @@ class EtcdBackend final : public Backend {
   // next wave. Every other claim reads first, as before.
   std::vector<std::size_t> DecideChunk(std::span<const ClaimRequest> reqs,
                                        std::span<const std::size_t> chunk, BatchLeases& leases,
-                                       std::set<std::size_t>& read_first,
+                                       IndexSet& read_first,
                                        const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     const Deadline deadline = Due();
     std::vector<Keys> keys;
@@ -1398,7 +1468,7 @@ class EtcdBackend final : public Backend {
       // A claim most likely decided already (another replica's slice) reads first: a
       // read-only txn costs etcd no Raft entry, a blind claim that loses does.
       const std::optional<CachedHead> seen =
-          now && !req.likely_decided && read_first.count(chunk[n]) == 0 ? HeadSeen(req.job)
+          now && !req.likely_decided && !read_first.Has(chunk[n]) ? HeadSeen(req.job)
                                                                         : std::nullopt;
       if (seen) {
         TickState& st = states[n];
@@ -1520,7 +1590,7 @@ class EtcdBackend final : public Backend {
           if (std::optional<ClaimOutcome> decided = Decide(req, fresh)) {
             out = std::move(*decided);
           } else {
-            read_first.insert(plan.index);  // it may still win: read, then claim
+            read_first.Add(plan.index);  // it may still win: read, then claim
           }
         } else {
           out = Finish(req, plan, st);
