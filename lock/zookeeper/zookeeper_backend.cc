@@ -95,7 +95,9 @@
 //   with its version. kLost when it is gone, not ours, the version moved, or the
 //   server's time of the set is already past the old mtime + lease_ms; in that last
 //   case the set made the node look renewed, so it is deleted (by the new version):
-//   a lease that expired on the server's clock is never revived.
+//   a lease that expired on the server's clock is never revived. Renewals that
+//   arrive together (GroupCommit) share three pipelined rounds (RenewBatch): the
+//   gets, the sets, the deletes of leases found expired.
 // Session state bounds a lease too: on EXPIRED every lease of the session is lost
 // (Renew says kLost; the handle is closed and a new session opened on the next call).
 // While the client is CONNECTING, the server may expire the session once
@@ -559,60 +561,104 @@ class ZookeeperBackend final : public Backend {
                  });
   }
 
-  Result<RenewStatus> Renew(const HeldClaim& held) override {
+  // Renewals that arrive together (GroupCommit) share their round trips.
+  Result<RenewStatus> Renew(const HeldClaim& held) override { return renewer_.Submit(held); }
+
+  // Every renewal as a single one would be, in three pipelined rounds: the lease nodes'
+  // gets; the sets of those ours, each by its version; the deletes of those the set
+  // found already expired. A lease renewed twice in one batch is renewed once, both
+  // callers getting its answer.
+  std::vector<Result<RenewStatus>> RenewBatch(std::span<const HeldClaim> helds) {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     const int state = SessionState();
     if (!zh_ || state == ZOO_EXPIRED_SESSION_STATE) {
       // Every lease of the old session is gone; the next call opens a new one.
-      return RenewStatus::kLost;
+      return std::vector<Result<RenewStatus>>(helds.size(), RenewStatus::kLost);
     }
     if (state != ZOO_CONNECTED_STATE) {
       // A session not yet adopted holds no lease: this one was of a session given up.
-      if (!adopted_) return RenewStatus::kLost;
+      if (!adopted_) return std::vector<Result<RenewStatus>>(helds.size(), RenewStatus::kLost);
       const auto limit = last_contact_ + milliseconds(zoo_recv_timeout(zh_.get()) * 2 / 3);
       if (steady_clock::now() < limit) {
-        return MakeError(context_ + ": renew", "not connected (the session may still live)");
+        return std::vector<Result<RenewStatus>>(
+            helds.size(),
+            MakeError(context_ + ": renew", "not connected (the session may still live)"));
       }
       AbandonSessionLocked();
-      return RenewStatus::kLost;
+      return std::vector<Result<RenewStatus>>(helds.size(), RenewStatus::kLost);
     }
-    const std::string lease_path = Path(held.job, "l", held.tick_unix);
+    std::vector<Result<RenewStatus>> out(helds.size(), RenewStatus::kLost);
+    std::map<std::tuple<std::string, std::int64_t, std::string>, std::size_t> first;
+    std::vector<std::size_t> same(helds.size());  // the renewal that answers for each
+    std::vector<std::size_t> renewing;
+    std::vector<std::string> paths;
     Batch read(zh_.get());
-    read.Get(lease_path);
-    if (auto ok = Await(read, deadline, "renew"); !ok) return tl::unexpected(ok.error());
-    if (read[0].rc == ZNONODE) return RenewStatus::kLost;
-    if (read[0].rc != ZOK) return Failure("renew", read[0].rc);
-    if (!Ours(read[0], held.owner_token)) return RenewStatus::kLost;
-    Fields lease = Decode(read[0].value);
-    lease["lease_ms"] = std::to_string(held.lease.count());
+    for (std::size_t i = 0; i < helds.size(); ++i) {
+      const HeldClaim& held = helds[i];
+      const auto [it, fresh] =
+          first.emplace(std::tuple(held.job, held.tick_unix, held.owner_token), i);
+      same[i] = it->second;
+      if (!fresh) continue;
+      renewing.push_back(i);
+      paths.push_back(Path(held.job, "l", held.tick_unix));
+      read.Get(paths.back());
+    }
+    if (auto ok = Await(read, deadline, "renew"); !ok) {
+      return std::vector<Result<RenewStatus>>(helds.size(), tl::unexpected(ok.error()));
+    }
     Batch write(zh_.get());
-    write.Set(lease_path, Encode(lease), read[0].stat.version);
-    if (auto ok = Await(write, deadline, "renew"); !ok) return tl::unexpected(ok.error());
-    if (write[0].rc == ZNONODE || write[0].rc == ZBADVERSION) {
-      holding_.erase({held.job, held.tick_unix});
-      return RenewStatus::kLost;
-    }
-    if (write[0].rc != ZOK) return Failure("renew", write[0].rc);
-    const std::int64_t old_until =
-        read[0].stat.mtime + ToInt(Get(Decode(read[0].value), "lease_ms"));
-    if (write[0].stat.mtime <= old_until) {
-      if (auto it = holding_.find({held.job, held.tick_unix});
-          it != holding_.end() && it->second.owner == held.owner_token) {
-        it->second.lease_version = write[0].stat.version;
+    std::vector<std::pair<std::size_t, std::size_t>> sets;  // (position in renewing, slot)
+    for (std::size_t n = 0; n < renewing.size(); ++n) {
+      const HeldClaim& held = helds[renewing[n]];
+      if (read[n].rc == ZNONODE) continue;  // lost
+      if (read[n].rc != ZOK) {
+        out[renewing[n]] = Failure("renew", read[n].rc);
+      } else if (Ours(read[n], held.owner_token)) {
+        Fields lease = Decode(read[n].value);
+        lease["lease_ms"] = std::to_string(held.lease.count());
+        sets.emplace_back(n, write.Set(paths[n], Encode(lease), read[n].stat.version));
       }
-      return RenewStatus::kRenewed;
     }
-    holding_.erase({held.job, held.tick_unix});
-    // Too late: the lease had run out on the server's clock before this renewal, but
-    // the set gave the node a fresh mtime, so it would look live again to a replica
-    // about to re-claim the tick. An expired lease is never revived (the backend
-    // contract): the node goes, by the version the set gave it. Best effort: if the
-    // delete gets no answer, the node runs out again one lease later.
-    Batch drop(zh_.get());
-    drop.Delete(lease_path, write[0].stat.version);
-    (void)Await(drop, deadline, "renew");
-    return RenewStatus::kLost;
+    if (auto ok = Await(write, deadline, "renew"); !ok) {
+      for (const auto& [n, slot] : sets) out[renewing[n]] = tl::unexpected(ok.error());
+    } else {
+      Batch drop(zh_.get());
+      for (const auto& [n, slot] : sets) {
+        const HeldClaim& held = helds[renewing[n]];
+        const Reply& set = write[slot];
+        if (set.rc == ZNONODE || set.rc == ZBADVERSION) {
+          holding_.erase({held.job, held.tick_unix});
+          continue;  // lost
+        }
+        if (set.rc != ZOK) {
+          out[renewing[n]] = Failure("renew", set.rc);
+          continue;
+        }
+        const std::int64_t old_until =
+            read[n].stat.mtime + ToInt(Get(Decode(read[n].value), "lease_ms"));
+        if (set.stat.mtime <= old_until) {
+          if (auto it = holding_.find({held.job, held.tick_unix});
+              it != holding_.end() && it->second.owner == held.owner_token) {
+            it->second.lease_version = set.stat.version;
+          }
+          out[renewing[n]] = RenewStatus::kRenewed;
+          continue;
+        }
+        holding_.erase({held.job, held.tick_unix});
+        // Too late: the lease had run out on the server's clock before this renewal,
+        // but the set gave the node a fresh mtime, so it would look live again to a
+        // replica about to re-claim the tick. An expired lease is never revived (the
+        // backend contract): the node goes, by the version the set gave it. Best
+        // effort: if the delete gets no answer, the node runs out again one lease later.
+        drop.Delete(paths[n], set.stat.version);
+      }
+      (void)Await(drop, deadline, "renew");
+    }
+    for (std::size_t i = 0; i < helds.size(); ++i) {
+      if (same[i] != i) out[i] = out[same[i]];
+    }
+    return out;
   }
 
   // A retry's new fence: read the record, the lease node and the head (pipelined) and
@@ -2324,6 +2370,9 @@ class ZookeeperBackend final : public Backend {
   // The server's clock between its readings (the scratch node's mtime, whole ms; the
   // last 5 minutes, each widened by 1 ms per second of its age).
   ClockBound clock_bound_{{milliseconds(1), std::chrono::minutes(5), 1}};
+  // Leases renewed together share their round trips (lock/complete_batcher.h).
+  GroupCommit<HeldClaim, RenewStatus> renewer_{
+      [this](std::span<const HeldClaim> helds) { return RenewBatch(helds); }, "renew"};
   // Runs that end together complete together (group commit, lock/complete_batcher.h).
   CompleteBatcher completer_{
       [this](std::span<const CompleteRequest> reqs) { return CompleteBatch(reqs); }};
