@@ -44,13 +44,12 @@ class ProcessRunner final : public Runner {
                                                        jobs::OutputSink sink, WallTime start_at,
                                                        SteadyTime start_bound) override {
     const std::chrono::system_clock::time_point at(start_at.time_since_epoch());
-    if (job.http) return Runner::Prepare(job, spec, std::move(sink), start_at, start_bound);
+    const std::chrono::steady_clock::time_point bound(start_bound.time_since_epoch());
+    if (job.http) return jobs::PrepareHttp(HttpJobOf(*job.http), spec, std::move(sink), at, bound);
     if (!job.plugin) return jobs::PrepareProcess(spec, std::move(sink), at);
     const jobs::PluginJob plugin{job.plugin->path, job.plugin->config_json};
     if (job.plugin->isolation == config::Isolation::kNone) {
-      return jobs::PreparePluginInProcess(
-          registry_, plugin, spec, std::move(sink), at,
-          std::chrono::steady_clock::time_point(start_bound.time_since_epoch()));
+      return jobs::PreparePluginInProcess(registry_, plugin, spec, std::move(sink), at, bound);
     }
     if (plugin_host_.empty()) {  // Start says why
       return Runner::Prepare(job, spec, std::move(sink), start_at, start_bound);

@@ -41,11 +41,12 @@ class Runner {
 };
 
 // shell: and run: jobs as child processes (jobs::StartProcess); http: jobs as one
-// request on a thread (jobs::StartHttp, started at T, not prepared); plugin: jobs in a
+// request on a thread (jobs::StartHttp); plugin: jobs in a
 // child `tickd plugin-host` (isolation: process, the host being this executable,
 // /proc/self/exe resolved now) or on a worker thread (isolation: none; see
 // jobs/plugin_execution.h). Prepared ahead: processes and plugin hosts
-// (jobs::PrepareProcess), in-process plugins (jobs::PrepareThreadCall; the clocks
+// (jobs::PrepareProcess), in-process plugins and http: requests
+// (jobs::PrepareThreadCall; the clocks
 // are the real ones: start_at on system_clock, start_bound on steady_clock).
 std::unique_ptr<Runner> NewProcessRunner();
 // The same with an explicit plugin host binary (tests running outside tickd).

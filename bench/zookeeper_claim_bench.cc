@@ -20,6 +20,7 @@
 //                              [--ceiling-bundle J (job-ticks per multi in (b), 50)]
 //                              [--batched 0 (skip our batched path: references only)]
 //                              [--before-bundling 1 (also (c) below)]
+//                              [--renewals N (N leases renewed one by one, then at once)]
 // It starts its own standalone ZooKeeper (tests/zookeeper/zookeeper_server.h: loopback,
 // default forceSync=yes, i.e. every write fsync'd to the txn log before the answer).
 #include <zookeeper/zookeeper.h>
@@ -34,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -416,6 +418,77 @@ void Ceiling(const tickd::testing::ZookeeperServer& server, const char* label, i
                              "node changes");
 }
 
+// Renewals (--renewals N): one replica holds N claims and renews each lease, first one
+// after another from one thread (each renewal alone: two round trips behind the
+// backend's mutex, as every renewal was before renewals were grouped), then from N
+// threads at once (as N runs' watchdogs renewing after one instant); three rounds of
+// each. Prints renewals per second; 0 when a renewal was not kRenewed.
+int Renewals(tickd::lock::Backend& backend, int n) {
+  using tickd::lock::ClaimRequest;
+  using tickd::lock::HeldClaim;
+  using tickd::lock::RenewStatus;
+  const std::int64_t tick = std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count() +
+                            2'000'000;  // after every tick of the claim runs
+  std::vector<ClaimRequest> reqs(static_cast<std::size_t>(n));
+  for (int j = 0; j < n; ++j) {
+    ClaimRequest& r = reqs[static_cast<std::size_t>(j)];
+    r.job = "renew-" + std::to_string(j);
+    r.tick_unix = tick;
+    r.node = "replica-0";
+    r.owner_token = "renew-token-" + std::to_string(j);
+    r.forbid_overlap = false;
+    r.starting_deadline = std::nullopt;
+    r.lease = 30s;
+  }
+  std::vector<HeldClaim> helds;
+  for (std::size_t j = 0; j < reqs.size(); ++j) {
+    const auto won = backend.Claim(reqs[j]);
+    if (!won || won->status != tickd::lock::ClaimStatus::kWon) {
+      std::fprintf(stderr, "renewals: claim %zu not won\n", j);
+      return 2;
+    }
+    helds.push_back(HeldClaim{reqs[j].job, tick, reqs[j].owner_token, won->fence, 30s});
+  }
+  std::atomic<int> bad{0};
+  const auto rate = [&](const char* how, const std::function<void()>& round) {
+    for (int k = 0; k < 3; ++k) {
+      const auto start = std::chrono::steady_clock::now();
+      round();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("renewals %s: %d leases in %.0f ms = %.0f renewals/s\n", how, n, secs * 1000,
+                  n / secs);
+    }
+  };
+  rate("one after another", [&] {
+    for (const HeldClaim& h : helds) {
+      const auto r = backend.Renew(h);
+      if (!r || *r != RenewStatus::kRenewed) ++bad;
+    }
+  });
+  rate("all at once", [&] {
+    std::vector<std::thread> threads;
+    std::atomic<bool> go{false};
+    for (const HeldClaim& h : helds) {
+      threads.emplace_back([&, h] {
+        while (!go.load()) std::this_thread::yield();
+        const auto r = backend.Renew(h);
+        if (!r || *r != RenewStatus::kRenewed) ++bad;
+      });
+    }
+    go = true;
+    for (auto& th : threads) th.join();
+  });
+  for (const HeldClaim& h : helds) {
+    (void)backend.Complete(h, tickd::lock::Completion{"done", 0, 1ms});
+  }
+  std::printf("renewals not renewed: %d\n", bad.load());
+  std::fflush(stdout);
+  return bad == 0 ? 0 : 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -423,17 +496,18 @@ int main(int argc, char** argv) {
     std::printf(
         "usage: zookeeper_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]\n"
         "         [--reference-creates C] [--ceiling-seconds S] [--ceiling-bundle J]\n"
-        "         [--batched 0] [--before-bundling 1]\n"
+        "         [--batched 0] [--before-bundling 1] [--renewals N]\n"
         "Starts its own ZooKeeper; runs N replicas x M jobs @every 1s through the batched\n"
         "claim path (paced S s, then K saturation ticks), then the store's references: a\n"
         "plain create loop (C creates per session; 0: none) and the job-tick write-set\n"
         "ceiling for S s per variant (0: none; default 5), one multi per step and J\n"
         "job-ticks per multi (default 50), the latter also of the write set before the\n"
         "lean one (-9); --before-bundling 1 adds the requests of before 43efc92 with and\n"
-        "without reads. See bench/README.md.\n");
+        "without reads; --renewals N: N leases renewed one after another, then all at\n"
+        "once. See bench/README.md.\n");
     return 0;
   }
-  int reference_creates = 20000, ceiling_seconds = 5, ceiling_bundle = 50;
+  int reference_creates = 20000, ceiling_seconds = 5, ceiling_bundle = 50, renewals = 0;
   bool batched = true, before_bundling = false;
   const tickd::bench::BatchArgs a = tickd::bench::ParseBatchArgs(
       argc, argv, tickd::bench::BatchArgs{3, 1000, 10, 5}, [&](const std::string& key, int value) {
@@ -442,6 +516,7 @@ int main(int argc, char** argv) {
         if (key == "--ceiling-bundle") ceiling_bundle = std::max(1, value);
         if (key == "--batched") batched = value != 0;
         if (key == "--before-bundling") before_bundling = value != 0;
+        if (key == "--renewals") renewals = value;
       });
   tickd::testing::ZookeeperServer server;
   if (!server.running()) {
@@ -465,6 +540,7 @@ int main(int argc, char** argv) {
       replicas.push_back(std::move(*backend));
     }
     status = tickd::bench::RunBatchBench(replicas, a);
+    if (renewals > 0) status = std::max(status, Renewals(*replicas.front(), renewals));
   }
   if (reference_creates > 0) Reference(server, a.replicas, reference_creates);
   if (ceiling_seconds > 0) {

@@ -141,7 +141,7 @@ Result<std::unique_ptr<PreparedStart>> PrepareProcess(
     const ProcessSpec& spec, OutputSink sink, std::chrono::system_clock::time_point start_at);
 
 // A PreparedStart that does nothing before Release and then calls `start` (runs that
-// are not made ready ahead: http: jobs, test runners).
+// are not made ready ahead: a plugin that cannot load, test runners).
 std::unique_ptr<PreparedStart> StartOnRelease(
     std::function<Result<std::unique_ptr<Execution>>()> start);
 

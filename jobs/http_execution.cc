@@ -70,8 +70,16 @@ std::string StatusRangesText(const std::vector<StatusRange>& ranges) {
   return out;
 }
 
-Result<std::unique_ptr<Execution>> StartHttp(const HttpJob& job, const ProcessSpec& spec,
-                                             OutputSink sink) {
+namespace {
+
+// One attempt's transfer as a thread call, its options and its spec.
+struct HttpAttempt {
+  ThreadCall call;
+  ThreadCallOptions options;
+  ProcessSpec spec;
+};
+
+HttpAttempt MakeAttempt(const HttpJob& job, const ProcessSpec& spec, OutputSink sink) {
   HttpRequest request = job.request;
   constexpr std::pair<const char*, const char*> kTickHeaders[] = {
       {"X-Tickd-Job", "TICKD_JOB"},     {"X-Tickd-Tick", "TICKD_TICK"},
@@ -84,20 +92,37 @@ Result<std::unique_ptr<Execution>> StartHttp(const HttpJob& job, const ProcessSp
   }
   request.max_response_bytes = kBodyOutputBytes;
   auto output = std::make_shared<CallOutput>(std::move(sink), spec);
-  ThreadCall call = [output, request = std::move(request),
-                     expect = job.expect_status](std::stop_token stop) {
+  HttpAttempt a;
+  a.call = [output, request = std::move(request),
+            expect = job.expect_status](std::stop_token stop) {
     HttpCall transfer;
     const std::stop_callback cancel(stop, [&transfer] { transfer.Cancel(); });
     const HttpResult r = transfer.Run(request);
     if (r.end == HttpEnd::kAnswered) BodyLines(r.body, r.body_truncated, *output);
     return TransferEnd(r, expect, stop.stop_requested());
   };
-  ThreadCallOptions options;
-  options.ignored_stop = "the HTTP transfer did not end within kill_grace of its cancellation";
-  options.output = std::move(output);
-  ProcessSpec thread_spec = spec;
-  thread_spec.kill_grace = std::max(spec.kill_grace, kCancelledTransferGrace);
-  return StartThreadCall(thread_spec, std::move(call), std::move(options));
+  a.options.ignored_stop = "the HTTP transfer did not end within kill_grace of its cancellation";
+  a.options.output = std::move(output);
+  a.spec = spec;
+  a.spec.kill_grace = std::max(spec.kill_grace, kCancelledTransferGrace);
+  return a;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Execution>> StartHttp(const HttpJob& job, const ProcessSpec& spec,
+                                             OutputSink sink) {
+  HttpAttempt a = MakeAttempt(job, spec, std::move(sink));
+  return StartThreadCall(a.spec, std::move(a.call), std::move(a.options));
+}
+
+Result<std::unique_ptr<PreparedStart>> PrepareHttp(
+    const HttpJob& job, const ProcessSpec& spec, OutputSink sink,
+    std::chrono::system_clock::time_point start_at,
+    std::chrono::steady_clock::time_point start_bound) {
+  HttpAttempt a = MakeAttempt(job, spec, std::move(sink));
+  return PrepareThreadCall(a.spec, std::move(a.call), std::move(a.options), start_at,
+                           start_bound);
 }
 
 }  // namespace tickd::jobs

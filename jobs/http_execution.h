@@ -4,6 +4,7 @@
 // transfer at once.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -42,5 +43,13 @@ std::string StatusRangesText(const std::vector<StatusRange>& ranges);
 // started.
 Result<std::unique_ptr<Execution>> StartHttp(const HttpJob& job, const ProcessSpec& spec,
                                              OutputSink sink);
+
+// StartHttp made ready ahead of `start_at` (PrepareThreadCall): the request is built
+// now and its thread waits for start_at, sending it then unless the monotonic clock
+// has reached `start_bound` (the lease is over).
+Result<std::unique_ptr<PreparedStart>> PrepareHttp(
+    const HttpJob& job, const ProcessSpec& spec, OutputSink sink,
+    std::chrono::system_clock::time_point start_at,
+    std::chrono::steady_clock::time_point start_bound);
 
 }  // namespace tickd::jobs

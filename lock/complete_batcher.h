@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -27,21 +28,25 @@
 
 namespace tickd::lock {
 
-class CompleteBatcher {
+// The same for any call whose requests can go to the store together (GroupCommit:
+// a request type, the answer it gets): ZooKeeper's renewals use it too.
+template <typename Request, typename Answer>
+class GroupCommit {
  public:
-  // Writes the completes of one batch; answers in the order of the requests (a
+  // Writes the requests of one batch; answers in the order of the requests (a
   // shorter answer gives the rest an error).
-  using WriteBatch =
-      std::function<std::vector<Result<CompleteStatus>>(std::span<const CompleteRequest>)>;
+  using WriteBatch = std::function<std::vector<Result<Answer>>(std::span<const Request>)>;
 
-  explicit CompleteBatcher(WriteBatch write_batch) : write_batch_(std::move(write_batch)) {}
+  // `what` names the call in the errors the batcher makes itself ("complete").
+  GroupCommit(WriteBatch write_batch, std::string what)
+      : write_batch_(std::move(write_batch)), what_(std::move(what)) {}
 
-  CompleteBatcher(const CompleteBatcher&) = delete;
-  CompleteBatcher& operator=(const CompleteBatcher&) = delete;
+  GroupCommit(const GroupCommit&) = delete;
+  GroupCommit& operator=(const GroupCommit&) = delete;
 
-  // As Backend::Complete; returns once this request's batch is written.
-  Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) {
-    Waiter me{CompleteRequest{held, completion}};
+  // Returns once this request's batch is written.
+  Result<Answer> Submit(Request request) {
+    Waiter me{std::move(request)};
     std::unique_lock lock(mu_);
     queue_.push_back(&me);
     if (leader_active_) {
@@ -62,8 +67,8 @@ class CompleteBatcher {
 
  private:
   struct Waiter {
-    CompleteRequest request;
-    std::optional<Result<CompleteStatus>> result;  // written by the leader before `answered`
+    Request request;
+    std::optional<Result<Answer>> result;  // written by the leader before `answered`
     // Not a condition variable shared by all waiters: when a hundred runs end together,
     // notify_all woke every waiter to queue again for mu_, one after the other.
     // An int: libstdc++ waits on an int's own address (a futex); a bool's waiters share
@@ -73,22 +78,22 @@ class CompleteBatcher {
 
   // Called by the leader without mu_: stores each answer, then wakes its waiter.
   void WriteOne(const std::vector<Waiter*>& batch) {
-    std::vector<CompleteRequest> requests;
+    std::vector<Request> requests;
     requests.reserve(batch.size());
     for (const Waiter* w : batch) requests.push_back(w->request);
-    std::vector<Result<CompleteStatus>> answers;
+    std::vector<Result<Answer>> answers;
     try {
       answers = write_batch_(requests);
     } catch (const std::exception& e) {
       answers.clear();
-      answers.resize(batch.size(), MakeError("complete", e.what()));
+      answers.resize(batch.size(), MakeError(what_, e.what()));
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Waiter* w = batch[i];
       w->result = i < answers.size()
                       ? std::move(answers[i])
-                      : Result<CompleteStatus>(
-                            MakeError("complete", "the backend gave no answer for this claim"));
+                      : Result<Answer>(
+                            MakeError(what_, "the backend gave no answer for this claim"));
       w->answered.store(1, std::memory_order_release);
       // The waiter may return, and its Waiter go, as soon as the store is seen; the
       // notify then wakes by address only (a private futex: no read of the memory),
@@ -98,9 +103,21 @@ class CompleteBatcher {
   }
 
   const WriteBatch write_batch_;
+  const std::string what_;
   std::mutex mu_;
   std::vector<Waiter*> queue_;  // guarded by mu_
   bool leader_active_ = false;  // guarded by mu_
+};
+
+class CompleteBatcher : public GroupCommit<CompleteRequest, CompleteStatus> {
+ public:
+  explicit CompleteBatcher(WriteBatch write_batch)
+      : GroupCommit(std::move(write_batch), "complete") {}
+
+  // As Backend::Complete; returns once this request's batch is written.
+  Result<CompleteStatus> Complete(const HeldClaim& held, const Completion& completion) {
+    return Submit(CompleteRequest{held, completion});
+  }
 };
 
 }  // namespace tickd::lock

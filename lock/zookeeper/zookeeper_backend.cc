@@ -95,7 +95,9 @@
 //   with its version. kLost when it is gone, not ours, the version moved, or the
 //   server's time of the set is already past the old mtime + lease_ms; in that last
 //   case the set made the node look renewed, so it is deleted (by the new version):
-//   a lease that expired on the server's clock is never revived.
+//   a lease that expired on the server's clock is never revived. Renewals that
+//   arrive together (GroupCommit) share three pipelined rounds (RenewBatch): the
+//   gets, the sets, the deletes of leases found expired.
 // Session state bounds a lease too: on EXPIRED every lease of the session is lost
 // (Renew says kLost; the handle is closed and a new session opened on the next call).
 // While the client is CONNECTING, the server may expire the session once
@@ -301,6 +303,9 @@ class Batch {
   std::size_t Delete(const std::string& path, int version) {
     return Issue(
         [&](Slot* slot) { return zoo_adelete(zh_, path.c_str(), version, &OnVoid, slot); });
+  }
+  std::size_t Exists(const std::string& path) {
+    return Issue([&](Slot* slot) { return zoo_aexists(zh_, path.c_str(), 0, &OnStat, slot); });
   }
   std::size_t Children(const std::string& path) {
     return Issue(
@@ -559,60 +564,104 @@ class ZookeeperBackend final : public Backend {
                  });
   }
 
-  Result<RenewStatus> Renew(const HeldClaim& held) override {
+  // Renewals that arrive together (GroupCommit) share their round trips.
+  Result<RenewStatus> Renew(const HeldClaim& held) override { return renewer_.Submit(held); }
+
+  // Every renewal as a single one would be, in three pipelined rounds: the lease nodes'
+  // gets; the sets of those ours, each by its version; the deletes of those the set
+  // found already expired. A lease renewed twice in one batch is renewed once, both
+  // callers getting its answer.
+  std::vector<Result<RenewStatus>> RenewBatch(std::span<const HeldClaim> helds) {
     std::lock_guard lock(mu_);
     const auto deadline = steady_clock::now() + options_.op_timeout;
     const int state = SessionState();
     if (!zh_ || state == ZOO_EXPIRED_SESSION_STATE) {
       // Every lease of the old session is gone; the next call opens a new one.
-      return RenewStatus::kLost;
+      return std::vector<Result<RenewStatus>>(helds.size(), RenewStatus::kLost);
     }
     if (state != ZOO_CONNECTED_STATE) {
       // A session not yet adopted holds no lease: this one was of a session given up.
-      if (!adopted_) return RenewStatus::kLost;
+      if (!adopted_) return std::vector<Result<RenewStatus>>(helds.size(), RenewStatus::kLost);
       const auto limit = last_contact_ + milliseconds(zoo_recv_timeout(zh_.get()) * 2 / 3);
       if (steady_clock::now() < limit) {
-        return MakeError(context_ + ": renew", "not connected (the session may still live)");
+        return std::vector<Result<RenewStatus>>(
+            helds.size(),
+            MakeError(context_ + ": renew", "not connected (the session may still live)"));
       }
       AbandonSessionLocked();
-      return RenewStatus::kLost;
+      return std::vector<Result<RenewStatus>>(helds.size(), RenewStatus::kLost);
     }
-    const std::string lease_path = Path(held.job, "l", held.tick_unix);
+    std::vector<Result<RenewStatus>> out(helds.size(), RenewStatus::kLost);
+    std::map<std::tuple<std::string, std::int64_t, std::string>, std::size_t> first;
+    std::vector<std::size_t> same(helds.size());  // the renewal that answers for each
+    std::vector<std::size_t> renewing;
+    std::vector<std::string> paths;
     Batch read(zh_.get());
-    read.Get(lease_path);
-    if (auto ok = Await(read, deadline, "renew"); !ok) return tl::unexpected(ok.error());
-    if (read[0].rc == ZNONODE) return RenewStatus::kLost;
-    if (read[0].rc != ZOK) return Failure("renew", read[0].rc);
-    if (!Ours(read[0], held.owner_token)) return RenewStatus::kLost;
-    Fields lease = Decode(read[0].value);
-    lease["lease_ms"] = std::to_string(held.lease.count());
+    for (std::size_t i = 0; i < helds.size(); ++i) {
+      const HeldClaim& held = helds[i];
+      const auto [it, fresh] =
+          first.emplace(std::tuple(held.job, held.tick_unix, held.owner_token), i);
+      same[i] = it->second;
+      if (!fresh) continue;
+      renewing.push_back(i);
+      paths.push_back(Path(held.job, "l", held.tick_unix));
+      read.Get(paths.back());
+    }
+    if (auto ok = Await(read, deadline, "renew"); !ok) {
+      return std::vector<Result<RenewStatus>>(helds.size(), tl::unexpected(ok.error()));
+    }
     Batch write(zh_.get());
-    write.Set(lease_path, Encode(lease), read[0].stat.version);
-    if (auto ok = Await(write, deadline, "renew"); !ok) return tl::unexpected(ok.error());
-    if (write[0].rc == ZNONODE || write[0].rc == ZBADVERSION) {
-      holding_.erase({held.job, held.tick_unix});
-      return RenewStatus::kLost;
-    }
-    if (write[0].rc != ZOK) return Failure("renew", write[0].rc);
-    const std::int64_t old_until =
-        read[0].stat.mtime + ToInt(Get(Decode(read[0].value), "lease_ms"));
-    if (write[0].stat.mtime <= old_until) {
-      if (auto it = holding_.find({held.job, held.tick_unix});
-          it != holding_.end() && it->second.owner == held.owner_token) {
-        it->second.lease_version = write[0].stat.version;
+    std::vector<std::pair<std::size_t, std::size_t>> sets;  // (position in renewing, slot)
+    for (std::size_t n = 0; n < renewing.size(); ++n) {
+      const HeldClaim& held = helds[renewing[n]];
+      if (read[n].rc == ZNONODE) continue;  // lost
+      if (read[n].rc != ZOK) {
+        out[renewing[n]] = Failure("renew", read[n].rc);
+      } else if (Ours(read[n], held.owner_token)) {
+        Fields lease = Decode(read[n].value);
+        lease["lease_ms"] = std::to_string(held.lease.count());
+        sets.emplace_back(n, write.Set(paths[n], Encode(lease), read[n].stat.version));
       }
-      return RenewStatus::kRenewed;
     }
-    holding_.erase({held.job, held.tick_unix});
-    // Too late: the lease had run out on the server's clock before this renewal, but
-    // the set gave the node a fresh mtime, so it would look live again to a replica
-    // about to re-claim the tick. An expired lease is never revived (the backend
-    // contract): the node goes, by the version the set gave it. Best effort: if the
-    // delete gets no answer, the node runs out again one lease later.
-    Batch drop(zh_.get());
-    drop.Delete(lease_path, write[0].stat.version);
-    (void)Await(drop, deadline, "renew");
-    return RenewStatus::kLost;
+    if (auto ok = Await(write, deadline, "renew"); !ok) {
+      for (const auto& [n, slot] : sets) out[renewing[n]] = tl::unexpected(ok.error());
+    } else {
+      Batch drop(zh_.get());
+      for (const auto& [n, slot] : sets) {
+        const HeldClaim& held = helds[renewing[n]];
+        const Reply& set = write[slot];
+        if (set.rc == ZNONODE || set.rc == ZBADVERSION) {
+          holding_.erase({held.job, held.tick_unix});
+          continue;  // lost
+        }
+        if (set.rc != ZOK) {
+          out[renewing[n]] = Failure("renew", set.rc);
+          continue;
+        }
+        const std::int64_t old_until =
+            read[n].stat.mtime + ToInt(Get(Decode(read[n].value), "lease_ms"));
+        if (set.stat.mtime <= old_until) {
+          if (auto it = holding_.find({held.job, held.tick_unix});
+              it != holding_.end() && it->second.owner == held.owner_token) {
+            it->second.lease_version = set.stat.version;
+          }
+          out[renewing[n]] = RenewStatus::kRenewed;
+          continue;
+        }
+        holding_.erase({held.job, held.tick_unix});
+        // Too late: the lease had run out on the server's clock before this renewal,
+        // but the set gave the node a fresh mtime, so it would look live again to a
+        // replica about to re-claim the tick. An expired lease is never revived (the
+        // backend contract): the node goes, by the version the set gave it. Best
+        // effort: if the delete gets no answer, the node runs out again one lease later.
+        drop.Delete(paths[n], set.stat.version);
+      }
+      (void)Await(drop, deadline, "renew");
+    }
+    for (std::size_t i = 0; i < helds.size(); ++i) {
+      if (same[i] != i) out[i] = out[same[i]];
+    }
+    return out;
   }
 
   // A retry's new fence: read the record, the lease node and the head (pipelined) and
@@ -1430,7 +1479,7 @@ class ZookeeperBackend final : public Backend {
         sets.emplace_back(n, overwrite.Set(ObservationPath(obs.job, obs.tick_unix, obs.node),
                                            ObservationData(obs), -1));
       } else if (*created[n] != ZOK) {
-        if (*created[n] == ZNONODE) known_jobs_.erase(all[n].job);  // the folders went
+        if (*created[n] == ZNONODE) FoldersGone(all[n].job);
         out[n] = Failure("record", *created[n]);
       }
     }
@@ -1622,7 +1671,7 @@ class ZookeeperBackend final : public Backend {
             retry.push_back(p.index);
           }
         } else if (*blind_written[b] == ZNONODE) {  // the folders, the head or its tick's
-          known_jobs_.erase(req.job);               // record are gone: decided on the read
+          FoldersGone(req.job);                     // record are gone: decided on the read
           head_seen_.erase(req.job);
         }
       }
@@ -1785,7 +1834,7 @@ class ZookeeperBackend final : public Backend {
         answer(p.index, Written(req, p));
         continue;
       }
-      if (rc == ZNONODE) known_jobs_.erase(req.job);  // the folders may be gone
+      if (rc == ZNONODE) FoldersGone(req.job);
       if (IsRace(rc)) {
         head_seen_.erase(req.job);
         d.retry.push_back(p.index);
@@ -2077,23 +2126,57 @@ class ZookeeperBackend final : public Backend {
   }
 
   // The folders of jobs, created once per session (persistent; never pruned), all in
-  // one pipeline; with the roots for the first jobs of a session.
+  // one pipeline; with the roots for the first jobs of a session. CreateAll creates a
+  // job's folders in order, `out` last, so a job whose `out` is there has them all
+  // (another replica made them, or an earlier session): one pipelined existence read
+  // of each job's `out` first (not for a job a write found folders missing of:
+  // FoldersGone), and creates only for the others — not five creates
+  // that fail, each a failed write through the server's commit pipeline (at the first
+  // instant of 5,000 jobs, every replica's 25,000).
   Result<void> EnsureJobs(const std::vector<std::string>& jobs, steady_clock::time_point deadline) {
-    std::vector<std::string> paths;
-    std::vector<std::string> added;
+    std::vector<std::string> unknown;
     for (const std::string& job : jobs) {
-      if (known_jobs_.contains(job)) continue;
-      if (paths.empty() && known_jobs_.empty()) paths = roots_;
-      const std::string dir = base_ + "/" + job;
+      if (!known_jobs_.contains(job)) unknown.push_back(job);
+    }
+    std::sort(unknown.begin(), unknown.end());
+    unknown.erase(std::unique(unknown.begin(), unknown.end()), unknown.end());
+    if (unknown.empty()) return {};
+    const bool first = known_jobs_.empty();
+    Batch probe(zh_.get());
+    std::vector<std::size_t> probed(unknown.size(), SIZE_MAX);  // slots in probe
+    for (std::size_t j = 0; j < unknown.size(); ++j) {
+      if (!folders_gone_.contains(unknown[j])) {
+        probed[j] = probe.Exists(base_ + "/" + unknown[j] + "/out");
+      }
+    }
+    if (auto ok = Await(probe, deadline, "create folders"); !ok) return ok;
+    std::vector<std::string> paths = first ? roots_ : std::vector<std::string>{};
+    std::vector<std::string> added;
+    for (std::size_t j = 0; j < unknown.size(); ++j) {
+      if (probed[j] != SIZE_MAX && probe[probed[j]].rc == ZOK) {
+        known_jobs_.insert(unknown[j]);
+        continue;
+      }
+      const std::string dir = base_ + "/" + unknown[j];
       for (const std::string& p : {dir, dir + "/t", dir + "/l", dir + "/o", dir + "/out"}) {
         paths.push_back(p);
       }
-      added.push_back(job);
+      added.push_back(unknown[j]);
     }
     if (added.empty()) return {};
     if (auto ok = CreateAll(paths, deadline); !ok) return ok;
-    known_jobs_.insert(added.begin(), added.end());
+    for (const std::string& job : added) {
+      known_jobs_.insert(job);
+      folders_gone_.erase(job);
+    }
     return {};
+  }
+
+  // A write found a job's folders (or the record its claim checks) missing: they are
+  // created again before its next write, without trusting `out` (EnsureJobs).
+  void FoldersGone(const std::string& job) {
+    known_jobs_.erase(job);
+    folders_gone_.insert(job);
   }
   Result<void> EnsureJob(const std::string& job, steady_clock::time_point deadline) {
     return EnsureJobs({job}, deadline);
@@ -2274,6 +2357,7 @@ class ZookeeperBackend final : public Backend {
                   static_cast<unsigned long long>(zoo_client_id(zh_.get())->client_id));
     scratch_ = clients_ + "/" + id;
     known_jobs_.clear();
+    folders_gone_.clear();
     head_seen_.clear();  // a new session: the store may have lost its data
     holding_.clear();    // and the leases and run nodes of the old one are gone
     adopted_ = true;
@@ -2309,6 +2393,7 @@ class ZookeeperBackend final : public Backend {
   steady_clock::time_point last_contact_{};  // the last answer from the server
   bool adopted_ = false;                     // zh_'s session has connected and scratch_ names it
   std::set<std::string> known_jobs_;         // jobs whose folders exist (this session)
+  std::set<std::string> folders_gone_;       // jobs a write found folders missing of
   std::map<std::string, HeadSeen> head_seen_;  // heads last seen (this session): blind claims
   // The claims this replica won in this session and has not completed: the versions
   // its complete goes by (CompleteBlind). Bounded: past kMaxHolding it starts over.
@@ -2324,6 +2409,9 @@ class ZookeeperBackend final : public Backend {
   // The server's clock between its readings (the scratch node's mtime, whole ms; the
   // last 5 minutes, each widened by 1 ms per second of its age).
   ClockBound clock_bound_{{milliseconds(1), std::chrono::minutes(5), 1}};
+  // Leases renewed together share their round trips (lock/complete_batcher.h).
+  GroupCommit<HeldClaim, RenewStatus> renewer_{
+      [this](std::span<const HeldClaim> helds) { return RenewBatch(helds); }, "renew"};
   // Runs that end together complete together (group commit, lock/complete_batcher.h).
   CompleteBatcher completer_{
       [this](std::span<const CompleteRequest> reqs) { return CompleteBatch(reqs); }};

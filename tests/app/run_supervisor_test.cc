@@ -302,6 +302,8 @@ class BoundCheckingRunner final : public Runner {
   }
 
   std::vector<SteadyTime> bounds;  // the supervisor's thread writes, the test reads after Join
+  // The prepared starts' settle(): > 0 for runs that start themselves at their instant.
+  milliseconds settle{0};
 
  private:
   class Prepared final : public jobs::PreparedStart {
@@ -320,6 +322,7 @@ class BoundCheckingRunner final : public Runner {
       return runner_.Start(job_, spec_, std::move(sink_));
     }
     bool checks_start_bound() const override { return true; }
+    milliseconds settle() const override { return runner_.settle; }
 
    private:
     BoundCheckingRunner& runner_;
@@ -398,6 +401,26 @@ TEST_CASE("a start prepared ahead that checks the lease itself and finds it ran 
     REQUIRE(completions.size() == 1);
     CHECK(completions[0].second.outcome == "lease-lost");
   }
+}
+
+TEST_CASE("a run that started itself at T and is terminated before its supervisor looks is "
+          "released and terminated as any run going") {
+  // Shut down (the grace ended) in the settle window: the run had started at T.
+  PreparedRun p(config::OnLeaseLost::kTerminate);
+  p.runner.settle = seconds(30);  // the supervisor looks long after T
+  RunSupervisor run(p.sim.clock, p.sim.backend, p.runner, p.sim.log, p.tick, milliseconds(20),
+                    nullptr);
+  ThreadPool threads;
+  run.Start(threads);
+  p.sim.clock.Advance(milliseconds(600));  // past T, inside the settle window
+  std::this_thread::sleep_for(milliseconds(50));
+  run.Terminate(jobs::RunOutcome::kKilled);
+  REQUIRE(Eventually([&] { return p.sim.runner.starts() == 1; }));
+  REQUIRE(Eventually([&] { return p.sim.runner.run(0)->was_terminated(); }));
+  p.sim.runner.run(0)->FinishWithExit(143);
+  run.Join();
+  CHECK(p.sim.Grep({" warn run job=j", "outcome=killed"}).size() == 1);
+  CHECK(p.sim.Grep({"ended before its instant"}).empty());
 }
 
 TEST_CASE("a renewal due when the job starts is sent after the start, not before") {

@@ -108,28 +108,45 @@ RunResult Wait(Execution& exec) {
   return {};
 }
 
-TEST_CASE("an http job that gets an expected status is done; its body is its output",
+// The attempt started at once, or prepared ahead (PrepareHttp) and released.
+Result<std::unique_ptr<Execution>> StartOrPrepare(bool prepare, const HttpJob& job,
+                                                  OutputSink sink) {
+  if (!prepare) return StartHttp(job, Spec(), std::move(sink));
+  const auto start_at = std::chrono::system_clock::now() + 100ms;
+  auto prepared = PrepareHttp(job, Spec(), std::move(sink), start_at, Steady::now() + 1h);
+  REQUIRE(prepared);
+  CHECK((*prepared)->checks_start_bound());
+  auto exec = (*prepared)->Release();
+  REQUIRE((*prepared)->started().has_value());
+  CHECK(*(*prepared)->started() >= start_at);  // sent at its instant, not before
+  return exec;
+}
+
+TEST_CASE("an http job that gets an expected status is done; its body is its output "
+          "(prepared ahead: the same, sent at its instant)",
           "[jobs][http]") {
-  TestServer server;
-  HttpJob job;
-  job.request.url = server.Url("/ok");
-  job.request.headers = {{"Authorization", "Bearer t0ken"}};
-  Lines out;
-  auto exec = StartHttp(job, Spec(), out.Sink());
-  REQUIRE(exec);
-  const RunResult r = Wait(**exec);
-  CHECK(r.outcome == RunOutcome::kDone);
-  CHECK(r.error.empty());
-  CHECK_FALSE(r.exit_code);
-  CHECK(out.lines == std::vector<std::pair<std::string, std::string>>{{"http", "first line"},
-                                                                      {"http", "second line"}});
-  CHECK(server.Header("Authorization") == "Bearer t0ken");
-  CHECK(server.Header("X-Tickd-Job") == "ping");
-  CHECK(server.Header("X-Tickd-Tick") == "2026-11-21T14:00:00Z");
-  CHECK(server.Header("X-Tickd-Tick-Unix") == "1795269600");
-  CHECK(server.Header("X-Tickd-Fence") == "42");
-  CHECK(server.Header("X-Tickd-Node") == "node-a");
-  CHECK(server.Header("X-Tickd-Attempt") == "1");
+  for (const bool prepare : {false, true}) {
+    TestServer server;
+    HttpJob job;
+    job.request.url = server.Url("/ok");
+    job.request.headers = {{"Authorization", "Bearer t0ken"}};
+    Lines out;
+    auto exec = StartOrPrepare(prepare, job, out.Sink());
+    REQUIRE(exec);
+    const RunResult r = Wait(**exec);
+    CHECK(r.outcome == RunOutcome::kDone);
+    CHECK(r.error.empty());
+    CHECK_FALSE(r.exit_code);
+    CHECK(out.lines == std::vector<std::pair<std::string, std::string>>{{"http", "first line"},
+                                                                        {"http", "second line"}});
+    CHECK(server.Header("Authorization") == "Bearer t0ken");
+    CHECK(server.Header("X-Tickd-Job") == "ping");
+    CHECK(server.Header("X-Tickd-Tick") == "2026-11-21T14:00:00Z");
+    CHECK(server.Header("X-Tickd-Tick-Unix") == "1795269600");
+    CHECK(server.Header("X-Tickd-Fence") == "42");
+    CHECK(server.Header("X-Tickd-Node") == "node-a");
+    CHECK(server.Header("X-Tickd-Attempt") == "1");
+  }
 }
 
 TEST_CASE("an http job's body past 4,096 bytes: the last line kept is marked, never cut "

@@ -8,10 +8,13 @@
 // case.
 #include "lock/zookeeper/zookeeper_backend.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "tests/support/claims.h"
 #include "tests/zookeeper/zookeeper_server.h"
@@ -336,4 +339,56 @@ TEST_CASE(
   const ClaimOutcome taken = tickd::testing::MustClaim(*survivor, take);
   CHECK(taken.status == ClaimStatus::kWon);
   CHECK(taken.fence > won.fence);
+}
+
+TEST_CASE("zookeeper: renewals from many threads at once are each answered as one alone, "
+          "and the completes after them go by the versions they left",
+          "[zookeeper]") {
+  if (!Available()) return;
+  auto a = Open(ZookeeperServer::NextChroot());
+  const std::int64_t t = NowUnix();
+  constexpr int kJobs = 40;
+  std::vector<ClaimRequest> reqs;
+  for (int j = 0; j < kJobs; ++j) {
+    auto req = Req("renew-" + std::to_string(j), t, "node-a", "tok-" + std::to_string(j));
+    req.forbid_overlap = false;
+    reqs.push_back(req);
+  }
+  const auto won = a->ClaimBatch(reqs);
+  std::vector<HeldClaim> helds;
+  for (int j = 0; j < kJobs; ++j) {
+    REQUIRE(won[j]);
+    REQUIRE(won[j]->status == ClaimStatus::kWon);
+    helds.push_back(HeldOf(reqs[j], *won[j]));
+  }
+  // Job 0 is done (its lease node is gone); job 1's renewal carries a token not ours;
+  // job 2 is renewed by two threads at once.
+  REQUIRE(*a->Complete(helds[0], Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
+  std::vector<HeldClaim> renewals = helds;
+  renewals[1].owner_token = "tok-someone-else";
+  renewals.push_back(helds[2]);
+  std::vector<std::optional<tickd::Result<RenewStatus>>> answers(renewals.size());
+  std::vector<std::thread> threads;
+  std::atomic<bool> go{false};
+  for (std::size_t i = 0; i < renewals.size(); ++i) {
+    threads.emplace_back([&, i] {
+      while (!go.load()) std::this_thread::yield();
+      answers[i] = a->Renew(renewals[i]);
+    });
+  }
+  go = true;
+  for (auto& th : threads) th.join();
+  for (std::size_t i = 0; i < renewals.size(); ++i) {
+    INFO("renewal " << i);
+    REQUIRE(answers[i]);
+    REQUIRE(*answers[i]);
+    CHECK(**answers[i] == (i < 2 ? RenewStatus::kLost : RenewStatus::kRenewed));
+  }
+  // The renewed leases' versions moved: every complete still finds its claim ours.
+  for (int j = 1; j < kJobs; ++j) {
+    INFO("job " << j);
+    CHECK(*a->Complete(helds[j], Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
+  }
+  // And a renewal after its complete is lost.
+  CHECK(*a->Renew(helds[3]) == RenewStatus::kLost);
 }

@@ -270,3 +270,39 @@ TEST_CASE(
   // And a later tick is won above every fence so far.
   tickd::testing::MustWinHigher(*a, Req("gone", t0 + 6, "node-a", "tok-5"), last);
 }
+
+TEST_CASE(
+    "zookeeper: a job's folders made by another replica are found by their `out`, and a job "
+    "whose `t` and `o` folders were deleted under a living session gets them again",
+    "[zookeeper]") {
+  if (!Available()) return;
+  Store store;
+  auto a = Open(store.chroot);
+  auto b = Open(store.chroot);
+  const std::int64_t t = NowUnix();
+  // a makes the folders with its claim; b finds them (its lost claim's observation
+  // goes under them) and writes its own node there.
+  REQUIRE(MustClaim(*a, Req("made", t, "node-a", "tok-a")).status == ClaimStatus::kWon);
+  const ClaimOutcome lost = MustClaim(*b, Req("made", t, "node-b", "tok-b"));
+  CHECK(lost.status == ClaimStatus::kLost);
+  CHECK(lost.observed);
+  CHECK(Children(store.zk, store.Job("made")) ==
+        std::vector<std::string>{"head", "l", "o", "out", "t"});
+
+  // Someone deletes the tick records and observations of the job (`out` stays): a's
+  // next claim finds the folder missing, makes it again and wins.
+  const ClaimOutcome first = MustClaim(*a, Req("made", t + 1, "node-a", "tok-a1"));
+  REQUIRE(first.status == ClaimStatus::kWon);
+  REQUIRE(*a->Complete(HeldOf(Req("made", t + 1, "node-a", "tok-a1"), first),
+                       Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
+  DeleteTree(store.zk, store.Job("made") + "/t");
+  DeleteTree(store.zk, store.Job("made") + "/o");
+  const ClaimOutcome again = MustClaim(*a, Req("made", t + 2, "node-a", "tok-a2"));
+  CHECK(again.status == ClaimStatus::kWon);
+  CHECK(Children(store.zk, store.Job("made") + "/t") ==
+        std::vector<std::string>{std::to_string(t + 2)});
+  // b's observation of that tick finds the `o` folder made again too.
+  const ClaimOutcome seen = MustClaim(*b, Req("made", t + 2, "node-b", "tok-b2"));
+  CHECK(seen.status == ClaimStatus::kLost);
+  CHECK(seen.observed);
+}
