@@ -1083,6 +1083,7 @@ class EtcdBackend final : public Backend {
     std::int64_t lease_id = 0;  // the lease the key is attached to
     std::int64_t lease_until = 0;  // `u` when a renewal wrote it, else the record's
     bool until_read = false;       // `u` was read
+    bool head_unread = false;      // read by the record alone (ProbeRecords): no head
     std::optional<RunMarker> run;
     std::int64_t run_mod_revision = 0;
     std::optional<Head> head;
@@ -1298,6 +1299,71 @@ class EtcdBackend final : public Backend {
     return out;
   }
 
+  // The likely_decided claims among those to read (to_read, read_run and read_pos, the
+  // positions in `chunk`), without recover and not knowing a tick later than their own
+  // (known_tick <= T), are read first by their record alone: one range each, 127 to a
+  // txn (read-only, as ReadTicks). A record found decides the claim without the rest
+  // of the read: without recover a record means lost (or won, our own), whatever the
+  // lease key, run key and head say; and store-reset cannot be the answer, because
+  // the claim that wrote the record of T moved the head to T or later in the same txn
+  // and a head only moves forward (they are lost together with the store's data), so
+  // the head is at least T >= known_tick. Those claims get states[pos] with
+  // head_unread set and leave to_read; the others (no record: the tick may be open)
+  // stay for the full read. False: the store gave no answer (every claim of the chunk
+  // answered with the error, `failed` set).
+  bool ProbeRecords(std::span<const ClaimRequest> reqs, std::span<const std::size_t> chunk,
+                    std::vector<Keys>& to_read, std::vector<bool>& read_run,
+                    std::vector<std::size_t>& read_pos, std::vector<TickState>& states,
+                    Deadline deadline, const ClaimAnswer& on_answer,
+                    std::optional<Error>& failed) {
+    std::vector<std::size_t> probe;  // positions in to_read
+    for (std::size_t r = 0; r < to_read.size(); ++r) {
+      const ClaimRequest& req = reqs[chunk[read_pos[r]]];
+      if (req.likely_decided && !req.recover && req.known_tick <= req.tick_unix) {
+        probe.push_back(r);
+      }
+    }
+    if (probe.empty()) return true;
+    std::vector<bool> found(to_read.size(), false);
+    pb::TxnRequest request;
+    pb::TxnResponse response;
+    for (std::size_t first = 0; first < probe.size(); first += kMaxTxnOps) {
+      const std::size_t last = std::min(probe.size(), first + kMaxTxnOps);
+      request.Clear();
+      for (std::size_t p = first; p < last; ++p) RangeOp(request.add_success(), to_read[probe[p]].record);
+      auto txn = Txn(request, &response, deadline);
+      if (!txn) {
+        failed = txn.error();
+        for (const std::size_t i : chunk) on_answer(i, tl::unexpected(txn.error()));
+        return false;
+      }
+      for (std::size_t p = first; p < last; ++p) {
+        const int at = static_cast<int>(p - first);
+        TickState st = ParseTickState(to_read[probe[p]], response.responses(), at, at + 1);
+        if (!st.record) continue;
+        st.head_unread = true;
+        st.server_ms = txn->server_ms;
+        st.server_hi_ms = txn->server_hi_ms;
+        states[read_pos[probe[p]]] = std::move(st);
+        found[probe[p]] = true;
+      }
+    }
+    std::size_t kept = 0;
+    for (std::size_t r = 0; r < to_read.size(); ++r) {
+      if (found[r]) continue;
+      if (kept != r) {
+        to_read[kept] = std::move(to_read[r]);
+        read_run[kept] = read_run[r];
+        read_pos[kept] = read_pos[r];
+      }
+      ++kept;
+    }
+    to_read.resize(kept);
+    read_run.resize(kept);
+    read_pos.resize(kept);
+    return true;
+  }
+
   // A claim of a batch that goes on to its txn.
   struct ClaimPlan {
     std::size_t index;  // in the batch's requests
@@ -1488,6 +1554,10 @@ class EtcdBackend final : public Backend {
         read_pos.push_back(n);
       }
     }
+    if (!ProbeRecords(reqs, chunk, to_read, read_run, read_pos, states, deadline, on_answer,
+                      failed)) {
+      return {};
+    }
     if (!to_read.empty()) {
       auto read = ReadTicks(to_read, deadline, read_run);
       if (!read) {
@@ -1622,7 +1692,7 @@ class EtcdBackend final : public Backend {
     // read is one revision of the store, and nothing is written; a claim that goes on
     // writes only if the head is still the one read (the txn compares its mod_revision).
     const std::int64_t head_tick = state.head ? state.head->tick : 0;
-    if (req.known_tick > head_tick) {
+    if (!state.head_unread && req.known_tick > head_tick) {
       ClaimOutcome out;
       out.status = ClaimStatus::kStoreReset;
       out.holder_tick_unix = head_tick;

@@ -896,6 +896,7 @@ TEMPLATE_LIST_TEST_CASE(
         hinted("hint-busy", t, "tok-b-busy-" + r),
         hinted("hint-missed-" + r, t - 120, "tok-b-missed-" + r),
     };
+    reqs[1].known_tick = t;  // it saw this very tick claimed: no store-reset either
     reqs[4].forbid_overlap = true;
     reqs[5].starting_deadline = 60s;
     const std::vector<Result<ClaimOutcome>> outs = b->ClaimBatch(reqs);
