@@ -159,6 +159,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <set>
 #include <span>
@@ -208,6 +209,28 @@ constexpr std::size_t kCompleteOutputBytesPerTxn = 768 * 1024;
 // library's ad-hoc locks (`lock.<key>`) can be any number of jobs; past this many the
 // memory starts over (the next claims read, the names are put again).
 constexpr std::size_t kMaxJobsCached = std::size_t{1} << 16;
+
+// fn(first) … fn(last − 1) at once: the first on this thread, each other on a thread of
+// its own (the chunks in flight of a batch). Returns when all have; an exception of any
+// is rethrown here, as from a loop of calls.
+template <typename Fn>
+void RunAtOnce(std::size_t first, std::size_t last, Fn fn) {
+  std::vector<std::exception_ptr> thrown(last - first);
+  const auto guarded = [&](std::size_t c) {
+    try {
+      fn(c);
+    } catch (...) {
+      thrown[c - first] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t c = first + 1; c < last; ++c) threads.emplace_back(guarded, c);
+  if (first < last) guarded(first);
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : thrown) {
+    if (e) std::rethrow_exception(e);
+  }
+}
 
 // ---- base64 (the gateway's bytes fields) ----
 
@@ -666,10 +689,7 @@ class EtcdBackend final : public Backend {
                                   group.subspan(first, std::min(kClaimsPerTxn, group.size() - first)),
                                   leases, read_first, answer, failures[c]);
           };
-          std::vector<std::thread> threads;
-          for (std::size_t c = 1; c < n; ++c) threads.emplace_back(run, c);
-          run(0);
-          for (std::thread& t : threads) t.join();
+          RunAtOnce(0, n, run);
           std::vector<std::size_t> out;
           for (std::size_t c = 0; c < n; ++c) {
             out.insert(out.end(), retry[c].begin(), retry[c].end());
@@ -780,11 +800,7 @@ class EtcdBackend final : public Backend {
         CompleteChunk(reqs, chunks[c], out, retry[c], unused[c]);
       };
       for (std::size_t first = 0; first < chunks.size(); first += kChunksInFlight) {
-        std::vector<std::thread> threads;
-        const std::size_t last = std::min(chunks.size(), first + kChunksInFlight);
-        for (std::size_t c = first + 1; c < last; ++c) threads.emplace_back(run, c);
-        run(first);
-        for (std::thread& t : threads) t.join();
+        RunAtOnce(first, std::min(chunks.size(), first + kChunksInFlight), run);
       }
       std::vector<std::size_t> again;
       for (std::size_t c = 0; c < chunks.size(); ++c) {
