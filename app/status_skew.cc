@@ -73,6 +73,9 @@ void SkewWatch::PollOnce() {
   }
   milliseconds own_delay{0};
   for (const auto& [when, delay] : own_delays_) own_delay = std::max(own_delay, delay);
+  // "Behind" needs to know how late our own entries appear: until one of ours has
+  // appeared in the last minute (the first instant after a start), only "ahead" warns.
+  const bool own_known = own_delay > milliseconds(0);
   // Newest observation per peer in this poll.
   std::map<std::string, std::pair<milliseconds, milliseconds>> measured;  // peer → [lo, hi)
   std::map<std::string, std::int64_t> measured_tick;
@@ -93,7 +96,8 @@ void SkewWatch::PollOnce() {
     metrics_.ClockSkew(peer, mid);
     // A zero threshold switches the warning off (the gauge stays).
     const bool beyond = options_.threshold.count() > 0 &&
-                        (range.first >= options_.threshold || range.second <= -options_.threshold);
+                        (range.first >= options_.threshold ||
+                         (own_known && range.second <= -options_.threshold));
     bool& warned = warned_[peer];
     if (beyond && !warned) {
       warned = true;

@@ -410,6 +410,27 @@ TEST_CASE("the skew watch takes late ledger writes for late writes, not for a cl
   CHECK(lines[0].find("warn clock-skew node=me peer=peer skew=-") != std::string::npos);
 }
 
+TEST_CASE("before an entry of its own appeared, the skew watch judges no peer behind") {
+  FakeClock clock{WallTime(seconds(kT))};
+  auto backend = lock::NewMemoryBackend(clock);
+  std::vector<std::string> lines;
+  Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo,
+             [&](std::string_view line) { lines.emplace_back(line); });
+  PrometheusMetrics metrics(clock);
+  SkewOptions options;
+  options.node = "me";
+  SkewWatch watch(clock, *backend, log, metrics, options);
+  clock.Advance(milliseconds(3'000));
+  watch.PollOnce();  // T+3, just started
+  // The first instant: the peer's entry, taken at T+1, appears at T+5.2 (a long batch).
+  clock.Advance(milliseconds(2'200));
+  REQUIRE(backend->Record({"job", kT + 2, "peer", "lost", WallTime(seconds(kT + 1)), "h", 0}));
+  clock.Advance(milliseconds(300));
+  watch.PollOnce();  // it reads 2–4.5 s behind; ours have not appeared: nothing said
+  CHECK(lines.empty());
+  CHECK(metrics.Render().find("tickd_clock_skew_seconds{peer=\"peer\"}") != std::string::npos);
+}
+
 TEST_CASE("the skew watch reads only the sampled jobs, and learns a job new to the sample") {
   FakeClock clock{WallTime(seconds(kT))};
   auto backend = lock::NewMemoryBackend(clock);
