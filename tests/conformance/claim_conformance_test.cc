@@ -852,8 +852,9 @@ TEMPLATE_LIST_TEST_CASE("conformance: fences strictly increase and survive reope
   CHECK(MustClaim(*reopened, Req(h, "fenced", t0, "node", "tok-r0")).status == ClaimStatus::kLost);
 }
 
-// ClaimRequest::likely_decided is a hint (etcd reads such claims first instead of
-// claiming blind): every answer must be the one the claim gets without it.
+// ClaimRequest::likely_decided is a hint (lock/backend.h: etcd and ZooKeeper read such
+// claims first instead of claiming blind): every answer must be the one the claim gets
+// without it, in a batch beside claims without the hint too.
 TEMPLATE_LIST_TEST_CASE(
     "conformance: a likely_decided claim answers as without the hint: an open tick is won, "
     "a decided one lost naming its winner; early, missed, busy, superseded, store-reset "
@@ -895,7 +896,9 @@ TEMPLATE_LIST_TEST_CASE(
         hinted("hint-later", t - 1, "tok-b-later-" + r),
         hinted("hint-busy", t, "tok-b-busy-" + r),
         hinted("hint-missed-" + r, t - 120, "tok-b-missed-" + r),
+        Req(h, "hint-plain-" + r, t, "node-b", "tok-b-plain-" + r),  // beside unhinted ones
     };
+    reqs[6].forbid_overlap = false;
     reqs[1].known_tick = t;  // it saw this very tick claimed: no store-reset either
     reqs[4].forbid_overlap = true;
     reqs[5].starting_deadline = 60s;
@@ -905,6 +908,8 @@ TEMPLATE_LIST_TEST_CASE(
     CHECK(std::string(Name(outs[0]->status)) == "won");
     CHECK(std::string(Name(outs[1]->status)) == "lost");
     CHECK(outs[1]->holder_node == "node-a");
+    CHECK(outs[1]->holder_tick_unix == t);
+    CHECK(outs[1]->holder_config_hash == "hash-node-a");
     CHECK(outs[1]->holder_running);
     CHECK(std::string(Name(outs[2]->status)) == "lost");
     CHECK(outs[2]->holder_node == "node-a");
@@ -914,6 +919,23 @@ TEMPLATE_LIST_TEST_CASE(
     CHECK(std::string(Name(outs[4]->status)) == "busy");
     CHECK(outs[4]->holder_tick_unix == t - 1);
     CHECK(std::string(Name(outs[5]->status)) == "missed");
+    CHECK(std::string(Name(outs[6]->status)) == "won");
+    // The hinted winner holds its tick: the other replica loses it to node-b.
+    const ClaimOutcome after =
+        MustClaim(*a, Req(h, "hint-open-" + r, t, "node-a", "tok-a-open-" + r));
+    CHECK(after.status == ClaimStatus::kLost);
+    CHECK(after.holder_node == "node-b");
+    // A lost claim's observation is in the ledger as without the hint.
+    if (outs[1]->observed) {
+      auto history = a->History("hint-running", 10);
+      REQUIRE(history);
+      REQUIRE(history->size() == 1);
+      bool seen = false;
+      for (const Observation& o : history->front().observations) {
+        if (o.node == "node-b") seen = o.outcome == "lost";
+      }
+      CHECK(seen);
+    }
   }
   // One at a time (a batch of one) too, and the answers that write nothing.
   CHECK(MustClaim(*b, hinted("hint-running", t, "tok-b-run-2")).status == ClaimStatus::kLost);
@@ -933,6 +955,15 @@ TEMPLATE_LIST_TEST_CASE(
     CHECK(out.holder_tick_unix == t);
     CHECK_FALSE(out.observed);
   }
+  // A hinted claim of a tick whose holder stopped renewing: recover re-claims it (last:
+  // the lease's expiry moves the test's clock).
+  const Won expiring = MustWin(*a, ShortRecoverReq(h, "hint-recover", t, "node-a", "tok-a5"));
+  LetShortLeaseExpire(h);
+  auto retake = ShortRecoverReq(h, "hint-recover", t, "node-b", "tok-b-recover");
+  retake.likely_decided = true;
+  const ClaimOutcome retaken = MustClaim(*b, retake);
+  CHECK(retaken.status == ClaimStatus::kWon);
+  CHECK(retaken.fence > expiring.outcome.fence);
 }
 
 TEMPLATE_LIST_TEST_CASE(
@@ -1472,85 +1503,3 @@ TEMPLATE_LIST_TEST_CASE("conformance: a claim whose lease expired is not refence
   CHECK(history->front().run_outcome == "failed");
 }
 
-// ClaimRequest::likely_decided is a hint (lock/backend.h): a backend may read such a
-// claim before it claims (ZooKeeper does), but every answer is the one the claim
-// would get without it — in a batch beside claims without the hint too.
-TEMPLATE_LIST_TEST_CASE("conformance: a likely_decided claim answers as any claim: an open "
-                        "tick is won, a decided one lost naming its winner",
-                        "[conformance]", AllHarnesses) {
-  TestType h;
-  if (Skipped(h)) return;
-  auto a = h.OpenReplica();
-  auto b = h.OpenReplica();
-  const std::int64_t t = NowUnix(h.clock());
-  const auto hinted = [&](std::string job, std::int64_t tick, std::string token) {
-    auto req = Req(h, std::move(job), tick, "node-b", std::move(token));
-    req.forbid_overlap = false;
-    req.observe = true;
-    req.likely_decided = true;
-    return req;
-  };
-  const Won running = MustWin(*a, Req(h, "hint-running", t, "node-a", "tok-a1"));
-  const Won done = MustWin(*a, Req(h, "hint-done", t, "node-a", "tok-a2"));
-  REQUIRE(*a->Complete(done.held, Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
-  auto later = Req(h, "hint-later", t, "node-a", "tok-a3");
-  later.forbid_overlap = false;
-  MustWin(*a, later);
-
-  std::vector<ClaimRequest> reqs = {hinted("hint-open", t, "tok-b1"),
-                                    hinted("hint-running", t, "tok-b2"),
-                                    hinted("hint-done", t, "tok-b3"),
-                                    hinted("hint-later", t - 1, "tok-b4"),
-                                    Req(h, "hint-plain", t, "node-b", "tok-b5")};
-  reqs.back().forbid_overlap = false;
-  const std::vector<Result<ClaimOutcome>> outs = b->ClaimBatch(reqs);
-  REQUIRE(outs.size() == reqs.size());
-  for (const auto& out : outs) REQUIRE(out);
-  CHECK(outs[0]->status == ClaimStatus::kWon);
-  CHECK(outs[0]->fence > 0);
-  CHECK(outs[1]->status == ClaimStatus::kLost);
-  CHECK(outs[1]->holder_node == "node-a");
-  CHECK(outs[1]->holder_tick_unix == t);
-  CHECK(outs[1]->holder_config_hash == "hash-node-a");
-  CHECK(outs[1]->holder_running);
-  CHECK(outs[2]->status == ClaimStatus::kLost);
-  CHECK(outs[2]->holder_node == "node-a");
-  CHECK_FALSE(outs[2]->holder_running);
-  CHECK(std::string(Name(outs[3]->status)) == "superseded");
-  CHECK(outs[3]->holder_tick_unix == t);
-  CHECK(outs[4]->status == ClaimStatus::kWon);
-  // The hinted winner holds the tick: the other replica loses it to node-b.
-  const ClaimOutcome after = MustClaim(*a, Req(h, "hint-open", t, "node-a", "tok-a4"));
-  CHECK(after.status == ClaimStatus::kLost);
-  CHECK(after.holder_node == "node-b");
-
-  // A lost claim's observation is in the ledger as without the hint.
-  if (outs[1]->observed) {
-    auto history = a->History("hint-running", 10);
-    REQUIRE(history);
-    REQUIRE(history->size() == 1);
-    bool seen = false;
-    for (const Observation& o : history->front().observations) {
-      if (o.node == "node-b") seen = o.outcome == "lost";
-    }
-    CHECK(seen);
-  }
-
-  // A hinted claim of a tick whose holder stopped renewing: recover re-claims it.
-  const Won expiring = MustWin(*a, ShortRecoverReq(h, "hint-recover", t, "node-a", "tok-a5"));
-  LetShortLeaseExpire(h);
-  auto retake = ShortRecoverReq(h, "hint-recover", t, "node-b", "tok-b6");
-  retake.likely_decided = true;
-  const ClaimOutcome retaken = MustClaim(*b, retake);
-  CHECK(retaken.status == ClaimStatus::kWon);
-  CHECK(retaken.fence > expiring.outcome.fence);
-
-  // The store forgot a claim the replica saw: store-reset, hint or not.
-  if (h.detects_store_reset()) {
-    auto amnesia = hinted("hint-amnesia", t, "tok-b7");
-    amnesia.known_tick = t + 5;
-    const ClaimOutcome reset = MustClaim(*b, amnesia);
-    CHECK(std::string(Name(reset.status)) == "store-reset");
-    CHECK(reset.holder_tick_unix == 0);
-  }
-}

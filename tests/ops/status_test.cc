@@ -337,15 +337,25 @@ TEST_CASE("metrics render the DESIGN §9 names in the Prometheus text format") {
   }
 }
 
-TEST_CASE("the skew watch sees a peer whose clock runs ahead") {
-  FakeClock clock{WallTime(seconds(kT))};
-  auto backend = lock::NewMemoryBackend(clock);
+// A skew watch's surroundings: a memory store on a fake clock, the lines it logs, its
+// metrics. `options` names this replica "me".
+struct SkewRig {
+  FakeClock clock{WallTime(std::chrono::seconds(kT))};
+  std::unique_ptr<lock::Backend> backend = lock::NewMemoryBackend(clock);
   std::vector<std::string> lines;
-  Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo,
-             [&](std::string_view line) { lines.emplace_back(line); });
-  PrometheusMetrics metrics(clock);
-  SkewOptions options;
-  options.node = "me";
+  Logger log{clock, LogFormat::kLogfmt, LogLevel::kInfo,
+             [this](std::string_view line) { lines.emplace_back(line); }};
+  PrometheusMetrics metrics{clock};
+  SkewOptions options = [] {
+    SkewOptions o;
+    o.node = "me";
+    return o;
+  }();
+};
+
+TEST_CASE("the skew watch sees a peer whose clock runs ahead") {
+  SkewRig rig;
+  auto& [clock, backend, lines, log, metrics, options] = rig;
   SkewWatch watch(clock, *backend, log, metrics, options);
   // Something old exists before the first poll: it is only learned, not measured.
   REQUIRE(backend->Record({"job", kT - 60, "fast", "won", WallTime(seconds(kT - 60)), "h", 1}));
@@ -369,14 +379,8 @@ TEST_CASE("the skew watch sees a peer whose clock runs ahead") {
 }
 
 TEST_CASE("the skew watch takes late ledger writes for late writes, not for a clock behind") {
-  FakeClock clock{WallTime(seconds(kT))};
-  auto backend = lock::NewMemoryBackend(clock);
-  std::vector<std::string> lines;
-  Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo,
-             [&](std::string_view line) { lines.emplace_back(line); });
-  PrometheusMetrics metrics(clock);
-  SkewOptions options;
-  options.node = "me";
+  SkewRig rig;
+  auto& [clock, backend, lines, log, metrics, options] = rig;
   SkewWatch watch(clock, *backend, log, metrics, options);
   clock.Advance(milliseconds(1'000));
   watch.PollOnce();  // P1 = T+1
@@ -411,14 +415,8 @@ TEST_CASE("the skew watch takes late ledger writes for late writes, not for a cl
 }
 
 TEST_CASE("before an entry of its own appeared, the skew watch judges no peer behind") {
-  FakeClock clock{WallTime(seconds(kT))};
-  auto backend = lock::NewMemoryBackend(clock);
-  std::vector<std::string> lines;
-  Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo,
-             [&](std::string_view line) { lines.emplace_back(line); });
-  PrometheusMetrics metrics(clock);
-  SkewOptions options;
-  options.node = "me";
+  SkewRig rig;
+  auto& [clock, backend, lines, log, metrics, options] = rig;
   SkewWatch watch(clock, *backend, log, metrics, options);
   clock.Advance(milliseconds(3'000));
   watch.PollOnce();  // T+3, just started
@@ -432,15 +430,9 @@ TEST_CASE("before an entry of its own appeared, the skew watch judges no peer be
 }
 
 TEST_CASE("the skew watch reads only the sampled jobs, and learns a job new to the sample") {
-  FakeClock clock{WallTime(seconds(kT))};
-  auto backend = lock::NewMemoryBackend(clock);
-  std::vector<std::string> lines;
-  Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo,
-             [&](std::string_view line) { lines.emplace_back(line); });
-  PrometheusMetrics metrics(clock);
+  SkewRig rig;
+  auto& [clock, backend, lines, log, metrics, options] = rig;
   std::vector<std::string> sample = {"a"};
-  SkewOptions options;
-  options.node = "me";
   options.jobs = [&sample] { return sample; };
   SkewWatch watch(clock, *backend, log, metrics, options);
   watch.PollOnce();
