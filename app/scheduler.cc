@@ -410,6 +410,11 @@ void Scheduler::CheckLoop() {
   }
 }
 
+bool Scheduler::Stopping() const {
+  std::lock_guard lock(mu_);
+  return stopping_;
+}
+
 void Scheduler::Watch() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
@@ -676,6 +681,10 @@ void Scheduler::ProcessDue(std::int64_t now_ms) {
   std::vector<Entry> due;
   // Until nothing more is due: a missed tick's job may have one still startable now.
   for (std::vector<Entry> popped = TakeDue(now_ms); !popped.empty(); popped = TakeDue(now_ms)) {
+    // Shutdown began: nothing more is claimed or recorded (each may take op_timeout
+    // with the store gone, and a backlog of missed ticks would hold the stop for
+    // minutes).
+    if (Stopping()) return;
     for (Entry& e : popped) {
       auto it = jobs_.find(e.job);
       if (it == jobs_.end()) continue;
@@ -712,6 +721,7 @@ void Scheduler::ProcessDue(std::int64_t now_ms) {
   std::stable_sort(due.begin(), due.end(),
                    [](const Entry& a, const Entry& b) { return a.tick < b.tick; });
   for (std::size_t i = 0; i < due.size();) {
+    if (Stopping()) return;
     std::size_t j = i;
     while (j < due.size() && due[j].tick == due[i].tick) ++j;
     ClaimGroup(std::vector<Entry>(due.begin() + static_cast<std::ptrdiff_t>(i),
@@ -727,7 +737,7 @@ void Scheduler::SkipMissed(const ScheduledJob& job, std::int64_t first_missed,
   std::int64_t last = first_missed;
   std::optional<std::int64_t> t = first_missed;
   while (t && *t * 1000 + job.StartingDeadline(*t).count() < now_ms) {
-    if (count < options_.missed_log_limit) {
+    if (count < options_.missed_log_limit && !Stopping()) {
       lock::ClaimRequest req;
       req.job = job.job.name;
       req.tick_unix = *t;

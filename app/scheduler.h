@@ -145,6 +145,8 @@ class Scheduler {
   // For tests: while the loop sleeps with nothing due, the Steady() deadline it sleeps
   // until; nullopt while it works.
   std::optional<SteadyTime> sleeping_until() const;
+  // Shutdown() has begun: the loop claims and records nothing more.
+  bool Stopping() const;
 
   // The loop as another thread sees it (it needs nothing from the loop's thread, so a
   // stuck loop cannot hide). Not stuck before Start() and once Shutdown() began.

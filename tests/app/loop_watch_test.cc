@@ -140,6 +140,31 @@ TEST_CASE("loop watch: a turn without progress (a claim that hangs) is stuck, an
   s.Shutdown(milliseconds(0));  // before `metrics` goes
 }
 
+TEST_CASE("shutdown: a turn with a backlog of due instants claims none after the stop") {
+  Sim sim(WallAt(kT0, -1'000));
+  Gate gate;
+  std::atomic<bool> armed{false};
+  std::atomic<int> claims{0};
+  sim.backend.before_claim = [&] {
+    if (armed && ++claims == 1) gate.Wait(seconds(60));  // the store is slow: it hangs
+  };
+  const auto patient = [](config::Job& j) { j.starting_deadline = seconds(60); };
+  Scheduler& s = sim.AddReplica("a", {EveryJob("x", 10, patient), EveryJob("y", 15, patient)});
+  sim.WaitQuiet();  // the ticks before 14:00 still startable were claimed at start
+  armed = true;
+  // The loop wakes 25 s late: x's 14:00:00, :10, :20 and y's :00, :15 are due in one
+  // turn, four instants. The first claim hangs; SIGTERM comes meanwhile.
+  sim.clock.Advance(seconds(26));
+  REQUIRE(Eventually([&] { return claims.load() == 1; }));
+  std::thread stopping([&] { s.Shutdown(milliseconds(0)); });
+  REQUIRE(Eventually([&] { return s.Stopping(); }));
+  gate.Open();
+  stopping.join();
+  // The instant it was claiming finished (two jobs); the three after it were not claimed.
+  CHECK(claims.load() == 2);
+  CHECK(sim.Grep({"tick=2026-11-21T14:00:10Z"}).empty());
+}
+
 TEST_CASE("loop watch: the scheduler's own watch thread logs a stuck loop") {
   Sim sim(WallAt(kT0, 1'000));
   OversleepingClock clock(sim.clock);
