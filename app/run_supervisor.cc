@@ -258,17 +258,19 @@ void RunSupervisor::Supervise(Outcome& out) {
       Result<std::unique_ptr<jobs::PreparedStart>> p =
           runner_.Prepare(job, spec, sink, at, LossAt());
       if (p) prepared = std::move(*p);  // else: started at T the ordinary way
-      if (!WaitForInstant(at, prepared.get())) {
+      // A run that starts itself at T is looked at once the other starts of T are
+      // done: this thread sleeps through T rather than waking at it (at a busy instant
+      // the supervisors' wake-ups took the CPUs from the starts). Ended before T
+      // (shutdown), the run never starts; ended after, it is released and terminated
+      // as any run going.
+      const milliseconds look_after = LookAfter(prepared.get(), tick_.instant_claims);
+      if (!WaitForInstant(at + look_after, prepared.get()) && clock_.Wall() < at) {
         prepared.reset();  // kills the child, cancels the call: before T, the job never ran
         std::lock_guard lock(mu_);
         out.outcome = terminate_reason_.value_or(jobs::RunOutcome::kKilled);
         out.error = "ended before its instant";
         break;
       }
-      // Started at T on its own: looked at once the other starts of T are done. Ended
-      // meanwhile (shutdown), it is released and terminated as any run going.
-      const milliseconds look_after = LookAfter(prepared.get(), tick_.instant_claims);
-      if (look_after > milliseconds(0)) WaitForInstant(at + look_after, prepared.get());
     }
     // A claim can expire before its job starts (the daemon was paused, or the machine
     // starved this thread): starting then could run beside the replica that took the
@@ -343,9 +345,9 @@ bool RunSupervisor::PrepareRetry(int attempt, WallTime retries_end,
   const config::Job& job = tick_.job->job;
   const milliseconds backoff = job.retries.BackoffBefore(attempt);
   if (clock_.Wall() + backoff >= retries_end) {
-    RetryNotStarted(attempt, backoff, "next-instant",
-                    "its backoff would end at or after the job's next instant " +
-                        FormatTimestamp(retries_end));
+    RetryNotStarted(
+        attempt, backoff, "next-instant",
+        "its backoff would end at or after the job's next instant " + FormatTimestamp(retries_end));
     return false;
   }
   if (!Backoff(clock_.Steady() + backoff)) return false;
@@ -359,14 +361,10 @@ bool RunSupervisor::PrepareRetry(int attempt, WallTime retries_end,
     const auto left = std::chrono::duration_cast<milliseconds>(retries_end - clock_.Wall());
     if (left < job.timeout) cut_timeout = std::max(milliseconds(1), left);
   }
-  std::vector<Field> fields = {{"job", job.name},
-                               {"tick", tick_text_},
-                               {"node", tick_.node},
-                               {"outcome", "started"},
-                               {"attempt", attempt},
-                               {"backoff", FormatSeconds(backoff)},
-                               {"fence", tick_.held.fence},
-                               {"previous_fence", previous_fence_}};
+  std::vector<Field> fields = {{"job", job.name},           {"tick", tick_text_},
+                               {"node", tick_.node},        {"outcome", "started"},
+                               {"attempt", attempt},        {"backoff", FormatSeconds(backoff)},
+                               {"fence", tick_.held.fence}, {"previous_fence", previous_fence_}};
   if (cut_timeout) fields.emplace_back("timeout", FormatSeconds(*cut_timeout));
   log_.Log(LogLevel::kInfo, "retry", fields);
   if (tick_.metrics) tick_.metrics->RunRetry(job.name, "started");
@@ -387,8 +385,7 @@ bool RunSupervisor::Refence(int attempt, milliseconds backoff) {
       CallBackend("refence", [&] { return backend_.Refence(tick_.held); });
   if (!refenced) {
     if (tick_.metrics) tick_.metrics->BackendError(backend_.name());
-    RetryNotStarted(attempt, backoff, "error",
-                    "no new fence: " + refenced.error().ToString());
+    RetryNotStarted(attempt, backoff, "error", "no new fence: " + refenced.error().ToString());
     return false;
   }
   if (refenced->status != lock::RefenceStatus::kRefenced) {

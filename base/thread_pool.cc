@@ -60,7 +60,11 @@ void ThreadPool::Work(std::function<void()> task) {
     task = nullptr;  // whatever the task holds goes now, not when the next one comes
     std::unique_lock lock(mu_);
     ++idle_;
-    handed_over_.wait_for(lock, keep_idle_, [this] { return !handed_.empty() || stopping_; });
+    // Idle from one busy instant, a thousand threads would end together keep_idle
+    // later, each unmapping its stack (above): each waits keep_idle plus up to as long
+    // again, by the order it came in, so their ends are spread out.
+    const auto keep = keep_idle_ + keep_idle_ * (++idle_turns_ % kIdleSpread) / kIdleSpread;
+    handed_over_.wait_for(lock, keep, [this] { return !handed_.empty() || stopping_; });
     --idle_;
     if (handed_.empty()) {
       --threads_;

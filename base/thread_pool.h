@@ -7,8 +7,9 @@
 //
 // Post never queues: a task goes to an idle thread, or to a new thread when none is
 // idle, so a task never waits for another to end (a run must not wait for another
-// run). A thread idle for `keep_idle` ends. With `max_threads`, no more threads than
-// that exist: a task beyond them is refused, as when the system can create no thread.
+// run). A thread idle for `keep_idle` ends (or up to twice that: the threads idle
+// since one burst end spread out). With `max_threads`, no more threads than that
+// exist: a task beyond them is refused, as when the system can create no thread.
 // Thread-safe.
 #pragma once
 
@@ -47,11 +48,14 @@ class ThreadPool {
   const std::chrono::milliseconds keep_idle_;
   const int max_threads_;
   mutable std::mutex mu_;
-  std::condition_variable handed_over_;  // a task in handed_, or stopping_
-  std::condition_variable ended_;        // a thread ended
+  std::condition_variable handed_over_;       // a task in handed_, or stopping_
+  std::condition_variable ended_;             // a thread ended
   std::deque<std::function<void()>> handed_;  // posted to idle threads, not yet taken
   int idle_ = 0;     // threads waiting for a task (handed_.size() of them are spoken for)
   int threads_ = 0;  // threads that exist
+  // Turns idle so far, which spread the idle threads' ends (Work).
+  static constexpr unsigned kIdleSpread = 64;
+  unsigned idle_turns_ = 0;
   bool stopping_ = false;
 };
 

@@ -3,14 +3,32 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
-#include <system_error>
-#include <thread>
 #include <utility>
+
+#include "base/thread_pool.h"
 
 namespace tickd::jobs {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+
+// The threads calls run on, kept for reuse: at a busy instant a thousand calls start
+// together, and a thread created for each, ended as its call returns, unmaps its
+// stack then — each unmap interrupts the other cores to flush their TLBs, while the
+// instant's other calls are still starting (base/thread_pool.h). Idle threads stay
+// a minute or more, so a job due every few seconds or minutes reuses them, and a
+// burst's threads end long after its instant, not during it. Never destroyed: a call
+// that ignores its stop keeps its thread, and must not hold the daemon's exit.
+ThreadPool& CallThreads() {
+  static ThreadPool* const threads = new ThreadPool(std::chrono::seconds(60));
+  return *threads;
+}
+
+Result<void> OnCallThread(std::function<void()> task) {
+  Result<void> posted = CallThreads().Post(std::move(task));
+  if (!posted) return MakeError("jobs: run thread", posted.error().detail);
+  return {};
+}
 
 // Where a prepared call (PrepareThreadCall) stands; a call started at once is kStarted.
 enum class StartState { kWaiting, kStarted, kDeclined, kCancelled };
@@ -154,8 +172,7 @@ class ThreadExecution final : public Execution {
 // A call whose thread waits for its instant (PrepareThreadCall).
 class PreparedCall final : public PreparedStart {
  public:
-  PreparedCall(std::shared_ptr<CallState> state, const ProcessSpec& spec,
-               ThreadCallOptions options)
+  PreparedCall(std::shared_ptr<CallState> state, const ProcessSpec& spec, ThreadCallOptions options)
       : state_(std::move(state)), spec_(spec), options_(std::move(options)) {}
 
   ~PreparedCall() override {
@@ -194,9 +211,7 @@ class PreparedCall final : public PreparedStart {
         state_, spec_, std::move(options_), state_->started_steady));
   }
 
-  std::optional<std::chrono::system_clock::time_point> started() const override {
-    return started_;
-  }
+  std::optional<std::chrono::system_clock::time_point> started() const override { return started_; }
 
   bool checks_start_bound() const override { return true; }
 
@@ -239,11 +254,9 @@ Result<std::unique_ptr<Execution>> StartThreadCall(const ProcessSpec& spec, Thre
                                                    ThreadCallOptions options) {
   auto state = std::make_shared<CallState>();
   const SteadyClock::time_point start = SteadyClock::now();
-  try {
-    std::thread([state, call = std::move(call)]() mutable { RunCall(*state, call); }).detach();
-  } catch (const std::system_error& e) {
-    return MakeError("jobs: run thread", e.what());
-  }
+  Result<void> posted =
+      OnCallThread([state, call = std::move(call)]() mutable { RunCall(*state, call); });
+  if (!posted) return tl::unexpected(posted.error());
   return std::unique_ptr<Execution>(
       std::make_unique<ThreadExecution>(std::move(state), spec, std::move(options), start));
 }
@@ -254,35 +267,31 @@ Result<std::unique_ptr<PreparedStart>> PrepareThreadCall(
   auto state = std::make_shared<CallState>();
   state->start = StartState::kWaiting;
   state->start_bound = start_bound;
-  try {
-    std::thread([state, call = std::move(call), start_at]() mutable {
-      StartState start;
-      {
-        std::unique_lock lock(state->mu);
-        // libstdc++ waits on a system_clock deadline with pthread_cond_clockwait
-        // (CLOCK_REALTIME): absolute, so a step of the wall clock moves the wake-up.
-        while (state->start == StartState::kWaiting &&
-               std::chrono::system_clock::now() < start_at) {
-          state->cv.wait_until(lock, start_at);
-        }
-        if (state->start == StartState::kWaiting) {
-          const SteadyClock::time_point now = SteadyClock::now();
-          state->start = now < state->start_bound ? StartState::kStarted : StartState::kDeclined;
-          state->started_steady = now;
-          state->started_wall = std::chrono::system_clock::now();
-        }
-        start = state->start;
+  Result<void> posted = OnCallThread([state, call = std::move(call), start_at]() mutable {
+    StartState start;
+    {
+      std::unique_lock lock(state->mu);
+      // libstdc++ waits on a system_clock deadline with pthread_cond_clockwait
+      // (CLOCK_REALTIME): absolute, so a step of the wall clock moves the wake-up.
+      while (state->start == StartState::kWaiting && std::chrono::system_clock::now() < start_at) {
+        state->cv.wait_until(lock, start_at);
       }
-      state->cv.notify_all();  // a Release made early waits for this
-      if (start == StartState::kStarted) {
-        RunCall(*state, call);
-      } else {
-        call = nullptr;  // never made: what it holds goes now
+      if (state->start == StartState::kWaiting) {
+        const SteadyClock::time_point now = SteadyClock::now();
+        state->start = now < state->start_bound ? StartState::kStarted : StartState::kDeclined;
+        state->started_steady = now;
+        state->started_wall = std::chrono::system_clock::now();
       }
-    }).detach();
-  } catch (const std::system_error& e) {
-    return MakeError("jobs: run thread", e.what());
-  }
+      start = state->start;
+    }
+    state->cv.notify_all();  // a Release made early waits for this
+    if (start == StartState::kStarted) {
+      RunCall(*state, call);
+    } else {
+      call = nullptr;  // never made: what it holds goes now
+    }
+  });
+  if (!posted) return tl::unexpected(posted.error());
   return std::unique_ptr<PreparedStart>(
       std::make_unique<PreparedCall>(std::move(state), spec, std::move(options)));
 }
