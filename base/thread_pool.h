@@ -15,10 +15,11 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <semaphore>
+#include <vector>
 
 #include "base/error.h"
 
@@ -43,20 +44,28 @@ class ThreadPool {
   int idle_threads() const;
 
  private:
+  // An idle thread's place to be handed its next task: on its own stack, waited on by
+  // it alone (one shared condition variable made a burst's thousand threads going
+  // idle queue on one futex).
+  struct Idle {
+    std::function<void()> task;  // empty when handed over: the pool is going
+    std::binary_semaphore handed{0};
+  };
+
   void Work(std::function<void()> task);
+  // REQUIRES: mu_ held. This thread ends: the destructor may go once none is left.
+  void EndThreadLocked();
 
   const std::chrono::milliseconds keep_idle_;
   const int max_threads_;
   mutable std::mutex mu_;
-  std::condition_variable handed_over_;       // a task in handed_, or stopping_
-  std::condition_variable ended_;             // a thread ended
-  std::deque<std::function<void()>> handed_;  // posted to idle threads, not yet taken
-  int idle_ = 0;     // threads waiting for a task (handed_.size() of them are spoken for)
-  int threads_ = 0;  // threads that exist
+  std::condition_variable ended_;  // a thread ended
+  std::vector<Idle*> idle_;        // guarded by mu_; the newest last (taken first)
+  int threads_ = 0;                // guarded by mu_; threads that exist
   // Turns idle so far, which spread the idle threads' ends (Work).
   static constexpr unsigned kIdleSpread = 64;
-  unsigned idle_turns_ = 0;
-  bool stopping_ = false;
+  unsigned idle_turns_ = 0;  // guarded by mu_
+  bool stopping_ = false;    // guarded by mu_
 };
 
 }  // namespace tickd

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/thread_pool.h"
+#include "base/wall_alarm.h"
 
 namespace tickd::jobs {
 namespace {
@@ -46,6 +47,9 @@ struct CallState {
   SteadyClock::time_point start_bound = SteadyClock::time_point::max();
   SteadyClock::time_point started_steady;  // when the call was made (not declined)
   std::chrono::system_clock::time_point started_wall;
+  // What the thread of a prepared call waits on until its instant; rung when the call
+  // is cancelled before it.
+  WallAlarm alarm;
 };
 
 // Makes the call on the calling thread and tells the Execution when it has ended.
@@ -178,12 +182,16 @@ class PreparedCall final : public PreparedStart {
   ~PreparedCall() override {
     if (released_) return;
     bool started = false;
+    bool cancelled = false;
     {
       std::lock_guard lock(state_->mu);
-      if (state_->start == StartState::kWaiting) state_->start = StartState::kCancelled;
+      if (state_->start == StartState::kWaiting) {
+        state_->start = StartState::kCancelled;
+        cancelled = true;
+      }
       started = state_->start == StartState::kStarted;
     }
-    state_->cv.notify_all();
+    if (cancelled) state_->alarm.Ring();
     if (started) {
       // Stopped (kKilled) and waited for as a run's Execution is when it goes.
       const ThreadExecution stopping(state_, spec_, options_, state_->started_steady);
@@ -268,14 +276,10 @@ Result<std::unique_ptr<PreparedStart>> PrepareThreadCall(
   state->start = StartState::kWaiting;
   state->start_bound = start_bound;
   Result<void> posted = OnCallThread([state, call = std::move(call), start_at]() mutable {
+    state->alarm.WaitUntil(start_at);  // or until cancelled
     StartState start;
     {
-      std::unique_lock lock(state->mu);
-      // libstdc++ waits on a system_clock deadline with pthread_cond_clockwait
-      // (CLOCK_REALTIME): absolute, so a step of the wall clock moves the wake-up.
-      while (state->start == StartState::kWaiting && std::chrono::system_clock::now() < start_at) {
-        state->cv.wait_until(lock, start_at);
-      }
+      std::lock_guard lock(state->mu);
       if (state->start == StartState::kWaiting) {
         const SteadyClock::time_point now = SteadyClock::now();
         state->start = now < state->start_bound ? StartState::kStarted : StartState::kDeclined;

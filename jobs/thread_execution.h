@@ -83,13 +83,12 @@ Result<std::unique_ptr<Execution>> StartThreadCall(const ProcessSpec& spec, Thre
 
 // `call` made ready ahead of its instant (docs/design.md §1 "Early claims"), as
 // PrepareProcess makes a process ready: its thread is started now and waits on the
-// wall clock itself (an absolute CLOCK_REALTIME wait, so a step of the clock moves
-// it) until `start_at`, then makes the call at once: at the instant, no other thread
-// of the daemon has to run first. Unless, when it wakes, the monotonic clock reads
-// `start_bound` or later (the run's lease is over by then, as its caller counts it;
-// ExtendStartBound moves it): the call is then never made, and Release gives a
-// finished kLeaseLost run ("the lease ran out before the job started").
-// Release() waits until the thread has made the call or declined it (sooner than
+// wall clock itself (base/wall_alarm.h: an absolute CLOCK_REALTIME wait, so a step of the clock
+// moves it) until `start_at`, then makes the call at once: at the instant, no other thread of the
+// daemon has to run first. Unless, when it wakes, the monotonic clock reads `start_bound` or later
+// (the run's lease is over by then, as its caller counts it; ExtendStartBound moves it): the call
+// is then never made, and Release gives a finished kLeaseLost run ("the lease ran out before the
+// job started"). Release() waits until the thread has made the call or declined it (sooner than
 // start_at, it waits for start_at) and returns the Execution, with the outcomes of
 // StartThreadCall, its timeout and duration counted from the call's start; started()
 // is the wall clock's reading then; settle() gives the other starts of the instant
