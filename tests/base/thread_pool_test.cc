@@ -1,7 +1,7 @@
 #include "base/thread_pool.h"
 
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -78,6 +78,38 @@ TEST_CASE("an idle thread takes the next task instead of a new thread", "[base]"
   }
   CHECK(ids.size() == 1);
   CHECK(pool.threads() == 1);
+}
+
+TEST_CASE("a burst's threads, idle together, take the next burst without new threads", "[base]") {
+  // The calls of a busy instant end together and their threads wait for the next one
+  // (jobs/thread_execution.cc): each must be handed a task of the next burst.
+  constexpr int kBurst = 200;
+  ThreadPool pool;
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  std::atomic<int> done{0};
+  for (int round = 1; round <= 2; ++round) {
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> started{0};
+    for (int i = 0; i < kBurst; ++i) {
+      REQUIRE(pool.Post([&, released] {
+        ++started;
+        released.wait();  // every task of the burst holds its thread at once
+        {
+          std::lock_guard lock(mu);
+          ids.insert(std::this_thread::get_id());
+        }
+        ++done;
+      }));
+    }
+    REQUIRE(WaitUntil([&] { return started == kBurst; }, 30s));
+    release.set_value();
+    REQUIRE(
+        WaitUntil([&] { return done == round * kBurst && pool.idle_threads() == kBurst; }, 30s));
+  }
+  CHECK(pool.threads() == kBurst);
+  CHECK(ids.size() == static_cast<std::size_t>(kBurst));
 }
 
 TEST_CASE("threads idle longer than keep_idle end", "[base]") {
