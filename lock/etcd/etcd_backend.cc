@@ -94,13 +94,13 @@
 //   not blind (flat ranges, ReadTicks: read-only txns, no Raft entry), then
 //   ONE txn whose nested txns are the chunk's claim txns, each with its own compare,
 //   success and failure, so every claim is decided on its own in one Raft entry. A
-//   claim that has to start over goes into the next wave. Then one more txn of
-//   plain puts writes this replica's observations of the chunk's outcomes
-//   (ClaimRequest::observe; a won claim's is in its record) before the chunk's
-//   answers are handed over. A lease no claim won under is revoked at the end of the
-//   batch. A single Claim is a batch of one: read (unless blind), grant, txn. Three
-//   chunks of a wave are in flight at once (kChunksInFlight), each on its own thread;
-//   answers are handed over one at a time. CompleteBatch sends its chunks so too.
+//   claim that has to start over goes into the next wave. A lease no claim won under
+//   is revoked at the end of the batch. A single Claim is a batch of one: read (unless
+//   blind), grant, txn. Three chunks of a wave are in flight at once
+//   (kChunksInFlight), each on its own thread; then one more txn (plain puts in
+//   nested txns) writes this replica's observations of those chunks' outcomes
+//   (ClaimRequest::observe; a won claim's is in its record), and their answers are
+//   handed over one at a time. CompleteBatch sends its chunks three at a time too.
 //   Fence = epoch_ms << 11 + n (lock/backend.h), stored in the record. The epoch is
 //   taken when the head is created: the claimer's wall clock in milliseconds, but
 //   never below the member's Date (etcd has no time API with more than seconds). A
@@ -160,6 +160,7 @@
 #include <charconv>
 #include <cstdio>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <set>
 #include <span>
@@ -199,6 +200,11 @@ constexpr std::size_t kMaxTxnOps = 128;
 // the outer txn one permission probe besides them (AddPermissionProbe), so one batch
 // txn carries 119 claims (128 − 8 − 1).
 constexpr std::size_t kClaimsPerTxn = kMaxTxnOps - 8 - 1;
+// Observations are plain puts in nested txns: K nested txns of up to 128 − K puts each
+// pass the limit (above), so 64 of 64 — 4,096 puts to a request, kept under etcd's
+// --max-request-bytes (1.5 MiB by default) by kObservationBytesPerTxn.
+constexpr std::size_t kPutsPerNestedTxn = kMaxTxnOps / 2;
+constexpr std::size_t kObservationBytesPerTxn = 1024 * 1024;
 // How many chunks of a claim batch are in flight at once (ClaimBatchAsAnswered).
 constexpr std::size_t kChunksInFlight = 3;
 // The run outputs one complete txn carries at most (before base64, which adds a third):
@@ -683,18 +689,33 @@ class EtcdBackend final : public Backend {
           const std::size_t n = (group.size() + kClaimsPerTxn - 1) / kClaimsPerTxn;
           std::vector<std::vector<std::size_t>> retry(n);
           std::vector<std::optional<Error>> failures(n);
+          std::vector<Answers> answers(n);
           const auto run = [&](std::size_t c) {
             const std::size_t first = c * kClaimsPerTxn;
-            retry[c] = ClaimChunk(reqs,
-                                  group.subspan(first, std::min(kClaimsPerTxn, group.size() - first)),
-                                  leases, read_first, answer, failures[c]);
+            retry[c] = DecideChunk(
+                reqs, group.subspan(first, std::min(kClaimsPerTxn, group.size() - first)), leases,
+                read_first,
+                [&answers, c](std::size_t i, Result<ClaimOutcome> r) {
+                  answers[c].emplace_back(i, std::move(r));
+                },
+                failures[c]);
           };
           RunAtOnce(0, n, run);
+          // The observations of the chunks that got their answers, in one request.
+          Answers decided;
+          for (std::size_t c = 0; c < n; ++c) {
+            if (failures[c]) continue;
+            std::move(answers[c].begin(), answers[c].end(), std::back_inserter(decided));
+            answers[c].clear();
+          }
+          Observe(reqs, decided);
           std::vector<std::size_t> out;
           for (std::size_t c = 0; c < n; ++c) {
+            for (auto& [i, r] : answers[c]) answer(i, std::move(r));
             out.insert(out.end(), retry[c].begin(), retry[c].end());
             if (failures[c] && !failed) failed = failures[c];
           }
+          for (auto& [i, r] : decided) answer(i, std::move(r));
           return out;
         });
     for (const auto& lease : leases) {
@@ -1446,40 +1467,41 @@ class EtcdBackend final : public Backend {
     std::vector<Lease> leases_;  // guarded by mu_
   };
 
-  // One chunk of a wave (distinct jobs): read, decide, write, then this replica's
-  // observations of the chunk's outcomes (ClaimRequest::observe) in one more txn, so
-  // that the scheduler needs no Record call per claim. Answers every claim of the
-  // chunk but those it returns, whose txn failed only because the head moved.
-  // `failed` is set when the store gave no answer.
-  std::vector<std::size_t> ClaimChunk(std::span<const ClaimRequest> reqs,
-                                      std::span<const std::size_t> chunk, BatchLeases& leases,
-                                      IndexSet& read_first,
-                                      const ClaimAnswer& on_answer, std::optional<Error>& failed) {
-    std::vector<std::pair<std::size_t, Result<ClaimOutcome>>> answers;
-    const ClaimAnswer collect = [&](std::size_t i, Result<ClaimOutcome> r) {
-      answers.emplace_back(i, std::move(r));
-    };
-    std::vector<std::size_t> retry = DecideChunk(reqs, chunk, leases, read_first, collect, failed);
-    if (!failed) Observe(reqs, answers);
-    for (auto& [i, r] : answers) on_answer(i, std::move(r));
-    return retry;
-  }
+  using Answers = std::vector<std::pair<std::size_t, Result<ClaimOutcome>>>;
 
   // Writes this replica's observation of every answered claim that asks for it (not
-  // store-reset or early: nothing is written then; not an error) in one txn of puts (two
-  // when the job names put with them pass kMaxTxnOps), and marks them observed. A failure leaves them unobserved: the scheduler records them.
-  // A won claim's observation is already in its record (the claim wrote it).
-  void Observe(std::span<const ClaimRequest> reqs,
-               std::vector<std::pair<std::size_t, Result<ClaimOutcome>>>& answers) {
+  // store-reset or early: nothing is written then; not an error) and marks them observed,
+  // so that the scheduler needs no Record call per claim: plain puts in nested txns of
+  // kPutsPerNestedTxn, up to kPutsPerNestedTxn of them to a request (the keys are
+  // distinct: one claim per job), so the observations of a group of chunks are one
+  // request, one Raft entry. A failure leaves them unobserved: the scheduler records
+  // them. A won claim's observation is already in its record (the claim wrote it).
+  void Observe(std::span<const ClaimRequest> reqs, Answers& answers) {
     pb::TxnRequest request;
+    pb::TxnRequest* nested = nullptr;
     std::vector<ClaimOutcome*> observed;
     std::vector<std::string> naming;  // jobs whose name the txn writes
     bool ok = true;
     const auto send = [&] {
+      nested = nullptr;
       if (request.success_size() == 0) return;
       pb::TxnResponse response;
       ok = ok && Txn(request, &response, Due()).has_value();
       request.Clear();
+    };
+    const auto put = [&](const std::string& key, const std::string& value) {
+      if (nested != nullptr &&
+          static_cast<std::size_t>(nested->success_size()) >= kPutsPerNestedTxn) {
+        nested = nullptr;
+      }
+      if (nested == nullptr) {
+        if (static_cast<std::size_t>(request.success_size()) >= kPutsPerNestedTxn ||
+            request.ByteSizeLong() > kObservationBytesPerTxn) {
+          send();
+        }
+        nested = request.add_success()->mutable_request_txn();
+      }
+      PutOp(nested->add_success(), key, value);
     };
     for (auto& [i, r] : answers) {
       const ClaimRequest& req = reqs[i];
@@ -1499,12 +1521,9 @@ class EtcdBackend final : public Backend {
       obs.fence = 0;
       const bool name = !Named(req.job);
       if (name) naming.push_back(req.job);
-      // Plain puts, as many as a txn takes (the keys of a chunk are distinct: one claim
-      // per job).
-      if (static_cast<std::size_t>(request.success_size()) + 2 > kMaxTxnOps) send();
       const Keys k = KeysOf(req.job, req.tick_unix);
-      PutOp(request.add_success(), k.tick_prefix + "w/" + obs.node, Encode(obs));
-      if (name) PutOp(request.add_success(), JobKey(req.job), "");
+      put(k.tick_prefix + "w/" + obs.node, Encode(obs));
+      if (name) put(JobKey(req.job), "");
       observed.push_back(&*r);
     }
     send();
@@ -1524,7 +1543,8 @@ class EtcdBackend final : public Backend {
     return ops;
   }
 
-  // ClaimChunk without the observations. A claim of a job whose head this handle has
+  // One chunk of a wave (distinct jobs): read, decide, write; its observations are
+  // written with its group's (ClaimBatchAsAnswered, Observe). A claim of a job whose head this handle has
   // seen, sent while the member's clock reading (ClockNow) says neither early nor
   // missed, goes blind: no read, its txn compares the head as seen (mod_revision and
   // value) and, failing, ranges what a read would have (the record, lease key and

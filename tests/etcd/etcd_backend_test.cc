@@ -377,7 +377,68 @@ std::string Pad20(std::int64_t t) {
   return buf;
 }
 
+// The Txn requests the member has handled (through the gateway too).
+const std::string kTxns =
+    R"(grpc_server_started_total{grpc_method="Txn",grpc_service="etcdserverpb.KV",)"
+    R"(grpc_type="unary"})";
+
+// Each replica's outcome in a tick's ledger.
+std::map<std::string, std::string> OutcomesByNode(const TickHistory& t) {
+  std::map<std::string, std::string> by_node;
+  for (const Observation& o : t.observations) by_node[o.node] = o.outcome;
+  return by_node;
+}
+
 }  // namespace
+
+TEST_CASE(
+    "etcd: a batch's lost claims are observed in one txn per three chunks, nested past "
+    "128 puts, and the ledger shows them",
+    "[etcd]") {
+  if (Skip()) return;
+  EtcdServer server;
+  REQUIRE(server.running());
+  auto a = Open(server.url());
+  auto b = Open(server.url());
+  const std::int64_t tick = NowUnix();
+  // 400 jobs: two groups of chunks in flight (357 + 43), the first one's 714 puts (an
+  // observation and a job name each) in nested txns of 64.
+  std::vector<ClaimRequest> mine, theirs;
+  for (int j = 0; j < 400; ++j) {
+    const std::string job = "obs-" + std::to_string(j);
+    auto r = Req(job, tick, "node-a", "tok-a" + std::to_string(j));
+    r.forbid_overlap = false;
+    r.observe = true;
+    mine.push_back(r);
+    auto l = Req(job, tick, "node-b", "tok-b" + std::to_string(j));
+    l.forbid_overlap = false;
+    l.observe = true;
+    l.likely_decided = true;  // read by the record alone
+    theirs.push_back(l);
+  }
+  for (const auto& o : a->ClaimBatch(mine)) {
+    REQUIRE(o);
+    CHECK(o->status == ClaimStatus::kWon);
+  }
+  const double before = Metric(server, kTxns);
+  for (const auto& o : b->ClaimBatch(theirs)) {
+    REQUIRE(o);
+    CHECK(std::string(ClaimStatusName(o->status)) == "lost");
+    CHECK(o->holder_node == "node-a");
+    CHECK(o->observed);
+  }
+  // Per chunk of 119 one read txn of the records — 4 — and the observations of each
+  // group of three chunks in one txn — 2 (one a chunk before: 4).
+  CHECK(Metric(server, kTxns) == before + 6);
+  for (const int j : {0, 200, 356, 357, 399}) {
+    auto history = a->History("obs-" + std::to_string(j), 5);
+    REQUIRE(history);
+    REQUIRE(history->size() == 1);
+    std::map<std::string, std::string> by_node = OutcomesByNode(history->front());
+    CHECK(by_node["node-a"] == "won");
+    CHECK(by_node["node-b"] == "lost");
+  }
+}
 
 TEST_CASE(
     "etcd: a replica that saw a job's head claims its next ticks without a read; a head "
@@ -397,11 +458,7 @@ TEST_CASE(
     return r;
   };
   tickd::testing::MustWinHigher(*a, req(t0, "node-a", "tok-0"), last);  // reads: no head seen
-  // The txn requests the member has handled (through the gateway too).
-  const std::string txns =
-      R"(grpc_server_started_total{grpc_method="Txn",grpc_service="etcdserverpb.KV",)"
-      R"(grpc_type="unary"})";
-  const double before = Metric(server, txns);
+  const double before = Metric(server, kTxns);
   REQUIRE(before > 0);
   const auto won1 = tickd::testing::MustWinHigher(*a, req(t0 + 1, "node-a", "tok-1"), last);
   const auto r2 = req(t0 + 2, "node-a", "tok-2");
@@ -410,7 +467,7 @@ TEST_CASE(
   // Neither claim nor the complete read anything first: one txn each.
   CHECK(*a->Complete(HeldOf(r2, won2), Completion{"done", 0, 1ms}) ==
         CompleteStatus::kCompleted);
-  CHECK(Metric(server, txns) == before + 3);
+  CHECK(Metric(server, kTxns) == before + 3);
   (void)won1;
 
   // Another replica moves the head: the blind claim of the same tick fails, and its
@@ -441,8 +498,7 @@ TEST_CASE(
     if (t.tick_unix != t0 + 3) continue;
     seen3 = true;
     CHECK(t.winner == "node-b");
-    std::map<std::string, std::string> by_node;
-    for (const Observation& o : t.observations) by_node[o.node] = o.outcome;
+    std::map<std::string, std::string> by_node = OutcomesByNode(t);
     CHECK(by_node["node-b"] == "won");
     CHECK(by_node["node-a"] == "lost");
   }
