@@ -9,10 +9,14 @@
 //      (per job-tick and replica: when that replica knew whether to run it), the
 //      batch's last answer − T, and tick done (completes too) − T.
 //   2. saturation: the same back to back for K later ticks (no deadline):
-//      claims/s and job-ticks/s decided.
+//      claims/s and job-ticks/s decided. With `sat_barrier`, every replica begins tick
+//      k together (a barrier per tick), as the daemon's replicas all take up an instant
+//      at the same moment (its claim lead, by the clock); without it, a replica that
+//      gets ahead claims into the others' slices of ticks they have not begun.
 #pragma once
 
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -32,6 +36,7 @@ struct BatchArgs {
   int jobs = 1000;
   int seconds = 10;
   int sat_ticks = 5;
+  bool sat_barrier = false;  // saturation: all replicas begin each tick together
 };
 
 struct BatchTally {
@@ -114,10 +119,12 @@ inline void ClaimTickBatched(lock::Backend& backend, int replica, int jobs, std:
   tally.complete_phase_ms.push_back(done_ms - claimed);
 }
 
-// Runs every replica on its own thread over ticks [first, first + count).
+// Runs every replica on its own thread over ticks [first, first + count); paced, each
+// tick begins at its second; else back to back, together if `a.sat_barrier`.
 inline void RunBatchedReplicas(std::vector<std::unique_ptr<lock::Backend>>& replicas,
                                const BatchArgs& a, std::int64_t first, int count, bool paced,
                                BatchTally& tally) {
+  std::barrier tick_start(a.replicas);
   std::vector<std::thread> threads;
   for (int r = 0; r < a.replicas; ++r) {
     threads.emplace_back([&, r] {
@@ -125,6 +132,8 @@ inline void RunBatchedReplicas(std::vector<std::unique_ptr<lock::Backend>>& repl
         if (paced) {
           std::this_thread::sleep_until(
               std::chrono::system_clock::time_point(std::chrono::seconds(t)));
+        } else if (a.sat_barrier) {
+          tick_start.arrive_and_wait();
         }
         ClaimTickBatched(*replicas[static_cast<std::size_t>(r)], r, a.jobs, t, paced, tally);
       }
@@ -165,17 +174,19 @@ inline int RunBatchBench(std::vector<std::unique_ptr<lock::Backend>>& replicas,
       Percentile(paced.batch_ms, 0.99), Percentile(paced.done_ms, 0.5),
       Percentile(paced.done_ms, 0.99));
   std::printf(
-      "saturation %d ticks: %ld claims in %.2f s = %.0f claims/s, %.0f job-ticks/s, "
+      "saturation %d ticks%s: %ld claims in %.2f s = %.0f claims/s, %.0f job-ticks/s, "
       "violations %d, errors %d\n"
       "  per replica and tick: claims (observations in) p50 %.0f ms, completes p50 %.0f ms\n",
-      a.sat_ticks, sat.claims.load(), secs, static_cast<double>(sat.claims.load()) / secs,
-      a.jobs * a.sat_ticks / secs, sat_bad, sat.errors.load(), Percentile(sat.claim_phase_ms, 0.5),
+      a.sat_ticks, a.sat_barrier ? " (replicas begin each tick together)" : "", sat.claims.load(),
+      secs, static_cast<double>(sat.claims.load()) / secs, a.jobs * a.sat_ticks / secs, sat_bad,
+      sat.errors.load(), Percentile(sat.claim_phase_ms, 0.5),
       Percentile(sat.complete_phase_ms, 0.5));
   std::fflush(stdout);
   return paced_bad + sat_bad + paced.errors + sat.errors + paced.missed == 0 ? 0 : 2;
 }
 
-// --replicas N --jobs M --seconds S --sat-ticks K, and `extra(key, value)` for the rest.
+// --replicas N --jobs M --seconds S --sat-ticks K --sat-barrier 0|1, and
+// `extra(key, value)` for the rest.
 template <typename Extra>
 BatchArgs ParseBatchArgs(int argc, char** argv, BatchArgs a, Extra extra) {
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -189,6 +200,8 @@ BatchArgs ParseBatchArgs(int argc, char** argv, BatchArgs a, Extra extra) {
       a.seconds = value;
     } else if (key == "--sat-ticks") {
       a.sat_ticks = value;
+    } else if (key == "--sat-barrier") {
+      a.sat_barrier = value != 0;
     } else {
       extra(key, value);
     }

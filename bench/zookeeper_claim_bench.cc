@@ -2,8 +2,10 @@
 // and session) × M jobs `@every 1s` through the real backend's batched path
 // (lock/zookeeper: per 250 claims one pipelined read with one clock read, then one
 // pipelined multi per claim; since the lean write set, blind claims with the read
-// behind them); the runs are bench/batch_claim_driver.h. Then, in the same run, two
-// store references:
+// behind them); the runs are bench/batch_claim_driver.h, each saturation tick begun by
+// all replicas together, as the daemon's replicas take up an instant at the same moment
+// (--sat-barrier 0: each replica runs its ticks back to back on its own, as before).
+// Then, in the same run, two store references:
 //   - a plain create loop (N threads, each with its own session, creating persistent
 //     nodes with up to 256 creates in flight);
 //   - the job-tick write-set ceiling (bench/write_set_ceiling.h): the node changes a
@@ -15,6 +17,7 @@
 //     replicas race, with and without its reads and clock writes.
 //
 // Usage: zookeeper_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]
+//                              [--sat-barrier 0 (saturation ticks not begun together)]
 //                              [--reference-creates C (per thread; 0: none)]
 //                              [--ceiling-seconds S (per variant; 0: none, default 5)]
 //                              [--ceiling-bundle J (job-ticks per multi in (b), 50)]
@@ -495,10 +498,11 @@ int main(int argc, char** argv) {
   if (tickd::bench::WantsHelp(argc, argv)) {
     std::printf(
         "usage: zookeeper_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]\n"
-        "         [--reference-creates C] [--ceiling-seconds S] [--ceiling-bundle J]\n"
-        "         [--batched 0] [--before-bundling 1] [--renewals N]\n"
+        "         [--sat-barrier 0] [--reference-creates C] [--ceiling-seconds S]\n"
+        "         [--ceiling-bundle J] [--batched 0] [--before-bundling 1] [--renewals N]\n"
         "Starts its own ZooKeeper; runs N replicas x M jobs @every 1s through the batched\n"
-        "claim path (paced S s, then K saturation ticks), then the store's references: a\n"
+        "claim path (paced S s, then K saturation ticks, each begun by all replicas\n"
+        "together unless --sat-barrier 0), then the store's references: a\n"
         "plain create loop (C creates per session; 0: none) and the job-tick write-set\n"
         "ceiling for S s per variant (0: none; default 5), one multi per step and J\n"
         "job-ticks per multi (default 50), the latter also of the write set before the\n"
@@ -510,7 +514,8 @@ int main(int argc, char** argv) {
   int reference_creates = 20000, ceiling_seconds = 5, ceiling_bundle = 50, renewals = 0;
   bool batched = true, before_bundling = false;
   const tickd::bench::BatchArgs a = tickd::bench::ParseBatchArgs(
-      argc, argv, tickd::bench::BatchArgs{3, 1000, 10, 5}, [&](const std::string& key, int value) {
+      argc, argv, tickd::bench::BatchArgs{3, 1000, 10, 5, /*sat_barrier=*/true},
+      [&](const std::string& key, int value) {
         if (key == "--reference-creates") reference_creates = value;
         if (key == "--ceiling-seconds") ceiling_seconds = value;
         if (key == "--ceiling-bundle") ceiling_bundle = std::max(1, value);
