@@ -23,7 +23,8 @@
 //                  node = who claimed it, fence = the job's last fence; below,
 //                  below_node = the latest tick claimed that was not ahead of TIME
 //                  while `tick` was (lock/clock_check.h). A fence is
-//                  max(last + 1, TIME_ms << 11) (lock/backend.h): a server that came
+//                  max(last + 1, TIME_ms << 11 + 2 × TIME's µs within the ms)
+//                  (lock/backend.h): a server that came
 //                  back without its data, or with only its last second lost
 //                  (appendfsync everysec), still hands out fences above every earlier
 //                  one, unless its clock was set back; a job whose fences an older
@@ -59,7 +60,7 @@
 //      claimed that was not ahead;
 //   3. no record and now > T + starting_deadline → missed;
 //   4. forbid and the run key names another tick → busy (its node and tick);
-//   5. won: fence = max(head's + 1, TIME_ms << 11), move the head (tick only forward;
+//   5. won: fence = max(head's + 1, fence_floor()), move the head (tick only forward;
 //      a head ahead keeps its tick and moves `below`; a tick left behind that was not
 //      ahead becomes `below`),
 //      write the record (owner, node, fence, lease_until = now + lease) and, for
@@ -70,7 +71,7 @@
 // renew: only when the record is running, its owner is our token and its lease has
 // not passed: store the new lease_until (and PEXPIRE the run key if it is ours).
 // refence (a retry's new fence): renew's guard, then fence = max(head's + 1,
-// TIME_ms << 11) into the head and the record; the lease is unchanged.
+// fence_floor()) into the head and the record; the lease is unchanged.
 // complete: only when the record's owner is our token: mark it done with the
 // completion, delete the run key if it still holds our token (never a bare delete).
 //
@@ -157,15 +158,24 @@ using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 // and deleted per tick cost more than the rest of the claim), plus the fence and the ledger index.
 // The index's lifetime is renewed by Prune (the daemon prunes at start and hourly),
 // not by claims: every redis.call costs the server ~1 µs, a tenth of a won claim.
-static_assert(kFenceEpochShift == 11, "the claim script multiplies TIME_ms by 2048");
+static_assert(kFenceEpochShift == 11,
+              "the claim script multiplies TIME_ms by 2048 (and adds 2 × the µs in that ms)");
 constexpr std::string_view kClaimLua = R"lua(
-local now = nil
+local now, now_us = nil, nil
 local function clock()
   if not now then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    now_us = tonumber(t[2]) % 1000
   end
   return now
+end
+-- A fence's floor from the clock: TIME_ms << 11, plus the µs within that ms (× 2, so
+-- below the next ms's floor). Two servers of one failover (the old master's claim,
+-- the new master's re-claim of the same tick) then hand out different fences unless
+-- they claim in the same µs, not merely the same ms.
+local function fence_floor()
+  return clock() * 2048 + now_us * 2
 end
 local function claim(base, o)
   local tick, node, hash, obs_wall = ARGV[o + 1], ARGV[o + 2], ARGV[o + 8], ARGV[o + 10]
@@ -223,7 +233,7 @@ local function claim(base, o)
     if redis.call('PTTL', record) < 0 then redis.call('PEXPIRE', record, ARGV[o + 9]) end
   else
     -- Fences are formatted here: Lua's own tostring keeps 14 digits only.
-    local fence = math.max(head[3] and tonumber(head[3]) + 1 or 0, clock() * 2048)
+    local fence = math.max(head[3] and tonumber(head[3]) + 1 or 0, fence_floor())
     local fence_s = string.format('%.0f', fence)
     if ahead then
       -- The head's tick stays (store-reset compares with it); below moves forward.
@@ -392,7 +402,7 @@ return 'released'
 
 // A retry's new fence. KEYS: the job's key base. ARGV: T, token. The claim's guard (as
 // renew's: ours, running, lease not passed on the server's clock), then a fence drawn
-// as a claim draws it, max(head's + 1, TIME_ms << 11), written to the head and the
+// as a claim draws it, max(head's + 1, the clock's floor), written to the head and the
 // record. Answers the new fence (a string: Lua keeps 14 digits), or 0 when not ours.
 // Sent with EVAL (a retry is rare; the claim scripts stay as they are).
 constexpr std::string_view kRefenceLua = R"lua(
@@ -404,7 +414,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now > tonumber(rec[3]) then return 0 end
 local head_key = KEYS[1] .. 'head'
 local last = redis.call('HGET', head_key, 'fence')
-local fence_s = string.format('%.0f', math.max(last and tonumber(last) + 1 or 0, now * 2048))
+local floor = now * 2048 + (tonumber(t[2]) % 1000) * 2  -- as the claim's fence_floor
+local fence_s = string.format('%.0f', math.max(last and tonumber(last) + 1 or 0, floor))
 redis.call('HSET', head_key, 'fence', fence_s)
 redis.call('HSET', record, 'fence', fence_s)
 return fence_s
