@@ -146,7 +146,7 @@ void ScenarioNotifyAndHttp(BackendFixture& backend) {
 
   // The http: job: one request per tick won, fences increasing with the tick, the
   // header's ${VAR} expanded; its dead on_success endpoint held up no tick (each
-  // request within 1 s of its tick, the stop excepted).
+  // request within 1 s of its tick, the stop and the second after it excepted).
   const auto requests = endpoint.Requests("/job");
   std::map<long long, unsigned long long> fence_of;
   for (const auto& r : requests) {
@@ -154,9 +154,12 @@ void ScenarioNotifyAndHttp(BackendFixture& backend) {
     const long long tick = std::stoll(r.Header("X-Tickd-Tick-Unix"));
     CHECK(fence_of.count(tick) == 0);
     fence_of[tick] = std::stoull(r.Header("X-Tickd-Fence"));
-    // A tick claimed just before the stop starts late after it, as it should.
+    // A tick claimed just before the stop starts late after it, as it should; so may
+    // one due in the second after SIGCONT, while the replicas catch up on what the stop
+    // left (its missed ticks logged, its leases judged): on a loaded CI machine one
+    // started 1.002 s after its tick.
     const auto due = std::chrono::system_clock::time_point(std::chrono::seconds(tick));
-    if (due > stopped_at - 1s && due < resumed_at) continue;
+    if (due > stopped_at - 1s && due < resumed_at + 1s) continue;
     CHECK(r.at - due < 1s);
   }
   CHECK(fence_of.size() == pinger_won.size());
