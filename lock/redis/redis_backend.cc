@@ -102,6 +102,7 @@
 #include <sys/time.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <csignal>
@@ -134,6 +135,43 @@ using Command = std::vector<std::string>;
 // Sees a pipeline's reply as it is read: (index of its command, the reply).
 using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 
+// The server's clock for the scripts that read it, joined in front of each when its
+// text is built (so it is fixed before SCRIPT LOAD and its SHA never changes).
+// server_ms(): TIME in ms, read once per script call and only when first asked
+// (now_ms stays nil in a call that did not ask); fence_floor(): a fence's floor.
+static_assert(kFenceEpochShift == 11,
+              "fence_floor() multiplies TIME_ms by 2048 (and adds 2 × the µs in that ms)");
+constexpr std::string_view kServerClockLua = R"lua(
+local now_ms, now_us = nil, nil
+local function server_ms()
+  if not now_ms then
+    local t = redis.call('TIME')
+    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    now_us = tonumber(t[2]) % 1000
+  end
+  return now_ms
+end
+-- A fence's floor from the clock: TIME_ms << 11, plus the µs within that ms (× 2, so
+-- below the next ms's floor). Two servers of one failover (the old master's claim,
+-- the new master's re-claim of the same tick) then hand out different fences unless
+-- they claim in the same µs, not merely the same ms.
+local function fence_floor()
+  return server_ms() * 2048 + now_us * 2
+end
+)lua";
+
+// kServerClockLua followed by a script's body, as one constant.
+template <const std::string_view& kBody>
+constexpr auto kWithServerClockChars = [] {
+  std::array<char, kServerClockLua.size() + kBody.size()> text{};
+  std::copy(kBody.begin(), kBody.end(),
+            std::copy(kServerClockLua.begin(), kServerClockLua.end(), text.begin()));
+  return text;
+}();
+template <const std::string_view& kBody>
+constexpr std::string_view kWithServerClock(kWithServerClockChars<kBody>.data(),
+                                            kWithServerClockChars<kBody>.size());
+
 // One call claims one or more ticks. KEYS[i]: claim i's key base "P{job}:" (the keys
 // below are derived from it: they carry its hash tag, so they live in its slot).
 // ARGV[13(i-1)+1 .. 13i]: claim i's T, node, token, lease_ms, deadline_ms (-1: none),
@@ -158,32 +196,14 @@ using ReplyHook = std::function<void(std::size_t, const redisReply*)>;
 // and deleted per tick cost more than the rest of the claim), plus the fence and the ledger index.
 // The index's lifetime is renewed by Prune (the daemon prunes at start and hourly),
 // not by claims: every redis.call costs the server ~1 µs, a tenth of a won claim.
-static_assert(kFenceEpochShift == 11,
-              "the claim script multiplies TIME_ms by 2048 (and adds 2 × the µs in that ms)");
-constexpr std::string_view kClaimLua = R"lua(
-local now, now_us = nil, nil
-local function clock()
-  if not now then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    now_us = tonumber(t[2]) % 1000
-  end
-  return now
-end
--- A fence's floor from the clock: TIME_ms << 11, plus the µs within that ms (× 2, so
--- below the next ms's floor). Two servers of one failover (the old master's claim,
--- the new master's re-claim of the same tick) then hand out different fences unless
--- they claim in the same µs, not merely the same ms.
-local function fence_floor()
-  return clock() * 2048 + now_us * 2
-end
+constexpr std::string_view kClaimBodyLua = R"lua(
 local function claim(base, o)
   local tick, node, hash, obs_wall = ARGV[o + 1], ARGV[o + 2], ARGV[o + 8], ARGV[o + 10]
   local head_key, known = base .. 'head', tonumber(ARGV[o + 11])
   local lead = ARGV[o + 12] ~= '' and tonumber(ARGV[o + 12]) or nil
   -- The replica's clock is ahead of the server's: the tick is not due yet. Nothing is
   -- written (the replica records its observation).
-  if lead and clock() < tonumber(tick) * 1000 + tonumber(ARGV[o + 13]) - lead then
+  if lead and server_ms() < tonumber(tick) * 1000 + tonumber(ARGV[o + 13]) - lead then
     return {'early', 0, '', 0, '', 0}
   end
   local head = nil
@@ -197,7 +217,7 @@ local function claim(base, o)
   local record = base .. 't:' .. tick
   local rec = redis.call('HMGET', record, 'state', 'node', 'hash', 'lease_until')
   -- A record answers lost, unless it is running, the job recovers and its lease is over.
-  if rec[1] and (rec[1] ~= 'running' or ARGV[o + 7] ~= '1' or clock() <= tonumber(rec[4])) then
+  if rec[1] and (rec[1] ~= 'running' or ARGV[o + 7] ~= '1' or server_ms() <= tonumber(rec[4])) then
     if obs_wall ~= '' then
       redis.call('HSET', record, 'o:' .. node, 'lost\31' .. obs_wall .. '\31' .. hash .. '\31' .. '0')
     end
@@ -209,14 +229,15 @@ local function claim(base, o)
   -- A head further than lead ahead of the server's clock was claimed for the future (a
   -- wrong clock, an unchecked claim): a checked claim is judged against `below`, the
   -- latest tick claimed that was not ahead, instead.
-  local ahead = lead and head[1] and tonumber(head[1]) * 1000 - lead > clock()
+  local ahead = lead and head[1] and tonumber(head[1]) * 1000 - lead > server_ms()
   local judged, judged_node = head[1], head[2]
   if ahead then judged, judged_node = head[4], head[5] end
   -- superseded, missed or busy: nobody's record is written, only this replica's observation.
   local alone, reply = nil, nil
   if not rec[1] and judged and tonumber(judged) > tonumber(tick) then
     alone, reply = 'superseded', {'superseded', 0, judged_node or '', tonumber(judged), '', 0}
-  elseif deadline >= 0 and clock() > (rec[1] and tonumber(rec[4]) or tonumber(tick) * 1000) + deadline then
+  elseif deadline >= 0 and
+      server_ms() > (rec[1] and tonumber(rec[4]) or tonumber(tick) * 1000) + deadline then
     alone, reply = 'missed', {'missed', 0, '', 0, '', 0}
   elseif ARGV[o + 6] == '1' then
     local run = redis.call('GET', run_key)
@@ -244,7 +265,7 @@ local function claim(base, o)
       end
     elseif head[1] and tonumber(head[1]) >= tonumber(tick) then
       redis.call('HSET', head_key, 'fence', fence_s)
-    elseif head[1] and tonumber(head[1]) * 1000 - (lead or 0) <= clock() then
+    elseif head[1] and tonumber(head[1]) * 1000 - (lead or 0) <= server_ms() then
       redis.call('HSET', head_key, 'fence', fence_s, 'tick', tick, 'node', node,
                  'below', head[1], 'below_node', head[2] or '')
     else
@@ -253,7 +274,7 @@ local function claim(base, o)
     -- Every field of a running record is written (a re-claim overwrites the dead
     -- holder's); the observations of the tick stay.
     local fields = {'state', 'running', 'owner', ARGV[o + 3], 'node', node, 'fence', fence_s,
-                    'hash', hash, 'lease_until', clock() + lease}
+                    'hash', hash, 'lease_until', server_ms() + lease}
     if obs_wall ~= '' then
       fields[13] = 'o:' .. node
       fields[14] = 'won\31' .. obs_wall .. '\31' .. hash .. '\31' .. fence_s
@@ -272,19 +293,19 @@ end
 local out = {}
 for i = 1, #KEYS do
   out[i] = claim(KEYS[i], (i - 1) * 13)
-  out[i][7] = now or 0
+  out[i][7] = now_ms or 0
 end
 return out
 )lua";
+constexpr std::string_view kClaimLua = kWithServerClock<kClaimBodyLua>;
 
 // The run key is "token\nT\nnode\nhash"; it is ours when it starts with "token\n".
 // KEYS: record, run. ARGV: token, lease_ms. 1 renewed, 0 lost: the record is not
 // ours, not running, or its lease_until has passed on the server's clock.
-constexpr std::string_view kRenewLua = R"lua(
+constexpr std::string_view kRenewBodyLua = R"lua(
 local rec = redis.call('HMGET', KEYS[1], 'owner', 'state', 'lease_until')
 if rec[1] ~= ARGV[1] or rec[2] ~= 'running' then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = server_ms()
 if now > tonumber(rec[3]) then return 0 end
 redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
 local run = redis.call('GET', KEYS[2])
@@ -293,6 +314,7 @@ if run and string.sub(run, 1, #ARGV[1] + 1) == ARGV[1] .. '\n' then
 end
 return 1
 )lua";
+constexpr std::string_view kRenewLua = kWithServerClock<kRenewBodyLua>;
 
 // KEYS[i]: complete i's key base "P{job}:" (as for claim; several per call on a plain
 // server, one on a cluster). ARGV[8(i-1)+1 .. 8i]: its T, token, outcome, exit ('' none),
@@ -340,9 +362,8 @@ return out
 // returns how many records went. (The keys it derives share the job's hash tag.)
 // Claims neither trim the index nor renew its lifetime (that would cost every
 // claim): this does both, so an index lives for retention after the last Prune.
-constexpr std::string_view kPruneLua = R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+constexpr std::string_view kPruneBodyLua = R"lua(
+local now = server_ms()
 local removed = 0
 for _, tick in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])) do
   local rec = ARGV[2] .. 't:' .. tick
@@ -361,14 +382,14 @@ for _, tick in ipairs(redis.call('ZRANGEBYSCORE', outs, '-inf', '(' .. ARGV[1]))
 end
 return removed
 )lua";
+constexpr std::string_view kPruneLua = kWithServerClock<kPruneBodyLua>;
 
 // `tickd locks`. KEYS: the job's ticks index. ARGV: the job's key base. Every record
 // of the job still running: {T, node, fence, hash, ms of lease left (-2: gone)}; the
 // lease is the record's lease_until on the server's clock, alive while TIME ≤ it.
 // Operator commands, rarely run: sent with EVAL, not loaded with the claim scripts.
-constexpr std::string_view kListRunningLua = R"lua(
-local now = redis.call('TIME')
-now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+constexpr std::string_view kListRunningBodyLua = R"lua(
+local now = server_ms()
 local out = {}
 for _, t in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   local rec = redis.call('HMGET', ARGV[1] .. 't:' .. t, 'state', 'node', 'fence', 'hash',
@@ -380,16 +401,16 @@ for _, t in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
 end
 return out
 )lua";
+constexpr std::string_view kListRunningLua = kWithServerClock<kListRunningBodyLua>;
 
 // KEYS: the job's key base. ARGV: T. 'released', 'alive' or 'not-running'. One script:
 // no renew or complete runs between the check and the change. A released record has
 // no owner, so the old holder's Renew (owner-checked) and Complete are refused.
-constexpr std::string_view kForceReleaseLua = R"lua(
+constexpr std::string_view kForceReleaseBodyLua = R"lua(
 local record = KEYS[1] .. 't:' .. ARGV[1]
 local rec = redis.call('HMGET', record, 'state', 'owner', 'lease_until')
 if rec[1] ~= 'running' then return 'not-running' end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = server_ms()
 if now <= tonumber(rec[3]) then return 'alive' end
 redis.call('HSET', record, 'state', 'done', 'owner', '', 'outcome', 'released', 'exit', '',
            'duration', 0, 'lease_until', now)
@@ -399,27 +420,27 @@ if run and string.sub(run, 1, #rec[2] + 1) == rec[2] .. '\n' then
 end
 return 'released'
 )lua";
+constexpr std::string_view kForceReleaseLua = kWithServerClock<kForceReleaseBodyLua>;
 
 // A retry's new fence. KEYS: the job's key base. ARGV: T, token. The claim's guard (as
 // renew's: ours, running, lease not passed on the server's clock), then a fence drawn
-// as a claim draws it, max(head's + 1, the clock's floor), written to the head and the
+// as a claim draws it, max(head's + 1, fence_floor()), written to the head and the
 // record. Answers the new fence (a string: Lua keeps 14 digits), or 0 when not ours.
 // Sent with EVAL (a retry is rare; the claim scripts stay as they are).
-constexpr std::string_view kRefenceLua = R"lua(
+constexpr std::string_view kRefenceBodyLua = R"lua(
 local record = KEYS[1] .. 't:' .. ARGV[1]
 local rec = redis.call('HMGET', record, 'owner', 'state', 'lease_until')
 if rec[1] ~= ARGV[2] or rec[2] ~= 'running' then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = server_ms()
 if now > tonumber(rec[3]) then return 0 end
 local head_key = KEYS[1] .. 'head'
 local last = redis.call('HGET', head_key, 'fence')
-local floor = now * 2048 + (tonumber(t[2]) % 1000) * 2  -- as the claim's fence_floor
-local fence_s = string.format('%.0f', math.max(last and tonumber(last) + 1 or 0, floor))
+local fence_s = string.format('%.0f', math.max(last and tonumber(last) + 1 or 0, fence_floor()))
 redis.call('HSET', head_key, 'fence', fence_s)
 redis.call('HSET', record, 'fence', fence_s)
 return fence_s
 )lua";
+constexpr std::string_view kRefenceLua = kWithServerClock<kRefenceBodyLua>;
 
 enum class Script { kClaim, kRenew, kComplete, kPrune };
 constexpr std::string_view kScripts[] = {kClaimLua, kRenewLua, kCompleteLua, kPruneLua};
