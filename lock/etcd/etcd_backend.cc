@@ -86,21 +86,22 @@
 //   busy, superseded, store-reset, missed on the reply's Date), or, when it could
 //   still win (the head moved, a re-claim), it reads in the next wave. Anything the
 //   cached head would answer without a write reads first, as does a claim without a
-//   cached head or reading, and a claim marked likely_decided (another replica's slice
-//   of the instant, decided by the time it is sent): the read is served without a Raft
-//   entry, a blind claim that loses is not.
+//   cached head or reading. A claim marked likely_decided (another replica's slice
+//   of the instant, decided by the time it is sent) is probed instead: a txn that,
+//   when its record exists, ranges it and puts this replica's observation of a loss
+//   (ProbeRecords), so a loser decides and observes in one request; without a record
+//   it reads in full.
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
-//   claim per job, each wave in chunks of 119 claims (kClaimsPerTxn): the read of those
-//   not blind (flat ranges, ReadTicks: read-only txns, no Raft entry), then
-//   ONE txn whose nested txns are the chunk's claim txns, each with its own compare,
-//   success and failure, so every claim is decided on its own in one Raft entry. A
-//   claim that has to start over goes into the next wave. A lease no claim won under
-//   is revoked at the end of the batch. A single Claim is a batch of one: read (unless
-//   blind), grant, txn. Three chunks of a wave are in flight at once
-//   (kChunksInFlight), each on its own thread; then one more txn (plain puts in
-//   nested txns) writes this replica's observations of those chunks' outcomes
-//   (ClaimRequest::observe; a won claim's is in its record), and their answers are
-//   handed over one at a time. CompleteBatch sends its chunks three at a time too.
+//   claim per job, each wave in chunks of 351 claims (kClaimsPerTxn): the probe of the
+//   likely decided ones, the read of the others not blind (flat ranges, ReadTicks:
+//   read-only txns), then ONE txn whose claim txns are nested two levels deep (3 of
+//   117), each with its own compare, success and failure, so every claim is decided on
+//   its own in one Raft entry. A claim that has to start over goes into the next wave.
+//   A lease no claim won under is revoked at the end of the batch. A single Claim is a
+//   batch of one: read (unless blind), grant, txn. Then one more txn (plain puts in
+//   nested txns) writes this replica's observations of the chunk's outcomes that its
+//   probe did not (ClaimRequest::observe; a won claim's is in its record), and the
+//   chunk's answers are handed over. CompleteBatch sends chunks of 351 too.
 //   Fence = epoch_ms << 11 + n (lock/backend.h), stored in the record. The epoch is
 //   taken when the head is created: the claimer's wall clock in milliseconds, but
 //   never below the member's Date (etcd has no time API with more than seconds). A
@@ -138,7 +139,7 @@
 // won (or refenced) completes without a read: the compare takes the mod_revision of
 // its own txn (and of the run key it put); a failed compare reads and tries again.
 // Completes that arrive together share one read txn (for those that need one) and
-// one txn of nested txns per 119 (CompleteBatch, lock/complete_batcher.h). The lease
+// one txn of nested txns per 351 (CompleteBatch, lock/complete_batcher.h). The lease
 // is revoked when the last claim this handle won under it completes, not before its
 // batch ends (a claim completed through another handle leaves it to expire).
 // locks: ListRunning ranges each job's tick keys (records, lease keys, lease_until);
@@ -159,13 +160,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <exception>
 #include <iterator>
 #include <map>
 #include <set>
 #include <span>
 #include <mutex>
-#include <thread>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -192,21 +191,24 @@ constexpr std::string_view kDefaultPrefix = "/tickd/";
 constexpr int kDefaultPort = 2379;
 // etcd refuses transactions with more operations than --max-txn-ops (default 128).
 constexpr std::size_t kMaxTxnOps = 128;
-// The limit counts per level: an outer txn with K nested txns passes when K plus the
-// longest list (compare, success or failure) of a nested txn is at most kMaxTxnOps
-// (etcd server/etcdserver/api/v3rpc/key.go, checkTxnRequest: it checks each nested
-// txn against maxTxnOps − opc of its parent). A claim's txn has at most 7 ops in a
-// list (success: record, lease key, lease_until, index, job name, head, run key), and
-// the outer txn one permission probe besides them (AddPermissionProbe), so one batch
-// txn carries 119 claims (128 − 8 − 1).
-constexpr std::size_t kClaimsPerTxn = kMaxTxnOps - 8 - 1;
+// The limit counts per level: a txn passes when its longest list (compare, success or
+// failure) is at most the limit it is checked against, and each nested txn is checked
+// against that limit minus its parent's longest list (etcd server/etcdserver/api/
+// v3rpc/key.go, checkTxnRequest; checked against 3.4.23: 120 nested txns of 8 puts
+// pass, 121 are refused, 64 × 64 puts pass). A claim's txn has at most 7 ops in a list
+// (success: record, lease key, lease_until, index, job name, head, run key); a batch
+// request nests them two levels deep: its txn holds kNestedPerRequest txns and one
+// permission probe (AddPermissionProbe), each of those up to kClaimsPerNested claim
+// txns: 4 + 117 + 7 = 128. So one request carries 351 claims (a complete's txn and a
+// probe's are shorter).
+constexpr std::size_t kNestedPerRequest = 3;
+constexpr std::size_t kClaimsPerNested = kMaxTxnOps - (kNestedPerRequest + 1) - 7;
+constexpr std::size_t kClaimsPerTxn = kNestedPerRequest * kClaimsPerNested;
 // Observations are plain puts in nested txns: K nested txns of up to 128 − K puts each
 // pass the limit (above), so 64 of 64 — 4,096 puts to a request, kept under etcd's
 // --max-request-bytes (1.5 MiB by default) by kObservationBytesPerTxn.
 constexpr std::size_t kPutsPerNestedTxn = kMaxTxnOps / 2;
 constexpr std::size_t kObservationBytesPerTxn = 1024 * 1024;
-// How many chunks of a claim batch are in flight at once (ClaimBatchAsAnswered).
-constexpr std::size_t kChunksInFlight = 3;
 // The run outputs one complete txn carries at most (before base64, which adds a third):
 // etcd refuses requests above --max-request-bytes (1.5 MiB by default), so a batch of
 // completes that printed is split; one output alone is at most kMaxStoredOutputBytes.
@@ -215,28 +217,6 @@ constexpr std::size_t kCompleteOutputBytesPerTxn = 768 * 1024;
 // library's ad-hoc locks (`lock.<key>`) can be any number of jobs; past this many the
 // memory starts over (the next claims read, the names are put again).
 constexpr std::size_t kMaxJobsCached = std::size_t{1} << 16;
-
-// fn(first) … fn(last − 1) at once: the first on this thread, each other on a thread of
-// its own (the chunks in flight of a batch). Returns when all have; an exception of any
-// is rethrown here, as from a loop of calls.
-template <typename Fn>
-void RunAtOnce(std::size_t first, std::size_t last, Fn fn) {
-  std::vector<std::exception_ptr> thrown(last - first);
-  const auto guarded = [&](std::size_t c) {
-    try {
-      fn(c);
-    } catch (...) {
-      thrown[c - first] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t c = first + 1; c < last; ++c) threads.emplace_back(guarded, c);
-  if (first < last) guarded(first);
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : thrown) {
-    if (e) std::rethrow_exception(e);
-  }
-}
 
 // ---- base64 (the gateway's bytes fields) ----
 
@@ -395,6 +375,26 @@ void ValueIsOp(pb::Compare* c, const std::string& key, const std::string& value)
   c->set_key(key);
   c->set_target(pb::Compare::VALUE);
   c->set_value(value);
+}
+
+// The txn of the n-th claim (complete, probe) of a batch request, nested two levels
+// deep (kClaimsPerTxn): the n-th must follow the (n − 1)-th. The permission probe goes
+// after the last.
+pb::TxnRequest* AddClaimTxn(pb::TxnRequest& request, std::size_t n) {
+  const int group = static_cast<int>(n / kClaimsPerNested);
+  while (request.success_size() <= group) request.add_success()->mutable_request_txn();
+  return request.mutable_success(group)->mutable_request_txn()->add_success()->mutable_request_txn();
+}
+// The answer of the n-th claim txn of such a request, or nullptr when it has none.
+const pb::TxnResponse* ClaimTxnAnswer(const pb::TxnResponse& response, std::size_t n) {
+  const int group = static_cast<int>(n / kClaimsPerNested);
+  const int at = static_cast<int>(n % kClaimsPerNested);
+  if (group >= response.responses_size() || !response.responses(group).has_response_txn()) {
+    return nullptr;
+  }
+  const pb::TxnResponse& nested = response.responses(group).response_txn();
+  if (at >= nested.responses_size() || !nested.responses(at).has_response_txn()) return nullptr;
+  return &nested.responses(at).response_txn();
 }
 
 // ---- values stored ----
@@ -671,52 +671,24 @@ class EtcdBackend final : public Backend {
     // bound judges the batch's early and missed (etcd_wire.h, WireReply).
     wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);
     BatchLeases leases;
-    IndexSet read_first;  // a blind claim failed but may still win: read
+    std::set<std::size_t> read_first;  // a blind claim failed but may still win: read
     const Error gave_up(context_ + ": claim",
                         "other claims of the job kept moving its head; try again");
-    // Up to kChunksInFlight chunks of a wave at once, each on a thread of its own (a
-    // wave holds one claim per job, so its chunks are independent): a chunk's round
-    // trips wait mostly on etcd's WAL, not on a CPU, so the chunks in flight share its
-    // fsyncs. Answers are handed over one at a time.
-    std::mutex answer_mu;
-    const ClaimAnswer answer = [&](std::size_t i, Result<ClaimOutcome> r) {
-      std::lock_guard lock(answer_mu);
-      on_answer(i, std::move(r));
-    };
     ClaimInWaves(
-        reqs, kClaimsPerTxn * kChunksInFlight, 3, answer, gave_up,
-        [&](std::span<const std::size_t> group, std::optional<Error>& failed) {
-          const std::size_t n = (group.size() + kClaimsPerTxn - 1) / kClaimsPerTxn;
-          std::vector<std::vector<std::size_t>> retry(n);
-          std::vector<std::optional<Error>> failures(n);
-          std::vector<Answers> answers(n);
-          const auto run = [&](std::size_t c) {
-            const std::size_t first = c * kClaimsPerTxn;
-            retry[c] = DecideChunk(
-                reqs, group.subspan(first, std::min(kClaimsPerTxn, group.size() - first)), leases,
-                read_first,
-                [&answers, c](std::size_t i, Result<ClaimOutcome> r) {
-                  answers[c].emplace_back(i, std::move(r));
-                },
-                failures[c]);
-          };
-          RunAtOnce(0, n, run);
-          // The observations of the chunks that got their answers, in one request.
+        reqs, kClaimsPerTxn, 3, on_answer, gave_up,
+        [&](std::span<const std::size_t> chunk, std::optional<Error>& failed) {
           Answers decided;
-          for (std::size_t c = 0; c < n; ++c) {
-            if (failures[c]) continue;
-            std::move(answers[c].begin(), answers[c].end(), std::back_inserter(decided));
-            answers[c].clear();
-          }
-          Observe(reqs, decided);
-          std::vector<std::size_t> out;
-          for (std::size_t c = 0; c < n; ++c) {
-            for (auto& [i, r] : answers[c]) answer(i, std::move(r));
-            out.insert(out.end(), retry[c].begin(), retry[c].end());
-            if (failures[c] && !failed) failed = failures[c];
-          }
-          for (auto& [i, r] : decided) answer(i, std::move(r));
-          return out;
+          std::vector<std::size_t> retry = DecideChunk(
+              reqs, chunk, leases, read_first,
+              [&decided](std::size_t i, Result<ClaimOutcome> r) {
+                decided.emplace_back(i, std::move(r));
+              },
+              failed);
+          // The observations the chunk's probe did not write, in one request, before
+          // the answers are handed over (a failed chunk's claims answer its error).
+          if (!failed) Observe(reqs, decided);
+          for (auto& [i, r] : decided) on_answer(i, std::move(r));
+          return retry;
         });
     for (const auto& lease : leases) {
       if (ReleaseBatchHold(lease.id)) Revoke(lease.id, Due());
@@ -808,25 +780,14 @@ class EtcdBackend final : public Backend {
     for (std::size_t i = 0; i < reqs.size(); ++i) pending[i] = i;
     std::vector<std::int64_t> unused_leases;
     // A blind complete that failed reads and tries again, and so does a read one, once.
-    // Up to kChunksInFlight chunks at once, as the claims (each answers its own
-    // elements of `out`).
     for (int attempt = 0; attempt < 3 && !pending.empty(); ++attempt) {
       std::vector<std::span<const std::size_t>> chunks;
       for (std::size_t first = 0; first < pending.size(); first += chunks.back().size()) {
         chunks.emplace_back(pending.data() + first, CompleteChunkSize(reqs, pending, first));
       }
-      std::vector<std::vector<std::size_t>> retry(chunks.size());
-      std::vector<std::vector<std::int64_t>> unused(chunks.size());
-      const auto run = [&](std::size_t c) {
-        CompleteChunk(reqs, chunks[c], out, retry[c], unused[c]);
-      };
-      for (std::size_t first = 0; first < chunks.size(); first += kChunksInFlight) {
-        RunAtOnce(first, std::min(chunks.size(), first + kChunksInFlight), run);
-      }
       std::vector<std::size_t> again;
-      for (std::size_t c = 0; c < chunks.size(); ++c) {
-        again.insert(again.end(), retry[c].begin(), retry[c].end());
-        unused_leases.insert(unused_leases.end(), unused[c].begin(), unused[c].end());
+      for (const std::span<const std::size_t> chunk : chunks) {
+        CompleteChunk(reqs, chunk, out, again, unused_leases);
       }
       pending = std::move(again);
     }
@@ -1338,21 +1299,36 @@ class EtcdBackend final : public Backend {
 
   // The likely_decided claims among those to read (to_read, read_run and read_pos, the
   // positions in `chunk`), without recover and not knowing a tick later than their own
-  // (known_tick <= T), are read first by their record alone: one range each, 127 to a
-  // txn (read-only, as ReadTicks). A record found decides the claim without the rest
-  // of the read: without recover a record means lost (or won, our own), whatever the
-  // lease key, run key and head say; and store-reset cannot be the answer, because
-  // the claim that wrote the record of T moved the head to T or later in the same txn
-  // and a head only moves forward (they are lost together with the store's data), so
-  // the head is at least T >= known_tick. Those claims get states[pos] with
-  // head_unread set and leave to_read; the others (no record: the tick may be open)
-  // stay for the full read. False: the store gave no answer (every claim of the chunk
-  // answered with the error, `failed` set).
+  // (known_tick <= T), are probed first by their record alone. A record found decides
+  // the claim without the rest of the read: without recover a record means lost (or
+  // won, our own), whatever the lease key, run key and head say; and store-reset cannot
+  // be the answer, because the claim that wrote the record of T moved the head to T or
+  // later in the same txn and a head only moves forward (they are lost together with
+  // the store's data), so the head is at least T >= known_tick.
+  //
+  // The probe is one txn per chunk whose nested txn per claim compares that the record
+  // exists and then ranges it and puts this replica's observation of a lost claim (the
+  // ledger), so that a loser decides and observes in one request. It is a write (a Raft
+  // entry) where a txn of ranges would not be, but the observation was one anyway, and
+  // what costs etcd 3.4 is the request more than the entry: it evaluates every txn's
+  // compares — read-only or not — on a copy of its backend's read buffer
+  // (ConcurrentReadTx; `perf` of the bench: about a tenth of the member's CPU either
+  // way). A claim the member's clock may still call early is probed without the put,
+  // as is one that does not ask to be observed; a probe whose claim is then not
+  // answered lost — only our own record (a token is fresh per claim, so only a request
+  // sent twice) or a reading that narrowed to early — has its observation deleted
+  // again (ForgetProbeObservations).
+  //
+  // Those claims get states[pos] with head_unread set and leave to_read, and
+  // probe_observed[pos] says the observation was written; the others (no record: the
+  // tick may be open) stay for the full read. False: the store gave no answer (every
+  // claim of the chunk answered with the error, `failed` set).
   bool ProbeRecords(std::span<const ClaimRequest> reqs, std::span<const std::size_t> chunk,
+                    const std::optional<SecondClockBound::Reading>& now,
                     std::vector<Keys>& to_read, std::vector<bool>& read_run,
                     std::vector<std::size_t>& read_pos, std::vector<TickState>& states,
-                    Deadline deadline, const ClaimAnswer& on_answer,
-                    std::optional<Error>& failed) {
+                    std::vector<bool>& probe_observed, Deadline deadline,
+                    const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     std::vector<std::size_t> probe;  // positions in to_read
     for (std::size_t r = 0; r < to_read.size(); ++r) {
       const ClaimRequest& req = reqs[chunk[read_pos[r]]];
@@ -1362,29 +1338,47 @@ class EtcdBackend final : public Backend {
     }
     if (probe.empty()) return true;
     std::vector<bool> found(to_read.size(), false);
+    std::vector<bool> observing(probe.size(), false);
+    std::vector<std::string> naming;  // jobs whose name the txn writes
     pb::TxnRequest request;
-    pb::TxnResponse response;
-    for (std::size_t first = 0; first < probe.size(); first += kMaxTxnOps) {
-      const std::size_t last = std::min(probe.size(), first + kMaxTxnOps);
-      request.Clear();
-      for (std::size_t p = first; p < last; ++p) RangeOp(request.add_success(), to_read[probe[p]].record);
-      auto txn = Txn(request, &response, deadline);
-      if (!txn) {
-        failed = txn.error();
-        for (const std::size_t i : chunk) on_answer(i, tl::unexpected(txn.error()));
-        return false;
-      }
-      for (std::size_t p = first; p < last; ++p) {
-        const int at = static_cast<int>(p - first);
-        TickState st = ParseTickState(to_read[probe[p]], response.responses(), at, at + 1);
-        if (!st.record) continue;
-        st.head_unread = true;
-        st.server_ms = txn->server_ms;
-        st.server_hi_ms = txn->server_hi_ms;
-        states[read_pos[probe[p]]] = std::move(st);
-        found[probe[p]] = true;
+    for (std::size_t p = 0; p < probe.size(); ++p) {
+      const ClaimRequest& req = reqs[chunk[read_pos[probe[p]]]];
+      const Keys& k = to_read[probe[p]];
+      pb::TxnRequest* nested = AddClaimTxn(request, p);
+      pb::Compare* exists = nested->add_compare();
+      CreatedAtOp(exists, k.record, 0);
+      exists->set_result(pb::Compare::GREATER);
+      RangeOp(nested->add_success(), k.record);
+      observing[p] = req.observe && now && !ClaimIsEarly(req, now->hi);
+      if (!observing[p]) continue;
+      PutOp(nested->add_success(), k.tick_prefix + "w/" + req.node,
+            Encode(ObservationOf(req, ClaimStatus::kLost)));
+      if (!Named(req.job)) {
+        PutOp(nested->add_success(), JobKey(req.job), "");
+        naming.push_back(req.job);
       }
     }
+    AddPermissionProbe(request);  // the nested puts' permissions are not checked
+    pb::TxnResponse response;
+    auto txn = Txn(request, &response, deadline);
+    if (!txn) {
+      failed = txn.error();
+      for (const std::size_t i : chunk) on_answer(i, tl::unexpected(txn.error()));
+      return false;
+    }
+    for (std::size_t p = 0; p < probe.size(); ++p) {
+      const pb::TxnResponse* nested = ClaimTxnAnswer(response, p);
+      if (nested == nullptr || !nested->succeeded()) continue;  // no record: the full read
+      TickState st = ParseTickState(to_read[probe[p]], nested->responses(), 0, 1);
+      if (!st.record) continue;  // cannot be: the compare saw it
+      st.head_unread = true;
+      st.server_ms = txn->server_ms;
+      st.server_hi_ms = txn->server_hi_ms;
+      states[read_pos[probe[p]]] = std::move(st);
+      probe_observed[read_pos[probe[p]]] = observing[p];
+      found[probe[p]] = true;
+    }
+    for (const std::string& job : naming) MarkNamed(job);
     std::size_t kept = 0;
     for (std::size_t r = 0; r < to_read.size(); ++r) {
       if (found[r]) continue;
@@ -1399,6 +1393,26 @@ class EtcdBackend final : public Backend {
     read_run.resize(kept);
     read_pos.resize(kept);
     return true;
+  }
+
+  // Deletes the observations ProbeRecords wrote for claims then answered otherwise than
+  // lost (see there: it cannot happen but for a request sent twice or a clock reading
+  // that narrowed), each only while it still holds what the probe put. Best effort: the
+  // claim's answer stands either way, and History shows the observation as written.
+  void ForgetProbeObservations(std::span<const ClaimRequest> reqs,
+                               const std::vector<std::size_t>& indices) {
+    if (indices.empty()) return;
+    pb::TxnRequest request;
+    for (std::size_t n = 0; n < indices.size(); ++n) {
+      const ClaimRequest& req = reqs[indices[n]];
+      const std::string key = KeysOf(req.job, req.tick_unix).tick_prefix + "w/" + req.node;
+      pb::TxnRequest* nested = AddClaimTxn(request, n);
+      ValueIsOp(nested->add_compare(), key, Encode(ObservationOf(req, ClaimStatus::kLost)));
+      DeleteOp(nested->add_success(), key);
+    }
+    AddPermissionProbe(request);
+    pb::TxnResponse response;
+    (void)Txn(request, &response, Due());
   }
 
   // A claim of a batch that goes on to its txn.
@@ -1417,24 +1431,6 @@ class EtcdBackend final : public Backend {
 
   // The leases of one claim batch: one per TTL (etcd's are whole seconds), granted
   // when the first claim that needs it is written, and how many claims won under it.
-  // A set of claim indices shared by the chunks in flight of a batch. Thread-safe.
-  class IndexSet {
-   public:
-    bool Has(std::size_t i) const {
-      std::lock_guard lock(mu_);
-      return set_.count(i) != 0;
-    }
-    void Add(std::size_t i) {
-      std::lock_guard lock(mu_);
-      set_.insert(i);
-    }
-
-   private:
-    mutable std::mutex mu_;
-    std::set<std::size_t> set_;
-  };
-
-  // Thread-safe (the chunks in flight of a batch share it); begin/end once they ended.
   class BatchLeases {
    public:
     struct Lease {
@@ -1445,7 +1441,6 @@ class EtcdBackend final : public Backend {
     // The lease for `lease` (TTL rounded up to whole seconds), granted by `grant` once.
     template <typename GrantFn>
     Result<std::int64_t> For(milliseconds lease, GrantFn grant) {
-      std::lock_guard lock(mu_);  // one grant; the other chunks wait for it
       const std::int64_t ttl_s = std::max<std::int64_t>(1, (lease.count() + 999) / 1000);
       for (const Lease& l : leases_) {
         if (l.ttl_s == ttl_s) return l.id;
@@ -1456,15 +1451,13 @@ class EtcdBackend final : public Backend {
       return *id;
     }
     void Won(std::int64_t id) {
-      std::lock_guard lock(mu_);
       for (Lease& l : leases_) l.wins += l.id == id ? 1 : 0;
     }
     std::vector<Lease>::const_iterator begin() const { return leases_.begin(); }
     std::vector<Lease>::const_iterator end() const { return leases_.end(); }
 
    private:
-    std::mutex mu_;
-    std::vector<Lease> leases_;  // guarded by mu_
+    std::vector<Lease> leases_;
   };
 
   using Answers = std::vector<std::pair<std::size_t, Result<ClaimOutcome>>>;
@@ -1473,9 +1466,10 @@ class EtcdBackend final : public Backend {
   // store-reset or early: nothing is written then; not an error) and marks them observed,
   // so that the scheduler needs no Record call per claim: plain puts in nested txns of
   // kPutsPerNestedTxn, up to kPutsPerNestedTxn of them to a request (the keys are
-  // distinct: one claim per job), so the observations of a group of chunks are one
-  // request, one Raft entry. A failure leaves them unobserved: the scheduler records
-  // them. A won claim's observation is already in its record (the claim wrote it).
+  // distinct: one claim per job), so the observations of a chunk are one request, one
+  // Raft entry. A failure leaves them unobserved: the scheduler records them. A won
+  // claim's observation is already in its record (the claim wrote it), a lost one
+  // found by its probe was written with the probe.
   void Observe(std::span<const ClaimRequest> reqs, Answers& answers) {
     pb::TxnRequest request;
     pb::TxnRequest* nested = nullptr;
@@ -1513,12 +1507,8 @@ class EtcdBackend final : public Backend {
         r->observed = true;
         continue;
       }
-      Observation obs;
-      obs.node = req.node;
-      obs.outcome = std::string(ClaimStatusName(r->status));
-      obs.node_wall = req.node_wall;
-      obs.config_hash = req.config_hash;
-      obs.fence = 0;
+      if (r->observed) continue;  // with its probe (ProbeRecords)
+      const Observation obs = ObservationOf(req, r->status);
       const bool name = !Named(req.job);
       if (name) naming.push_back(req.job);
       const Keys k = KeysOf(req.job, req.tick_unix);
@@ -1532,6 +1522,18 @@ class EtcdBackend final : public Backend {
     for (const std::string& job : naming) MarkNamed(job);
   }
 
+  // This replica's observation of a claim answered `status` (not won: a won claim's is
+  // in its record).
+  static Observation ObservationOf(const ClaimRequest& req, ClaimStatus status) {
+    Observation obs;
+    obs.node = req.node;
+    obs.outcome = std::string(ClaimStatusName(status));
+    obs.node_wall = req.node_wall;
+    obs.config_hash = req.config_hash;
+    obs.fence = 0;
+    return obs;
+  }
+
   // The puts of one observation: the replica's key, and the job's name when this
   // handle has not written it yet (no ledger index since the lean write set: History
   // ranges the tick keys).
@@ -1543,8 +1545,8 @@ class EtcdBackend final : public Backend {
     return ops;
   }
 
-  // One chunk of a wave (distinct jobs): read, decide, write; its observations are
-  // written with its group's (ClaimBatchAsAnswered, Observe). A claim of a job whose head this handle has
+  // One chunk of a wave (distinct jobs): probe, read, decide, write; the observations
+  // its probe did not write follow (ClaimBatchAsAnswered, Observe). A claim of a job whose head this handle has
   // seen, sent while the member's clock reading (ClockNow) says neither early nor
   // missed, goes blind: no read, its txn compares the head as seen (mod_revision and
   // value) and, failing, ranges what a read would have (the record, lease key and
@@ -1553,7 +1555,7 @@ class EtcdBackend final : public Backend {
   // next wave. Every other claim reads first, as before.
   std::vector<std::size_t> DecideChunk(std::span<const ClaimRequest> reqs,
                                        std::span<const std::size_t> chunk, BatchLeases& leases,
-                                       IndexSet& read_first,
+                                       std::set<std::size_t>& read_first,
                                        const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     const Deadline deadline = Due();
     std::vector<Keys> keys;
@@ -1567,10 +1569,11 @@ class EtcdBackend final : public Backend {
     const std::optional<SecondClockBound::Reading> now = ClockNow();
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
-      // A claim most likely decided already (another replica's slice) reads first: a
-      // read-only txn costs etcd no Raft entry, a blind claim that loses does.
+      // A claim most likely decided already (another replica's slice) is probed
+      // (ProbeRecords), never blind: a blind claim that loses ranges the record and the
+      // head back through its failure branch and still needs its observation written.
       const std::optional<CachedHead> seen =
-          now && !req.likely_decided && !read_first.Has(chunk[n]) ? HeadSeen(req.job)
+          now && !req.likely_decided && read_first.count(chunk[n]) == 0 ? HeadSeen(req.job)
                                                                         : std::nullopt;
       if (seen) {
         TickState& st = states[n];
@@ -1590,8 +1593,9 @@ class EtcdBackend final : public Backend {
         read_pos.push_back(n);
       }
     }
-    if (!ProbeRecords(reqs, chunk, to_read, read_run, read_pos, states, deadline, on_answer,
-                      failed)) {
+    std::vector<bool> probe_observed(chunk.size(), false);
+    if (!ProbeRecords(reqs, chunk, now, to_read, read_run, read_pos, states, probe_observed,
+                      deadline, on_answer, failed)) {
       return {};
     }
     if (!to_read.empty()) {
@@ -1624,21 +1628,32 @@ class EtcdBackend final : public Backend {
       return c;
     };
     std::vector<ClaimPlan> plans;
+    std::vector<std::size_t> unobserve;  // probes observed as lost, answered otherwise
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
       clock_of[chunk[n]] = clock_only(states[n]);
       ClaimPlan plan{chunk[n], std::move(keys[n]), std::move(states[n])};
       plan.blind = blind[n];
-      if (std::optional<ClaimOutcome> decided = Decide(req, plan)) {
+      std::optional<ClaimOutcome> decided = Decide(req, plan);
+      if (probe_observed[n]) {  // a record was found: Decide answered
+        if (decided && decided->status == ClaimStatus::kLost) {
+          decided->observed = true;
+        } else {
+          unobserve.push_back(chunk[n]);
+        }
+      }
+      if (decided) {
         answer(plan.index, std::move(*decided));
       } else {
         plans.push_back(std::move(plan));
       }
     }
+    ForgetProbeObservations(reqs, unobserve);
     if (plans.empty()) return {};
 
     pb::TxnRequest request;
-    for (ClaimPlan& plan : plans) {
+    for (std::size_t n = 0; n < plans.size(); ++n) {
+      ClaimPlan& plan = plans[n];
       const ClaimRequest& req = reqs[plan.index];
       auto lease =
           leases.For(req.lease, [&](std::int64_t ttl_s) {
@@ -1652,7 +1667,7 @@ class EtcdBackend final : public Backend {
         return {};
       }
       plan.lease = *lease;
-      ClaimTxn(req, plan, request.add_success()->mutable_request_txn());
+      ClaimTxn(req, plan, AddClaimTxn(request, n));
     }
     AddPermissionProbe(request);
     pb::TxnResponse response;
@@ -1668,14 +1683,14 @@ class EtcdBackend final : public Backend {
     for (std::size_t n = 0; n < plans.size(); ++n) {
       ClaimPlan& plan = plans[n];
       const ClaimRequest& req = reqs[plan.index];
-      const int at = static_cast<int>(n);
-      if (at >= response.responses_size() || !response.responses(at).has_response_txn()) {
+      const pb::TxnResponse* answered = ClaimTxnAnswer(response, n);
+      if (answered == nullptr) {
         DropHead(req.job);
         answer(plan.index,
                   MakeError(context_ + ": claim", "the batch txn gave no answer for this claim"));
         continue;
       }
-      const pb::TxnResponse& claim_txn = response.responses(at).response_txn();
+      const pb::TxnResponse& claim_txn = *answered;
       std::optional<Result<ClaimOutcome>> out;
       if (claim_txn.succeeded()) {
         out = Succeeded(req, plan, revision);
@@ -1696,7 +1711,7 @@ class EtcdBackend final : public Backend {
           if (std::optional<ClaimOutcome> decided = Decide(req, fresh)) {
             out = std::move(*decided);
           } else {
-            read_first.Add(plan.index);  // it may still win: read, then claim
+            read_first.insert(plan.index);  // it may still win: read, then claim
           }
         } else {
           out = Finish(req, plan, st);
@@ -1991,7 +2006,7 @@ class EtcdBackend final : public Backend {
         out[chunk[n]] = CompleteStatus::kCompleted;
         continue;
       }
-      pb::TxnRequest* txn = request.add_success()->mutable_request_txn();
+      pb::TxnRequest* txn = AddClaimTxn(request, writing.size());
       ModifiedAtOp(txn->add_compare(), k.record, rec.mod_revision);
       rec.state = "done";
       rec.fence = held.fence;
@@ -2020,11 +2035,8 @@ class EtcdBackend final : public Backend {
     }
     for (std::size_t w = 0; w < writing.size(); ++w) {
       const std::size_t i = chunk[writing[w]];
-      const int at = static_cast<int>(w);
-      const bool applied = at < response.responses_size() &&
-                           response.responses(at).has_response_txn() &&
-                           response.responses(at).response_txn().succeeded();
-      if (!applied) {
+      const pb::TxnResponse* answer = ClaimTxnAnswer(response, w);
+      if (answer == nullptr || !answer->succeeded()) {
         retry.push_back(i);  // re-read: re-claimed?
         continue;
       }
