@@ -37,21 +37,39 @@ std::unique_ptr<Backend> Open(const std::string& url, std::chrono::milliseconds 
   return std::move(*backend);
 }
 
-bool Skip() {
-  if (!EtcdServer::Available()) WARN("etcd is not installed: skipped");
-  return !EtcdServer::Available();
-}
+// A case's etcd: one member on free loopback ports, started for the case, and the
+// replicas' backends on it. Where etcd is not installed nothing starts: the case
+// returns at once (`if (skipped) return;`).
+struct Member {
+  Member() {
+    if (skipped) {
+      WARN("etcd is not installed: skipped");
+    } else {
+      REQUIRE(server.running());
+    }
+  }
+  // A replica's backend on the member.
+  std::unique_ptr<Backend> Replica(std::chrono::milliseconds timeout = 1s) const {
+    return Open(server.url(), timeout);
+  }
+  const bool skipped = !EtcdServer::Available();
+  EtcdServer server;
+};
+
+// The member and two replicas on it, a and b.
+struct TwoReplicas : Member {
+  std::unique_ptr<Backend> a = skipped ? nullptr : Replica();
+  std::unique_ptr<Backend> b = skipped ? nullptr : Replica();
+};
 
 }  // namespace
 
-TEST_CASE(
-    "etcd: the clock check judges below a second once replies came at other phases of "
-    "the member's second (Date has whole seconds)",
-    "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
-  auto backend = Open(server.url());
+TEST_CASE_METHOD(Member,
+                 "etcd: the clock check judges below a second once replies came at other phases of "
+                 "the member's second (Date has whole seconds)",
+                 "[etcd]") {
+  if (skipped) return;
+  auto backend = Replica();
   const auto wall_ms = [] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -111,10 +129,9 @@ TEST_CASE("etcd: the registry opens etcd:// URLs; an unreachable member is an er
   CHECK(backend.error().ToString().find("etcd") != std::string::npos);
 }
 
-TEST_CASE("etcd: a member that cannot be reached passes the request to the next", "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
+TEST_CASE_METHOD(Member, "etcd: a member that cannot be reached passes the request to the next",
+                 "[etcd]") {
+  if (skipped) return;
   const int dead = tickd::testing::FreeLoopbackPort();
   auto b = Open("etcd://127.0.0.1:" + std::to_string(dead) +
                 ",127.0.0.1:" + std::to_string(server.port()) + "?prefix=/failover/");
@@ -124,11 +141,11 @@ TEST_CASE("etcd: a member that cannot be reached passes the request to the next"
   CHECK(won.fence > 0);
 }
 
-TEST_CASE("etcd: a paused member makes every call fail within op_timeout (fail closed)", "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
-  auto b = Open(server.url(), 500ms);
+TEST_CASE_METHOD(Member,
+                 "etcd: a paused member makes every call fail within op_timeout (fail closed)",
+                 "[etcd]") {
+  if (skipped) return;
+  auto b = Replica(500ms);
   const std::int64_t tick = NowUnix();
   auto req = Req("paused", tick, "a", "tok-a");
   const ClaimOutcome won = MustClaim(*b, req);
@@ -148,17 +165,15 @@ TEST_CASE("etcd: a paused member makes every call fail within op_timeout (fail c
   CHECK(*b->Renew(HeldOf(req, won)) == RenewStatus::kRenewed);
 }
 
-TEST_CASE(
-    "etcd: across a restart the holder keeps its lease, a dead holder is taken over "
-    "within one lease after it, and fences keep growing",
-    "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
+TEST_CASE_METHOD(Member,
+                 "etcd: across a restart the holder keeps its lease, a dead holder is taken over "
+                 "within one lease after it, and fences keep growing",
+                 "[etcd]") {
+  if (skipped) return;
   const std::int64_t tick = NowUnix();
-  auto live = Open(server.url());
-  auto dead = Open(server.url());
-  auto survivor = Open(server.url());
+  auto live = Replica();
+  auto dead = Replica();
+  auto survivor = Replica();
 
   auto live_req = Req("kept", tick, "live", "tok-live");
   live_req.lease = 3s;
@@ -212,12 +227,10 @@ TEST_CASE(
         CompleteStatus::kCompleted);
 }
 
-TEST_CASE("etcd: a lease shorter than a second still expires (TTLs are whole seconds)", "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
-  auto a = Open(server.url());
-  auto b = Open(server.url());
+TEST_CASE_METHOD(TwoReplicas,
+                 "etcd: a lease shorter than a second still expires (TTLs are whole seconds)",
+                 "[etcd]") {
+  if (skipped) return;
   const std::int64_t tick = NowUnix();
   auto first = Req("short", tick, "a", "tok-a");
   first.lease = 300ms;  // rounded up to etcd's 1 s
@@ -232,13 +245,12 @@ TEST_CASE("etcd: a lease shorter than a second still expires (TTLs are whole sec
   CHECK(MustClaim(*b, second).status == ClaimStatus::kWon);
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    Member,
     "etcd: fences still grow after etcd starts over with a fresh data directory; claims "
     "are superseded by a later tick only while the head is there",
     "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
+  if (skipped) return;
   const std::int64_t t0 = NowUnix();
   std::uint64_t last = 0;
   auto claim = [&](Backend& b, std::int64_t tick, const std::string& token) {
@@ -247,7 +259,7 @@ TEST_CASE(
     tickd::testing::MustWinHigher(b, req, last);
   };
   {
-    auto a = Open(server.url());
+    auto a = Replica();
     for (int i = 0; i < 3; ++i) claim(*a, t0 + i, "tok-" + std::to_string(i));
     CHECK(MustClaim(*a, Req("wiped", t0 - 1, "node-b", "tok-old")).status ==
           ClaimStatus::kSuperseded);
@@ -256,22 +268,19 @@ TEST_CASE(
   std::filesystem::remove_all(server.dir() + "/data");
   std::this_thread::sleep_for(5ms);  // the clock moves past the old epoch
   REQUIRE(server.Start());
-  auto b = Open(server.url());
+  auto b = Replica();
   // Everything is gone: the earlier tick can be claimed again, above every old fence.
   claim(*b, t0 - 1, "tok-after");
   claim(*b, t0, "tok-after-0");
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    TwoReplicas,
     "etcd: the runs of a batch share its lease: completing some leaves the others held "
     "and renewable",
     "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
+  if (skipped) return;
   const std::int64_t tick = NowUnix();
-  auto a = Open(server.url());
-  auto b = Open(server.url());
   std::vector<ClaimRequest> reqs;
   for (const char* job : {"x", "y", "z"}) {
     auto r = Req(job, tick, "node-a", std::string("tok-") + job);
@@ -305,15 +314,14 @@ TEST_CASE(
         CompleteStatus::kCompleted);
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    Member,
     "etcd: a run of a batch's first chunk that ends while later chunks still claim does "
     "not revoke the lease they claim under",
     "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
+  if (skipped) return;
   const std::int64_t tick = NowUnix();
-  auto a = Open(server.url(), 5s);
+  auto a = Replica(5s);
   // More claims than one txn carries (119): at least two chunks under one lease.
   std::vector<ClaimRequest> reqs;
   for (int i = 0; i < 300; ++i) {
@@ -391,15 +399,12 @@ std::map<std::string, std::string> OutcomesByNode(const TickHistory& t) {
 
 }  // namespace
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    TwoReplicas,
     "etcd: a batch's likely decided claims are probed and observed as lost in one txn per "
     "351, nested two levels deep, and the ledger shows them",
     "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
-  auto a = Open(server.url());
-  auto b = Open(server.url());
+  if (skipped) return;
   const std::int64_t tick = NowUnix();
   // 400 jobs: two chunks (351 + 49), the first one's 351 probes (a range, an
   // observation and a job name each) in three nested txns of 117.
@@ -440,14 +445,13 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    Member,
     "etcd: a likely decided claim sent again after it won answers won, and its probe's "
     "observation of a loss is taken back",
     "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
-  auto a = Open(server.url());
+  if (skipped) return;
+  auto a = Replica();
   const std::int64_t tick = NowUnix();
   std::vector<ClaimRequest> first;
   for (int j = 0; j < 5; ++j) {
@@ -478,15 +482,12 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    TwoReplicas,
     "etcd: a replica that saw a job's head claims its next ticks without a read; a head "
     "moved by another replica answers lost or superseded from the failed claim itself",
     "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
-  auto a = Open(server.url());
-  auto b = Open(server.url());
+  if (skipped) return;
   const std::int64_t t0 = NowUnix();
   std::uint64_t last = 0;
   const auto req = [&](std::int64_t t, const std::string& node, const std::string& token) {
@@ -543,13 +544,11 @@ TEST_CASE(
   CHECK(seen3);
 }
 
-TEST_CASE(
-    "etcd: a replica that saw a job's head still hears store-reset once etcd lost its data",
+TEST_CASE_METHOD(
+    Member, "etcd: a replica that saw a job's head still hears store-reset once etcd lost its data",
     "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
-  auto a = Open(server.url());
+  if (skipped) return;
+  auto a = Replica();
   const std::int64_t t0 = NowUnix();
   std::uint64_t last = 0;
   auto first = Req("amnesia", t0, "node-a", "tok-0");
@@ -584,14 +583,13 @@ TEST_CASE(
   tickd::testing::MustWinHigher(*a, next, last);
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    Member,
     "etcd: ticks an older tickd wrote (index, lease end, the winner's own observation key) "
     "are read, listed, released and pruned beside the lean ones",
     "[etcd]") {
-  if (Skip()) return;
-  EtcdServer server;
-  REQUIRE(server.running());
-  auto a = Open(server.url());
+  if (skipped) return;
+  auto a = Replica();
   const std::int64_t t0 = NowUnix() - 120;
   const std::string job = "/tickd/job/mixed/";
   // An older tickd's done tick t0 (record, index, job name, winner's and loser's keys)…
@@ -614,7 +612,7 @@ TEST_CASE(
   EtcdctlPut(server, job + "idx/" + Pad20(t0 + 1), "");
 
   // A lean tick of this tickd, won and observed by a second replica.
-  auto b = Open(server.url());
+  auto b = Replica();
   auto mine = Req("mixed", t0 + 2, "new-a", "tok-new");
   mine.forbid_overlap = false;
   mine.starting_deadline = std::nullopt;
