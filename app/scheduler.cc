@@ -433,6 +433,10 @@ void Scheduler::Loop() {
     std::optional<JobSet> reload;
     std::uint64_t reload_number = 0;
     {
+      // Here and before sleeping the loop reads stopping_ itself, not Stopping(): it
+      // holds mu_ already (Stopping() takes mu_, which is not recursive), to read
+      // stopping_ with pending_jobs_ and, there, to set sleeping_until_ in the same
+      // section. Outside mu_ (ProcessDue, SkipMissed) it asks Stopping().
       std::lock_guard lock(mu_);
       if (stopping_) break;
       if (pending_jobs_) {
