@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench/claim_stats.h"
+#include "bench/process_cpu.h"
 #include "lock/backend.h"
 
 namespace tickd::bench {
@@ -37,6 +38,7 @@ struct BatchArgs {
   int seconds = 10;
   int sat_ticks = 5;
   bool sat_barrier = false;  // saturation: all replicas begin each tick together
+  pid_t server_pid = 0;      // the store's process: its CPU in saturation is reported
 };
 
 struct BatchTally {
@@ -157,10 +159,15 @@ inline int RunBatchBench(std::vector<std::unique_ptr<lock::Backend>>& replicas,
   // starting deadline.
   BatchTally sat;
   const std::int64_t sat_first = first + a.seconds + 1'000'000;
+  const double server_cpu_before = a.server_pid > 0 ? ProcessCpuSeconds(a.server_pid) : -1;
+  const double own_cpu_before = OwnCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   RunBatchedReplicas(replicas, a, sat_first, a.sat_ticks, /*paced=*/false, sat);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double server_cpu =
+      a.server_pid > 0 ? ProcessCpuSeconds(a.server_pid) - server_cpu_before : -1;
+  const double own_cpu = OwnCpuSeconds() - own_cpu_before;
   const int sat_bad =
       ExactlyOnceViolations(sat.winners, a.jobs, sat_first, sat_first + a.sat_ticks - 1);
 
@@ -181,6 +188,13 @@ inline int RunBatchBench(std::vector<std::unique_ptr<lock::Backend>>& replicas,
       secs, static_cast<double>(sat.claims.load()) / secs, a.jobs * a.sat_ticks / secs, sat_bad,
       sat.errors.load(), Percentile(sat.claim_phase_ms, 0.5),
       Percentile(sat.complete_phase_ms, 0.5));
+  // Per job-tick, as the ceilings' `cpu:` lines give it per 1,000 key changes (whole
+  // clock ticks of the kernel: about ±1% over a second of saturation).
+  const double job_ticks = static_cast<double>(a.jobs) * a.sat_ticks;
+  if (server_cpu >= 0) {
+    std::printf("  cpu: server %.2f s (%.0f us per job-tick), clients %.2f s (%.0f us)\n",
+                server_cpu, 1e6 * server_cpu / job_ticks, own_cpu, 1e6 * own_cpu / job_ticks);
+  }
   std::fflush(stdout);
   return paced_bad + sat_bad + paced.errors + sat.errors + paced.missed == 0 ? 0 : 2;
 }

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "bench/batch_claim_driver.h"
+#include "bench/process_cpu.h"
 #include "bench/write_set_ceiling.h"
 #include "lock/etcd/etcd_backend.h"
 #include "rpc.grpc.pb.h"  // lock/etcd/proto/rpc.proto, generated
@@ -590,29 +591,6 @@ std::pair<long, long> OursRound(Wire& wire, const std::string& prefix, Keys keys
   return {sent, errors};
 }
 
-// CPU seconds (user + system) the member has used so far (-1: unknown).
-double MemberCpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  std::getline(in, stat);
-  const auto fields_at = stat.rfind(')');  // after "pid (comm)": state, ppid, …
-  if (fields_at == std::string::npos) return -1;
-  std::istringstream fields(stat.substr(fields_at + 2));
-  std::string skip;
-  for (int i = 3; i < 14; ++i) fields >> skip;  // fields 3..13 (man 5 proc)
-  long utime = 0, stime = 0;
-  if (!(fields >> utime >> stime)) return -1;
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
-// CPU seconds this process (the bench's clients) has used so far.
-double OwnCpuSeconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return secs(u.ru_utime) + secs(u.ru_stime);
-}
-
 // One variant of the ceiling over `Wire`; prints its line. Nothing (rounds 0) when the
 // member refused the set-up.
 template <typename Wire>
@@ -643,8 +621,8 @@ tickd::bench::CeilingRun Ceiling(const tickd::testing::EtcdServer& server, const
     }
   }
   constexpr std::int64_t kFirstTick = 1'800'000'000;
-  const double member_cpu_before = MemberCpuSeconds(server.pid());
-  const double own_cpu_before = OwnCpuSeconds();
+  const double member_cpu_before = tickd::bench::ProcessCpuSeconds(server.pid());
+  const double own_cpu_before = tickd::bench::OwnCpuSeconds();
   const tickd::bench::CeilingRun run = tickd::bench::RunCeilingRounds(
       replicas, seconds, 1'000'000, [&](int r, long round, tickd::bench::CeilingStep step) {
         char tick[32];
@@ -673,8 +651,8 @@ tickd::bench::CeilingRun Ceiling(const tickd::testing::EtcdServer& server, const
         }
         return SendSteps(wire, std::move(steps), p);
       });
-  const double member_cpu = MemberCpuSeconds(server.pid()) - member_cpu_before;
-  const double own_cpu = OwnCpuSeconds() - own_cpu_before;
+  const double member_cpu = tickd::bench::ProcessCpuSeconds(server.pid()) - member_cpu_before;
+  const double own_cpu = tickd::bench::OwnCpuSeconds() - own_cpu_before;
   const int changes = ChangesPerJobTick(p, replicas);
   tickd::bench::PrintCeiling(label.c_str(), run, jobs, changes, "key changes");
   // Where the 2 cores went: the member's CPU and the clients' (this process: its
@@ -745,7 +723,9 @@ int main(int argc, char** argv) {
   if (batched) {
     std::vector<std::unique_ptr<tickd::lock::Backend>> replicas;
     for (int r = 0; r < a.replicas; ++r) replicas.push_back(Open(server));
-    status = tickd::bench::RunBatchBench(replicas, a);
+    tickd::bench::BatchArgs run = a;
+    run.server_pid = server.pid();
+    status = tickd::bench::RunBatchBench(replicas, run);
   }
   if (ceiling_seconds > 0) {
     static const Packing kPackings[] = {

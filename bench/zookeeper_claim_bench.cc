@@ -544,7 +544,9 @@ int main(int argc, char** argv) {
       }
       replicas.push_back(std::move(*backend));
     }
-    status = tickd::bench::RunBatchBench(replicas, a);
+    tickd::bench::BatchArgs run = a;
+    run.server_pid = server.pid();
+    status = tickd::bench::RunBatchBench(replicas, run);
     if (renewals > 0) status = std::max(status, Renewals(*replicas.front(), renewals));
   }
   if (reference_creates > 0) Reference(server, a.replicas, reference_creates);
