@@ -132,7 +132,7 @@ void RunSupervisor::Start(ThreadPool& threads) {
   if (!posted) {
     Outcome out;
     out.error = "cannot start the run: " + posted.error().ToString();
-    Finish(out, clock_.Steady());
+    Finish(out, clock_.Steady(), /*may_wait=*/false);
     std::lock_guard lock(mu_);
     returned_ = true;
   }
@@ -166,7 +166,7 @@ void RunSupervisor::Main() {
     RunSupervisor* self;
     Outcome& out;
     SteadyTime started;
-    ~Completer() { self->Finish(out, started); }
+    ~Completer() { self->Finish(out, started, /*may_wait=*/true); }
   } completer{this, out, started};
   try {
     Supervise(out);
@@ -574,11 +574,28 @@ void RunSupervisor::LoseLease(std::string_view reason) {
   cv_.notify_all();
 }
 
-void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
-  {
-    std::lock_guard lock(renew_->mu);
-    renew_->owner = nullptr;  // a renewal still in flight no longer reaches us
+Result<lock::CompleteStatus> RunSupervisor::CompleteClaim(const lock::Completion& completion,
+                                                          bool may_wait) {
+  Result<lock::CompleteStatus> completed =
+      CallBackend("complete", [&] { return backend_.Complete(tick_.held, completion); });
+  milliseconds backoff(250);
+  while (!completed) {
+    LogBackendError(log_, LogLevel::kWarn, "complete", tick_.job->job.name, tick_text_,
+                    tick_.node, completed.error());
+    const SteadyTime next = clock_.Steady() + backoff;
+    if (!may_wait || lease_lost_ || next >= valid_until_) break;
+    {
+      std::unique_lock lock(mu_);
+      while (!stop_retries_ && clock_.Steady() < next) cv_.wait_for(lock, RealWait(next));
+      if (stop_retries_) break;
+    }
+    backoff = std::min<milliseconds>(backoff * 2, std::chrono::seconds(5));
+    completed = CallBackend("complete", [&] { return backend_.Complete(tick_.held, completion); });
   }
+  return completed;
+}
+
+void RunSupervisor::Finish(const Outcome& out, SteadyTime started, bool may_wait) {
   try {
     const milliseconds duration = clock_.Steady() - started;
     lock::Completion completion;
@@ -592,12 +609,8 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
       dropped_lines += dropped_lines_;
     }
     completion.keep_outputs = tick_.keep_outputs;
-    const Result<lock::CompleteStatus> completed =
-        CallBackend("complete", [&] { return backend_.Complete(tick_.held, completion); });
-    if (!completed) {
-      LogBackendError(log_, LogLevel::kWarn, "complete", tick_.job->job.name, tick_text_,
-                      tick_.node, completed.error());
-    } else if (*completed == lock::CompleteStatus::kNotOwner) {
+    const Result<lock::CompleteStatus> completed = CompleteClaim(completion, may_wait);
+    if (completed && *completed == lock::CompleteStatus::kNotOwner) {
       log_.Log(LogLevel::kWarn, "complete",
                {{"job", tick_.job->job.name},
                 {"tick", tick_text_},
@@ -631,6 +644,10 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started) {
     Notify(out, duration);
   } catch (...) {
     // Nothing may escape a scope guard; the claim's lease expires on its own.
+  }
+  {
+    std::lock_guard lock(renew_->mu);
+    renew_->owner = nullptr;  // a renewal still in flight no longer reaches us
   }
   done_.store(true);
   if (on_done_) on_done_();

@@ -185,7 +185,16 @@ class RunSupervisor {
   // stop, kill), if any.
   std::optional<SteadyTime> WatchdogDeadline() const;
   std::chrono::milliseconds RealWait(std::optional<SteadyTime> deadline) const;
-  void Finish(const Outcome& out, SteadyTime started);
+  // `may_wait`: on the run's own thread (not when the run could not start), so the
+  // complete may be sent again (CompleteClaim).
+  void Finish(const Outcome& out, SteadyTime started, bool may_wait);
+  // Completes the claim. A complete the store did not answer is sent again, after
+  // 250 ms doubling up to 5 s, while the lease as last renewed lasts (it is not renewed
+  // any more: a store that answers renewals but never a complete must not hold the
+  // tick forever) and until a shutdown (StopRetries). A store's brief failure must not
+  // leave the tick running until its lease ends: that keeps later ticks of a `forbid`
+  // job `busy` until then and lets `recover: true` replicas run the finished tick again.
+  Result<lock::CompleteStatus> CompleteClaim(const lock::Completion& completion, bool may_wait);
   // Hands the ended run to tick_.notifier (on_success / on_failure), if any.
   void Notify(const Outcome& out, std::chrono::milliseconds duration);
 

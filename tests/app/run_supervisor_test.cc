@@ -649,6 +649,44 @@ std::vector<jobs::ProcessSpec> FirstTickSpecs(Sim& sim) {
 
 }  // namespace
 
+TEST_CASE("a complete the store did not answer is sent again while the lease lasts") {
+  Sim sim(WallAt(kT0, -1'000));
+  int failing = 0;
+  std::string state;
+  SECTION("the store answers the third: the tick is done") {
+    failing = 2;
+    state = "done";
+  }
+  SECTION("the store never answers: the tries end before the lease does") {
+    failing = 1'000;
+    state = "running";
+  }
+  sim.backend.complete_errors = failing;
+  sim.AddReplica("a", {EveryJob("j", 60)}, [](SchedulerOptions& o) { o.lease = seconds(10); });
+  sim.Step(seconds(1), false);
+  // Claimed at 1 s, lease 10 s (valid until 1 + 9.898 s); the run ends at once. The
+  // completes go at 1, 1.25, 1.75, 2.75, 4.75 and 8.75 s; the next, at 13.75 s, would
+  // come after the lease's end, which no renewal moves any more. (A supervisor slower
+  // than the stepped clock sends its tries later, so fewer of them fit.)
+  StepUntil(sim, [&] { return sim.replica(0).active_runs() == 0 && sim.runner.starts() > 0; },
+            milliseconds(100), seconds(15));
+  REQUIRE(sim.replica(0).active_runs() == 0);
+  const std::size_t sent = sim.backend.completions().size();
+  if (failing == 2) {
+    CHECK(sent == 3);
+  } else {
+    CHECK(sent >= 3);
+    CHECK(sent <= 6);
+  }
+  CHECK(sim.Grep({" warn complete job=j", "complete timed out"}).size() ==
+        std::min<std::size_t>(sent, static_cast<std::size_t>(failing)));
+  CHECK(sim.Grep({" info run job=j", "outcome=done"}).size() == 1);
+  auto history = sim.store->History("j", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK((*history)[0].state == state);
+}
+
 TEST_CASE("retries: retry_backoff doubles with each retry") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(1); };

@@ -258,6 +258,8 @@ class TestBackend final : public lock::Backend {
     if (refence_not_owner) return lock::RefenceOutcome{};
     return store()->Refence(held);
   }
+  // The next this many completes fail (the store did not answer).
+  std::atomic<int> complete_errors{0};
   Result<lock::CompleteStatus> Complete(const lock::HeldClaim& held,
                                         const lock::Completion& c) override {
     {
@@ -265,6 +267,7 @@ class TestBackend final : public lock::Backend {
       completions_.emplace_back(held, c);
     }
     if (dead) return MakeError("test", "connection lost");
+    if (complete_errors.fetch_sub(1) > 0) return MakeError("test", "complete timed out");
     return store()->Complete(held, c);
   }
   Result<void> Record(const lock::Observation& obs) override {

@@ -267,6 +267,27 @@ TEMPLATE_LIST_TEST_CASE("conformance: a done tick is never claimed again", "[con
   CHECK(MustClaim(*a, Req(h, "once", tick, "node-a", "tok-a2")).status == ClaimStatus::kLost);
 }
 
+// The run supervisor sends a complete again when the store did not answer it
+// (docs/design.md §1 rule 4), also when the first one had landed: the second changes
+// nothing and is not taken for someone else's claim.
+TEMPLATE_LIST_TEST_CASE("conformance: a complete sent again by its holder answers completed",
+                        "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  const std::int64_t tick = NowUnix(h.clock());
+  const Won won = MustWin(*a, Req(h, "twice", tick, "node-a", "tok-a"));
+  REQUIRE(*a->Complete(won.held, Completion{"done", 0, 10ms}) == CompleteStatus::kCompleted);
+  auto again = a->Complete(won.held, Completion{"done", 0, 10ms});
+  REQUIRE(again);
+  CHECK(*again == CompleteStatus::kCompleted);
+  auto history = a->History("twice", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK((*history)[0].state == "done");
+  CHECK((*history)[0].run_outcome == "done");
+}
+
 TEMPLATE_LIST_TEST_CASE("conformance: a lost answer says whether the tick still runs",
                         "[conformance]", AllHarnesses) {
   TestType h;
