@@ -135,9 +135,10 @@
 // complete: a txn comparing the record's mod_revision (owner checked on the value
 // read, or written: a re-claim changes mod_revision, so the txn refuses a stale
 // holder even when its lease has expired): puts the record done, deletes the lease
-// key, lease_until and the run key (when it holds our token). A claim this handle
-// won (or refenced) completes without a read: the compare takes the mod_revision of
-// its own txn (and of the run key it put); a failed compare reads and tries again.
+// key, lease_until (when a renewal wrote it) and the run key (when it holds our
+// token). A claim this handle won (or refenced) completes without a read: the compare
+// takes the mod_revision of its own txn (and of the run key it put); a failed compare
+// reads and tries again.
 // Completes that arrive together share one read txn (for those that need one) and
 // one txn of nested txns per 351 (CompleteBatch, lock/complete_batcher.h). The lease
 // is revoked when the last claim this handle won under it completes, not before its
@@ -710,6 +711,7 @@ class EtcdBackend final : public Backend {
     if (!alive) return tl::unexpected(alive.error());
     if (!alive->alive) return Forget(held);
     const std::int64_t until = alive->server_ms + held.lease.count();
+    MarkUntilWritten(held);  // before the send: a txn without an answer may have landed
     auto txn = Post("/v3/kv/txn",
                     Json{{"compare", {ValueIs(k.lease, held.owner_token)}},
                          {"success", {Put(k.until, std::to_string(until))}}},
@@ -770,9 +772,10 @@ class EtcdBackend final : public Backend {
   // nested txns, each the single complete's: compare the record's mod_revision (owner
   // checked on the value read: a re-claim changes mod_revision, so a stale holder is
   // refused even when its lease expired), put the record done, delete the lease key,
-  // lease_until and the run key (when it holds our token). A nested txn that failed
-  // (a renewal or our run marker expiring raced it) is read and tried once more; then
-  // not-owner. A lease is revoked once no claim of this handle holds it any more.
+  // lease_until (when a renewal wrote it) and the run key (when it holds our token).
+  // A nested txn that failed (a renewal or our run marker expiring raced it) is read
+  // and tried once more; then not-owner. A lease is revoked once no claim of this
+  // handle holds it any more.
   std::vector<Result<CompleteStatus>> CompleteBatch(
       std::span<const CompleteRequest> reqs) override {
     std::vector<std::optional<Result<CompleteStatus>>> out(reqs.size());
@@ -1966,15 +1969,17 @@ class EtcdBackend final : public Backend {
     // A claim this handle won (or refenced) completes blind: its txn compares the
     // record's (and run key's) mod_revision as this handle wrote them. Others read.
     std::vector<TickState> states(chunk.size());
+    std::vector<bool> until_written(chunk.size(), false);  // blind: renewed here
     std::vector<Keys> to_read;
     std::vector<std::size_t> read_pos;
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const HeldClaim& held = reqs[chunk[n]].held;
       if (auto mine = TakeHeldRecord(held)) {
-        states[n].record = std::move(mine->first);
-        if (mine->second > 0) {
+        states[n].record = std::move(mine->record);
+        until_written[n] = mine->until_written;
+        if (mine->run_mod_revision > 0) {
           states[n].run = RunMarker{held.owner_token, held.tick_unix, "", ""};
-          states[n].run_mod_revision = mine->second;
+          states[n].run_mod_revision = mine->run_mod_revision;
         }
       } else {
         to_read.push_back(keys[n]);
@@ -2016,7 +2021,11 @@ class EtcdBackend final : public Backend {
       // The record is still ours (the compare), so the lease key, if any, is ours too.
       PutOp(txn->add_success(), k.record, Encode(rec));
       DeleteOp(txn->add_success(), k.lease);
-      DeleteOp(txn->add_success(), k.until);
+      // `u` only when a renewal wrote it (read, or renewed through this handle): a
+      // delete of a key that is not there still costs etcd a lookup. A `u` put by a
+      // renewal through another handle stays, dead beside a done record, until the
+      // tick is pruned.
+      if (state.until_read || until_written[n]) DeleteOp(txn->add_success(), k.until);
       if (const std::string_view output = OutputToStore(completion.output); !output.empty()) {
         PutOp(txn->add_success(), OutputKey(held.job, held.tick_unix), std::string(output));
       }
@@ -2204,6 +2213,7 @@ class EtcdBackend final : public Backend {
     std::int64_t lease_id = 0;
     std::optional<TickRecord> record;
     std::int64_t run_mod_revision = 0;
+    bool until_written = false;  // a renewal through this handle may have put `u`
   };
 
   void RememberLease(const std::string& job, std::int64_t tick, const std::string& token,
@@ -2220,15 +2230,27 @@ class EtcdBackend final : public Backend {
     const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
     return it == leases_.end() ? 0 : it->second.lease_id;
   }
-  // The record as this handle last wrote it (and the run key's mod_revision), taken:
-  // a complete uses it once, a compare that fails reads instead.
-  std::optional<std::pair<TickRecord, std::int64_t>> TakeHeldRecord(const HeldClaim& held) {
+  // The record as this handle last wrote it, the run key's mod_revision and whether a
+  // renewal may have put `u`, taken: a complete uses it once, a compare that fails
+  // reads instead.
+  struct HeldRecord {
+    TickRecord record;
+    std::int64_t run_mod_revision = 0;
+    bool until_written = false;
+  };
+  std::optional<HeldRecord> TakeHeldRecord(const HeldClaim& held) {
     std::lock_guard lock(leases_mu_);
     const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
     if (it == leases_.end() || !it->second.record) return std::nullopt;
-    auto out = std::make_pair(std::move(*it->second.record), it->second.run_mod_revision);
+    HeldRecord out{std::move(*it->second.record), it->second.run_mod_revision,
+                   it->second.until_written};
     it->second.record.reset();
     return out;
+  }
+  void MarkUntilWritten(const HeldClaim& held) {
+    std::lock_guard lock(leases_mu_);
+    const auto it = leases_.find(LeaseKey(held.job, held.tick_unix, held.owner_token));
+    if (it != leases_.end()) it->second.until_written = true;
   }
   // A refence moved the record: the next complete compares the new one.
   void UpdateHeldRecord(const HeldClaim& held, const TickRecord& record) {

@@ -399,6 +399,42 @@ std::map<std::string, std::string> OutcomesByNode(const TickHistory& t) {
 
 }  // namespace
 
+TEST_CASE_METHOD(TwoReplicas,
+                 "etcd: a complete deletes the lease end `u` that a renewal through its handle "
+                 "wrote; one written through another handle stays, beside the done record",
+                 "[etcd]") {
+  if (skipped) return;
+  const std::int64_t tick = NowUnix();
+  const auto until_key = [&](const std::string& job) {
+    return "/tickd/job/" + job + "/tick/" + Pad20(tick) + "/u";
+  };
+  // Renewed through a, the handle that won: its complete deletes `u`.
+  const ClaimRequest mine = Req("u-here", tick, "node-a", "tok-here");
+  const ClaimOutcome won_here = MustClaim(*a, mine);
+  REQUIRE(won_here.status == ClaimStatus::kWon);
+  const HeldClaim here = HeldOf(mine, won_here);
+  REQUIRE(*a->Renew(here) == RenewStatus::kRenewed);
+  CHECK(EtcdctlCount(server, until_key("u-here")) == 1);
+  REQUIRE(*a->Complete(here, Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
+  CHECK(EtcdctlCount(server, until_key("u-here")) == 0);
+  // Renewed through b: a does not know of it and completes without a read; the dead
+  // `u` stays until the tick is pruned, and the tick is done all the same.
+  const ClaimRequest elsewhere = Req("u-there", tick, "node-a", "tok-there");
+  const ClaimOutcome won_there = MustClaim(*a, elsewhere);
+  REQUIRE(won_there.status == ClaimStatus::kWon);
+  const HeldClaim there = HeldOf(elsewhere, won_there);
+  REQUIRE(*b->Renew(there) == RenewStatus::kRenewed);
+  REQUIRE(*a->Complete(there, Completion{"done", 0, 1ms}) == CompleteStatus::kCompleted);
+  CHECK(EtcdctlCount(server, until_key("u-there")) == 1);
+  auto history = b->History("u-there", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  CHECK((*history)[0].state == "done");
+  auto running = b->ListRunning();
+  REQUIRE(running);
+  for (const RunningClaim& c : *running) CHECK(c.job != "u-there");
+}
+
 TEST_CASE_METHOD(
     TwoReplicas,
     "etcd: a batch's likely decided claims are probed and observed as lost in one txn per "
