@@ -92,11 +92,11 @@
 //   (ProbeRecords), so a loser decides and observes in one request; without a record
 //   it reads in full.
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
-//   claim per job, each wave in chunks of 351 claims (kClaimsPerTxn): the probe of the
-//   likely decided ones, the read of the others not blind (flat ranges, ReadTicks:
-//   read-only txns), then ONE txn whose claim txns are nested two levels deep (3 of
-//   117), each with its own compare, success and failure, so every claim is decided on
-//   its own in one Raft entry. A claim that has to start over goes into the next wave.
+//   claim per job, each wave in chunks of 351 claims (ClaimsPerRequest: fewer under a
+//   long prefix): the probe of the likely decided ones, the read of the others not
+//   blind (flat ranges, ReadTicks: read-only txns), then ONE txn whose claim txns are
+//   nested two levels deep (3 of 117), each with its own compare, success and
+//   failure, so every claim is decided on its own in one Raft entry. A claim that has to start over goes into the next wave.
 //   A lease no claim won under is revoked at the end of the batch. A single Claim is a
 //   batch of one: read (unless blind), grant, txn. Then one more txn (plain puts in
 //   nested txns) writes this replica's observations of the chunk's outcomes that its
@@ -205,6 +205,16 @@ constexpr std::size_t kMaxTxnOps = 128;
 constexpr std::size_t kNestedPerRequest = 3;
 constexpr std::size_t kClaimsPerNested = kMaxTxnOps - (kNestedPerRequest + 1) - 7;
 constexpr std::size_t kClaimsPerTxn = kNestedPerRequest * kClaimsPerNested;
+// etcd also refuses a request above --max-request-bytes (1.5 MiB by default). A claim's
+// txn names its tick's keys about ten times (compares, puts, failure ranges) besides
+// the values it puts: ~610 bytes with the default prefix and short names (measured),
+// up to ~1.8 KB with 64-byte job and node names. With a long prefix (an operator's
+// `?prefix=`) fewer claims go to a request, so that it stays within about 1 MiB.
+constexpr std::size_t kClaimBytesPerRequest = 1024 * 1024;
+std::size_t ClaimsPerRequest(std::size_t prefix_bytes) {
+  const std::size_t per_claim = 10 * (prefix_bytes + 64 + 40) + 700;
+  return std::clamp<std::size_t>(kClaimBytesPerRequest / per_claim, 1, kClaimsPerTxn);
+}
 // Observations are plain puts in nested txns: K nested txns of up to 128 − K puts each
 // pass the limit (above), so 64 of 64 — 4,096 puts to a request, kept under etcd's
 // --max-request-bytes (1.5 MiB by default) by kObservationBytesPerTxn.
@@ -622,6 +632,7 @@ class EtcdBackend final : public Backend {
   EtcdBackend(const EtcdOptions& options, Endpoints endpoints)
       : options_(options),
         endpoints_(std::move(endpoints)),
+        claims_per_request_(ClaimsPerRequest(endpoints_.prefix.size())),
         context_("etcd " + RedactUrl(options.url)) {}
 
   Result<void> Open() {
@@ -676,7 +687,7 @@ class EtcdBackend final : public Backend {
     const Error gave_up(context_ + ": claim",
                         "other claims of the job kept moving its head; try again");
     ClaimInWaves(
-        reqs, kClaimsPerTxn, 3, on_answer, gave_up,
+        reqs, claims_per_request_, 3, on_answer, gave_up,
         [&](std::span<const std::size_t> chunk, std::optional<Error>& failed) {
           Answers decided;
           std::vector<std::size_t> retry = DecideChunk(
@@ -768,7 +779,7 @@ class EtcdBackend final : public Backend {
     return completer_.Complete(held, completion);
   }
 
-  // Every complete of a chunk (up to kClaimsPerTxn) in one read txn and one txn of
+  // Every complete of a chunk (up to claims_per_request_) in one read txn and one txn of
   // nested txns, each the single complete's: compare the record's mod_revision (owner
   // checked on the value read: a re-claim changes mod_revision, so a stale holder is
   // refused even when its lease expired), put the record done, delete the lease key,
@@ -1902,14 +1913,14 @@ class EtcdBackend final : public Backend {
     return JobPrefix(job) + "out/" + Pad(tick);
   }
 
-  // How many of pending[first…] go into one complete txn: at most kClaimsPerTxn, and
-  // outputs of at most kCompleteOutputBytesPerTxn (but at least one complete).
-  static std::size_t CompleteChunkSize(std::span<const CompleteRequest> reqs,
-                                       const std::vector<std::size_t>& pending,
-                                       std::size_t first) {
+  // How many of pending[first…] go into one complete txn: at most claims_per_request_,
+  // and outputs of at most kCompleteOutputBytesPerTxn (but at least one complete).
+  std::size_t CompleteChunkSize(std::span<const CompleteRequest> reqs,
+                                const std::vector<std::size_t>& pending,
+                                std::size_t first) const {
     std::size_t n = 0;
     std::size_t bytes = 0;
-    while (first + n < pending.size() && n < kClaimsPerTxn) {
+    while (first + n < pending.size() && n < claims_per_request_) {
       bytes += OutputToStore(reqs[pending[first + n]].completion.output).size();
       if (n > 0 && bytes > kCompleteOutputBytesPerTxn) break;
       ++n;
@@ -2366,6 +2377,7 @@ class EtcdBackend final : public Backend {
 
   const EtcdOptions options_;
   const Endpoints endpoints_;
+  const std::size_t claims_per_request_;  // ClaimsPerRequest of the prefix
   const std::string context_;  // "etcd <url>"
   std::unique_ptr<EtcdWire> wire_;  // thread-safe: gRPC to the members, their clocks
   std::mutex leases_mu_;

@@ -399,6 +399,46 @@ std::map<std::string, std::string> OutcomesByNode(const TickHistory& t) {
 
 }  // namespace
 
+TEST_CASE_METHOD(Member,
+                 "etcd: under a long prefix a batch of claims goes in requests etcd accepts",
+                 "[etcd]") {
+  if (skipped) return;
+  // 351 claims of 64-byte job names under a 600-byte prefix would be a request of
+  // about 2 MB, past etcd's --max-request-bytes (1.5 MiB): fewer go to a request.
+  auto a = Open(server.url() + "?prefix=/" + std::string(598, 'p') + "/", 10s);
+  auto b = Open(server.url() + "?prefix=/" + std::string(598, 'p') + "/", 10s);
+  const std::int64_t tick = NowUnix();
+  std::vector<ClaimRequest> mine, theirs;
+  for (int j = 0; j < 400; ++j) {
+    std::string job = "long-" + std::to_string(j) + "-";
+    job += std::string(64 - job.size(), 'j');
+    auto r = Req(job, tick, "node-a", "tok-a" + std::to_string(j));
+    r.forbid_overlap = false;
+    mine.push_back(r);
+    auto l = Req(job, tick, "node-b", "tok-b" + std::to_string(j));
+    l.forbid_overlap = false;
+    l.observe = true;
+    l.likely_decided = true;
+    theirs.push_back(l);
+  }
+  const auto won = a->ClaimBatch(mine);
+  std::vector<CompleteRequest> completes;
+  for (std::size_t j = 0; j < won.size(); ++j) {
+    REQUIRE(won[j]);
+    CHECK(won[j]->status == ClaimStatus::kWon);
+    completes.push_back(CompleteRequest{HeldOf(mine[j], *won[j]), Completion{"done", 0, 1ms}});
+  }
+  for (const auto& o : b->ClaimBatch(theirs)) {
+    REQUIRE(o);
+    CHECK(o->status == ClaimStatus::kLost);
+    CHECK(o->observed);
+  }
+  for (const auto& c : a->CompleteBatch(completes)) {
+    REQUIRE(c);
+    CHECK(*c == CompleteStatus::kCompleted);
+  }
+}
+
 TEST_CASE_METHOD(TwoReplicas,
                  "etcd: a complete deletes the lease end `u` that a renewal through its handle "
                  "wrote; one written through another handle stays, beside the done record",
