@@ -442,13 +442,16 @@ bool RunSupervisor::Backoff(SteadyTime until) {
     Upkeep();
     if (lease_lost_) return false;
     if (clock_.Steady() >= until) return true;
-    std::optional<SteadyTime> deadline = WatchdogDeadline();
-    deadline = deadline ? std::min(*deadline, until) : until;
-    std::unique_lock lock(mu_);
-    if (stop_retries_) return false;
-    cv_.wait_for(lock, RealWait(deadline));
-    if (stop_retries_) return false;
+    const std::optional<SteadyTime> deadline = WatchdogDeadline();
+    if (!WaitUnlessStopped(deadline ? std::min(*deadline, until) : until)) return false;
   }
+}
+
+bool RunSupervisor::WaitUnlessStopped(SteadyTime until) {
+  std::unique_lock lock(mu_);
+  if (stop_retries_) return false;
+  cv_.wait_for(lock, RealWait(until));
+  return !stop_retries_;
 }
 
 std::optional<SteadyTime> RunSupervisor::WatchdogDeadline() const {
@@ -576,23 +579,21 @@ void RunSupervisor::LoseLease(std::string_view reason) {
 
 Result<lock::CompleteStatus> RunSupervisor::CompleteClaim(const lock::Completion& completion,
                                                           bool may_wait) {
-  Result<lock::CompleteStatus> completed =
-      CallBackend("complete", [&] { return backend_.Complete(tick_.held, completion); });
+  const auto send = [&] {
+    return CallBackend("complete", [&] { return backend_.Complete(tick_.held, completion); });
+  };
   milliseconds backoff(250);
-  while (!completed) {
+  for (Result<lock::CompleteStatus> completed = send();; completed = send()) {
+    if (completed) return completed;
     LogBackendError(log_, LogLevel::kWarn, "complete", tick_.job->job.name, tick_text_,
                     tick_.node, completed.error());
     const SteadyTime next = clock_.Steady() + backoff;
-    if (!may_wait || lease_lost_ || next >= valid_until_) break;
-    {
-      std::unique_lock lock(mu_);
-      while (!stop_retries_ && clock_.Steady() < next) cv_.wait_for(lock, RealWait(next));
-      if (stop_retries_) break;
+    if (!may_wait || lease_lost_ || next >= valid_until_) return completed;
+    while (clock_.Steady() < next) {
+      if (!WaitUnlessStopped(next)) return completed;
     }
     backoff = std::min<milliseconds>(backoff * 2, std::chrono::seconds(5));
-    completed = CallBackend("complete", [&] { return backend_.Complete(tick_.held, completion); });
   }
-  return completed;
 }
 
 void RunSupervisor::Finish(const Outcome& out, SteadyTime started, bool may_wait) {

@@ -150,6 +150,9 @@ class RunSupervisor {
   // Waits until Steady() >= until (retry backoff) while renewing; false if it was cut
   // short by shutdown or a lost lease.
   bool Backoff(SteadyTime until);
+  // One wait on cv_, at most until `until` (a notify or a spurious wake-up ends it
+  // sooner); false when StopRetries was called, before or during it.
+  bool WaitUnlessStopped(SteadyTime until);
   // Before try `attempt` (2 or more): waits out its backoff (renewing meanwhile) and
   // gives the claim a new fence; `cut_timeout` is set when the try must end before the
   // job's next instant `retries_end` (WallTime::max(): none). False, with the `retry`

@@ -1085,6 +1085,8 @@ class EtcdBackend final : public Backend {
   struct Keys {
     std::string tick_prefix;  // P job/<job>/tick/<T>/
     std::string lease, record, until, index, run, head;
+    // The ledger's key of `node`'s observation of the tick.
+    std::string Observation(const std::string& node) const { return tick_prefix + "w/" + node; }
   };
 
   // What the read transaction of a tick found.
@@ -1365,7 +1367,7 @@ class EtcdBackend final : public Backend {
       RangeOp(nested->add_success(), k.record);
       observing[p] = req.observe && now && !ClaimIsEarly(req, now->hi);
       if (!observing[p]) continue;
-      PutOp(nested->add_success(), k.tick_prefix + "w/" + req.node,
+      PutOp(nested->add_success(), k.Observation(req.node),
             Encode(ObservationOf(req, ClaimStatus::kLost)));
       if (!Named(req.job)) {
         PutOp(nested->add_success(), JobKey(req.job), "");
@@ -1419,7 +1421,7 @@ class EtcdBackend final : public Backend {
     pb::TxnRequest request;
     for (std::size_t n = 0; n < indices.size(); ++n) {
       const ClaimRequest& req = reqs[indices[n]];
-      const std::string key = KeysOf(req.job, req.tick_unix).tick_prefix + "w/" + req.node;
+      const std::string key = KeysOf(req.job, req.tick_unix).Observation(req.node);
       pb::TxnRequest* nested = AddClaimTxn(request, n);
       ValueIsOp(nested->add_compare(), key, Encode(ObservationOf(req, ClaimStatus::kLost)));
       DeleteOp(nested->add_success(), key);
@@ -1526,7 +1528,7 @@ class EtcdBackend final : public Backend {
       const bool name = !Named(req.job);
       if (name) naming.push_back(req.job);
       const Keys k = KeysOf(req.job, req.tick_unix);
-      put(k.tick_prefix + "w/" + obs.node, Encode(obs));
+      put(k.Observation(obs.node), Encode(obs));
       if (name) put(JobKey(req.job), "");
       observed.push_back(&*r);
     }
@@ -1554,7 +1556,7 @@ class EtcdBackend final : public Backend {
   Json RecordOps(const std::string& job, std::int64_t tick, const Observation& obs,
                  bool name) const {
     const Keys k = KeysOf(job, tick);
-    Json ops = {Put(k.tick_prefix + "w/" + obs.node, Encode(obs))};
+    Json ops = {Put(k.Observation(obs.node), Encode(obs))};
     if (name) ops.push_back(Put(JobKey(job), ""));
     return ops;
   }
@@ -1839,7 +1841,7 @@ class EtcdBackend final : public Backend {
       obs.node_wall = WallTime(milliseconds(old.wall_ms));
       obs.config_hash = old.hash;
       obs.fence = old.won_fence;
-      PutOp(txn->add_success(), k.tick_prefix + "w/" + old.node, Encode(obs));
+      PutOp(txn->add_success(), k.Observation(old.node), Encode(obs));
     }
     FailureReads(req, k, txn);
   }
