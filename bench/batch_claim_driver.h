@@ -62,15 +62,16 @@ inline double MsSince(std::int64_t tick) {
 }
 
 // One replica's claims of tick T for every job (one batch), then its completes (one batch).
-inline void ClaimTickBatched(lock::Backend& backend, int replica, int jobs, std::int64_t tick,
-                             bool paced, BatchTally& tally) {
+inline void ClaimTickBatched(lock::Backend& backend, int replica, int replicas, int jobs,
+                             std::int64_t tick, bool paced, BatchTally& tally) {
   using namespace std::chrono_literals;
   const double started = MsSince(tick);
   std::vector<lock::ClaimRequest> reqs(static_cast<std::size_t>(jobs));
   for (int j = 0; j < jobs; ++j) {
     lock::ClaimRequest& r = reqs[static_cast<std::size_t>(j)];
-    // Each replica starts at its own slice, as the scheduler spreads them.
-    const int job = (j + replica * jobs / 3) % jobs;
+    // Each replica starts at its own slice, as the scheduler spreads them: replica r's
+    // is the jobs with job × replicas / jobs = r, from ⌈r × jobs / replicas⌉ on.
+    const int job = (j + (replica * jobs + replicas - 1) / replicas) % jobs;
     r.job = "job-" + std::to_string(job);
     r.tick_unix = tick;
     r.node = "replica-" + std::to_string(replica);
@@ -81,8 +82,10 @@ inline void ClaimTickBatched(lock::Backend& backend, int replica, int jobs, std:
     r.node_wall =
         std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
     r.observe = true;
-    // Past its own third, the others have most likely decided it (lock/claim_spread.h).
-    r.likely_decided = j >= jobs / 3;
+    // Past its own slice, the others have most likely decided it (lock/claim_spread.h).
+    // Every job is in one replica's slice, as SpreadSlice puts it (until 2026-11-28,
+    // later, job 999 of 1,000 was in none: every replica probed, read and claimed it).
+    r.likely_decided = job * replicas / jobs != replica;
   }
   std::vector<std::optional<Result<lock::ClaimOutcome>>> outcomes(reqs.size());
   std::vector<double> answered_ms;
@@ -137,7 +140,8 @@ inline void RunBatchedReplicas(std::vector<std::unique_ptr<lock::Backend>>& repl
         } else if (a.sat_barrier) {
           tick_start.arrive_and_wait();
         }
-        ClaimTickBatched(*replicas[static_cast<std::size_t>(r)], r, a.jobs, t, paced, tally);
+        ClaimTickBatched(*replicas[static_cast<std::size_t>(r)], r, a.replicas, a.jobs, t, paced,
+                         tally);
       }
     });
   }

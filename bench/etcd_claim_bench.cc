@@ -1,8 +1,10 @@
 // Claim throughput on one etcd member (the sibling of claim_bench.cc, which measures
 // Redis): N replicas (threads, each with its own backend and HTTP connection) × M jobs
-// `@every 1s` through the real backend's batched path (lock/etcd: per 119 claims one
-// txn of nested claim txns, after a read txn only for jobs whose head the replica has
-// not seen); the runs are bench/batch_claim_driver.h.
+// `@every 1s` through the real backend's batched path (lock/etcd: blind claims of the
+// replica's own slice, probes of the others', up to 791 to a txn of nested txns); the
+// runs are bench/batch_claim_driver.h. Saturation ticks are begun by every replica
+// together, as the daemon's replicas take up an instant (--sat-barrier 0: each
+// replica's ticks back to back on its own, as before 2026-11-28, fourth session).
 // Then, in the same run, the store's references:
 //   - the job-tick write-set ceiling (bench/write_set_ceiling.h): the key changes a
 //     job-tick makes, sent from N connections with nothing else to do: one txn per
@@ -19,6 +21,7 @@
 //     clients).
 //
 // Usage: etcd_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]
+//                         [--sat-barrier 0]
 //                         [--reference 0] [--load s|m|l|xl as 0..3, default 3]
 //                         [--ceiling-seconds S (per variant; 0: none, default 5)]
 //                         [--batched 0 (skip our batched path: references only)]
@@ -685,10 +688,11 @@ int main(int argc, char** argv) {
   if (tickd::bench::WantsHelp(argc, argv)) {
     std::printf(
         "usage: etcd_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]\n"
-        "         [--reference 0] [--load 0..3] [--ceiling-seconds S] [--batched 0]\n"
+        "         [--sat-barrier 0] [--reference 0] [--load 0..3] [--ceiling-seconds S] [--batched 0]\n"
         "         [--gateway 0] [--grpc 0] [--grpc-first 1]\n"
         "Starts its own etcd; runs N replicas x M jobs @every 1s through the batched claim\n"
-        "path (paced S s, then K saturation ticks), then the store's references: the\n"
+        "path (paced S s, then K saturation ticks begun together unless --sat-barrier 0),\n"
+        "then the store's references: the\n"
         "job-tick write-set ceiling for S s per variant (0: none; default 5), each variant\n"
         "through the JSON gateway and over gRPC (--gateway 0 / --grpc 0: one only;\n"
         "--grpc-first 1: gRPC first), and etcdctl check perf --load=s|m|l|xl (0..3,\n"
@@ -699,7 +703,7 @@ int main(int argc, char** argv) {
   bool reference = true, batched = true, gateway = true, grpc = true, grpc_first = false;
   int load = 3, ceiling_seconds = 5;
   const tickd::bench::BatchArgs a = tickd::bench::ParseBatchArgs(
-      argc, argv, tickd::bench::BatchArgs{3, 1000, 10, 5}, [&](const std::string& key, int value) {
+      argc, argv, tickd::bench::BatchArgs{3, 1000, 10, 5, /*sat_barrier=*/true}, [&](const std::string& key, int value) {
         if (key == "--reference") reference = value != 0;
         if (key == "--load") load = value;
         if (key == "--ceiling-seconds") ceiling_seconds = value;

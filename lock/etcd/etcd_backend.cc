@@ -92,16 +92,17 @@
 //   (ProbeRecords), so a loser decides and observes in one request; without a record
 //   it reads in full.
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
-//   claim per job, each wave in chunks of 351 claims (ClaimsPerRequest: fewer under a
-//   long prefix): the probe of the likely decided ones, the read of the others not
+//   claim per job, each wave in chunks of up to 791 claims of one kind, likely
+//   decided or not (lock/claim_waves.h; fewer under a long prefix or long names:
+//   ClaimBytes): the probe of the likely decided ones, the read of the others not
 //   blind (flat ranges, ReadTicks: read-only txns), then ONE txn whose claim txns are
-//   nested two levels deep (3 of 117), each with its own compare, success and
+//   nested two levels deep (7 of 113), each with its own compare, success and
 //   failure, so every claim is decided on its own in one Raft entry. A claim that has to start over goes into the next wave.
 //   A lease no claim won under is revoked at the end of the batch. A single Claim is a
 //   batch of one: read (unless blind), grant, txn. Then one more txn (plain puts in
 //   nested txns) writes this replica's observations of the chunk's outcomes that its
 //   probe did not (ClaimRequest::observe; a won claim's is in its record), and the
-//   chunk's answers are handed over. CompleteBatch sends chunks of 351 too.
+//   chunk's answers are handed over. CompleteBatch sends chunks of 791 too.
 //   Fence = epoch_ms << 11 + n (lock/backend.h), stored in the record. The epoch is
 //   taken when the head is created: the claimer's wall clock in milliseconds, but
 //   never below the member's Date (etcd has no time API with more than seconds). A
@@ -140,7 +141,7 @@
 // takes the mod_revision of its own txn (and of the run key it put); a failed compare
 // reads and tries again.
 // Completes that arrive together share one read txn (for those that need one) and
-// one txn of nested txns per 351 (CompleteBatch, lock/complete_batcher.h). The lease
+// one txn of nested txns per 791 (CompleteBatch, lock/complete_batcher.h). The lease
 // is revoked when the last claim this handle won under it completes, not before its
 // batch ends (a claim completed through another handle leaves it to expire).
 // locks: ListRunning ranges each job's tick keys (records, lease keys, lease_until);
@@ -200,30 +201,37 @@ constexpr std::size_t kMaxTxnOps = 128;
 // (success: record, lease key, lease_until, index, job name, head, run key); a batch
 // request nests them two levels deep: its txn holds kNestedPerRequest txns and one
 // permission probe (AddPermissionProbe), each of those up to kClaimsPerNested claim
-// txns: 4 + 117 + 7 = 128. So one request carries 351 claims (a complete's txn and a
-// probe's are shorter).
-constexpr std::size_t kNestedPerRequest = 3;
+// txns: 8 + 113 + 7 = 128. So one request carries up to 791 claims (a complete's txn
+// and a probe's are shorter); with 1,000 jobs and 3 replicas a replica's probes of
+// the others' two slices go in one request.
+constexpr std::size_t kNestedPerRequest = 7;
 constexpr std::size_t kClaimsPerNested = kMaxTxnOps - (kNestedPerRequest + 1) - 7;
 constexpr std::size_t kClaimsPerTxn = kNestedPerRequest * kClaimsPerNested;
-// etcd also refuses a request above --max-request-bytes (1.5 MiB by default). A claim's
-// txn names its tick's keys about ten times (compares, puts, failure ranges) besides
-// the values it puts: ~610 bytes with the default prefix and short names (measured),
-// up to ~1.8 KB with 64-byte job and node names. With a long prefix (an operator's
-// `?prefix=`) fewer claims go to a request, so that it stays within about 1 MiB.
-constexpr std::size_t kClaimBytesPerRequest = 1024 * 1024;
-std::size_t ClaimsPerRequest(std::size_t prefix_bytes) {
-  const std::size_t per_claim = 10 * (prefix_bytes + 64 + 40) + 700;
-  return std::clamp<std::size_t>(kClaimBytesPerRequest / per_claim, 1, kClaimsPerTxn);
+// etcd also refuses a request above --max-request-bytes (1.5 MiB by default): a chunk
+// holds claims (completes) whose estimated bytes add up to at most 1 MiB. A claim's
+// txn names its job's keys up to twelve times (compares, puts, failure ranges; with
+// forbid the run key's three), its node in the record, the head (compared and put) and
+// the observation, its owner token and config hash in the record and the run key; the
+// values besides come to about 600 bytes. The estimate is above what a claim measures
+// (tests/etcd "under a long prefix…"); under a long prefix (an operator's `?prefix=`)
+// or long names fewer go to a request.
+constexpr std::size_t kRequestBytes = 1024 * 1024;
+std::size_t ClaimBytes(std::size_t prefix_bytes, const ClaimRequest& req) {
+  return 12 * (prefix_bytes + req.job.size() + 40) + 4 * req.node.size() +
+         2 * (req.owner_token.size() + req.config_hash.size()) + 600;
+}
+// A complete's txn names its tick's keys up to seven times (the record compared and
+// put, the lease key, the lease end, the run key compared and deleted, the output),
+// the value of the record done besides: about 500 bytes and the node (its name is
+// not in the request: counted at 64 bytes).
+std::size_t CompleteBytes(std::size_t prefix_bytes, const CompleteRequest& req) {
+  return 7 * (prefix_bytes + req.held.job.size() + 40) + 2 * 64 + 500;
 }
 // Observations are plain puts in nested txns: K nested txns of up to 128 − K puts each
 // pass the limit (above), so 64 of 64 — 4,096 puts to a request, kept under etcd's
 // --max-request-bytes (1.5 MiB by default) by kObservationBytesPerTxn.
 constexpr std::size_t kPutsPerNestedTxn = kMaxTxnOps / 2;
 constexpr std::size_t kObservationBytesPerTxn = 1024 * 1024;
-// The run outputs one complete txn carries at most (before base64, which adds a third):
-// etcd refuses requests above --max-request-bytes (1.5 MiB by default), so a batch of
-// completes that printed is split; one output alone is at most kMaxStoredOutputBytes.
-constexpr std::size_t kCompleteOutputBytesPerTxn = 768 * 1024;
 // The jobs whose head and name a handle remembers (blind claims, the name put once): a
 // library's ad-hoc locks (`lock.<key>`) can be any number of jobs; past this many the
 // memory starts over (the next claims read, the names are put again).
@@ -632,7 +640,6 @@ class EtcdBackend final : public Backend {
   EtcdBackend(const EtcdOptions& options, Endpoints endpoints)
       : options_(options),
         endpoints_(std::move(endpoints)),
-        claims_per_request_(ClaimsPerRequest(endpoints_.prefix.size())),
         context_("etcd " + RedactUrl(options.url)) {}
 
   Result<void> Open() {
@@ -686,8 +693,11 @@ class EtcdBackend final : public Backend {
     std::set<std::size_t> read_first;  // a blind claim failed but may still win: read
     const Error gave_up(context_ + ": claim",
                         "other claims of the job kept moving its head; try again");
+    const ChunkLimit limit{kClaimsPerTxn, kRequestBytes, [this](const ClaimRequest& req) {
+                             return ClaimBytes(endpoints_.prefix.size(), req);
+                           }};
     ClaimInWaves(
-        reqs, claims_per_request_, 3, on_answer, gave_up,
+        reqs, limit, 3, on_answer, gave_up,
         [&](std::span<const std::size_t> chunk, std::optional<Error>& failed) {
           Answers decided;
           std::vector<std::size_t> retry = DecideChunk(
@@ -779,7 +789,7 @@ class EtcdBackend final : public Backend {
     return completer_.Complete(held, completion);
   }
 
-  // Every complete of a chunk (up to claims_per_request_) in one read txn and one txn of
+  // Every complete of a chunk (CompleteChunkSize) in one read txn and one txn of
   // nested txns, each the single complete's: compare the record's mod_revision (owner
   // checked on the value read: a re-claim changes mod_revision, so a stale holder is
   // refused even when its lease expired), put the record done, delete the lease key,
@@ -1915,16 +1925,19 @@ class EtcdBackend final : public Backend {
     return JobPrefix(job) + "out/" + Pad(tick);
   }
 
-  // How many of pending[first…] go into one complete txn: at most claims_per_request_,
-  // and outputs of at most kCompleteOutputBytesPerTxn (but at least one complete).
+  // How many of pending[first…] go into one complete txn: at most kClaimsPerTxn, whose
+  // CompleteBytes and run outputs add up to at most kRequestBytes (but at least one
+  // complete: an output alone is at most kMaxStoredOutputBytes).
   std::size_t CompleteChunkSize(std::span<const CompleteRequest> reqs,
                                 const std::vector<std::size_t>& pending,
                                 std::size_t first) const {
     std::size_t n = 0;
     std::size_t bytes = 0;
-    while (first + n < pending.size() && n < claims_per_request_) {
-      bytes += OutputToStore(reqs[pending[first + n]].completion.output).size();
-      if (n > 0 && bytes > kCompleteOutputBytesPerTxn) break;
+    while (first + n < pending.size() && n < kClaimsPerTxn) {
+      const CompleteRequest& req = reqs[pending[first + n]];
+      bytes += CompleteBytes(endpoints_.prefix.size(), req) +
+               OutputToStore(req.completion.output).size();
+      if (n > 0 && bytes > kRequestBytes) break;
       ++n;
     }
     return n;
@@ -2379,7 +2392,6 @@ class EtcdBackend final : public Backend {
 
   const EtcdOptions options_;
   const Endpoints endpoints_;
-  const std::size_t claims_per_request_;  // ClaimsPerRequest of the prefix
   const std::string context_;  // "etcd <url>"
   std::unique_ptr<EtcdWire> wire_;  // thread-safe: gRPC to the members, their clocks
   std::mutex leases_mu_;

@@ -557,7 +557,7 @@ class ZookeeperBackend final : public Backend {
       for (std::size_t i = 0; i < reqs.size(); ++i) on_answer(i, tl::unexpected(ok.error()));
       return;
     }
-    ClaimInWaves(reqs, kClaimsPerChunk, kMaxRaces, on_answer,
+    ClaimInWaves(reqs, ChunkLimit{kClaimsPerChunk}, kMaxRaces, on_answer,
                  Error{context_ + ": claim", "kept losing version races; try again"},
                  [&](std::span<const std::size_t> chunk, std::optional<Error>& failed) {
                    return ClaimChunk(reqs, chunk, on_answer, failed);

@@ -400,42 +400,60 @@ std::map<std::string, std::string> OutcomesByNode(const TickHistory& t) {
 }  // namespace
 
 TEST_CASE_METHOD(Member,
-                 "etcd: under a long prefix a batch of claims goes in requests etcd accepts",
+                 "etcd: under a long prefix or long names a batch of claims goes in requests "
+                 "etcd accepts",
                  "[etcd]") {
   if (skipped) return;
-  // 351 claims of 64-byte job names under a 600-byte prefix would be a request of
-  // about 2 MB, past etcd's --max-request-bytes (1.5 MiB): fewer go to a request.
-  auto a = Open(server.url() + "?prefix=/" + std::string(598, 'p') + "/", 10s);
-  auto b = Open(server.url() + "?prefix=/" + std::string(598, 'p') + "/", 10s);
-  const std::int64_t tick = NowUnix();
-  std::vector<ClaimRequest> mine, theirs;
-  for (int j = 0; j < 400; ++j) {
-    std::string job = "long-" + std::to_string(j) + "-";
-    job += std::string(64 - job.size(), 'j');
-    auto r = Req(job, tick, "node-a", "tok-a" + std::to_string(j));
-    r.forbid_overlap = false;
-    mine.push_back(r);
-    auto l = Req(job, tick, "node-b", "tok-b" + std::to_string(j));
-    l.forbid_overlap = false;
-    l.observe = true;
-    l.likely_decided = true;
-    theirs.push_back(l);
-  }
-  const auto won = a->ClaimBatch(mine);
-  std::vector<CompleteRequest> completes;
-  for (std::size_t j = 0; j < won.size(); ++j) {
-    REQUIRE(won[j]);
-    CHECK(won[j]->status == ClaimStatus::kWon);
-    completes.push_back(CompleteRequest{HeldOf(mine[j], *won[j]), Completion{"done", 0, 1ms}});
-  }
-  for (const auto& o : b->ClaimBatch(theirs)) {
-    REQUIRE(o);
-    CHECK(o->status == ClaimStatus::kLost);
-    CHECK(o->observed);
-  }
-  for (const auto& c : a->CompleteBatch(completes)) {
-    REQUIRE(c);
-    CHECK(*c == CompleteStatus::kCompleted);
+  // A request holds up to 791 claims; as many of 64-byte job and node names under a
+  // 600-byte prefix would be about 5 MB, past etcd's --max-request-bytes (1.5 MiB):
+  // ClaimBytes puts fewer in each. Half of them forbid overlap (the run key's compare,
+  // put and failure range make a claim's txn its longest), tokens and hashes as the
+  // daemon makes them. And 900 claims of short names under the default prefix: more
+  // than one request holds.
+  struct Case {
+    std::string prefix;
+    std::size_t name_bytes;
+    int jobs;
+  };
+  for (const Case& c : {Case{"/" + std::string(598, 'p') + "/", 64, 400},
+                        Case{"/tickd/", 0, 900}}) {
+    auto a = Open(server.url() + "?prefix=" + c.prefix, 10s);
+    auto b = Open(server.url() + "?prefix=" + c.prefix, 10s);
+    const auto named = [&](std::string name) {
+      if (name.size() < c.name_bytes) name += std::string(c.name_bytes - name.size(), 'n');
+      return name;
+    };
+    const std::int64_t tick = NowUnix();
+    std::vector<ClaimRequest> mine, theirs;
+    for (int j = 0; j < c.jobs; ++j) {
+      const std::string job = named("long-" + std::to_string(j) + "-");
+      auto r = Req(job, tick, named("node-a"), std::string(32, 'a') + std::to_string(j));
+      r.config_hash = std::string(64, 'h') + "@2024a";
+      r.forbid_overlap = j % 2 == 0;
+      mine.push_back(r);
+      auto l = Req(job, tick, named("node-b"), std::string(32, 'b') + std::to_string(j));
+      l.config_hash = r.config_hash;
+      l.forbid_overlap = r.forbid_overlap;
+      l.observe = true;
+      l.likely_decided = true;
+      theirs.push_back(l);
+    }
+    const auto won = a->ClaimBatch(mine);
+    std::vector<CompleteRequest> completes;
+    for (std::size_t j = 0; j < won.size(); ++j) {
+      REQUIRE(won[j]);
+      CHECK(won[j]->status == ClaimStatus::kWon);
+      completes.push_back(CompleteRequest{HeldOf(mine[j], *won[j]), Completion{"done", 0, 1ms}});
+    }
+    for (const auto& o : b->ClaimBatch(theirs)) {
+      REQUIRE(o);
+      CHECK(o->status == ClaimStatus::kLost);
+      CHECK(o->observed);
+    }
+    for (const auto& done : a->CompleteBatch(completes)) {
+      REQUIRE(done);
+      CHECK(*done == CompleteStatus::kCompleted);
+    }
   }
 }
 
@@ -478,14 +496,14 @@ TEST_CASE_METHOD(TwoReplicas,
 TEST_CASE_METHOD(
     TwoReplicas,
     "etcd: a batch's likely decided claims are probed and observed as lost in one txn per "
-    "351, nested two levels deep, and the ledger shows them",
+    "791, nested two levels deep, and the ledger shows them",
     "[etcd]") {
   if (skipped) return;
   const std::int64_t tick = NowUnix();
-  // 400 jobs: two chunks (351 + 49), the first one's 351 probes (a range, an
-  // observation and a job name each) in three nested txns of 117.
+  // 900 jobs: two chunks (791 + 109), the first one's 791 probes (a range, an
+  // observation and a job name each) in seven nested txns of 113.
   std::vector<ClaimRequest> mine, theirs;
-  for (int j = 0; j < 400; ++j) {
+  for (int j = 0; j < 900; ++j) {
     const std::string job = "obs-" + std::to_string(j);
     auto r = Req(job, tick, "node-a", "tok-a" + std::to_string(j));
     r.forbid_overlap = false;
@@ -511,7 +529,7 @@ TEST_CASE_METHOD(
   // Per chunk one txn that probes the records and observes the lost claims; no read txn
   // and no observation txn besides.
   CHECK(Metric(server, kTxns) == before + 2);
-  for (const int j : {0, 200, 356, 357, 399}) {
+  for (const int j : {0, 450, 790, 791, 899}) {
     auto history = a->History("obs-" + std::to_string(j), 5);
     REQUIRE(history);
     REQUIRE(history->size() == 1);
