@@ -322,9 +322,9 @@ TEST_CASE_METHOD(
   if (skipped) return;
   const std::int64_t tick = NowUnix();
   auto a = Replica(5s);
-  // More claims than one txn carries (119): at least two chunks under one lease.
+  // More claims than one txn carries (791): at least two chunks under one lease.
   std::vector<ClaimRequest> reqs;
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     auto r = Req("chunked-" + std::to_string(i), tick, "node-a", "tok-" + std::to_string(i));
     r.lease = 3s;
     r.forbid_overlap = false;
@@ -375,6 +375,18 @@ int EtcdctlCount(const EtcdServer& server, const std::string& prefix) {
   REQUIRE(p != nullptr);
   int n = 0;
   if (std::fscanf(p, "%d", &n) != 1) n = 0;
+  ::pclose(p);
+  return n;
+}
+
+// How many leases the member has (`etcdctl lease list`: "found N leases").
+int EtcdctlLeases(const EtcdServer& server) {
+  const std::string cmd = "ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:" +
+                          std::to_string(server.port()) + " lease list | head -1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  int n = -1;
+  if (std::fscanf(p, "found %d leases", &n) != 1) n = -1;
   ::pclose(p);
   return n;
 }
@@ -455,6 +467,40 @@ TEST_CASE_METHOD(Member,
       CHECK(*done == CompleteStatus::kCompleted);
     }
   }
+}
+
+TEST_CASE_METHOD(Member,
+                 "etcd: a batch's lease is revoked after its last claim completes, not before",
+                 "[etcd]") {
+  if (skipped) return;
+  auto a = Replica();
+  const std::int64_t tick = NowUnix();
+  std::vector<ClaimRequest> reqs;
+  for (const char* job : {"rv-1", "rv-2"}) {
+    auto r = Req(job, tick, "node-a", std::string("tok-") + job);
+    r.lease = 60s;  // it cannot expire meanwhile: only a revoke ends it
+    r.forbid_overlap = false;
+    reqs.push_back(r);
+  }
+  const auto won = a->ClaimBatch(reqs);
+  for (const auto& o : won) {
+    REQUIRE(o);
+    REQUIRE(o->status == ClaimStatus::kWon);
+  }
+  CHECK(EtcdctlLeases(server) == 1);
+  CHECK(*a->Complete(HeldOf(reqs[0], *won[0]), Completion{"done", 0, 1ms}) ==
+        CompleteStatus::kCompleted);
+  std::this_thread::sleep_for(300ms);
+  CHECK(EtcdctlLeases(server) == 1);  // rv-2 still holds it
+  CHECK(*a->Complete(HeldOf(reqs[1], *won[1]), Completion{"done", 0, 1ms}) ==
+        CompleteStatus::kCompleted);
+  // The revoke runs on a thread of its own after the complete answered.
+  int leases = -1;
+  for (int i = 0; i < 100 && leases != 0; ++i) {
+    std::this_thread::sleep_for(100ms);
+    leases = EtcdctlLeases(server);
+  }
+  CHECK(leases == 0);
 }
 
 TEST_CASE_METHOD(TwoReplicas,
