@@ -2244,14 +2244,11 @@ class EtcdBackend final : public Backend {
   // thread is to be had, here and now.
   void RevokeLater(std::int64_t lease_id) {
     if (lease_id == 0) return;
-    if (!revokers_.Post([this, lease_id] { Revoke(lease_id, Due()); })) Revoke(lease_id, Due());
-  }
-
-  void Revoke(std::int64_t lease_id, Deadline deadline) {
-    if (lease_id == 0) return;
     // "requested lease not found" is fine: it expired already.
-    (void)Post("/v3/lease/revoke", Json{{"ID", std::to_string(lease_id)}},
-               std::max(deadline, steady_clock::now() + options_.op_timeout / 4));
+    const auto revoke = [this, lease_id] {
+      (void)Post("/v3/lease/revoke", Json{{"ID", std::to_string(lease_id)}}, Due());
+    };
+    if (!revokers_.Post(revoke)) revoke();
   }
 
   // Leases this handle holds, by (job, T, token): renewals skip a lookup. A lease
