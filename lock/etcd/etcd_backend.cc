@@ -87,10 +87,10 @@
 //   still win (the head moved, a re-claim), it reads in the next wave. Anything the
 //   cached head would answer without a write reads first, as does a claim without a
 //   cached head or reading. A claim marked likely_decided (another replica's slice
-//   of the instant, decided by the time it is sent) is probed instead: a txn that,
-//   when its record exists, ranges it and puts this replica's observation of a loss
+//   of the instant, decided by the time it is sent) is probed instead: plain ops, no
+//   compare, that range its record and put this replica's observation of a loss
 //   (ProbeRecords), so a loser decides and observes in one request; without a record
-//   it reads in full.
+//   its observation is deleted again and it reads in full.
 //   Batches (ClaimBatch, all claims of one instant): in waves holding at most one
 //   claim per job, each wave in chunks of up to 791 claims of one kind, likely
 //   decided or not (lock/claim_waves.h; fewer under a long prefix or long names:
@@ -234,6 +234,14 @@ std::size_t CompleteBytes(std::size_t prefix_bytes, const CompleteRequest& req) 
 // pass the limit (above), so 64 of 64 — 4,096 puts to a request, kept under etcd's
 // --max-request-bytes (1.5 MiB by default) by kObservationBytesPerTxn.
 constexpr std::size_t kPutsPerNestedTxn = kMaxTxnOps / 2;
+// A probe (ProbeRecords) is at most 3 plain ops per claim — the record's range, the
+// observation's put, the job name's — packed kPutsPerNestedTxn to a nested txn: the
+// nested txns of a chunk's probe (plus the permission probe) must stay within
+// kMaxTxnOps − kPutsPerNestedTxn, the limit a nested txn's list of 64 leaves its parent.
+// Its bytes stay below those of the chunk's claim txn, which ClaimBytes bounds.
+constexpr std::size_t kProbeOpsPerClaim = 3;
+static_assert(kClaimsPerTxn / (kPutsPerNestedTxn / kProbeOpsPerClaim) + 2 <=
+              kMaxTxnOps - kPutsPerNestedTxn);
 constexpr std::size_t kObservationBytesPerTxn = 1024 * 1024;
 // The jobs whose head and name a handle remembers (blind claims, the name put once): a
 // library's ad-hoc locks (`lock.<key>`) can be any number of jobs; past this many the
@@ -1346,29 +1354,37 @@ class EtcdBackend final : public Backend {
   // later in the same txn and a head only moves forward (they are lost together with
   // the store's data), so the head is at least T >= known_tick.
   //
-  // The probe is one txn per chunk whose nested txn per claim compares that the record
-  // exists and then ranges it and puts this replica's observation of a lost claim (the
-  // ledger), so that a loser decides and observes in one request. It is a write (a Raft
-  // entry) where a txn of ranges would not be, but the observation was one anyway, and
-  // what costs etcd 3.4 is the request more than the entry: it evaluates every txn's
-  // compares — read-only or not — on a copy of its backend's read buffer
-  // (ConcurrentReadTx; `perf` of the bench: about a tenth of the member's CPU either
-  // way). A claim the member's clock may still call early is probed without the put,
-  // as is one that does not ask to be observed; a probe whose claim is then not
+  // The probe is one txn per chunk of plain ops, no compare: per claim the range of
+  // its record and the put of this replica's observation of a lost claim (the ledger),
+  // packed kPutsPerNestedTxn ops to a nested txn, so that a loser decides and observes
+  // in one request. It is a write (a Raft entry) where a txn of ranges would not be, but
+  // the observation was one anyway, and reading first measured 10 % slower: the member
+  // applies Raft entries on one goroutine, and a read of its own costs the request a
+  // round trip more (bench/README.md). Until 2026-11-28 (fifth session) each claim's
+  // probe was a nested txn of its own that compared the record's existence before its
+  // range and put: etcd applies a nested txn and a compare per claim at a cost the
+  // plain ops do not have (the member's CPU per job-tick fell by a tenth without them).
+  // The price: a claim found without a record had its observation written in vain,
+  // and it is deleted again (ForgetProbeObservations, one request, before the chunk's
+  // claims go out), as it is for a claim whose record is found but which is then not
   // answered lost — only our own record (a token is fresh per claim, so only a request
-  // sent twice) or a reading that narrowed to early — has its observation deleted
-  // again (ForgetProbeObservations).
+  // sent twice) or a reading that narrowed to early. With replicas that begin an
+  // instant together the owners' claims are in by the time the others probe them, and
+  // nothing is deleted. A claim the member's clock may still call early is probed
+  // without the put, as is one that does not ask to be observed.
   //
   // Those claims get states[pos] with head_unread set and leave to_read, and
   // probe_observed[pos] says the observation was written; the others (no record: the
-  // tick may be open) stay for the full read. False: the store gave no answer (every
-  // claim of the chunk answered with the error, `failed` set).
+  // tick may be open) stay for the full read, and the requests whose observation was
+  // written for them go to `unobserve`. False: the store gave no answer (every claim of
+  // the chunk answered with the error, `failed` set).
   bool ProbeRecords(std::span<const ClaimRequest> reqs, std::span<const std::size_t> chunk,
                     const std::optional<SecondClockBound::Reading>& now,
                     std::vector<Keys>& to_read, std::vector<bool>& read_run,
                     std::vector<std::size_t>& read_pos, std::vector<TickState>& states,
-                    std::vector<bool>& probe_observed, Deadline deadline,
-                    const ClaimAnswer& on_answer, std::optional<Error>& failed) {
+                    std::vector<bool>& probe_observed, std::vector<std::size_t>& unobserve,
+                    Deadline deadline, const ClaimAnswer& on_answer,
+                    std::optional<Error>& failed) {
     std::vector<std::size_t> probe;  // positions in to_read
     for (std::size_t r = 0; r < to_read.size(); ++r) {
       const ClaimRequest& req = reqs[chunk[read_pos[r]]];
@@ -1382,13 +1398,18 @@ class EtcdBackend final : public Backend {
     std::vector<std::string> naming;  // jobs whose name the txn writes
     TxnOnArena on_arena;
     pb::TxnRequest& request = on_arena.request;
+    pb::TxnRequest* nested = nullptr;
+    // Where each claim's range went: its nested txn's place in the request, and its own
+    // in that txn's ops (a claim's ops stay in one nested txn).
+    std::vector<std::pair<int, int>> range_at(probe.size());
     for (std::size_t p = 0; p < probe.size(); ++p) {
       const ClaimRequest& req = reqs[chunk[read_pos[probe[p]]]];
       const Keys& k = to_read[probe[p]];
-      pb::TxnRequest* nested = AddClaimTxn(request, p);
-      pb::Compare* exists = nested->add_compare();
-      CreatedAtOp(exists, k.record, 0);
-      exists->set_result(pb::Compare::GREATER);
+      if (nested == nullptr ||
+          static_cast<std::size_t>(nested->success_size()) + kProbeOpsPerClaim > kPutsPerNestedTxn) {
+        nested = request.add_success()->mutable_request_txn();
+      }
+      range_at[p] = {request.success_size() - 1, nested->success_size()};
       RangeOp(nested->add_success(), k.record);
       observing[p] = req.observe && now && !ClaimIsEarly(req, now->hi);
       if (!observing[p]) continue;
@@ -1408,10 +1429,16 @@ class EtcdBackend final : public Backend {
       return false;
     }
     for (std::size_t p = 0; p < probe.size(); ++p) {
-      const pb::TxnResponse* nested = ClaimTxnAnswer(response, p);
-      if (nested == nullptr || !nested->succeeded()) continue;  // no record: the full read
-      TickState st = ParseTickState(to_read[probe[p]], nested->responses(), 0, 1);
-      if (!st.record) continue;  // cannot be: the compare saw it
+      const auto [outer, op] = range_at[p];
+      TickState st;
+      if (outer < response.responses_size()) {  // etcd answers every op
+        st = ParseTickState(to_read[probe[p]], response.responses(outer).response_txn().responses(),
+                            op, op + 1);
+      }
+      if (!st.record) {  // the tick may be open: the full read, the observation undone
+        if (observing[p]) unobserve.push_back(chunk[read_pos[probe[p]]]);
+        continue;
+      }
       st.head_unread = true;
       st.server_ms = txn->server_ms;
       st.server_hi_ms = txn->server_hi_ms;
@@ -1635,8 +1662,11 @@ class EtcdBackend final : public Backend {
       }
     }
     std::vector<bool> probe_observed(chunk.size(), false);
+    // Observations a probe wrote for claims then not answered lost: deleted again, in one
+    // request before the chunk's claims go out.
+    std::vector<std::size_t> unobserve;
     if (!ProbeRecords(reqs, chunk, now, to_read, read_run, read_pos, states, probe_observed,
-                      deadline, on_answer, failed)) {
+                      unobserve, deadline, on_answer, failed)) {
       return {};
     }
     if (!to_read.empty()) {
@@ -1669,7 +1699,6 @@ class EtcdBackend final : public Backend {
       return c;
     };
     std::vector<ClaimPlan> plans;
-    std::vector<std::size_t> unobserve;  // probes observed as lost, answered otherwise
     for (std::size_t n = 0; n < chunk.size(); ++n) {
       const ClaimRequest& req = reqs[chunk[n]];
       clock_of[chunk[n]] = clock_only(states[n]);

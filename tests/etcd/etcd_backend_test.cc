@@ -547,7 +547,7 @@ TEST_CASE_METHOD(
   if (skipped) return;
   const std::int64_t tick = NowUnix();
   // 900 jobs: two chunks (791 + 109), the first one's 791 probes (a range, an
-  // observation and a job name each) in seven nested txns of 113.
+  // observation and a job name each: plain ops) in 38 nested txns of up to 63.
   std::vector<ClaimRequest> mine, theirs;
   for (int j = 0; j < 900; ++j) {
     const std::string job = "obs-" + std::to_string(j);
@@ -619,6 +619,54 @@ TEST_CASE_METHOD(
     REQUIRE(history->front().observations.size() == 1);
     CHECK(history->front().observations.front().node == "node-a");
     CHECK(history->front().observations.front().outcome == "won");
+  }
+}
+
+TEST_CASE_METHOD(
+    TwoReplicas,
+    "etcd: a likely decided claim whose owner has not claimed yet is probed, its "
+    "observation of a loss taken back, read in full and won; the ledger shows it won",
+    "[etcd]") {
+  if (skipped) return;
+  const std::int64_t tick = NowUnix();
+  // Jobs 0-2: node-a claims first (their probes find a record: lost). Jobs 3-5: nobody
+  // has (their probes find none, write an observation in vain; it must go again).
+  for (int j = 0; j < 3; ++j) {
+    auto r = Req("open-" + std::to_string(j), tick, "node-a", "tok-a" + std::to_string(j));
+    r.forbid_overlap = false;
+    r.observe = true;
+    auto won = a->Claim(r);
+    REQUIRE(won);
+    CHECK(won->status == ClaimStatus::kWon);
+  }
+  std::vector<ClaimRequest> theirs;
+  for (int j = 0; j < 6; ++j) {
+    auto l = Req("open-" + std::to_string(j), tick, "node-b", "tok-b" + std::to_string(j));
+    l.forbid_overlap = false;
+    l.observe = true;
+    l.likely_decided = true;
+    theirs.push_back(l);
+  }
+  const auto answers = b->ClaimBatch(theirs);
+  for (int j = 0; j < 6; ++j) {
+    const auto& o = answers[static_cast<std::size_t>(j)];
+    REQUIRE(o);
+    CHECK(std::string(ClaimStatusName(o->status)) == (j < 3 ? "lost" : "won"));
+    if (j < 3) CHECK(o->holder_node == "node-a");
+  }
+  for (int j = 0; j < 6; ++j) {
+    auto history = a->History("open-" + std::to_string(j), 5);
+    REQUIRE(history);
+    REQUIRE(history->size() == 1);
+    std::map<std::string, std::string> by_node = OutcomesByNode(history->front());
+    if (j < 3) {
+      CHECK(by_node["node-a"] == "won");
+      CHECK(by_node["node-b"] == "lost");
+    } else {
+      CHECK(history->front().winner == "node-b");
+      CHECK(by_node.count("node-a") == 0);
+      CHECK(by_node["node-b"] == "won");
+    }
   }
 }
 
