@@ -148,6 +148,49 @@ inline void RunBatchedReplicas(std::vector<std::unique_ptr<lock::Backend>>& repl
   for (auto& th : threads) th.join();
 }
 
+// What one saturation run decided: job-ticks/s, and its exactly-once violations plus
+// errors (0: every check held).
+struct SaturationRun {
+  double job_ticks_per_s = 0;
+  int failed = 0;
+};
+
+// The saturation run over ticks [first, first + a.sat_ticks), with its report lines.
+inline SaturationRun RunSaturation(std::vector<std::unique_ptr<lock::Backend>>& replicas,
+                                   const BatchArgs& a, std::int64_t first) {
+  BatchTally sat;
+  const double server_cpu_before = a.server_pid > 0 ? ProcessCpuSeconds(a.server_pid) : -1;
+  const double own_cpu_before = OwnCpuSeconds();
+  const auto start = std::chrono::steady_clock::now();
+  RunBatchedReplicas(replicas, a, first, a.sat_ticks, /*paced=*/false, sat);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double server_cpu =
+      a.server_pid > 0 ? ProcessCpuSeconds(a.server_pid) - server_cpu_before : -1;
+  const double own_cpu = OwnCpuSeconds() - own_cpu_before;
+  const int bad = ExactlyOnceViolations(sat.winners, a.jobs, first, first + a.sat_ticks - 1);
+  SaturationRun run;
+  run.job_ticks_per_s = a.jobs * a.sat_ticks / secs;
+  run.failed = bad + sat.errors;
+  std::printf(
+      "saturation %d ticks%s: %ld claims in %.2f s = %.0f claims/s, %.0f job-ticks/s, "
+      "violations %d, errors %d\n"
+      "  per replica and tick: claims (observations in) p50 %.0f ms, completes p50 %.0f ms\n",
+      a.sat_ticks, a.sat_barrier ? " (replicas begin each tick together)" : "", sat.claims.load(),
+      secs, static_cast<double>(sat.claims.load()) / secs, run.job_ticks_per_s, bad,
+      sat.errors.load(), Percentile(sat.claim_phase_ms, 0.5),
+      Percentile(sat.complete_phase_ms, 0.5));
+  // Per job-tick, as the ceilings' `cpu:` lines give it per 1,000 key changes (whole
+  // clock ticks of the kernel: about ±1% over a second of saturation).
+  const double job_ticks = static_cast<double>(a.jobs) * a.sat_ticks;
+  if (server_cpu >= 0) {
+    std::printf("  cpu: server %.2f s (%.0f us per job-tick), clients %.2f s (%.0f us)\n",
+                server_cpu, 1e6 * server_cpu / job_ticks, own_cpu, 1e6 * own_cpu / job_ticks);
+  }
+  std::fflush(stdout);
+  return run;
+}
+
 // Both runs, their report, and the exit status (0: every check held).
 inline int RunBatchBench(std::vector<std::unique_ptr<lock::Backend>>& replicas,
                          const BatchArgs& a) {
@@ -159,22 +202,6 @@ inline int RunBatchBench(std::vector<std::unique_ptr<lock::Backend>>& replicas,
   RunBatchedReplicas(replicas, a, first, a.seconds, /*paced=*/true, paced);
   const int paced_bad = ExactlyOnceViolations(paced.winners, a.jobs, first, first + a.seconds - 1);
 
-  // Saturation ticks lie after the paced ones (claims are monotonic per job), without a
-  // starting deadline.
-  BatchTally sat;
-  const std::int64_t sat_first = first + a.seconds + 1'000'000;
-  const double server_cpu_before = a.server_pid > 0 ? ProcessCpuSeconds(a.server_pid) : -1;
-  const double own_cpu_before = OwnCpuSeconds();
-  const auto start = std::chrono::steady_clock::now();
-  RunBatchedReplicas(replicas, a, sat_first, a.sat_ticks, /*paced=*/false, sat);
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double server_cpu =
-      a.server_pid > 0 ? ProcessCpuSeconds(a.server_pid) - server_cpu_before : -1;
-  const double own_cpu = OwnCpuSeconds() - own_cpu_before;
-  const int sat_bad =
-      ExactlyOnceViolations(sat.winners, a.jobs, sat_first, sat_first + a.sat_ticks - 1);
-
   std::printf(
       "paced %ds: %ld claims, %d job-ticks, exactly-once violations %d, errors %d, missed %d\n"
       "  claim lateness (each answer - T) p50 %.0f ms p99 %.0f ms max %.0f ms\n"
@@ -184,23 +211,11 @@ inline int RunBatchBench(std::vector<std::unique_ptr<lock::Backend>>& replicas,
       Percentile(paced.claim_ms, 1.0), Percentile(paced.batch_ms, 0.5),
       Percentile(paced.batch_ms, 0.99), Percentile(paced.done_ms, 0.5),
       Percentile(paced.done_ms, 0.99));
-  std::printf(
-      "saturation %d ticks%s: %ld claims in %.2f s = %.0f claims/s, %.0f job-ticks/s, "
-      "violations %d, errors %d\n"
-      "  per replica and tick: claims (observations in) p50 %.0f ms, completes p50 %.0f ms\n",
-      a.sat_ticks, a.sat_barrier ? " (replicas begin each tick together)" : "", sat.claims.load(),
-      secs, static_cast<double>(sat.claims.load()) / secs, a.jobs * a.sat_ticks / secs, sat_bad,
-      sat.errors.load(), Percentile(sat.claim_phase_ms, 0.5),
-      Percentile(sat.complete_phase_ms, 0.5));
-  // Per job-tick, as the ceilings' `cpu:` lines give it per 1,000 key changes (whole
-  // clock ticks of the kernel: about ±1% over a second of saturation).
-  const double job_ticks = static_cast<double>(a.jobs) * a.sat_ticks;
-  if (server_cpu >= 0) {
-    std::printf("  cpu: server %.2f s (%.0f us per job-tick), clients %.2f s (%.0f us)\n",
-                server_cpu, 1e6 * server_cpu / job_ticks, own_cpu, 1e6 * own_cpu / job_ticks);
-  }
   std::fflush(stdout);
-  return paced_bad + sat_bad + paced.errors + sat.errors + paced.missed == 0 ? 0 : 2;
+  // Saturation ticks lie after the paced ones (claims are monotonic per job), without a
+  // starting deadline.
+  const SaturationRun sat = RunSaturation(replicas, a, first + a.seconds + 1'000'000);
+  return paced_bad + paced.errors + paced.missed + sat.failed == 0 ? 0 : 2;
 }
 
 // --replicas N --jobs M --seconds S --sat-ticks K --sat-barrier 0|1, and

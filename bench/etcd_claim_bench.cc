@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -44,6 +45,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "bench/batch_claim_driver.h"
@@ -682,6 +684,54 @@ double RoundsPerSecond(const tickd::bench::CeilingRun& run) {
   return run.secs > 0 ? static_cast<double>(run.rounds) / run.secs : 0;
 }
 
+// --pairs K: K times ours' saturation run, then the nested ceiling (its best packing)
+// over gRPC, back to back, and each pair's ratio. The member's rate per key change moves
+// by ±10% from one ceiling run to the next on the shared machine (bench/README.md);
+// the median of the pairs' ratios is steadier than any one ratio. Each pair has its own
+// ticks (after every earlier one: a job's head only moves forward) and its own ceiling
+// prefix. Nonzero when a saturation run failed a check or a ceiling was refused.
+int Pairs(const tickd::testing::EtcdServer& server,
+          std::vector<std::unique_ptr<tickd::lock::Backend>>& replicas,
+          const tickd::bench::BatchArgs& a, int pairs, int ceiling_seconds) {
+  const std::int64_t first = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count() +
+                             2'000'000;
+  // Before each measurement: the member commits, compacts its buffers and collects
+  // the garbage the one before left (ours measured right after a ceiling ran at half
+  // its rate).
+  constexpr std::chrono::seconds kSettle{3};
+  std::vector<double> ratios;
+  std::vector<std::string> labels(static_cast<std::size_t>(pairs));
+  int failed = 0;
+  for (int k = 0; k < pairs; ++k) {
+    std::printf("pair %d of %d:\n", k + 1, pairs);
+    std::this_thread::sleep_for(kSettle);
+    const tickd::bench::SaturationRun ours =
+        tickd::bench::RunSaturation(replicas, a, first + static_cast<std::int64_t>(k) * a.sat_ticks);
+    labels[static_cast<std::size_t>(k)] = "nested-64x64-pair" + std::to_string(k + 1);
+    const Packing nested{labels[static_cast<std::size_t>(k)].c_str(), 64, 64, false};
+    std::this_thread::sleep_for(kSettle);
+    const tickd::bench::CeilingRun ceiling =
+        Ceiling<GrpcWire>(server, nested, a.replicas, a.jobs, ceiling_seconds);
+    const double ceiling_rate = RoundsPerSecond(ceiling) * a.jobs;
+    failed += ours.failed + (ceiling_rate > 0 ? 0 : 1);
+    if (ceiling_rate > 0) ratios.push_back(ours.job_ticks_per_s / ceiling_rate);
+    std::printf("  pair %d: ours %.0f job-ticks/s, nested ceiling %.0f: %.2f\n", k + 1,
+                ours.job_ticks_per_s, ceiling_rate, ceiling_rate > 0 ? ours.job_ticks_per_s / ceiling_rate : 0.0);
+    std::fflush(stdout);
+  }
+  if (!ratios.empty()) {
+    std::sort(ratios.begin(), ratios.end());
+    const std::size_t n = ratios.size();
+    const double median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+    std::printf("pairs: ours / nested ceiling, median %.2f of %zu (min %.2f, max %.2f)\n", median, n,
+                ratios.front(), ratios.back());
+    std::fflush(stdout);
+  }
+  return failed == 0 ? 0 : 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -689,19 +739,20 @@ int main(int argc, char** argv) {
     std::printf(
         "usage: etcd_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]\n"
         "         [--sat-barrier 0] [--reference 0] [--load 0..3] [--ceiling-seconds S] [--batched 0]\n"
-        "         [--gateway 0] [--grpc 0] [--grpc-first 1]\n"
+        "         [--gateway 0] [--grpc 0] [--grpc-first 1] [--pairs K]\n"
         "Starts its own etcd; runs N replicas x M jobs @every 1s through the batched claim\n"
         "path (paced S s, then K saturation ticks begun together unless --sat-barrier 0),\n"
         "then the store's references: the\n"
         "job-tick write-set ceiling for S s per variant (0: none; default 5), each variant\n"
         "through the JSON gateway and over gRPC (--gateway 0 / --grpc 0: one only;\n"
         "--grpc-first 1: gRPC first), and etcdctl check perf --load=s|m|l|xl (0..3,\n"
-        "default xl; --reference 0: none).\n"
+        "default xl; --reference 0: none). --pairs K: then K times the saturation run and\n"
+        "the nested ceiling back to back, each pair's ratio and their median.\n"
         "See bench/README.md.\n");
     return 0;
   }
   bool reference = true, batched = true, gateway = true, grpc = true, grpc_first = false;
-  int load = 3, ceiling_seconds = 5;
+  int load = 3, ceiling_seconds = 5, pairs = 0;
   const tickd::bench::BatchArgs a = tickd::bench::ParseBatchArgs(
       argc, argv, tickd::bench::BatchArgs{3, 1000, 10, 5, /*sat_barrier=*/true}, [&](const std::string& key, int value) {
         if (key == "--reference") reference = value != 0;
@@ -711,6 +762,7 @@ int main(int argc, char** argv) {
         if (key == "--gateway") gateway = value != 0;
         if (key == "--grpc") grpc = value != 0;
         if (key == "--grpc-first") grpc_first = value != 0;
+        if (key == "--pairs") pairs = value;
       });
   if (!tickd::testing::EtcdServer::Available()) {
     std::fprintf(stderr, "etcd not installed\n");
@@ -724,13 +776,13 @@ int main(int argc, char** argv) {
   std::printf("etcd_claim_bench: %d replicas x %d jobs @every 1s, etcd 127.0.0.1:%d (one member)\n",
               a.replicas, a.jobs, server.port());
   int status = 0;
-  if (batched) {
-    std::vector<std::unique_ptr<tickd::lock::Backend>> replicas;
+  std::vector<std::unique_ptr<tickd::lock::Backend>> replicas;
+  tickd::bench::BatchArgs run = a;
+  run.server_pid = server.pid();
+  if (batched || pairs > 0) {
     for (int r = 0; r < a.replicas; ++r) replicas.push_back(Open(server));
-    tickd::bench::BatchArgs run = a;
-    run.server_pid = server.pid();
-    status = tickd::bench::RunBatchBench(replicas, run);
   }
+  if (batched) status = tickd::bench::RunBatchBench(replicas, run);
   if (ceiling_seconds > 0) {
     static const Packing kPackings[] = {
         {"per-step", 128, 1, true},   // one txn per claim, complete, observation
@@ -759,6 +811,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (pairs > 0 && ceiling_seconds > 0) status |= Pairs(server, replicas, run, pairs, ceiling_seconds);
   static const char* const kLoads[] = {"s", "m", "l", "xl"};
   if (reference) Reference(server, kLoads[std::clamp(load, 0, 3)]);
   return status;
