@@ -687,9 +687,11 @@ double RoundsPerSecond(const tickd::bench::CeilingRun& run) {
 // --pairs K: K times ours' saturation run, then the nested ceiling (its best packing)
 // over gRPC, back to back, and each pair's ratio. The member's rate per key change moves
 // by ±10% from one ceiling run to the next on the shared machine (bench/README.md);
-// the median of the pairs' ratios is steadier than any one ratio. Each pair has its own
-// ticks (after every earlier one: a job's head only moves forward) and its own ceiling
-// prefix. Nonzero when a saturation run failed a check or a ceiling was refused.
+// the median of the pairs' ratios is steadier than any one ratio. The keys of every
+// run stay, so each pair runs on a larger store than the one before (which slows ours
+// more than the ceiling: bench/README.md). Each pair has its own ticks (after every
+// earlier one: a job's head only moves forward) and its own ceiling prefix. Nonzero
+// when a saturation run failed a check or a ceiling was refused.
 int Pairs(const tickd::testing::EtcdServer& server,
           std::vector<std::unique_ptr<tickd::lock::Backend>>& replicas,
           const tickd::bench::BatchArgs& a, int pairs, int ceiling_seconds) {
@@ -697,9 +699,8 @@ int Pairs(const tickd::testing::EtcdServer& server,
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count() +
                              2'000'000;
-  // Before each measurement: the member commits, compacts its buffers and collects
-  // the garbage the one before left (ours measured right after a ceiling ran at half
-  // its rate).
+  // A pause before each measurement, for the member to finish with the one before:
+  // without it ours, measured right after a ceiling, ran at half its rate.
   constexpr std::chrono::seconds kSettle{3};
   std::vector<double> ratios;
   std::vector<std::string> labels(static_cast<std::size_t>(pairs));
@@ -707,8 +708,8 @@ int Pairs(const tickd::testing::EtcdServer& server,
   for (int k = 0; k < pairs; ++k) {
     std::printf("pair %d of %d:\n", k + 1, pairs);
     std::this_thread::sleep_for(kSettle);
-    const tickd::bench::SaturationRun ours =
-        tickd::bench::RunSaturation(replicas, a, first + static_cast<std::int64_t>(k) * a.sat_ticks);
+    const tickd::bench::SaturationRun ours = tickd::bench::RunSaturation(
+        replicas, a, first + static_cast<std::int64_t>(k) * a.sat_ticks);
     labels[static_cast<std::size_t>(k)] = "nested-64x64-pair" + std::to_string(k + 1);
     const Packing nested{labels[static_cast<std::size_t>(k)].c_str(), 64, 64, false};
     std::this_thread::sleep_for(kSettle);
@@ -718,15 +719,16 @@ int Pairs(const tickd::testing::EtcdServer& server,
     failed += ours.failed + (ceiling_rate > 0 ? 0 : 1);
     if (ceiling_rate > 0) ratios.push_back(ours.job_ticks_per_s / ceiling_rate);
     std::printf("  pair %d: ours %.0f job-ticks/s, nested ceiling %.0f: %.2f\n", k + 1,
-                ours.job_ticks_per_s, ceiling_rate, ceiling_rate > 0 ? ours.job_ticks_per_s / ceiling_rate : 0.0);
+                ours.job_ticks_per_s, ceiling_rate,
+                ceiling_rate > 0 ? ours.job_ticks_per_s / ceiling_rate : 0.0);
     std::fflush(stdout);
   }
   if (!ratios.empty()) {
     std::sort(ratios.begin(), ratios.end());
     const std::size_t n = ratios.size();
     const double median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
-    std::printf("pairs: ours / nested ceiling, median %.2f of %zu (min %.2f, max %.2f)\n", median, n,
-                ratios.front(), ratios.back());
+    std::printf("pairs: ours / nested ceiling, median %.2f of %zu (min %.2f, max %.2f)\n", median,
+                n, ratios.front(), ratios.back());
     std::fflush(stdout);
   }
   return failed == 0 ? 0 : 2;

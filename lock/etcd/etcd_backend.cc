@@ -1379,12 +1379,11 @@ class EtcdBackend final : public Backend {
   // written for them go to `unobserve`. False: the store gave no answer (every claim of
   // the chunk answered with the error, `failed` set).
   bool ProbeRecords(std::span<const ClaimRequest> reqs, std::span<const std::size_t> chunk,
-                    const std::optional<SecondClockBound::Reading>& now,
-                    std::vector<Keys>& to_read, std::vector<bool>& read_run,
-                    std::vector<std::size_t>& read_pos, std::vector<TickState>& states,
-                    std::vector<bool>& probe_observed, std::vector<std::size_t>& unobserve,
-                    Deadline deadline, const ClaimAnswer& on_answer,
-                    std::optional<Error>& failed) {
+                    const std::optional<SecondClockBound::Reading>& now, std::vector<Keys>& to_read,
+                    std::vector<bool>& read_run, std::vector<std::size_t>& read_pos,
+                    std::vector<TickState>& states, std::vector<bool>& probe_observed,
+                    std::vector<std::size_t>& unobserve, Deadline deadline,
+                    const ClaimAnswer& on_answer, std::optional<Error>& failed) {
     std::vector<std::size_t> probe;  // positions in to_read
     for (std::size_t r = 0; r < to_read.size(); ++r) {
       const ClaimRequest& req = reqs[chunk[read_pos[r]]];
@@ -1406,7 +1405,8 @@ class EtcdBackend final : public Backend {
       const ClaimRequest& req = reqs[chunk[read_pos[probe[p]]]];
       const Keys& k = to_read[probe[p]];
       if (nested == nullptr ||
-          static_cast<std::size_t>(nested->success_size()) + kProbeOpsPerClaim > kPutsPerNestedTxn) {
+          static_cast<std::size_t>(nested->success_size()) + kProbeOpsPerClaim >
+              kPutsPerNestedTxn) {
         nested = request.add_success()->mutable_request_txn();
       }
       range_at[p] = {request.success_size() - 1, nested->success_size()};
