@@ -703,15 +703,14 @@ int Pairs(const tickd::testing::EtcdServer& server,
   // without it ours, measured right after a ceiling, ran at half its rate.
   constexpr std::chrono::seconds kSettle{3};
   std::vector<double> ratios;
-  std::vector<std::string> labels(static_cast<std::size_t>(pairs));
   int failed = 0;
   for (int k = 0; k < pairs; ++k) {
     std::printf("pair %d of %d:\n", k + 1, pairs);
     std::this_thread::sleep_for(kSettle);
     const tickd::bench::SaturationRun ours = tickd::bench::RunSaturation(
         replicas, a, first + static_cast<std::int64_t>(k) * a.sat_ticks);
-    labels[static_cast<std::size_t>(k)] = "nested-64x64-pair" + std::to_string(k + 1);
-    const Packing nested{labels[static_cast<std::size_t>(k)].c_str(), 64, 64, false};
+    const std::string label = "nested-64x64-pair" + std::to_string(k + 1);
+    const Packing nested{label.c_str(), 64, 64, false};
     std::this_thread::sleep_for(kSettle);
     const tickd::bench::CeilingRun ceiling =
         Ceiling<GrpcWire>(server, nested, a.replicas, a.jobs, ceiling_seconds);
