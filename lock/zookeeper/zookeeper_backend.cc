@@ -911,9 +911,12 @@ class ZookeeperBackend final : public Backend {
       TickHistory h;
       h.tick_unix = keys[k].first;
       h.job = keys[k].second;
-      // By node: the record's (the winner's), then an older folder's, then a node of
-      // its own — the later layout wins when a replica wrote both.
+      // By node: an older folder's, then a node of its own — the later layout wins
+      // when a replica wrote both — and the record's (the winner's) unless the winner
+      // wrote a later one of its own. One from no later than its claim is older news
+      // (a loss it saw before it re-claimed the tick), and never hides the win.
       std::map<std::string, Observation> by_node;
+      std::optional<Observation> claimer;
       const Reply& rec = details[records[k]];
       if (rec.rc == ZOK) {
         const Fields f = Decode(rec.value);
@@ -924,7 +927,7 @@ class ZookeeperBackend final : public Backend {
         h.duration = milliseconds(ToInt(Get(f, "duration_ms")));
         h.fence = FenceOf(f, rec);
         h.config_hash = Get(f, "hash");
-        if (auto o = ObservationInRecord(h.job, h.tick_unix, f)) by_node[o->node] = std::move(*o);
+        claimer = ObservationInRecord(h.job, h.tick_unix, f);
       }
       for (const auto* index : {&older_index[k], &obs_index[k]}) {
         const Batch& from = index == &older_index[k] ? older : details;
@@ -940,6 +943,12 @@ class ZookeeperBackend final : public Backend {
           o.config_hash = Get(f, "hash");
           o.fence = static_cast<std::uint64_t>(ToInt(Get(f, "fence")));
           by_node[node] = std::move(o);
+        }
+      }
+      if (claimer) {
+        const auto own = by_node.find(claimer->node);
+        if (own == by_node.end() || own->second.node_wall <= claimer->node_wall) {
+          by_node[claimer->node] = std::move(*claimer);
         }
       }
       for (auto& [node, o] : by_node) h.observations.push_back(std::move(o));

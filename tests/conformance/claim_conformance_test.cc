@@ -1031,6 +1031,45 @@ TEMPLATE_LIST_TEST_CASE(
   CHECK(MustClaim(*a, other).status == ClaimStatus::kWon);
 }
 
+TEMPLATE_LIST_TEST_CASE(
+    "conformance: the ledger shows a claimer's win over an older "
+    "observation of its own of that tick; a later one replaces the win",
+    "[conformance]", AllHarnesses) {
+  TestType h;
+  if (Skipped(h)) return;
+  auto a = h.OpenReplica();
+  auto b = h.OpenReplica();
+  const std::int64_t tick = NowUnix(h.clock());
+  auto req = Req(h, "stale-obs", tick, "node-a", "tok-a");
+  req.forbid_overlap = false;
+  req.observe = true;
+  // A loss node-a saw before it won the tick (a loss seen before a re-claim; on etcd a
+  // probe's observation whose taking back failed before the claim went out).
+  REQUIRE(a->Record(Observation{req.job, tick, "node-a", "lost", req.node_wall, "h", 0}));
+  const ClaimOutcome won = MustClaim(*a, req);
+  REQUIRE(won.status == ClaimStatus::kWon);
+  if (!won.observed) {  // as the scheduler does when the claim did not write it
+    REQUIRE(a->Record(
+        Observation{req.job, tick, "node-a", "won", req.node_wall, req.config_hash, won.fence}));
+  }
+  const auto outcome_of_a = [&] {
+    auto history = b->History("stale-obs", 5);
+    REQUIRE(history);
+    REQUIRE(history->size() == 1);
+    CHECK(history->front().winner == "node-a");
+    CHECK(history->front().observations.size() == 1);
+    std::string outcome;
+    for (const Observation& o : history->front().observations) {
+      if (o.node == "node-a") outcome = o.outcome;
+    }
+    return outcome;
+  };
+  CHECK(outcome_of_a() == "won");
+  // A later attempt of node-a at the same tick (a restarted replica) is newer news.
+  REQUIRE(a->Record(Observation{req.job, tick, "node-a", "lost", req.node_wall + 1s, "h", 0}));
+  CHECK(outcome_of_a() == "lost");
+}
+
 TEMPLATE_LIST_TEST_CASE("conformance: pruning removes old done ticks, never a running one",
                         "[conformance]", AllHarnesses) {
   TestType h;
