@@ -1214,7 +1214,8 @@ void Scheduler::PruneWhenDue(std::int64_t now_ms) {
   if (pruning_) return;  // the last one is still going: this one is skipped
   if (pruner_.joinable()) pruner_.join();  // ended
   pruning_ = true;
-  pruner_ = std::thread([this, older_than = clock_.Wall() - options_.retention] {
+  const bool warn_size = std::exchange(pruned_once_, true);  // not again at start
+  pruner_ = std::thread([this, older_than = clock_.Wall() - options_.retention, warn_size] {
     const Result<int> removed =
         CallBackend("prune", [&] { return backend_.Prune(older_than); });
     if (!removed) {
@@ -1223,6 +1224,13 @@ void Scheduler::PruneWhenDue(std::int64_t now_ms) {
           {{"node", options_.node}, {"outcome", "error"}, {"error", removed.error().ToString()}});
     } else if (*removed > 0) {
       log_.Log(LogLevel::kDebug, "prune", {{"node", options_.node}, {"removed", *removed}});
+    }
+    // A store that grows toward its limit is said hourly, not only at start (etcd's
+    // history, when nothing compacts it, fills its quota in days at fleet scale).
+    if (warn_size) {
+      for (const std::string& w : backend_.SizeWarnings()) {
+        log_.Log(LogLevel::kWarn, "backend", {{"node", options_.node}, {"warning", w}});
+      }
     }
     pruning_ = false;
   });

@@ -327,6 +327,7 @@ class Scheduler {
   // due claim must not wait for); a prune still going when the next is due skips it.
   std::thread pruner_;
   std::atomic<bool> pruning_{false};
+  bool pruned_once_ = false;        // the first prune's size warnings were start-up warnings
   std::int64_t last_turn_ms_ = 0;   // wall ms when the last turn began (a step back: less)
   std::vector<lock::Pause> pauses_;          // as last read (RefreshPauses)
   std::set<std::string> paused_jobs_;         // of jobs_, those paused at the last read

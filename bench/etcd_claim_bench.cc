@@ -38,6 +38,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -783,7 +784,22 @@ int main(int argc, char** argv) {
   if (batched || pairs > 0) {
     for (int r = 0; r < a.replicas; ++r) replicas.push_back(Open(server));
   }
-  if (batched) status = tickd::bench::RunBatchBench(replicas, run);
+  if (batched) {
+    status = tickd::bench::RunBatchBench(replicas, run);
+    // etcd keeps every revision until it is compacted (the bench's member never is), so
+    // the file grows with every key change, not with the keys alive (docs/stores.md).
+    std::error_code ec;
+    const auto db_bytes = std::filesystem::file_size(server.dir() + "/data/member/snap/db", ec);
+    const long job_ticks = static_cast<long>(a.jobs) * (a.seconds + a.sat_ticks);
+    if (!ec && job_ticks > 0) {
+      std::printf(
+          "member's db file after ours: %.1f MiB for ~%ld job-ticks, %.0f bytes a job-tick "
+          "(not compacted)\n",
+          static_cast<double>(db_bytes) / (1 << 20), job_ticks,
+          static_cast<double>(db_bytes) / static_cast<double>(job_ticks));
+      std::fflush(stdout);
+    }
+  }
   if (ceiling_seconds > 0) {
     static const Packing kPackings[] = {
         {"per-step", 128, 1, true},   // one txn per claim, complete, observation

@@ -329,6 +329,11 @@ class Backend {
   // Things the operator should know at start (no persistence, remote file system…).
   virtual std::vector<std::string> StartupWarnings() { return {}; }
 
+  // What the operator should know of the store's size as it grows (etcd: a history
+  // never compacted, a db near its quota). Part of StartupWarnings; the scheduler also
+  // asks after each hourly prune.
+  virtual std::vector<std::string> SizeWarnings() { return {}; }
+
   // Won / Lost / Busy / Missed / Superseded as ClaimStatus says; an Error when the backend did
   // not answer or failed (the claim may or may not have been recorded).
   virtual Result<ClaimOutcome> Claim(const ClaimRequest& req) = 0;

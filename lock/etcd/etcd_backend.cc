@@ -694,7 +694,44 @@ class EtcdBackend final : public Backend {
                            std::to_string(skew) + "ms (starting deadlines are judged on etcd's)");
       }
     }
+    for (std::string& w : SizeWarnings()) warnings.push_back(std::move(w));
     return warnings;
+  }
+
+  // etcd keeps every version of every key until it is compacted, and compacts nothing
+  // unless told to (--auto-compaction-retention). A job-tick's 7 key changes are about
+  // 1.6 KB of etcd's db (bench/README.md), and a db that reaches --quota-backend-bytes
+  // (2 GiB by default) refuses every write: every claim fails, closed. Warned when the
+  // db is half that default, or when it is uncompacted_warn_bytes and revision 1 can
+  // still be read (a member that compacts would refuse to).
+  std::vector<std::string> SizeWarnings() override {
+    constexpr std::int64_t kDbWarnBytes = std::int64_t{1} << 30;
+    auto status = Post("/v3/maintenance/status", Json::object(), Due());
+    if (!status) return {};
+    const std::int64_t db = Int(status->body, "dbSize");
+    const std::int64_t revision = Int(status->body.value("header", Json::object()), "revision");
+    const std::string size = std::to_string(db >> 20) + " MiB";
+    bool uncompacted = false;
+    if (db >= options_.uncompacted_warn_bytes && revision > 1) {
+      const Json first{{"key", B64(endpoints_.prefix)},
+                       {"range_end", B64(PrefixEnd(endpoints_.prefix))},
+                       {"revision", "1"},
+                       {"count_only", true}};
+      uncompacted = Post("/v3/kv/range", first, Due()).has_value();
+    }
+    if (uncompacted) {
+      return {context_ + ": etcd has never compacted its history (its db is " + size +
+              "): each job-tick adds about 1.6 KB until --quota-backend-bytes (default 2 GiB) "
+              "refuses every write and every claim fails; run the members with "
+              "--auto-compaction-mode=periodic --auto-compaction-retention=1h (docs/stores.md)"};
+    }
+    if (db >= kDbWarnBytes) {
+      return {context_ + ": etcd's db is " + size +
+              ", half its default quota: at --quota-backend-bytes every claim fails; compact "
+              "its history, defragment the members, lower lock.retention or raise the quota "
+              "(docs/stores.md)"};
+    }
+    return {};
   }
 
   Result<ClaimOutcome> Claim(const ClaimRequest& req) override {

@@ -30,6 +30,10 @@ struct EtcdOptions {
   TlsFiles tls;
   // Every call returns within this, with an Error when no member answered: fail closed.
   std::chrono::milliseconds op_timeout{2'000};
+  // The start-up warning of an etcd that never compacted its history: given when its
+  // db is at least this large and revision 1 can still be read (tests lower it;
+  // docs/stores.md, etcd, "Compact the history").
+  std::int64_t uncompacted_warn_bytes = std::int64_t{256} << 20;
 };
 
 // Parses the URL and checks that a member answers (an Error otherwise, naming the URL).

@@ -412,6 +412,12 @@ class GrpcWire final : public EtcdWire {
       if (status.ok()) return Reply(i, std::move(answer), sent, received);
       const std::string& message = status.error_message();
       last_error = m.host + ": " + CodeName(status.error_code()) + ": " + message;
+      if (message.find("database space exceeded") != std::string::npos) {
+        last_error +=
+            " (the member's db reached --quota-backend-bytes: etcd refuses every write until "
+            "its history is compacted, the members defragmented and the NOSPACE alarm "
+            "disarmed; docs/stores.md)";
+      }
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
           (message.rfind("etcdserver:", 0) == 0 || state != GRPC_CHANNEL_READY ||
            message.find("failed to connect") != std::string::npos)) {

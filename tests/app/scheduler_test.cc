@@ -539,6 +539,24 @@ TEST_CASE("tick records older than the retention are pruned") {
   CHECK(kept >= 2);
 }
 
+TEST_CASE("a store's size warnings are logged after each hourly prune, not again at start") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.backend.size_warnings = {"the store is filling up"};
+  sim.AddReplica("a", {EveryJob("daily", 86'400)});
+  sim.Step(seconds(1));
+  // The prune at start asks nothing: its size warnings were among the start-up warnings.
+  REQUIRE(Eventually([&] { return sim.backend.prunes >= 1; }));
+  CHECK(sim.backend.size_asks == 0);
+  // An hour later: the hourly prune, then the warning, on the pruner's thread.
+  sim.Step(std::chrono::hours(1));
+  REQUIRE(Eventually([&] { return !sim.Grep({"the store is filling up"}).empty(); }));
+  const std::vector<std::string> warned = sim.Grep({"the store is filling up"});
+  REQUIRE(warned.size() == 1);
+  CHECK(warned[0].find("backend") != std::string::npos);
+  CHECK(warned[0].find("node=a") != std::string::npos);
+  CHECK(sim.backend.size_asks == 1);
+}
+
 TEST_CASE("a backend error fails closed: nothing runs") {
   Sim sim(WallAt(kT0, -1'000));
   sim.backend.claim_error = true;

@@ -277,7 +277,18 @@ class TestBackend final : public lock::Backend {
   Result<std::vector<lock::TickHistory>> History(std::string_view job, int limit) override {
     return store()->History(job, limit);
   }
-  Result<int> Prune(WallTime older_than) override { return store()->Prune(older_than); }
+  Result<int> Prune(WallTime older_than) override {
+    ++prunes;
+    return store()->Prune(older_than);
+  }
+  // What SizeWarnings answers, and how often the scheduler asked.
+  std::atomic<int> prunes{0};
+  std::atomic<int> size_asks{0};
+  std::vector<std::string> size_warnings;  // set before the replicas start
+  std::vector<std::string> SizeWarnings() override {
+    ++size_asks;
+    return size_warnings;
+  }
   Result<std::vector<std::string>> Outputs(std::string_view job,
                                            std::span<const std::int64_t> ticks) override {
     return store()->Outputs(job, ticks);

@@ -856,3 +856,80 @@ TEST_CASE_METHOD(
   CHECK(EtcdctlCount(server, job + "tick/") == 0);
   CHECK(EtcdctlCount(server, job + "idx/") == 0);
 }
+
+namespace {
+
+// Claims of `jobs` distinct jobs at `tick` by node-a, in batches of 100; the first
+// error's text, or "" when every batch answered.
+std::string ClaimUntilError(Backend& b, int jobs, std::int64_t tick) {
+  for (int first = 0; first < jobs; first += 100) {
+    std::vector<ClaimRequest> batch;
+    for (int j = first; j < std::min(jobs, first + 100); ++j) {
+      auto r = Req("sized-" + std::to_string(j), tick, "node-a", "tok-" + std::to_string(j));
+      r.forbid_overlap = false;
+      batch.push_back(r);
+    }
+    for (const auto& answer : b.ClaimBatch(batch)) {
+      if (!answer) return answer.error().ToString();
+    }
+  }
+  return "";
+}
+
+bool AnyContains(const std::vector<std::string>& texts, const std::string& part) {
+  return std::any_of(texts.begin(), texts.end(),
+                     [&](const std::string& t) { return t.find(part) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE(
+    "etcd: a member whose db reached its quota refuses claims with an error that says "
+    "what to do",
+    "[etcd]") {
+  if (!EtcdServer::Available()) {
+    WARN("etcd is not installed: skipped");
+    return;
+  }
+  // A quota a few hundred claims fill (a job-tick is about 1.6 KB of etcd's db).
+  EtcdServer server(std::nullopt, {"--quota-backend-bytes=1048576"});
+  REQUIRE(server.running());
+  auto a = Open(server.url());
+  const std::string error = ClaimUntilError(*a, 5'000, NowUnix());
+  INFO(error);
+  REQUIRE_FALSE(error.empty());
+  CHECK(error.find("database space exceeded") != std::string::npos);
+  CHECK(error.find("--quota-backend-bytes") != std::string::npos);
+  CHECK(error.find("compacted") != std::string::npos);
+}
+
+TEST_CASE_METHOD(Member,
+                 "etcd: at start, a store that never compacted its history is warned about; "
+                 "once compacted it is not",
+                 "[etcd]") {
+  if (skipped) return;
+  auto a = Replica();
+  REQUIRE(ClaimUntilError(*a, 30, NowUnix()).empty());
+  CHECK_FALSE(AnyContains(a->StartupWarnings(), "compacted"));  // a db far below 256 MiB
+  EtcdOptions options;
+  options.url = server.url();
+  options.uncompacted_warn_bytes = 1;  // the default, 256 MiB, is too much for a test
+  auto opened = NewEtcdBackend(options);
+  REQUIRE(opened);
+  Backend& b = **opened;
+  const std::vector<std::string> warned = b.StartupWarnings();
+  std::string all;
+  for (const std::string& w : warned) all += w + "\n";
+  INFO(all);
+  CHECK(AnyContains(warned, "never compacted its history"));
+  CHECK(AnyContains(warned, "--auto-compaction-retention"));
+
+  // Compacted up to the newest revision: revision 1 is gone, and so is the warning.
+  const std::string cmd =
+      "ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:" + std::to_string(server.port()) +
+      " compact $(ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:" + std::to_string(server.port()) +
+      " endpoint status -w json | sed 's/.*\"revision\":\\([0-9]*\\).*/\\1/')"
+      " >/dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  CHECK_FALSE(AnyContains(b.StartupWarnings(), "compacted"));
+}

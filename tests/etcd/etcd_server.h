@@ -38,7 +38,10 @@ class EtcdServer {
  public:
   static constexpr const char* kBinary = "/usr/bin/etcd";
 
-  explicit EtcdServer(std::optional<EtcdServerTls> tls = std::nullopt) : tls_(std::move(tls)) {
+  // `extra_args`: more of etcd's flags, e.g. --quota-backend-bytes=….
+  explicit EtcdServer(std::optional<EtcdServerTls> tls = std::nullopt,
+                      std::vector<std::string> extra_args = {})
+      : tls_(std::move(tls)), extra_args_(std::move(extra_args)) {
     if (!Available()) return;
     client_port_ = FreeLoopbackPort();
     peer_port_ = FreeLoopbackPort();
@@ -81,6 +84,7 @@ class EtcdServer {
                                "--trusted-ca-file=" + tls_->ca_file, "--client-cert-auth"});
       args.insert(args.end(), tls_->extra_args.begin(), tls_->extra_args.end());
     }
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     pid_ = SpawnServer(std::move(args));
     return pid_ > 0 &&
            WaitUntilServing(pid_, [this] { return Healthy(); }, std::chrono::seconds(10));
@@ -124,6 +128,7 @@ class EtcdServer {
   }
 
   const std::optional<EtcdServerTls> tls_;
+  const std::vector<std::string> extra_args_;
   TempDir dir_;
   int client_port_ = 0;
   int peer_port_ = 0;
