@@ -265,6 +265,15 @@ class Loader {
   void ApplyNotifier(const Entry& e, std::optional<Notifier>& notifier);
   void FinishJob(Draft& draft, const std::string& path, const YAML::Mark& job_mark,
                  std::map<std::string, int>& names_seen);
+  void CheckRetention(const LockSettings& lock);
+
+  // Each job's shortest gap between ticks (FinishJob), for CheckRetention.
+  struct JobPeriod {
+    std::string path;
+    YAML::Mark mark;
+    milliseconds period;
+  };
+  std::vector<JobPeriod> periods_;
 
   std::string file_;
   fs::path dir_;
@@ -569,6 +578,51 @@ void Loader::Load(const YAML::Node& root, Config& config) {
     ApplyJobKeys(node, path, /*in_defaults=*/false, draft);
     FinishJob(draft, path, mark, names_seen);
     config.jobs.push_back(std::move(draft.job));
+  }
+  CheckRetention(config.lock);
+}
+
+// The ticks lock.retention keeps, against what a store holds (docs/stores.md): on
+// ZooKeeper a job's ticks are listed in one reply, which must fit jute.maxbuffer (1 MB:
+// ~14,000 ticks with 3 replicas); on etcd every job-tick keeps ~3 keys, and its default
+// 2 GiB quota holds about 6 million. Estimated from each job's shortest gap, so never
+// below what is kept; one warning per store, naming the job that keeps the most.
+void Loader::CheckRetention(const LockSettings& lock) {
+  constexpr long kZookeeperTicksPerJob = 14'000;
+  constexpr long kEtcdJobTicks = 2'000'000;
+  if (lock.backend != "zookeeper" && lock.backend != "etcd") return;
+  long total = 0;
+  long over = 0;  // ZooKeeper: jobs past kZookeeperTicksPerJob
+  const JobPeriod* most = nullptr;
+  long most_kept = 0;
+  for (const JobPeriod& p : periods_) {
+    if (p.period <= milliseconds(0)) continue;
+    const long kept = static_cast<long>(lock.retention / p.period);
+    total += kept;
+    if (kept > kZookeeperTicksPerJob) ++over;
+    if (kept > most_kept) {
+      most = &p;
+      most_kept = kept;
+    }
+  }
+  if (most == nullptr) return;
+  const std::string retention = "lock.retention (" + FormatDuration(lock.retention) + ")";
+  if (lock.backend == "zookeeper" && over > 0) {
+    Warn(most->mark, most->path + ".schedule: fires every " + FormatDuration(most->period) +
+                         ", so " + retention + " keeps ~" + std::to_string(most_kept) +
+                         " of its ticks (" + std::to_string(over) +
+                         (over == 1 ? " job keeps" : " jobs keep") +
+                         " more than 14,000); ZooKeeper lists a job's ticks in one reply, "
+                         "which must fit jute.maxbuffer (1 MB: ~14,000 ticks with 3 "
+                         "replicas); lower lock.retention or raise jute.maxbuffer "
+                         "(docs/stores.md, ZooKeeper, Sizing)");
+  }
+  if (lock.backend == "etcd" && total > kEtcdJobTicks) {
+    Warn(most->mark, "jobs: " + retention + " keeps ~" + std::to_string(total / 1'000'000) +
+                         " million job-ticks of these schedules (~3 keys each with 3 "
+                         "replicas), beyond what etcd's default 2 GiB quota holds; lower "
+                         "lock.retention or raise --quota-backend-bytes (docs/stores.md, "
+                         "etcd, Size the store)");
   }
 }
 
@@ -1502,6 +1556,8 @@ void Loader::FinishJob(Draft& draft, const std::string& path, const YAML::Mark& 
       }
     }
   }
+
+  if (period && job.enabled) periods_.push_back(JobPeriod{path, draft.schedule_mark, *period});
 
   // DESIGN §1 rule 7: the deadline is never more than the period, or a late tick
   // could start after the next one is already due. Written on the job itself, a

@@ -349,6 +349,47 @@ TEST_CASE("lock.stop_grace: lease/5 unless written; past lease/3 an error; an op
   CHECK(MustLoad(load_lock("  lease: 3s\n  op_timeout: 1s\n").file).warnings.empty());
 }
 
+TEST_CASE(
+    "lock.retention against the store: a warning when ZooKeeper cannot list a job's "
+    "ticks or etcd's default quota cannot hold them",
+    "[config]") {
+  TempDir dir;
+  const auto load = [&dir](const std::string& url, const std::string& retention,
+                           const std::string& schedule, int jobs) {
+    std::string text = "version: 1\nlock:\n  url: " + url + "\n";
+    if (!retention.empty()) text += "  retention: " + retention + "\n";
+    text += "jobs:\n";
+    for (int j = 0; j < jobs; ++j) {
+      text += "  - {name: j" + std::to_string(j) + ", schedule: \"" + schedule +
+              "\", shell: \"true\"}\n";
+    }
+    return MustLoad(LoadText(dir, text).file).warnings;
+  };
+  const auto said = [](const std::vector<ConfigError>& warnings, const std::string& part) {
+    return std::any_of(warnings.begin(), warnings.end(), [&](const ConfigError& w) {
+      return w.ToString().find(part) != std::string::npos;
+    });
+  };
+  // Every 10 s for 7 days: 60,480 ticks of one job, beyond ZooKeeper's ~14,000.
+  const auto zk = load("zookeeper://127.0.0.1:2181", "", "*/10 * * * * *", 2);
+  REQUIRE(zk.size() == 1);
+  CHECK(said(zk, ":5:26: jobs[0].schedule: fires every 10s"));
+  CHECK(said(zk, "keeps ~60480 of its ticks (2 jobs keep more than 14,000)"));
+  CHECK(said(zk, "jute.maxbuffer"));
+  CHECK(load("zookeeper://127.0.0.1:2181", "1d", "*/10 * * * * *", 2).empty());  // 8,640
+  CHECK(load("zookeeper://127.0.0.1:2181", "", "* * * * *", 2).empty());         // 10,080
+  // etcd: 300 jobs every 10 s keep ~18 million job-ticks a week, beyond 2 million; 100
+  // jobs every minute 1 million; the 300 for 12 h 1.3 million.
+  const auto etcd = load("etcd://127.0.0.1:2379", "", "*/10 * * * * *", 300);
+  REQUIRE(etcd.size() == 1);
+  CHECK(said(etcd, "keeps ~18 million job-ticks"));
+  CHECK(said(etcd, "--quota-backend-bytes"));
+  CHECK(load("etcd://127.0.0.1:2379", "", "* * * * *", 100).empty());
+  CHECK(load("etcd://127.0.0.1:2379", "12h", "*/10 * * * * *", 300).empty());
+  // Stores that keep their ticks elsewhere (SQLite's file, Redis with TTLs) say nothing.
+  CHECK(load("redis://127.0.0.1:6379", "", "* * * * * *", 300).empty());
+}
+
 TEST_CASE("ConfigHash is stable and changes with what runs", "[config][hash]") {
   const std::string base = R"(version: 1
 jobs:
