@@ -582,48 +582,46 @@ void Loader::Load(const YAML::Node& root, Config& config) {
   CheckRetention(config.lock);
 }
 
-// The ticks lock.retention keeps, against what a store holds (docs/stores.md): on
-// ZooKeeper a job's ticks are listed in one reply, which must fit jute.maxbuffer (1 MB:
-// ~14,000 ticks with 3 replicas); on etcd every job-tick keeps ~3 keys, and its default
-// 2 GiB quota holds about 6 million. Estimated from each job's shortest gap, so never
-// below what is kept; one warning per store, naming the job that keeps the most.
+// The ticks lock.retention keeps, against what a store holds (docs/stores.md): etcd's
+// default 2 GiB quota about 2 million job-ticks (~3 keys each with 3 replicas, even
+// compacted); ZooKeeper keeps every znode in its heap, ~1.6 KB a job-tick, so a
+// million is ~1.6 GB. Estimated from each job's shortest gap, so never below what is
+// kept; one warning, naming the job that keeps the most.
 void Loader::CheckRetention(const LockSettings& lock) {
-  constexpr long kZookeeperTicksPerJob = 14'000;
-  constexpr long kEtcdJobTicks = 2'000'000;
-  if (lock.backend != "zookeeper" && lock.backend != "etcd") return;
+  long limit = 0;
+  std::string store;
+  if (lock.backend == "etcd") {
+    limit = 2'000'000;
+    store =
+        "beyond what etcd's default 2 GiB quota holds; lower lock.retention or raise "
+        "--quota-backend-bytes (docs/stores.md, etcd, Size the store)";
+  } else if (lock.backend == "zookeeper") {
+    limit = 1'000'000;
+    store =
+        "and ZooKeeper keeps every znode in its heap, ~1.6 KB a job-tick with 3 "
+        "replicas; give the servers the heap (-Xmx) or lower lock.retention "
+        "(docs/stores.md, ZooKeeper, Sizing)";
+  } else {
+    return;
+  }
   long total = 0;
-  long over = 0;  // ZooKeeper: jobs past kZookeeperTicksPerJob
   const JobPeriod* most = nullptr;
   long most_kept = 0;
   for (const JobPeriod& p : periods_) {
     if (p.period <= milliseconds(0)) continue;
     const long kept = static_cast<long>(lock.retention / p.period);
     total += kept;
-    if (kept > kZookeeperTicksPerJob) ++over;
     if (kept > most_kept) {
       most = &p;
       most_kept = kept;
     }
   }
-  if (most == nullptr) return;
-  const std::string retention = "lock.retention (" + FormatDuration(lock.retention) + ")";
-  if (lock.backend == "zookeeper" && over > 0) {
-    Warn(most->mark, most->path + ".schedule: fires every " + FormatDuration(most->period) +
-                         ", so " + retention + " keeps ~" + std::to_string(most_kept) +
-                         " of its ticks (" + std::to_string(over) +
-                         (over == 1 ? " job keeps" : " jobs keep") +
-                         " more than 14,000); ZooKeeper lists a job's ticks in one reply, "
-                         "which must fit jute.maxbuffer (1 MB: ~14,000 ticks with 3 "
-                         "replicas); lower lock.retention or raise jute.maxbuffer "
-                         "(docs/stores.md, ZooKeeper, Sizing)");
-  }
-  if (lock.backend == "etcd" && total > kEtcdJobTicks) {
-    Warn(most->mark, "jobs: " + retention + " keeps ~" + std::to_string(total / 1'000'000) +
-                         " million job-ticks of these schedules (~3 keys each with 3 "
-                         "replicas), beyond what etcd's default 2 GiB quota holds; lower "
-                         "lock.retention or raise --quota-backend-bytes (docs/stores.md, "
-                         "etcd, Size the store)");
-  }
+  if (most == nullptr || total <= limit) return;
+  char millions[32];
+  std::snprintf(millions, sizeof(millions), "%.1f", static_cast<double>(total) / 1e6);
+  Warn(most->mark, "jobs: lock.retention (" + FormatDuration(lock.retention) + ") keeps ~" +
+                       millions + " million job-ticks of these schedules (the most, " + most->path +
+                       ": ~" + std::to_string(most_kept) + "), " + store);
 }
 
 // A run is told to stop stop_grace before its lease's validity ends unless a renewal
