@@ -27,6 +27,7 @@
 //                         [--batched 0 (skip our batched path: references only)]
 //                         [--gateway 0 | --grpc 0 (the ceiling over one wire only)]
 //                         [--grpc-first 1 (each variant over gRPC before the gateway)]
+//                         [--compact 1 (after ours: the db compacted and defragmented)]
 // It starts its own etcd (tests/etcd/etcd_server.h: one member, WAL fsync as default).
 #include <curl/curl.h>
 #include <grpcpp/grpcpp.h>
@@ -740,8 +741,9 @@ int main(int argc, char** argv) {
   if (tickd::bench::WantsHelp(argc, argv)) {
     std::printf(
         "usage: etcd_claim_bench [--replicas N] [--jobs M] [--seconds S] [--sat-ticks K]\n"
-        "         [--sat-barrier 0] [--reference 0] [--load 0..3] [--ceiling-seconds S] [--batched 0]\n"
-        "         [--gateway 0] [--grpc 0] [--grpc-first 1] [--pairs K]\n"
+        "         [--sat-barrier 0] [--reference 0] [--load 0..3] [--ceiling-seconds S] [--batched "
+        "0]\n"
+        "         [--gateway 0] [--grpc 0] [--grpc-first 1] [--pairs K] [--compact 1]\n"
         "Starts its own etcd; runs N replicas x M jobs @every 1s through the batched claim\n"
         "path (paced S s, then K saturation ticks begun together unless --sat-barrier 0),\n"
         "then the store's references: the\n"
@@ -749,12 +751,14 @@ int main(int argc, char** argv) {
         "through the JSON gateway and over gRPC (--gateway 0 / --grpc 0: one only;\n"
         "--grpc-first 1: gRPC first), and etcdctl check perf --load=s|m|l|xl (0..3,\n"
         "default xl; --reference 0: none). --pairs K: then K times the saturation run and\n"
-        "the nested ceiling back to back, each pair's ratio and their median.\n"
+        "the nested ceiling back to back, each pair's ratio and their median. --compact 1:\n"
+        "after ours, the member's db compacted and defragmented (what the keys alive take).\n"
         "See bench/README.md.\n");
     return 0;
   }
   bool reference = true, batched = true, gateway = true, grpc = true, grpc_first = false;
   int load = 3, ceiling_seconds = 5, pairs = 0;
+  bool compact = false;
   const tickd::bench::BatchArgs a = tickd::bench::ParseBatchArgs(
       argc, argv, tickd::bench::BatchArgs{3, 1000, 10, 5, /*sat_barrier=*/true}, [&](const std::string& key, int value) {
         if (key == "--reference") reference = value != 0;
@@ -765,6 +769,7 @@ int main(int argc, char** argv) {
         if (key == "--grpc") grpc = value != 0;
         if (key == "--grpc-first") grpc_first = value != 0;
         if (key == "--pairs") pairs = value;
+        if (key == "--compact") compact = value != 0;
       });
   if (!tickd::testing::EtcdServer::Available()) {
     std::fprintf(stderr, "etcd not installed\n");
@@ -797,6 +802,31 @@ int main(int argc, char** argv) {
           "(not compacted)\n",
           static_cast<double>(db_bytes) / (1 << 20), job_ticks,
           static_cast<double>(db_bytes) / static_cast<double>(job_ticks));
+      std::fflush(stdout);
+    }
+    // --compact 1: then what the keys alive take, the history compacted away and the
+    // file defragmented (etcdctl), as a member with auto-compaction holds them.
+    if (compact && job_ticks > 0) {
+      const std::string etcdctl =
+          "ETCDCTL_API=3 etcdctl --command-timeout=300s "
+          "--endpoints=http://127.0.0.1:" +
+          std::to_string(server.port());
+      const std::string cmd =
+          etcdctl + " compact --physical $(" + etcdctl +
+          " endpoint status -w json | sed 's/.*\"revision\":\\([0-9]*\\).*/\\1/') >/dev/null && " +
+          etcdctl + " defrag >/dev/null";
+      std::uintmax_t live = 0;
+      if (std::system(cmd.c_str()) == 0) {
+        live = std::filesystem::file_size(server.dir() + "/data/member/snap/db", ec);
+      }
+      if (!ec && live > 0) {
+        std::printf(
+            "member's db file compacted and defragmented: %.1f MiB, %.0f bytes a job-tick kept\n",
+            static_cast<double>(live) / (1 << 20),
+            static_cast<double>(live) / static_cast<double>(job_ticks));
+      } else {
+        std::printf("member's db file compacted and defragmented: etcdctl failed\n");
+      }
       std::fflush(stdout);
     }
   }

@@ -582,19 +582,20 @@ void Loader::Load(const YAML::Node& root, Config& config) {
   CheckRetention(config.lock);
 }
 
-// The ticks lock.retention keeps, against what a store holds (docs/stores.md): etcd's
-// default 2 GiB quota about 2 million job-ticks (~3 keys each with 3 replicas, even
-// compacted); ZooKeeper keeps every znode in its heap, ~1.6 KB a job-tick, so a
-// million is ~1.6 GB. Estimated from each job's shortest gap, so never below what is
-// kept; one warning, naming the job that keeps the most.
+// The ticks lock.retention keeps, against what a store holds (docs/stores.md): on etcd
+// ~800 bytes of its db a job-tick with 3 replicas, even compacted, so 2 million are
+// ~1.6 GB of its default 2 GiB quota; ZooKeeper keeps every znode in its heap, ~1.6 KB
+// a job-tick, so a million is ~1.6 GB. Estimated from each job's shortest gap, so
+// never below what is kept; one warning, naming the job that keeps the most.
 void Loader::CheckRetention(const LockSettings& lock) {
   long limit = 0;
   std::string store;
   if (lock.backend == "etcd") {
     limit = 2'000'000;
     store =
-        "beyond what etcd's default 2 GiB quota holds; lower lock.retention or raise "
-        "--quota-backend-bytes (docs/stores.md, etcd, Size the store)";
+        "~800 bytes of etcd's db each, near or past its default 2 GiB quota; lower "
+        "lock.retention or raise --quota-backend-bytes (docs/stores.md, etcd, Size the "
+        "store)";
   } else if (lock.backend == "zookeeper") {
     limit = 1'000'000;
     store =
