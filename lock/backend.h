@@ -330,8 +330,8 @@ class Backend {
   virtual std::vector<std::string> StartupWarnings() { return {}; }
 
   // What the operator should know of the store's size as it grows (etcd: a history
-  // never compacted, a db near its quota). Part of StartupWarnings; the scheduler also
-  // asks after each hourly prune.
+  // never compacted, a db near its quota; ZooKeeper: the znodes its last Prune left).
+  // etcd's are part of StartupWarnings; the scheduler asks after each hourly prune.
   virtual std::vector<std::string> SizeWarnings() { return {}; }
 
   // Won / Lost / Busy / Missed / Superseded as ClaimStatus says; an Error when the backend did

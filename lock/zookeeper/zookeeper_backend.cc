@@ -542,6 +542,18 @@ class ZookeeperBackend final : public Backend {
     return out;
   }
 
+  // Every znode lives in the servers' heap (docs/stores.md, ZooKeeper, "Sizing"): the
+  // tick records, observations and outputs the last Prune left, counted as it listed
+  // them. Nothing before the first prune.
+  std::vector<std::string> SizeWarnings() override {
+    const long znodes = znodes_after_prune_;
+    if (znodes <= options_.znodes_warn) return {};
+    return {context_ + ": ZooKeeper holds " + std::to_string(znodes) +
+            " of tickd's znodes after the last prune, about " + std::to_string(znodes / 2'000) +
+            " MB of its servers' heap (~500 bytes each, an estimate): give the servers the "
+            "heap (-Xmx) or lower lock.retention (docs/stores.md)"};
+  }
+
   Result<ClaimOutcome> Claim(const ClaimRequest& req) override {
     return std::move(ClaimBatch(std::span<const ClaimRequest>(&req, 1)).front());
   }
@@ -970,6 +982,7 @@ class ZookeeperBackend final : public Backend {
     auto now = ServerNow(deadline);
     if (!now) return tl::unexpected(now.error());
     int removed = 0;
+    long staying = 0;  // znodes at or after the cutoff (SizeWarnings)
     for (const std::string& job : *jobs) {
       Batch lists(zh_.get());
       lists.Children(base_ + "/" + job + "/t");
@@ -981,9 +994,12 @@ class ZookeeperBackend final : public Backend {
       for (const std::string& t : lists[0].children) {
         if (ToInt(t) < cutoff) old_records.insert(ToInt(t));
       }
+      staying += static_cast<long>(lists[0].children.size() - old_records.size() +
+                                   lists[1].children.size() + lists[2].children.size());
       for (const std::string& t : lists[1].children) {
         const ObservedName o = ParseObserved(t);
         if (o.tick >= cutoff) continue;
+        --staying;
         if (o.folder) {
           old_observed.insert(o.tick);
         } else {
@@ -1025,11 +1041,14 @@ class ZookeeperBackend final : public Backend {
       }
       // Outputs belong to done ticks only: those before the cutoff go.
       for (const std::string& t : lists[2].children) {
-        if (ToInt(t) < cutoff) deletes.Delete(Path(job, "out", ToInt(t)), -1);
+        if (ToInt(t) >= cutoff) continue;
+        deletes.Delete(Path(job, "out", ToInt(t)), -1);
+        --staying;
       }
       if (auto ok = Await(deletes, deadline, "prune"); !ok) return tl::unexpected(ok.error());
       for (std::size_t d : record_deletes) removed += deletes[d].rc == ZOK ? 1 : 0;
     }
+    znodes_after_prune_ = staying;
     return removed;
   }
 
@@ -2403,6 +2422,7 @@ class ZookeeperBackend final : public Backend {
   bool adopted_ = false;                     // zh_'s session has connected and scratch_ names it
   std::set<std::string> known_jobs_;         // jobs whose folders exist (this session)
   std::set<std::string> folders_gone_;       // jobs a write found folders missing of
+  std::atomic<long> znodes_after_prune_{0};  // SizeWarnings: what the last Prune left
   std::map<std::string, HeadSeen> head_seen_;  // heads last seen (this session): blind claims
   // The claims this replica won in this session and has not completed: the versions
   // its complete goes by (CompleteBlind). Bounded: past kMaxHolding it starts over.

@@ -37,6 +37,9 @@ struct ZookeeperOptions {
   // logged. No TLS: Debian's ZooKeeper C client is built without it.
   std::string username;
   std::string password;
+  // SizeWarnings: tickd's znodes that the last Prune left, past which the servers'
+  // heap is worth a look (every znode lives in it, ~500 bytes each; tests lower it).
+  long znodes_warn = 2'000'000;
 };
 
 // Parses the URL, connects (waits for the session, ≤ op_timeout) and creates the

@@ -392,3 +392,40 @@ TEST_CASE("zookeeper: renewals from many threads at once are each answered as on
   // And a renewal after its complete is lost.
   CHECK(*a->Renew(helds[3]) == RenewStatus::kLost);
 }
+
+TEST_CASE(
+    "zookeeper: after a prune, a store holding more of tickd's znodes than "
+    "znodes_warn is warned about",
+    "[zookeeper]") {
+  if (!Available()) return;
+  tickd::lock::ZookeeperOptions options;
+  options.url = ZookeeperServer::Shared().url(ZookeeperServer::NextChroot());
+  options.znodes_warn = 5;
+  auto opened = tickd::lock::NewZookeeperBackend(options);
+  REQUIRE(opened);
+  tickd::lock::Backend& a = **opened;
+  const std::int64_t t0 = NowUnix();
+  for (int i = 0; i < 4; ++i) {
+    auto req = Req("sized", t0 + i, "node-a", "tok-" + std::to_string(i));
+    req.forbid_overlap = false;
+    req.observe = true;
+    auto won = a.Claim(req);
+    REQUIRE(won);
+    REQUIRE(won->status == ClaimStatus::kWon);
+    REQUIRE(a.Record(
+        tickd::lock::Observation{"sized", t0 + i, "node-b", "lost", req.node_wall, "hash", 0}));
+  }
+  CHECK(a.SizeWarnings().empty());  // no prune yet: nothing counted
+  // Nothing is old enough to go: 4 records and 4 observations stay.
+  auto removed = a.Prune(tickd::WallTime(std::chrono::seconds(t0 - 3'600)));
+  REQUIRE(removed);
+  CHECK(*removed == 0);
+  const std::vector<std::string> warned = a.SizeWarnings();
+  REQUIRE(warned.size() == 1);
+  CHECK(warned[0].find("holds 8 of tickd's znodes after the last prune") != std::string::npos);
+  CHECK(warned[0].find("-Xmx") != std::string::npos);
+  // Everything pruned: nothing to warn about.
+  removed = a.Prune(tickd::WallTime(std::chrono::seconds(t0 + 3'600)));
+  REQUIRE(removed);
+  CHECK(a.SizeWarnings().empty());
+}
