@@ -279,6 +279,20 @@ struct TickHistory {
   std::string output;
 };
 
+// The ledger keeps one observation per replica and tick, the latest by node_wall
+// (docs/design.md §1 rule 8). A store that keeps the claimer's observation in the
+// tick's record (etcd, ZooKeeper) adds it here: it replaces one of the claimer's own
+// from no later than its claim (a loss seen before it re-claimed the tick), the record
+// winning a tie, and stays behind a later one.
+inline void AddClaimerObservation(std::vector<Observation>& observations, Observation claimer) {
+  for (Observation& own : observations) {
+    if (own.node != claimer.node) continue;
+    if (own.node_wall <= claimer.node_wall) own = std::move(claimer);
+    return;
+  }
+  observations.push_back(std::move(claimer));
+}
+
 // A claim that is still running, as `tickd locks` lists it.
 struct RunningClaim {
   std::string job;

@@ -955,23 +955,11 @@ class EtcdBackend final : public Backend {
           }
         }
         // The claimer's observation lives in the record (lean write set), unless the
-        // record is an older tickd's or the claimer wrote a later one of its own
-        // (Record). One of its own from no later than its claim is older news: a loss
-        // it saw before it re-claimed the tick (recover), or a probe's observation
-        // whose taking back failed before the claim went out.
+        // record is an older tickd's.
         if (rec && rec->claim_observed) {
-          const WallTime claimed_at{milliseconds(rec->wall_ms)};
-          const auto own = std::find_if(h.observations.begin(), h.observations.end(),
-                                        [&](const Observation& o) { return o.node == rec->node; });
-          if (own == h.observations.end() || own->node_wall <= claimed_at) {
-            Observation won{h.job,      h.tick_unix, rec->node,     "won",
-                            claimed_at, rec->hash,   rec->won_fence};
-            if (own == h.observations.end()) {
-              h.observations.push_back(std::move(won));
-            } else {
-              *own = std::move(won);
-            }
-          }
+          AddClaimerObservation(h.observations, Observation{h.job, h.tick_unix, rec->node, "won",
+                                                            WallTime(milliseconds(rec->wall_ms)),
+                                                            rec->hash, rec->won_fence});
         }
         if (h.state.empty() && h.observations.empty()) continue;  // pruned meanwhile
         out.push_back(std::move(h));

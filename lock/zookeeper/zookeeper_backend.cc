@@ -924,9 +924,8 @@ class ZookeeperBackend final : public Backend {
       h.tick_unix = keys[k].first;
       h.job = keys[k].second;
       // By node: an older folder's, then a node of its own — the later layout wins
-      // when a replica wrote both — and the record's (the winner's) unless the winner
-      // wrote a later one of its own. One from no later than its claim is older news
-      // (a loss it saw before it re-claimed the tick), and never hides the win.
+      // when a replica wrote both — and the record's (the winner's) as
+      // AddClaimerObservation keeps it.
       std::map<std::string, Observation> by_node;
       std::optional<Observation> claimer;
       const Reply& rec = details[records[k]];
@@ -957,13 +956,8 @@ class ZookeeperBackend final : public Backend {
           by_node[node] = std::move(o);
         }
       }
-      if (claimer) {
-        const auto own = by_node.find(claimer->node);
-        if (own == by_node.end() || own->second.node_wall <= claimer->node_wall) {
-          by_node[claimer->node] = std::move(*claimer);
-        }
-      }
       for (auto& [node, o] : by_node) h.observations.push_back(std::move(o));
+      if (claimer) AddClaimerObservation(h.observations, std::move(*claimer));
       if (rec.rc != ZOK && h.observations.empty()) continue;  // pruned meanwhile
       out.push_back(std::move(h));
     }
