@@ -1,6 +1,14 @@
 #include "base/clock.h"
 
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 namespace tickd {
 
@@ -34,6 +42,57 @@ void RealClock::WaitUntilWall(std::condition_variable& cv, std::unique_lock<std:
   // CLOCK_REALTIME: one absolute timer, exact to the thread's timer slack.
   const auto at = std::chrono::system_clock::time_point(t.time_since_epoch());
   cv.wait_until(lock, std::min(at, std::chrono::system_clock::now() + max_wait));
+}
+
+namespace {
+
+// clock_gettime by system call, not through libc (whose symbol a preload library can
+// replace, and whose vDSO path it reads from).
+std::int64_t KernelClockMs(clockid_t id) {
+  timespec ts{};
+  ::syscall(SYS_clock_gettime, id, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+// This process's time namespace's CLOCK_BOOTTIME offset in ms (0 in the host's own, or
+// on a kernel without time namespaces): the `boottime <s> <ns>` line of
+// /proc/self/timens_offsets.
+std::int64_t BoottimeOffsetMs() {
+  std::ifstream in("/proc/self/timens_offsets");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string clock;
+    long long sec = 0, nsec = 0;
+    if (fields >> clock >> sec >> nsec && clock == "boottime") return sec * 1000 + nsec / 1'000'000;
+  }
+  return 0;
+}
+
+}  // namespace
+
+HostClock& HostClock::Instance() {
+  static HostClock* const clock = new HostClock;  // never destroyed: used until exit
+  return *clock;
+}
+
+WallTime HostClock::Wall() const { return WallTime(milliseconds(KernelClockMs(CLOCK_REALTIME))); }
+
+SteadyTime HostClock::Steady() const {
+  return SteadyTime(milliseconds(KernelClockMs(CLOCK_MONOTONIC)));
+}
+
+std::int64_t HostBootMs() {
+  // A process's time namespace is fixed once it runs, but a child forked after its
+  // parent's unshare(CLONE_NEWTIME) is in another one: read again in a new process.
+  static std::atomic<pid_t> read_by{0};
+  static std::atomic<std::int64_t> offset_ms{0};
+  const pid_t self = ::getpid();
+  if (read_by.load(std::memory_order_acquire) != self) {
+    offset_ms.store(BoottimeOffsetMs(), std::memory_order_relaxed);
+    read_by.store(self, std::memory_order_release);
+  }
+  return KernelClockMs(CLOCK_BOOTTIME) - offset_ms.load(std::memory_order_relaxed);
 }
 
 FakeClock::FakeClock(WallTime start) : wall_(start), steady_(SteadyTime(milliseconds(1'000'000))) {}

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <mutex>
 
@@ -50,6 +51,35 @@ class RealClock final : public Clock {
   std::condition_variable cv_;
   bool woken_ = false;
 };
+
+// The host's clocks as its kernel keeps them, read by system call: a preload library
+// that gives one process a clock of its own (libfaketime replaces clock_gettime,
+// time and gettimeofday in the process) does not reach them. What every process on
+// the host shares, and so the clock of a store that lives on the host (SQLite,
+// docs/backends.md). Wall() is CLOCK_REALTIME, Steady() CLOCK_MONOTONIC; the waits
+// are RealClock's (a process whose own monotonic clock is faked is refused at start:
+// base/steady_waits.h). Instance() lives as long as the process.
+class HostClock final : public Clock {
+ public:
+  static HostClock& Instance();
+  WallTime Wall() const override;
+  SteadyTime Steady() const override;
+  void SleepUntil(SteadyTime deadline) override { waits_.SleepUntil(deadline); }
+  void Wake() override { waits_.Wake(); }
+  void WaitUntilWall(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, WallTime t,
+                     std::chrono::milliseconds max_wait) override {
+    waits_.WaitUntilWall(cv, lock, t, max_wait);
+  }
+
+ private:
+  RealClock waits_;
+};
+
+// The host's CLOCK_BOOTTIME in ms, read as HostClock reads its clocks, and taken back
+// to the host's own time line when this process runs in a time namespace of its own
+// (`unshare --time`: /proc/self/timens_offsets). Processes of one boot compare leases
+// on it however their clocks are faked.
+std::int64_t HostBootMs();
 
 // Simulated time for tests. Starts at `start`; time moves only through Advance()
 // (or AdvanceTo()), which also wakes sleepers whose deadline has passed. Wall and

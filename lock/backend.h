@@ -100,7 +100,8 @@ struct ClaimRequest {
   // kSuperseded. The scheduler sends the claim's lead (at least lock.claim_lead) +
   // lock.clock_tolerance.
   // std::nullopt: no check (ad-hoc locks, whose fresh ticks run ahead of the clock by
-  // design; SQLite, none: the store's clock is the replica's).
+  // design). The none backend has no store and checks nothing; SQLite's store clock
+  // is the host's kernel clock, which a replica's own faked clock does not move.
   std::optional<milliseconds> max_lead;
   milliseconds due_offset{0};              // T's jitter offset: its due instant is T + this
   // A hint, never a rule: the tick lies in another replica's slice of the instant
@@ -173,7 +174,7 @@ struct ClaimOutcome {
   // (ClaimRequest::observe): no Record call is needed for it.
   bool observed = false;
   // The store's clock when it decided, ms since the epoch; 0 when the backend did not
-  // read it (SQLite, none, a claim without max_lead). etcd's is its Date header's
+  // read it (none, a claim without max_lead). etcd's is its Date header's
   // second + 500 ms (the header has 1 s resolution: ±500 ms).
   std::int64_t store_ms = 0;
   // How far store_ms may be off either way (etcd: half its narrowed Date window; 0

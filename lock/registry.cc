@@ -60,7 +60,12 @@ Result<std::unique_ptr<Backend>> OpenSqlite(const BackendOptions& options, Clock
   sqlite.path = *path;
   sqlite.busy_timeout = options.op_timeout;
   sqlite.retention = options.retention;
-  return NewSqliteBackend(sqlite, clock);
+  // The store's clock is the host's, which every replica on it shares: a replica's
+  // real clock is what a preload library (libfaketime) may fake, so the kernel's is
+  // read instead (backends.md, SQLite, "Time"). A simulated clock (tests) stays.
+  Clock& store_clock =
+      dynamic_cast<RealClock*>(&clock) != nullptr ? HostClock::Instance() : clock;
+  return NewSqliteBackend(sqlite, store_clock);
 }
 #endif
 

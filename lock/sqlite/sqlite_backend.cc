@@ -21,10 +21,13 @@
 //     busy_timeout lets a claimer wait for another's short transaction instead of
 //     failing; past it the claim fails closed (an Error, never a won).
 //
-// Time: lease_until is in milliseconds of CLOCK_BOOTTIME (monotonic, counts suspend),
-// stored with the boot_id it belongs to. A wall-clock step changes no lease; a
-// reboot voids every lease (another boot_id). `missed` alone uses the wall clock,
-// T + starting_deadline vs Wall(): every replica reads the same host clock.
+// Time: lease_until is in milliseconds of the host's CLOCK_BOOTTIME (monotonic, counts
+// suspend), stored with the boot_id it belongs to. A wall-clock step changes no lease;
+// a reboot voids every lease (another boot_id). The store's wall clock is the host's
+// (clock_: HostClock, base/clock.h, once opened through the registry), read by system
+// call, so a replica given a clock of its own (libfaketime) is judged by the host's:
+// `early` (design.md §1 rule 15) and `missed` (T + starting_deadline vs Wall()), and
+// every answer to a claim with max_lead carries it as store_ms.
 //
 // Liveness of a running record = same boot AND lease_until > now AND its holder lock
 // is held. The holder lock of a claim is byte number <fence> of the one file
@@ -46,6 +49,8 @@
 // about 0.3 ms each, most of a 100-claim batch.
 //
 // Claim, in one BEGIN IMMEDIATE transaction:
+//   0. max_lead and the host's wall clock before T + due_offset − max_lead → early,
+//      nothing written (not even the observation).
 //   1. record (job, T) exists: done or live → lost (names the holder). Dead and
 //      recover → re-claim (new token, new fence, new holder lock) unless the starting
 //      deadline, counted from the expiry (or from now, when the holder lock shows the
@@ -53,7 +58,8 @@
 //      lost: at most once.
 //   2. no record and a record of a later tick of the job exists (running or done)
 //      → superseded, naming the latest (claims are monotonic per job; the primary
-//      key (job, tick) makes it one index step).
+//      key (job, tick) makes it one index step). With max_lead, records further than
+//      it ahead of the host's clock do not count (claimed for the future).
 //   3. no record and Wall() > T + starting_deadline → missed.
 //   4. forbid and another running record of the job is live → busy.
 //   5. fence = max(last + 1, now_ms << 11), take its holder lock, write the record, COMMIT.
@@ -80,6 +86,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -89,6 +96,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/clock.h"
+#include "lock/clock_check.h"
 #include "lock/complete_batcher.h"
 
 namespace tickd::lock {
@@ -221,11 +230,9 @@ class HolderLocks {
   UniqueFd probe_;
 };
 
-std::int64_t BootMs() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
-}
+// The host's CLOCK_BOOTTIME (base/clock.h HostBootMs): every replica of the host reads
+// the same, whatever clock a preload library or a time namespace gives its process.
+std::int64_t BootMs() { return HostBootMs(); }
 
 std::string ReadBootId() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -833,7 +840,17 @@ class SqliteBackend final : public Backend {
   // commits); a won claim is appended to `wins`.
   Result<ClaimOutcome> ClaimLocked(const ClaimRequest& req, const std::string& where,
                                    std::vector<PendingWin>& wins) {
-    Result<ClaimOutcome> out = DecideLocked(req, where, wins);
+    // The store's clock is the host's (clock_: HostClock once opened by the registry),
+    // which a replica's own faked clock does not move (design.md §1 rule 15).
+    const std::int64_t store_ms = ToMs(clock_.Wall());
+    if (ClaimIsEarly(req, store_ms)) {  // before everything; nothing written
+      ClaimOutcome early;
+      early.status = ClaimStatus::kEarly;
+      early.store_ms = store_ms;
+      return early;
+    }
+    Result<ClaimOutcome> out = DecideLocked(req, store_ms, where, wins);
+    if (out && req.max_lead) out->store_ms = store_ms;
     if (out && req.observe) {
       Stmt st(stmts_, db_,
               "INSERT OR REPLACE INTO tickd_observations(job, tick, node, outcome, "
@@ -846,8 +863,8 @@ class SqliteBackend final : public Backend {
     return out;
   }
 
-  Result<ClaimOutcome> DecideLocked(const ClaimRequest& req, const std::string& where,
-                                    std::vector<PendingWin>& wins) {
+  Result<ClaimOutcome> DecideLocked(const ClaimRequest& req, std::int64_t store_ms,
+                                    const std::string& where, std::vector<PendingWin>& wins) {
     const std::int64_t now = BootMs();
     Stmt existing(stmts_, db_,
                   "SELECT tick, owner, node, fence, lease_until, boot_id, config_hash, state "
@@ -873,10 +890,15 @@ class SqliteBackend final : public Backend {
         if (too_late) return Missed();
       }
     } else {
+      // With max_lead, a record further than it ahead of the store's clock was claimed
+      // for the future (an unchecked claim, a clock set back since): it supersedes
+      // nothing (design.md §1 rule 15).
       Stmt later(stmts_, db_,
                  "SELECT tick, node, config_hash FROM tickd_ticks WHERE job = ?1 AND tick > ?2 "
-                 "ORDER BY tick DESC LIMIT 1");
-      later.Bind(1, req.job).Bind(2, req.tick_unix);
+                 "AND tick <= ?3 ORDER BY tick DESC LIMIT 1");
+      const std::int64_t latest_ok =
+          req.max_lead ? (store_ms + req.max_lead->count()) / 1000 : INT64_MAX;
+      later.Bind(1, req.job).Bind(2, req.tick_unix).Bind(3, latest_ok);
       const int later_rc = later.Step();
       if (later.Failed()) return MakeError(where, later.ErrorText());
       if (later_rc == SQLITE_ROW) {

@@ -618,11 +618,6 @@ TEMPLATE_LIST_TEST_CASE(
   ahead.max_lead = 450ms;
   ahead.observe = true;
   const ClaimOutcome refused = MustClaim(*a, ahead);
-  if (!h.judges_clock()) {
-    // SQLite: the store's clock is the replica's own; it cannot tell (backends.md).
-    CHECK(refused.status == ClaimStatus::kWon);
-    return;
-  }
   CHECK(std::string(Name(refused.status)) == "early");
   CHECK_FALSE(refused.observed);
   // The store says what its clock read (etcd: its Date second + 500 ms).
@@ -673,10 +668,6 @@ TEMPLATE_LIST_TEST_CASE(
     req.forbid_overlap = false;
     return MustClaim(*b, req);
   };
-  if (!h.judges_clock()) {
-    CHECK(checked(now, "node-b", "tok-b0").status == ClaimStatus::kSuperseded);  // SQLite
-    return;
-  }
   // The replicas whose clocks are right go on running the job.
   CHECK(checked(now - 2, "node-b", "tok-b1").status == ClaimStatus::kWon);
   CHECK(checked(now - 1, "node-b", "tok-b2").status == ClaimStatus::kWon);
@@ -961,7 +952,7 @@ TEMPLATE_LIST_TEST_CASE(
   // One at a time (a batch of one) too, and the answers that write nothing.
   CHECK(MustClaim(*b, hinted("hint-running", t, "tok-b-run-2")).status == ClaimStatus::kLost);
   CHECK(MustClaim(*b, hinted("hint-single", t, "tok-b-single")).status == ClaimStatus::kWon);
-  if (h.judges_clock()) {
+  {
     auto ahead = hinted("hint-early", t + 30, "tok-b-early");
     ahead.max_lead = 450ms;
     const ClaimOutcome early = MustClaim(*b, ahead);

@@ -48,10 +48,6 @@ class Harness {
   // The backend answers store-reset to a claim whose known_tick is above what the
   // store knows of the job (docs/design.md §1 rule 12); SQLite ignores known_tick.
   virtual bool detects_store_reset() const { return false; }
-
-  // The backend judges ClaimRequest::max_lead on the store's own clock (docs/design.md
-  // §1 rule 15); SQLite ignores it: its store's clock is the replica's own.
-  virtual bool judges_clock() const { return true; }
 };
 
 }  // namespace tickd::conformance

@@ -68,7 +68,6 @@ class SqliteHarness final : public Harness {
   }
   bool durable() const override { return true; }
   bool forkable() const override { return true; }
-  bool judges_clock() const override { return false; }
 
  private:
   testing::TempDir dir_;

@@ -27,6 +27,16 @@ TEST_CASE("sqlite: skewed replicas run every tick exactly once", "[e2e][sqlite]"
   ScenarioSkewedReplicas(*backend);
 }
 
+// The replicas of one host share its clock; a replica given a clock of its own
+// (libfaketime: 30 s and an hour ahead, 30 s behind) is judged by the host's, read by
+// system call (backends.md, SQLite, "Time"): the ones ahead hear `early` and never
+// run a tick, none runs a tick twice, and the replicas that are right run every tick.
+TEST_CASE("sqlite: a clock 30 s ahead, 1 h ahead, 30 s behind never runs a tick early",
+          "[e2e][sqlite][clock]") {
+  auto backend = MakeSqliteFixture();
+  ScenarioWrongClock(*backend);
+}
+
 TEST_CASE("sqlite: SIGKILL of the running replica", "[e2e][sqlite]") {
   auto backend = MakeSqliteFixture();
   SECTION("at-most-once: the interrupted tick is not run again") {
@@ -91,11 +101,13 @@ TEST_CASE(
         std::string::npos);
   CHECK(faked.LogText().find("FAKETIME_DONT_FAKE_MONOTONIC=1") != std::string::npos);
   CHECK(faked.LogText().find(" tick ") == std::string::npos);
-  // Faking the wall clock alone is fine: the same replica runs ticks.
+  // Faking the wall clock alone starts the replica; 1.5 s ahead of the host's clock
+  // (beyond claim_lead + clock_tolerance) its claims are refused early.
   Replica& wall_only = cluster.StartReplica("wall-only", FakeTimeEnv(1.5));
   CHECK(Cluster::WaitUntil(
-      [&] { return wall_only.LogText().find(" outcome=won") != std::string::npos; },
+      [&] { return wall_only.LogText().find(" outcome=early") != std::string::npos; },
       std::chrono::seconds(30)));
+  CHECK(wall_only.LogText().find(" outcome=won") == std::string::npos);
 }
 
 TEST_CASE("sqlite: SIGTERM drains and exits 0", "[e2e][sqlite]") {

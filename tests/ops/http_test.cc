@@ -144,8 +144,11 @@ TEST_CASE("a replica with a skewed clock and another job file is reported") {
       "jobs:\n  - name: beat\n    schedule: \"@every 1s\"\n    shell: echo ${VARIANT:-one}\n");
   const int port_a = tickd::testing::FreeLoopbackPort();
   cluster.StartReplica("node-a", {"HTTP_PORT=" + std::to_string(port_a)});
-  std::vector<std::string> env = FakeTimeEnv(3.0);
-  env.push_back("HTTP_PORT=" + std::to_string(tickd::testing::FreeLoopbackPort()));
+  // node-b 3 s behind: it loses every tick to node-a, whose hash the answer names. (A
+  // replica ahead by as much would hear `early` and name nobody's hash: rule 15.)
+  std::vector<std::string> env = FakeTimeEnv(-3.0);
+  const int port_b = tickd::testing::FreeLoopbackPort();
+  env.push_back("HTTP_PORT=" + std::to_string(port_b));
   env.push_back("VARIANT=two");  // another effective job definition → another config hash
   cluster.StartReplica("node-b", env);
   auto has = [&](const std::string& event, const std::string& node) {
@@ -156,7 +159,7 @@ TEST_CASE("a replica with a skewed clock and another job file is reported") {
   };
   REQUIRE(Cluster::WaitUntil([&] { return has("clock-skew", "node-a"); }, milliseconds(20'000)));
   REQUIRE(
-      Cluster::WaitUntil([&] { return has("config-mismatch", "node-a"); }, milliseconds(30'000)));
+      Cluster::WaitUntil([&] { return has("config-mismatch", "node-b"); }, milliseconds(30'000)));
   for (const LogLine& l : cluster.AllLines()) {
     if (l.event == "clock-skew" && l.Get("node") == "node-a") {
       CHECK(l.level == "warn");
@@ -170,10 +173,14 @@ TEST_CASE("a replica with a skewed clock and another job file is reported") {
   const std::string skew_key = "tickd_clock_skew_seconds{peer=\"node-b\"} ";
   const std::size_t at = body.find(skew_key);
   REQUIRE(at != std::string::npos);
-  const double skew = std::stod(body.substr(at + skew_key.size()));
-  CHECK(skew > 2.0);
-  CHECK(skew < 4.0);
-  CHECK(body.find("tickd_config_mismatch_total{job_name=\"beat\"} ") != std::string::npos);
+  const double skew = std::stod(body.substr(at + skew_key.size()));  // peer − own
+  CHECK(skew < -2.0);
+  CHECK(skew > -4.0);
+  httplib::Client b("127.0.0.1", port_b);
+  auto metrics_b = b.Get("/metrics");
+  REQUIRE(metrics_b);
+  CHECK(metrics_b->body.find("tickd_config_mismatch_total{job_name=\"beat\"} ") !=
+        std::string::npos);
 }
 
 // The ticks of `job` in a status document (/api/status or `tickd status --json`) that

@@ -93,12 +93,8 @@ std::string NotApplicable(const FaultKind& kind, const std::string& backend) {
   if (kind.sqlite_only && backend != "sqlite") return "a fault of SQLite's file";
   if (kind.needs_server && backend == "sqlite") return "SQLite has no server";
   if (kind.sentinel_only && backend != "redis-sentinel") return "a fault of Redis Sentinel";
-  // SQLite's replicas share one host and so one clock, which is also the store's: one
-  // replica's own wrong clock (libfaketime) is not a fault that deployment can have, and
-  // a wrong host clock moves every replica and the store alike (stores.md, SQLite).
-  if (kind.effect == "replica-clock" && backend == "sqlite") {
-    return "SQLite's replicas share one host's clock";
-  }
+  // One replica's own wrong clock (libfaketime) applies to SQLite too: its store's clock
+  // is the host's kernel clock, which the faked one does not move (backends.md, SQLite).
   // Behind Sentinel the store is three servers: no one address to proxy, partition or
   // pause; the replica and clock faults are the redis backend's cells.
   if (backend == "redis-sentinel" && !kind.sentinel_only) {
