@@ -198,6 +198,9 @@ int CmdRun(const RunArgs& args) {
   // Before the scheduler: its runs hand their ends to it until the last has finished.
   Notifier notifier(clock, log, &metrics, node);
   options.notifier = &notifier;
+  // The runs' backstop while this daemon cannot act (frozen): see app/lease_guard.h.
+  const std::unique_ptr<LeaseGuard> lease_guard = StartLeaseGuard(log, args.log_format, node);
+  options.lease_guard = lease_guard.get();
   Scheduler scheduler(clock, **backend, *runner, log, options);
   lock::Backend& store = **backend;
   std::unique_ptr<HttpServer> http;

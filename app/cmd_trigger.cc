@@ -142,6 +142,8 @@ int CmdTrigger(const TriggerArgs& args) {
   tick.output_bytes = ctx.config.lock.history.output_bytes;
   tick.keep_outputs = ctx.config.lock.history.runs;
   tick.stop_grace = ctx.config.lock.stop_grace;
+  const std::unique_ptr<LeaseGuard> lease_guard = StartLeaseGuard(log, args.log_format, node);
+  tick.lease_guard = lease_guard.get();
   RunSupervisor run(clock, *ctx.backend, *runner, log, std::move(tick),
                     std::chrono::milliseconds(1'000), {});
   ThreadPool threads;

@@ -54,6 +54,12 @@ struct PluginHostArgs {
 };
 int CmdPluginHost(const PluginHostArgs& args);         // app/cmd_plugin_host.cc
 
+// Hidden: `tickd lease-guard --log-format F`, the daemon's helper that SIGKILLs a run
+// whose lease ended while the daemon could not (app/lease_guard.h).
+struct LeaseGuardArgs {
+  std::string log_format = "logfmt";
+};
+
 struct StatusArgs {
   std::string config_path;
   std::string job;                   // "" = every job

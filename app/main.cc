@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/commands.h"
+#include "app/lease_guard.h"
 
 namespace {
 
@@ -62,6 +63,11 @@ int Main(int argc, char** argv) {
   tickd::app::PluginHostArgs plugin_host_args;
   CLI::App* plugin_host = cli.add_subcommand("plugin-host", "")->group("");
   plugin_host->add_option("PATH", plugin_host_args.plugin_path, "Plugin library")->required();
+
+  // Hidden: the daemon's lease guard (app/lease_guard.h).
+  tickd::app::LeaseGuardArgs lease_guard_args;
+  CLI::App* lease_guard = cli.add_subcommand("lease-guard", "")->group("");
+  lease_guard->add_option("--log-format", lease_guard_args.log_format, "logfmt or json");
 
   tickd::app::StatusArgs status_args;
   CLI::App* status = cli.add_subcommand("status", "Show the cluster-wide ledger of recent ticks");
@@ -127,6 +133,7 @@ int Main(int argc, char** argv) {
   if (*validate) return tickd::app::CmdValidate(validate_args);
   if (*next) return tickd::app::CmdNext(next_args);
   if (*plugin_host) return tickd::app::CmdPluginHost(plugin_host_args);
+  if (*lease_guard) return tickd::app::RunLeaseGuard(lease_guard_args.log_format);
   if (*status) return tickd::app::CmdStatus(status_args);
   if (*trigger) return tickd::app::CmdTrigger(trigger_args);
   if (*locks) return tickd::app::CmdLocks(locks_args);

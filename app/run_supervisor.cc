@@ -1,5 +1,7 @@
 #include "app/run_supervisor.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <exception>
@@ -258,6 +260,7 @@ void RunSupervisor::Supervise(Outcome& out) {
       Result<std::unique_ptr<jobs::PreparedStart>> p =
           runner_.Prepare(job, spec, sink, at, LossAt());
       if (p) prepared = std::move(*p);  // else: started at T the ordinary way
+      if (prepared) Guard(prepared->process_group());
       // A run that starts itself at T is looked at once the other starts of T are
       // done: this thread sleeps through T rather than waking at it (at a busy instant
       // the supervisors' wake-ups took the CPUs from the starts). Ended before T
@@ -301,6 +304,7 @@ void RunSupervisor::Supervise(Outcome& out) {
       out.error = started.error().ToString();
     } else {
       std::unique_ptr<jobs::Execution> exec = std::move(*started);
+      Guard(exec->process_group());
       {
         std::lock_guard lock(mu_);
         exec_ = exec.get();
@@ -314,12 +318,24 @@ void RunSupervisor::Supervise(Outcome& out) {
         std::lock_guard lock(mu_);
         exec_ = nullptr;
       }
+      // SIGKILLed, not by us, once the guard's deadline had passed: the lease guard
+      // ended it while this daemon was stopped (its line says so). A lease end, not a
+      // failure of the job, and never retried.
+      const bool guard_killed = guarded_ && !killed_ && r.signal == SIGKILL &&
+                                clock_.Steady() >= guarded_until_;
+      Unguard();
       CheckLease();  // a refusal that stopped the run is logged before its run line
       out.outcome = r.outcome;
       out.exit_code = r.exit_code;
       out.signal = r.signal;
       out.error = r.error;
       out.dropped_lines += r.dropped_lines;
+      if (guard_killed) {
+        out.outcome = jobs::RunOutcome::kLeaseLost;
+        out.lease_end = "killed";
+        out.error = "the lease guard killed it at its valid_until while the daemon was stopped";
+        break;
+      }
       if (killed_) {
         out.lease_end = r.left_running ? "running" : "killed";
         if (r.left_running) {
@@ -334,10 +350,27 @@ void RunSupervisor::Supervise(Outcome& out) {
     std::lock_guard lock(mu_);
     if (stop_retries_) break;
   }
+  Unguard();  // a prepared child left unreleased (killed with its PreparedStart)
   if (lease_lost_ && job.on_lease_lost == config::OnLeaseLost::kTerminate &&
       out.outcome != jobs::RunOutcome::kDone) {
     out.outcome = jobs::RunOutcome::kLeaseLost;
   }
+}
+
+void RunSupervisor::Guard(std::optional<int> process_group) {
+  if (tick_.lease_guard == nullptr || !process_group ||
+      tick_.job->job.on_lease_lost != config::OnLeaseLost::kTerminate) {
+    return;
+  }
+  guarded_ = process_group;
+  guarded_until_ = valid_until_;
+  tick_.lease_guard->Arm(*guarded_, valid_until_, tick_.job->job.name, tick_text_);
+}
+
+void RunSupervisor::Unguard() {
+  if (!guarded_) return;
+  tick_.lease_guard->Disarm(*guarded_);
+  guarded_.reset();
 }
 
 bool RunSupervisor::PrepareRetry(int attempt, WallTime retries_end,
@@ -494,6 +527,7 @@ void RunSupervisor::CheckLease() {
     if (renewed && *renewed == lock::RenewStatus::kRenewed) {
       valid_until_ = std::max(valid_until_, sent + LeaseValidity(tick_.held.lease));
       next_renew_ = sent + tick_.held.lease / 3;
+      if (guarded_) Guard(guarded_);  // the guard's deadline moves with the lease
     } else if (renewed) {
       LoseLease("the backend says the claim is no longer ours");
       return;

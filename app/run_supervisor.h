@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 
+#include "app/lease_guard.h"
 #include "app/log.h"
 #include "app/metrics.h"
 #include "app/notifier.h"
@@ -74,6 +75,10 @@ struct WonTick {
   std::size_t instant_claims = 1;
   // on_success / on_failure of the job go here when the run ends; null: none.
   Notifier* notifier = nullptr;
+  // Told the run's process group and valid_until, so that the run ends by then even
+  // while this daemon is frozen (app/lease_guard.h; on_lease_lost: terminate only).
+  // Null: none.
+  LeaseGuard* lease_guard = nullptr;
   // lock.history: the last output_bytes of what the run printed go to the store with
   // its completion (0: nothing), and the job keeps the outputs of its newest
   // keep_outputs runs (lock::Completion).
@@ -175,6 +180,10 @@ class RunSupervisor {
   // The renewal answer that has arrived, if any, and the lease's validity against the
   // clock (the part of Upkeep that sends nothing).
   void CheckLease();
+  // Arms the lease guard (WonTick::lease_guard) with the run's process group and
+  // valid_until_ (again after each renewal); Unguard disarms it once the run is over.
+  void Guard(std::optional<int> process_group);
+  void Unguard();
   // When the lease counts as lost without a confirmed renewal: valid_until − stop_grace
   // (on_lease_lost: terminate) or valid_until (continue).
   SteadyTime LossAt() const;
@@ -229,6 +238,8 @@ class RunSupervisor {
   SteadyTime next_renew_;
   std::optional<SteadyTime> kill_at_;  // a lost lease's end: the run is killed then
   bool killed_ = false;                // Kill() was sent to a run still going
+  std::optional<int> guarded_;         // the process group armed in tick_.lease_guard
+  SteadyTime guarded_until_;           // the valid_until it was last armed with
   // Renewals: shared with the renewal in flight, which may outlive the supervisor.
   struct RenewSlot;
   std::shared_ptr<RenewSlot> renew_;

@@ -1189,6 +1189,7 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
   won.prepare_ahead = options_.claim_lead + InstantStartsDone(instant_claims_);
   won.start_delay = start_delay;
   won.notifier = options_.notifier;
+  won.lease_guard = options_.lease_guard;
   won.instant_claims = instant_claims_;
   won.output_bytes = options_.history.output_bytes;
   won.keep_outputs = options_.history.runs;

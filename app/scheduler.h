@@ -94,6 +94,9 @@ struct SchedulerOptions {
   // Notifications: won runs hand their end to it (on_success / on_failure), missed
   // ticks their miss (on_miss). Null: none. REQUIRES: outlives the scheduler.
   Notifier* notifier = nullptr;
+  // Won runs tell it their process groups and leases (app/lease_guard.h). Null: none.
+  // REQUIRES: outlives the scheduler.
+  LeaseGuard* lease_guard = nullptr;
 };
 
 // A fresh claim owner token: 128 random bits from the kernel (getrandom), hex.

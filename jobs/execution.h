@@ -76,6 +76,9 @@ class Execution {
   // Waits up to `d` for the end of the run (its output drained). nullopt: still running.
   // Once it returns a result, every later call returns the same result.
   virtual std::optional<RunResult> WaitFor(milliseconds d) = 0;
+  // The run's process group (a child process: its pid), for the lease guard
+  // (app/lease_guard.h); nullopt for a call on a thread.
+  virtual std::optional<int> process_group() const { return std::nullopt; }
 };
 
 // Starts argv in its own process group (a vfork-style clone, jobs/process.cc) with
@@ -122,6 +125,8 @@ class PreparedStart {
   // Moves the start bound of a run that checks it (a renewal confirmed before the
   // start: the wall clock was set back); nothing for the others.
   virtual void ExtendStartBound(std::chrono::steady_clock::time_point /*bound*/) {}
+  // The prepared child's process group (its pid) while unreleased; nullopt for a call.
+  virtual std::optional<int> process_group() const { return std::nullopt; }
 };
 
 // Does everything StartProcess does before `start_at`, and leaves only the exec for

@@ -78,6 +78,7 @@ class PluginProcessExecution final : public Execution {
     }
     return r;
   }
+  std::optional<int> process_group() const override { return inner_->process_group(); }
 
  private:
   std::unique_ptr<Execution> inner_;
@@ -169,6 +170,7 @@ class PreparedPluginProcess final : public PreparedStart {
   std::optional<std::chrono::system_clock::time_point> started() const override {
     return host_->started();
   }
+  std::optional<int> process_group() const override { return host_->process_group(); }
 
  private:
   std::unique_ptr<PreparedStart> host_;

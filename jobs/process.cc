@@ -391,6 +391,8 @@ class ProcessExecution final : public Execution {
     if (drive.owns_lock()) SendKill();
   }
 
+  std::optional<int> process_group() const override { return pid_; }
+
   std::optional<RunResult> WaitFor(milliseconds d) override {
     const SteadyClock::time_point until =
         SteadyClock::now() + std::clamp(d, milliseconds(0), kLongestWait);
@@ -777,6 +779,10 @@ class PreparedProcess final : public PreparedStart {
 
   std::optional<std::chrono::system_clock::time_point> started() const override {
     return started_;
+  }
+
+  std::optional<int> process_group() const override {
+    return child_.pid > 0 ? std::optional<int>(child_.pid) : std::nullopt;
   }
 
  private:

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <thread>
 
 #include "tests/e2e/notify_scenario.h"
@@ -187,6 +189,87 @@ TEST_CASE("sqlite: SIGKILL between an early claim and T leaves no process and no
   for (const std::string& line : ReadLines(cluster.dir() / "runs.txt")) {
     CHECK(line != std::to_string(tick));  // at-most-once: nobody ran the claimed tick
   }
+}
+
+}  // namespace
+}  // namespace tickd::e2e
+
+namespace tickd::e2e {
+namespace {
+
+// The pid the job wrote to `file` (its shell: the leader of its process group), or 0.
+pid_t ReadPid(const fs::path& file) {
+  std::ifstream in(file);
+  long pid = 0;
+  in >> pid;
+  return static_cast<pid_t>(pid);
+}
+
+// Whether a process of group `pgid` still runs (zombies, which a frozen daemon has not
+// reaped yet, do not count): /proc/<pid>/stat's state and process group.
+bool GroupAlive(pid_t pgid) {
+  bool alive = false;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return ::kill(-pgid, 0) == 0;
+  while (dirent* d = readdir(proc)) {
+    if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/") + d->d_name + "/stat");
+    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0, group = 0;
+    fields >> state >> ppid >> group;
+    if (fields && group == pgid && state != 'Z') alive = true;
+  }
+  closedir(proc);
+  return alive;
+}
+
+// Design §1 rule 2, backstop: a daemon that is frozen cannot end its run when the lease
+// runs out; its lease guard (app/lease_guard.h), a process of its own, SIGKILLs the
+// run's process group at valid_until, the shell and what it started alike. And a
+// daemon that is killed leaves no part of its run behind.
+TEST_CASE("sqlite: a run ends by its lease's end while its daemon is frozen, or once it is killed",
+          "[e2e][sqlite][lease]") {
+  auto backend = MakeSqliteFixture();
+  Cluster cluster(*backend);
+  const fs::path pid_file = cluster.dir() / "job.pid";
+  // `sleep 60; true`: the sleep is a child of the shell, in its process group.
+  cluster.WriteJobFile("jobs:\n  - name: long\n    schedule: \"*/2 * * * * *\"\n"
+                       "    shell: \"echo $$ > " + pid_file.string() + "; sleep 60; true\"\n",
+                       "lease: 3s");
+  Replica& replica = cluster.StartReplica("node-a");
+  REQUIRE(Cluster::WaitUntil([&] { return ReadPid(pid_file) > 1; }, std::chrono::seconds(30)));
+  const pid_t pgid = ReadPid(pid_file);
+  REQUIRE(GroupAlive(pgid));
+
+  SECTION("frozen: the guard kills the run at valid_until; the run line says lease-lost") {
+    replica.Signal(SIGSTOP);
+    // Without the guard the job would run its 60 s; the lease is 3 s (loose bound: CI).
+    const bool gone =
+        Cluster::WaitUntil([&] { return !GroupAlive(pgid); }, std::chrono::seconds(20));
+    replica.Signal(SIGCONT);
+    INFO(replica.LogText());
+    CHECK(gone);
+    CHECK(Cluster::WaitUntil(
+        [&] {
+          const std::string log = replica.LogText();
+          return log.find("lease-guard job=long") != std::string::npos &&
+                 log.find("outcome=killed reason=valid-until") != std::string::npos &&
+                 log.find("outcome=lease-lost") != std::string::npos &&
+                 log.find("lease_end=killed") != std::string::npos;
+        },
+        std::chrono::seconds(20)));
+  }
+  SECTION("killed: the whole process group goes with the daemon") {
+    replica.Signal(SIGKILL);
+    INFO(replica.LogText());
+    CHECK(Cluster::WaitUntil([&] { return !GroupAlive(pgid); }, std::chrono::seconds(10)));
+    CHECK(replica.LogText().find("reason=daemon-gone") != std::string::npos);
+  }
+  if (GroupAlive(pgid)) ::kill(-pgid, SIGKILL);  // never left behind by a failed check
 }
 
 }  // namespace

@@ -1,0 +1,187 @@
+#include "app/lease_guard.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "app/log.h"
+
+extern char** environ;
+
+namespace tickd::app {
+namespace {
+
+// The pipe holds this much (F_SETPIPE_SZ; the default 1 MiB pipe-max-size): arms of
+// thousands of runs of one instant fit while the guard reads them.
+constexpr int kPipeBytes = 1 << 20;
+
+struct Armed {
+  std::int64_t valid_until_ms = 0;  // CLOCK_MONOTONIC, ms
+  std::string job;
+  std::string tick;
+};
+
+std::int64_t MonotonicMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LeaseGuard>> LeaseGuard::Start(const std::string& self_exe,
+                                                      const std::string& log_format) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return MakeError("lease guard", std::string("pipe: ") + std::strerror(errno));
+  }
+  (void)::fcntl(fds[1], F_SETPIPE_SZ, kPipeBytes);  // best effort: the default is 64 KiB
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[0], STDIN_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // A group of its own: a signal to the daemon's group (kill -STOP -PGID, a terminal's
+  // ^Z) does not stop the guard with it.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<std::string> args = {self_exe, "lease-guard", "--log-format", log_format};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, self_exe.c_str(), &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(fds[0]);
+  if (rc != 0) {
+    ::close(fds[1]);
+    return MakeError("lease guard", self_exe + ": " + std::strerror(rc));
+  }
+  // A guard too slow to read is never waited for by a supervisor (its own deadlines
+  // come first): a command that does not fit is dropped (Send).
+  (void)::fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  return std::unique_ptr<LeaseGuard>(new LeaseGuard(fds[1], pid));
+}
+
+LeaseGuard::~LeaseGuard() {
+  {
+    std::lock_guard lock(mu_);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+void LeaseGuard::Arm(pid_t pgid, SteadyTime valid_until, const std::string& job,
+                     const std::string& tick) {
+  Send("A " + std::to_string(pgid) + " " +
+       std::to_string(valid_until.time_since_epoch().count()) + " " + job + " " + tick + "\n");
+}
+
+void LeaseGuard::Disarm(pid_t pgid) { Send("D " + std::to_string(pgid) + "\n"); }
+
+void LeaseGuard::Send(const std::string& line) {
+  std::lock_guard lock(mu_);
+  if (fd_ < 0) return;
+  // Under PIPE_BUF: written whole or not at all. Not at all (full pipe, guard gone): an
+  // arm dropped leaves the earlier deadline (the guard may then kill a run the lease
+  // still covered: never one it did not), a disarm dropped a kill of a group gone.
+  while (::write(fd_, line.data(), line.size()) < 0 && errno == EINTR) {
+  }
+}
+
+std::unique_ptr<LeaseGuard> StartLeaseGuard(Logger& log, const std::string& log_format,
+                                            const std::string& node) {
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  Result<std::unique_ptr<LeaseGuard>> guard =
+      ec ? MakeError("lease guard", "/proc/self/exe: " + ec.message())
+         : LeaseGuard::Start(self, log_format);
+  if (guard) return std::move(*guard);
+  log.Log(LogLevel::kWarn, "lease-guard",
+          {{"node", node}, {"outcome", "unavailable"}, {"error", guard.error().ToString()}});
+  return nullptr;
+}
+
+int RunLeaseGuard(const std::string& log_format) {
+  // SIGPIPE, SIGHUP, SIGINT: only the pipe's end ends the guard (the daemon's is
+  // what stops it), so that a terminal's ^C reaching it first leaves no run unguarded.
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGHUP, SIG_IGN);
+  ::signal(SIGINT, SIG_IGN);
+  const LogFormat format = LogFormatFromName(log_format).value_or(LogFormat::kLogfmt);
+  RealClock clock;
+  std::map<pid_t, Armed> armed;
+  const auto kill_group = [&](pid_t pgid, const Armed& a, std::string_view why) {
+    if (::kill(-pgid, SIGKILL) != 0) return;  // gone already: nothing to say
+    const Field fields[] = {{"job", a.job},
+                            {"tick", a.tick},
+                            {"pgid", static_cast<long long>(pgid)},
+                            {"outcome", "killed"},
+                            {"reason", why}};
+    const std::string line = FormatLine(format, clock.Wall(), LogLevel::kWarn, "lease-guard", fields);
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+  };
+  std::string pending;
+  char buf[65536];
+  while (true) {
+    int timeout = -1;
+    const std::int64_t now = MonotonicMs();
+    for (const auto& [pgid, a] : armed) {
+      const std::int64_t left = std::max<std::int64_t>(0, a.valid_until_ms - now);
+      if (timeout < 0 || left < timeout) timeout = static_cast<int>(std::min<std::int64_t>(left, 60'000));
+    }
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    const int ready = ::poll(&p, 1, timeout);
+    if (ready < 0 && errno != EINTR) return 1;
+    if (ready > 0) {
+      const ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {  // the daemon is gone: nobody ends its runs now
+        for (const auto& [pgid, a] : armed) kill_group(pgid, a, "daemon-gone");
+        return 0;
+      }
+      pending.append(buf, static_cast<std::size_t>(n));
+      std::size_t start = 0;
+      for (std::size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+        std::istringstream cmd(pending.substr(start, nl - start));
+        char op = 0;
+        long long pgid = 0;
+        cmd >> op >> pgid;
+        if (!cmd || pgid <= 1) continue;
+        if (op == 'D') {
+          armed.erase(static_cast<pid_t>(pgid));
+        } else if (op == 'A') {
+          Armed a;
+          cmd >> a.valid_until_ms >> a.job >> a.tick;
+          if (cmd) armed[static_cast<pid_t>(pgid)] = std::move(a);
+        }
+      }
+      pending.erase(0, start);
+    }
+    const std::int64_t after = MonotonicMs();
+    for (auto it = armed.begin(); it != armed.end();) {
+      if (it->second.valid_until_ms <= after) {
+        kill_group(it->first, it->second, "valid-until");
+        it = armed.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+}  // namespace tickd::app

@@ -1,0 +1,71 @@
+// The lease's backstop outside the daemon (docs/design.md §1 rule 2): a run whose
+// daemon is frozen (SIGSTOP, a debugger, a stopped container whose jobs are not in its
+// cgroup) still ends by its lease's valid_until.
+//
+// The daemon's run supervisor ends a run whose lease is lost: SIGTERM at valid_until −
+// stop_grace, SIGKILL at valid_until. A frozen daemon sends nothing, and its job would
+// run on beside the replica that took the tick over. So the daemon starts one helper
+// process at start, `tickd lease-guard` (this executable, in a process group of its
+// own, so that a signal to the daemon's group does not stop it too), and tells it each
+// run's process group and valid_until over a pipe: armed when the process is made
+// (prepared or started), moved by every confirmed renewal, disarmed when the run ends.
+// The guard SIGKILLs a group whose valid_until passes while it is armed. When the
+// daemon goes away (the pipe's end: killed, crashed), the guard SIGKILLs every group
+// still armed at once — a job's children that outlive their leader too — and exits.
+//
+// Only process groups: an in-process call cannot be killed from outside. Runs with
+// on_lease_lost: continue are not armed. The deadline is on CLOCK_MONOTONIC, which
+// both processes share (SteadyTime). A healthy daemon ends its runs first; the guard's
+// kill is then a no-op on a group already gone.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/clock.h"
+#include "base/error.h"
+
+namespace tickd::app {
+
+// Thread-safe.
+class LeaseGuard {
+ public:
+  // Starts the guard process: `self_exe lease-guard`, its stderr the daemon's, its
+  // lines in `log_format` ("logfmt" or "json"). Errors: the pipe, the process.
+  static Result<std::unique_ptr<LeaseGuard>> Start(const std::string& self_exe,
+                                                   const std::string& log_format);
+  // Closes the pipe: the guard kills what is still armed (nothing, after a drain) and
+  // exits; it is reaped here.
+  ~LeaseGuard();
+  LeaseGuard(const LeaseGuard&) = delete;
+  LeaseGuard& operator=(const LeaseGuard&) = delete;
+
+  // `pgid` (a run's process group) is SIGKILLed at `valid_until` unless disarmed or
+  // armed again with a later one first. `job` and `tick` name it in the guard's line.
+  void Arm(pid_t pgid, SteadyTime valid_until, const std::string& job, const std::string& tick);
+  void Disarm(pid_t pgid);
+
+ private:
+  LeaseGuard(int fd, pid_t pid) : fd_(fd), pid_(pid) {}
+  void Send(const std::string& line);
+
+  std::mutex mu_;
+  int fd_;  // guarded by mu_; -1 once writing failed (the guard is gone)
+  pid_t pid_;
+};
+
+// LeaseGuard::Start on this executable (/proc/self/exe); null, with a `lease-guard
+// outcome=unavailable` line (warn), when it cannot be started: runs then go unguarded
+// while the daemon is frozen, as before the guard.
+class Logger;
+std::unique_ptr<LeaseGuard> StartLeaseGuard(Logger& log, const std::string& log_format,
+                                            const std::string& node);
+
+// `tickd lease-guard`: reads commands from stdin until its end, kills as above, writes
+// a `lease-guard` line (warn) for each kill. Returns the exit status.
+int RunLeaseGuard(const std::string& log_format);
+
+}  // namespace tickd::app

@@ -1,0 +1,89 @@
+// The lease guard (app/lease_guard.h) as the daemon drives it: a real `tickd
+// lease-guard` process and real process groups (`sleep` in a group of its own).
+#include "app/lease_guard.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+namespace tickd::app {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A `sleep 60` leading a process group of its own; killed and reaped when destroyed.
+class Group {
+ public:
+  Group() {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::setpgid(pid_, pid_);  // also here: no race with the child's own call
+  }
+  ~Group() {
+    ::kill(-pid_, SIGKILL);
+    Ended(0ms);
+  }
+  pid_t pgid() const { return pid_; }
+  // Whether it ended (reaped here) within `d`.
+  bool Ended(std::chrono::milliseconds d) {
+    const auto until = std::chrono::steady_clock::now() + d;
+    do {
+      if (reaped_) return true;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return true;
+      }
+      std::this_thread::sleep_for(10ms);
+    } while (std::chrono::steady_clock::now() < until);
+    return false;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+SteadyTime SteadyIn(std::chrono::milliseconds d) {
+  return std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() +
+                                                                 d);
+}
+
+TEST_CASE("lease guard: kills a group at its valid_until, not one disarmed or armed again later",
+          "[e2e][lease]") {
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+  REQUIRE(guard);
+  Group expires, disarmed, moved;
+  (*guard)->Arm(expires.pgid(), SteadyIn(300ms), "a", "t");
+  (*guard)->Arm(disarmed.pgid(), SteadyIn(2'000ms), "b", "t");
+  (*guard)->Disarm(disarmed.pgid());
+  (*guard)->Arm(moved.pgid(), SteadyIn(2'000ms), "c", "t");
+  (*guard)->Arm(moved.pgid(), SteadyIn(60'000ms), "c", "t");  // a renewal moved it
+  CHECK(expires.Ended(30'000ms));
+  std::this_thread::sleep_for(2'500ms);  // past the others' first deadlines
+  CHECK_FALSE(disarmed.Ended(0ms));
+  CHECK_FALSE(moved.Ended(0ms));
+}
+
+TEST_CASE("lease guard: the daemon's end kills every group still armed, at once", "[e2e][lease]") {
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+  REQUIRE(guard);
+  Group armed, disarmed;
+  (*guard)->Arm(armed.pgid(), SteadyIn(60'000ms), "a", "t");
+  (*guard)->Arm(disarmed.pgid(), SteadyIn(60'000ms), "b", "t");
+  (*guard)->Disarm(disarmed.pgid());
+  guard->reset();  // the pipe closes, as when the daemon dies; the guard is reaped
+  CHECK(armed.Ended(30'000ms));
+  CHECK_FALSE(disarmed.Ended(500ms));
+}
+
+}  // namespace
+}  // namespace tickd::app
