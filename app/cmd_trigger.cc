@@ -13,6 +13,7 @@
 //
 // Exit status: 0 when the run ended `done`; 1 when it ended otherwise or the tick
 // was not won (lost / busy / missed / superseded / early / backend error); 2 for bad input.
+#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -142,6 +143,7 @@ int CmdTrigger(const TriggerArgs& args) {
   tick.output_bytes = ctx.config.lock.history.output_bytes;
   tick.keep_outputs = ctx.config.lock.history.runs;
   tick.stop_grace = ctx.config.lock.stop_grace;
+  ::signal(SIGPIPE, SIG_IGN);  // a lease guard gone is a write error, not the end of us
   const std::unique_ptr<LeaseGuard> lease_guard = StartLeaseGuard(log, args.log_format, node);
   tick.lease_guard = lease_guard.get();
   RunSupervisor run(clock, *ctx.backend, *runner, log, std::move(tick),

@@ -85,22 +85,24 @@ LeaseGuard::~LeaseGuard() {
   }
 }
 
-void LeaseGuard::Arm(pid_t pgid, SteadyTime valid_until, const std::string& job,
+bool LeaseGuard::Arm(pid_t pgid, SteadyTime valid_until, const std::string& job,
                      const std::string& tick) {
-  Send("A " + std::to_string(pgid) + " " +
-       std::to_string(valid_until.time_since_epoch().count()) + " " + job + " " + tick + "\n");
+  return Send("A " + std::to_string(pgid) + " " +
+              std::to_string(valid_until.time_since_epoch().count()) + " " + job + " " + tick +
+              "\n");
 }
 
-void LeaseGuard::Disarm(pid_t pgid) { Send("D " + std::to_string(pgid) + "\n"); }
+void LeaseGuard::Disarm(pid_t pgid) { (void)Send("D " + std::to_string(pgid) + "\n"); }
 
-void LeaseGuard::Send(const std::string& line) {
+bool LeaseGuard::Send(const std::string& line) {
   std::lock_guard lock(mu_);
-  if (fd_ < 0) return;
-  // Under PIPE_BUF: written whole or not at all. Not at all (full pipe, guard gone): an
-  // arm dropped leaves the earlier deadline (the guard may then kill a run the lease
-  // still covered: never one it did not), a disarm dropped a kill of a group gone.
-  while (::write(fd_, line.data(), line.size()) < 0 && errno == EINTR) {
+  if (fd_ < 0) return false;
+  // Under PIPE_BUF: written whole or not at all (a full pipe: the guard is behind, or
+  // stopped; EPIPE: it is gone — SIGPIPE is ignored by the commands that start it).
+  ssize_t n;
+  while ((n = ::write(fd_, line.data(), line.size())) < 0 && errno == EINTR) {
   }
+  return n == static_cast<ssize_t>(line.size());
 }
 
 std::unique_ptr<LeaseGuard> StartLeaseGuard(Logger& log, const std::string& log_format,
@@ -117,11 +119,12 @@ std::unique_ptr<LeaseGuard> StartLeaseGuard(Logger& log, const std::string& log_
 }
 
 int RunLeaseGuard(const std::string& log_format) {
-  // SIGPIPE, SIGHUP, SIGINT: only the pipe's end ends the guard (the daemon's is
-  // what stops it), so that a terminal's ^C reaching it first leaves no run unguarded.
+  // SIGPIPE, SIGHUP, SIGINT, SIGTERM: only the pipe's end ends the guard (the daemon's
+  // is what stops it), so that a signal reaching it first leaves no run unguarded.
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGHUP, SIG_IGN);
   ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGTERM, SIG_IGN);  // systemd's stop signals the whole cgroup: the daemon drains
   const LogFormat format = LogFormatFromName(log_format).value_or(LogFormat::kLogfmt);
   RealClock clock;
   std::map<pid_t, Armed> armed;
@@ -145,9 +148,11 @@ int RunLeaseGuard(const std::string& log_format) {
       if (timeout < 0 || left < timeout) timeout = static_cast<int>(std::min<std::int64_t>(left, 60'000));
     }
     pollfd p{STDIN_FILENO, POLLIN, 0};
-    const int ready = ::poll(&p, 1, timeout);
+    int ready = ::poll(&p, 1, timeout);
     if (ready < 0 && errno != EINTR) return 1;
-    if (ready > 0) {
+    // Everything queued is read before any deadline is judged: a guard that was behind
+    // (stopped, starved) must see the renewals' later deadlines first.
+    while (ready > 0) {
       const ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {  // the daemon is gone: nobody ends its runs now
@@ -171,6 +176,7 @@ int RunLeaseGuard(const std::string& log_format) {
         }
       }
       pending.erase(0, start);
+      ready = ::poll(&p, 1, 0);
     }
     const std::int64_t after = MonotonicMs();
     for (auto it = armed.begin(); it != armed.end();) {

@@ -45,12 +45,17 @@ class LeaseGuard {
 
   // `pgid` (a run's process group) is SIGKILLed at `valid_until` unless disarmed or
   // armed again with a later one first. `job` and `tick` name it in the guard's line.
-  void Arm(pid_t pgid, SteadyTime valid_until, const std::string& job, const std::string& tick);
+  // False: not sent (the pipe is full — the guard is behind — or the guard is gone);
+  // the guard keeps what it had, and the caller tries again (RunSupervisor::Upkeep).
+  // Never blocks: a supervisor's own deadlines come first.
+  bool Arm(pid_t pgid, SteadyTime valid_until, const std::string& job, const std::string& tick);
   void Disarm(pid_t pgid);
+
+  pid_t pid() const { return pid_; }  // the guard process
 
  private:
   LeaseGuard(int fd, pid_t pid) : fd_(fd), pid_(pid) {}
-  void Send(const std::string& line);
+  bool Send(const std::string& line);
 
   std::mutex mu_;
   int fd_;  // guarded by mu_; -1 once writing failed (the guard is gone)

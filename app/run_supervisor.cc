@@ -321,8 +321,8 @@ void RunSupervisor::Supervise(Outcome& out) {
       // SIGKILLed, not by us, once the guard's deadline had passed: the lease guard
       // ended it while this daemon was stopped (its line says so). A lease end, not a
       // failure of the job, and never retried.
-      const bool guard_killed = guarded_ && !killed_ && r.signal == SIGKILL &&
-                                clock_.Steady() >= guarded_until_;
+      const bool guard_killed = guard_knows_ && !killed_ && r.signal == SIGKILL &&
+                                clock_.Steady() >= *guard_knows_;
       Unguard();
       CheckLease();  // a refusal that stopped the run is logged before its run line
       out.outcome = r.outcome;
@@ -363,14 +363,16 @@ void RunSupervisor::Guard(std::optional<int> process_group) {
     return;
   }
   guarded_ = process_group;
-  guarded_until_ = valid_until_;
-  tick_.lease_guard->Arm(*guarded_, valid_until_, tick_.job->job.name, tick_text_);
+  guard_behind_ = !tick_.lease_guard->Arm(*guarded_, valid_until_, tick_.job->job.name, tick_text_);
+  if (!guard_behind_) guard_knows_ = valid_until_;
 }
 
 void RunSupervisor::Unguard() {
   if (!guarded_) return;
   tick_.lease_guard->Disarm(*guarded_);
   guarded_.reset();
+  guard_knows_.reset();
+  guard_behind_ = false;
 }
 
 bool RunSupervisor::PrepareRetry(int attempt, WallTime retries_end,
@@ -549,6 +551,7 @@ void RunSupervisor::CheckLease() {
 
 void RunSupervisor::Upkeep() {
   CheckLease();
+  if (guard_behind_) Guard(guarded_);  // the guard's pipe was full: tell it again
   if (lease_held_ && clock_.Steady() >= next_renew_ && !RenewalInFlight()) SendRenewal();
   if (kill_at_ && !killed_ && clock_.Steady() >= *kill_at_) {
     // exec_ changes on this thread only: no lock needed to read it here.

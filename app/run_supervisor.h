@@ -239,7 +239,8 @@ class RunSupervisor {
   std::optional<SteadyTime> kill_at_;  // a lost lease's end: the run is killed then
   bool killed_ = false;                // Kill() was sent to a run still going
   std::optional<int> guarded_;         // the process group armed in tick_.lease_guard
-  SteadyTime guarded_until_;           // the valid_until it was last armed with
+  std::optional<SteadyTime> guard_knows_;  // the valid_until the guard last received
+  bool guard_behind_ = false;          // the last arm was not sent: Upkeep sends it again
   // Renewals: shared with the renewal in flight, which may outlive the supervisor.
   struct RenewSlot;
   std::shared_ptr<RenewSlot> renew_;

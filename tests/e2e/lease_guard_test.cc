@@ -73,6 +73,23 @@ TEST_CASE("lease guard: kills a group at its valid_until, not one disarmed or ar
   CHECK_FALSE(moved.Ended(0ms));
 }
 
+TEST_CASE("lease guard: one stopped for a while reads the later deadlines before it judges",
+          "[e2e][lease]") {
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+  REQUIRE(guard);
+  Group renewed;
+  (*guard)->Arm(renewed.pgid(), SteadyIn(500ms), "a", "t");
+  std::this_thread::sleep_for(100ms);  // the first arm read
+  REQUIRE(::kill((*guard)->pid(), SIGSTOP) == 0);
+  // More than one read's worth (64 KiB) of other runs' commands queues up while it is
+  // stopped, then this run's renewal.
+  for (int i = 0; i < 10'000; ++i) (*guard)->Disarm(4'000'000 + i % 1'000);
+  REQUIRE((*guard)->Arm(renewed.pgid(), SteadyIn(60'000ms), "a", "t"));
+  std::this_thread::sleep_for(1'000ms);  // past the first deadline
+  REQUIRE(::kill((*guard)->pid(), SIGCONT) == 0);
+  CHECK_FALSE(renewed.Ended(1'000ms));
+}
+
 TEST_CASE("lease guard: the daemon's end kills every group still armed, at once", "[e2e][lease]") {
   auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
   REQUIRE(guard);
