@@ -260,11 +260,10 @@ class Checker {
       });
       const Attempt* longest = nullptr;  // the earlier attempt that ends last
       for (const Attempt* a : list) {
-        // A frozen daemon cannot end its job when the lease runs out (DESIGN §1 rule 2's
-        // limits): the next holder's run beside it is the fence's to keep apart.
+        // A frozen daemon's run counts too: its lease guard kills it at valid_until
+        // (DESIGN §1 rule 2), before the next holder can claim.
         if (longest != nullptr && InScope(a->start_ms) &&
-            a->start_ms < longest->end_ms - spec_.overlap_tolerance_ms &&
-            !Frozen(longest->replica, a->start_ms)) {
+            a->start_ms < longest->end_ms - spec_.overlap_tolerance_ms) {
           ++r_.counts.overlaps;
           Add("overlap", job, a->tick,
               "forbid job started while an earlier run was open: [" + Describe(*longest) +
@@ -318,21 +317,12 @@ class Checker {
     });
   }
 
-  // Whether `node` was stopped (a took-effect replica-down window) at `ms`: a frozen
-  // daemon cannot end its job when the lease runs out (DESIGN §1 rule 2's limits).
-  bool Frozen(const std::string& node, std::int64_t ms) const {
-    return std::any_of(faults_.begin(), faults_.end(), [&](const FaultWindow& f) {
-      return f.took_effect && f.effect == "replica-down" && f.target == node && f.start_ms <= ms &&
-             ms <= f.end_ms;
-    });
-  }
-
   void CheckLateWrites() {
     for (const Attempt& a : journal_) {
       if (!InScope(a.start_ms)) continue;
       std::string why;
       const std::optional<std::int64_t> cut = CutOff(a, &why);
-      if (!cut || Frozen(a.replica, *cut)) continue;
+      if (!cut) continue;
       std::vector<std::int64_t> late;
       if (a.start_ms > *cut) late.push_back(a.start_ms);
       for (const std::int64_t w : a.writes) {

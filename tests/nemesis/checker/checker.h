@@ -65,11 +65,10 @@
 //                 said the run's own lease was over (a LeaseExpiry of its job, tick
 //                 and fence): its lease's end as the store sees it. A won line of a
 //                 replica with a took-effect replica-clock fault anywhere in the cell
-//                 is not read (its time is not real time). Not counted: a run whose
-//                 replica was stopped (a took-effect replica-down window on it) at the
-//                 cut-off — a frozen daemon cannot end its job (DESIGN §1 rule 2's
-//                 limits; the fence guards those writes). late_writes counts such
-//                 writes; each cut-off run that wrote late is one violation.
+//                 is not read (its time is not real time). A run whose replica was
+//                 stopped (SIGSTOP) counts like any: its lease guard kills it at
+//                 valid_until (DESIGN §1 rule 2). late_writes counts such writes;
+//                 each cut-off run that wrote late is one violation.
 // early start     (DESIGN §1 "Early claims": no run starts before T) an attempt, accepted
 //                 or not, whose start_ms (the resource's real clock) is before T·1000 —
 //                 by more than clock_tolerance_ms when its replica's clock was faked in
