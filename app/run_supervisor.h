@@ -19,7 +19,9 @@
 // call still running then is left on its thread and reported). A renewal answered
 // kLost loses the lease at once, with the same SIGKILL at valid_until. With
 // on_lease_lost: continue the lease is lost at valid_until (or kLost) and the run goes
-// on.
+// on. With terminate, the run's process group and valid_until also go to the lease
+// guard (WonTick::lease_guard, app/lease_guard.h), which kills it then should this
+// daemon be stopped.
 #pragma once
 
 #include <atomic>
