@@ -103,6 +103,34 @@ TEST_CASE_METHOD(Member,
   CHECK(MustClaim(*backend, on_time).status == ClaimStatus::kWon);
 }
 
+TEST_CASE_METHOD(Member,
+                 "etcd: the start-up warnings narrow the member's clock: a replica under a "
+                 "second ahead is refused from its first claim",
+                 "[etcd]") {
+  if (skipped) return;
+  auto backend = Replica();
+  const auto wall_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  (void)backend->StartupWarnings();  // what a daemon calls once, before its first claim
+  // Early in a second, claim the next one without a lead: 0.6 s or more ahead of the
+  // member's clock. A bound from one Date's phase alone may be a second wide and let it
+  // pass; narrowed, it cannot.
+  while (wall_ms() % 1000 < 20 || wall_ms() % 1000 > 350) std::this_thread::sleep_for(5ms);
+  const std::int64_t now = wall_ms() / 1000;
+  auto ahead = Req("first-claim", now + 1, "node-a", "tok-1");
+  ahead.max_lead = 0ms;
+  ahead.forbid_overlap = false;
+  const ClaimOutcome refused = MustClaim(*backend, ahead);
+  if (wall_ms() >= now * 1000 + 650) {
+    WARN("the claim took until " << wall_ms() % 1000 << " ms into its second");
+  } else {
+    CHECK(std::string(ClaimStatusName(refused.status)) == "early");
+  }
+}
+
 TEST_CASE("etcd: bad URLs are refused and name the URL", "[etcd]") {
   for (const char* url : {"redis://127.0.0.1:2379", "etcd://", "etcd://h:99999", "etcd://h:x",
                           "etcd://h1:2379,,h2:2379", "etcd://u:pw@h:2379", "etcd://h:2379/path",
