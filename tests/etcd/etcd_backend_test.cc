@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "lock/registry.h"
@@ -64,40 +66,57 @@ struct TwoReplicas : Member {
 
 }  // namespace
 
+std::int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Waits until 50–350 ms into a wall-clock second, then claims `job`'s tick of the next
+// second with `max_lead`: 0.65 s or more before its due instant, so more than max_lead
+// ahead of the member's clock (max_lead ≤ 100 ms), although inside the Date second
+// before it. `second` is the current one; `outcome` is unset when the answer came too
+// late in that second to be early (a loaded machine): not judged.
+struct NextSecondClaim {
+  std::int64_t second = 0;
+  std::optional<ClaimOutcome> outcome;
+};
+NextSecondClaim ClaimNextSecond(Backend& backend, const std::string& job,
+                                std::chrono::milliseconds max_lead) {
+  while (WallMs() % 1000 < 50 || WallMs() % 1000 > 350) std::this_thread::sleep_for(5ms);
+  NextSecondClaim out;
+  out.second = WallMs() / 1000;
+  auto ahead = Req(job, out.second + 1, "node-a", "tok-" + job);
+  ahead.max_lead = max_lead;
+  ahead.forbid_overlap = false;
+  const ClaimOutcome answer = MustClaim(backend, ahead);
+  if (WallMs() < out.second * 1000 + 650) {
+    out.outcome = answer;
+  } else {
+    WARN("the claim took until " << WallMs() % 1000 << " ms into its second: not judged");
+  }
+  return out;
+}
+
 TEST_CASE_METHOD(Member,
                  "etcd: the clock check judges below a second once replies came at other phases of "
                  "the member's second (Date has whole seconds)",
                  "[etcd]") {
   if (skipped) return;
   auto backend = Replica();
-  const auto wall_ms = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
   // Replies spread over more than a second (the skew watch's reads do this in the daemon).
   for (int i = 0; i < 20; ++i) {
     REQUIRE(backend->History("warm", 1));
     std::this_thread::sleep_for(60ms);
   }
-  // Early in a second, claim the next one with a 100 ms lead: 0.55 s or more ahead of
-  // the member's clock, although inside the same Date second as its due − lead.
-  while (wall_ms() % 1000 < 50 || wall_ms() % 1000 > 350) std::this_thread::sleep_for(5ms);
-  const std::int64_t now = wall_ms() / 1000;
-  auto ahead = Req("sub-second", now + 1, "node-a", "tok-1");
-  ahead.max_lead = 100ms;
-  ahead.forbid_overlap = false;
-  const ClaimOutcome refused = MustClaim(*backend, ahead);
-  if (wall_ms() >= now * 1000 + 700) {
-    // The claim's read came too late to be early (a loaded machine): not judged.
-    WARN("the claim took until " << wall_ms() % 1000 << " ms into its second");
-  } else {
-    CHECK(std::string(ClaimStatusName(refused.status)) == "early");
-    CHECK(refused.store_ms >= now * 1000);
-    CHECK(refused.store_ms < (now + 1) * 1000);
+  const NextSecondClaim ahead = ClaimNextSecond(*backend, "sub-second", 100ms);
+  if (ahead.outcome) {
+    CHECK(std::string(ClaimStatusName(ahead.outcome->status)) == "early");
+    CHECK(ahead.outcome->store_ms >= ahead.second * 1000);
+    CHECK(ahead.outcome->store_ms < (ahead.second + 1) * 1000);
   }
   // The current second is not early.
-  auto on_time = Req("sub-second-now", now, "node-a", "tok-2");
+  auto on_time = Req("sub-second-now", ahead.second, "node-a", "tok-2");
   on_time.max_lead = 100ms;
   on_time.forbid_overlap = false;
   CHECK(MustClaim(*backend, on_time).status == ClaimStatus::kWon);
@@ -109,26 +128,11 @@ TEST_CASE_METHOD(Member,
                  "[etcd]") {
   if (skipped) return;
   auto backend = Replica();
-  const auto wall_ms = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
   (void)backend->StartupWarnings();  // what a daemon calls once, before its first claim
-  // Early in a second, claim the next one without a lead: 0.6 s or more ahead of the
-  // member's clock. A bound from one Date's phase alone may be a second wide and let it
-  // pass; narrowed, it cannot.
-  while (wall_ms() % 1000 < 20 || wall_ms() % 1000 > 350) std::this_thread::sleep_for(5ms);
-  const std::int64_t now = wall_ms() / 1000;
-  auto ahead = Req("first-claim", now + 1, "node-a", "tok-1");
-  ahead.max_lead = 0ms;
-  ahead.forbid_overlap = false;
-  const ClaimOutcome refused = MustClaim(*backend, ahead);
-  if (wall_ms() >= now * 1000 + 650) {
-    WARN("the claim took until " << wall_ms() % 1000 << " ms into its second");
-  } else {
-    CHECK(std::string(ClaimStatusName(refused.status)) == "early");
-  }
+  // A bound from one Date's phase alone may be a second wide and let the claim pass;
+  // narrowed, it cannot.
+  const NextSecondClaim ahead = ClaimNextSecond(*backend, "first-claim", 0ms);
+  if (ahead.outcome) CHECK(std::string(ClaimStatusName(ahead.outcome->status)) == "early");
 }
 
 TEST_CASE("etcd: bad URLs are refused and name the URL", "[etcd]") {
