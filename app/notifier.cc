@@ -381,6 +381,13 @@ void Notifier::TryOne(Item item) {
   cv_.notify_all();
 }
 
+std::size_t Notifier::WaitingRetries() const {
+  std::lock_guard lock(mu_);
+  if (busy_) return 0;
+  return static_cast<std::size_t>(
+      std::count_if(queue_.begin(), queue_.end(), [](const Item& i) { return i.tried > 0; }));
+}
+
 std::vector<Field> Notifier::LineFields(const Item& item) const {
   return {{"job", item.event.job},
           {"tick", FormatTick(item.event.tick_unix)},

@@ -140,6 +140,10 @@ class Notifier {
   // Waits up to `grace` for the queue to empty, then cancels the try under way, drops
   // the rest (a `notify` line each) and joins the worker. Idempotent.
   void Shutdown(std::chrono::milliseconds grace);
+  // How many notifications wait in the queue for a retry (their backoff set), while no
+  // try is under way; 0 while one is. For tests that move a fake clock past a backoff:
+  // the backoff counts from when the failed try returned.
+  std::size_t WaitingRetries() const;
 
  private:
   struct Item {
@@ -164,7 +168,7 @@ class Notifier {
   const NotifierOptions options_;
   const NotifySender sender_;
 
-  std::mutex mu_;  // guards the fields below
+  mutable std::mutex mu_;  // guards the fields below
   std::condition_variable cv_;
   std::vector<Item> queue_;  // unordered; the worker takes the earliest due
   bool busy_ = false;        // the worker is on an item

@@ -126,11 +126,14 @@ TEST_CASE_METHOD(OneNotifier,
   const SteadyTime t0 = sim.clock.Steady();
   notifier.RunEnded(job, RunEvent("j", kT0, "failed"));
   notifier.RunEnded(job, RunEvent("j", kT0 + 60, "done"));  // no on_success: nothing
-  REQUIRE(Eventually([&] { return sender.count() == 1; }));
+  // Each backoff counts from when the failed try returned: the clock moves only once the
+  // retry waits in the queue (a loaded machine returns late).
+  REQUIRE(Eventually([&] { return notifier.WaitingRetries() == 1; }));
   std::this_thread::sleep_for(20ms);
   CHECK(sender.count() == 1);  // the backoff waits for the (fake) clock
   sim.clock.Advance(1'000ms);
   REQUIRE(Eventually([&] { return sender.count() == 2; }));
+  REQUIRE(Eventually([&] { return notifier.WaitingRetries() == 1; }));
   sim.clock.Advance(1'000ms);
   std::this_thread::sleep_for(20ms);
   CHECK(sender.count() == 2);
