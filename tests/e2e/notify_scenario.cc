@@ -2,10 +2,12 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "tests/support/loopback_http.h"
@@ -124,9 +126,19 @@ void ScenarioNotifyAndHttp(BackendFixture& backend) {
           std::string(j["node"]) + " " + std::to_string(j["fence"].get<std::uint64_t>()));
   }
   CHECK(failed_runs.size() >= 4);
+  // Once per try: the winner's `notify … attempts=N` line. A second try follows only
+  // one that failed — on a loaded machine, an answer later than the 2 s timeout to a
+  // POST the endpoint had taken (HTTP cannot tell it from a lost request).
+  std::map<std::string, int> tries;  // tick → attempts of its sent notification
+  for (const LogLine& l : cluster.AllLines()) {
+    if (l.event == "notify" && l.Get("job") == "failing" && l.Get("outcome") == "sent") {
+      tries[l.Get("tick")] = std::stoi(l.Get("attempts"));
+    }
+  }
   for (const auto& [tick, node_fence] : failed_runs) {
-    INFO("tick " << tick);
-    CHECK(posted[tick] == 1);
+    INFO("tick " << tick << ", notified in " << tries[tick] << " tries");
+    CHECK(posted[tick] >= 1);
+    CHECK(posted[tick] <= std::max(1, tries[tick]));
   }
 
   // on_miss: every missed tick of rare once in all (every replica logged it missed).
