@@ -363,8 +363,9 @@ void RunSupervisor::Guard(std::optional<int> process_group) {
     return;
   }
   guarded_ = process_group;
-  guard_behind_ = !tick_.lease_guard->Arm(*guarded_, valid_until_, tick_.job->job.name, tick_text_);
-  if (!guard_behind_) guard_knows_ = valid_until_;
+  if (tick_.lease_guard->Arm(*guarded_, valid_until_, tick_.job->job.name, tick_text_)) {
+    guard_knows_ = valid_until_;
+  }
 }
 
 void RunSupervisor::Unguard() {
@@ -372,7 +373,6 @@ void RunSupervisor::Unguard() {
   tick_.lease_guard->Disarm(*guarded_);
   guarded_.reset();
   guard_knows_.reset();
-  guard_behind_ = false;
 }
 
 bool RunSupervisor::PrepareRetry(int attempt, WallTime retries_end,
@@ -551,7 +551,8 @@ void RunSupervisor::CheckLease() {
 
 void RunSupervisor::Upkeep() {
   CheckLease();
-  if (guard_behind_) Guard(guarded_);  // the guard's pipe was full: tell it again
+  // The guard's pipe was full when valid_until_ last moved: tell it again.
+  if (guarded_ && guard_knows_ != valid_until_) Guard(guarded_);
   if (lease_held_ && clock_.Steady() >= next_renew_ && !RenewalInFlight()) SendRenewal();
   if (kill_at_ && !killed_ && clock_.Steady() >= *kill_at_) {
     // exec_ changes on this thread only: no lock needed to read it here.

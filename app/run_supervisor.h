@@ -241,8 +241,9 @@ class RunSupervisor {
   std::optional<SteadyTime> kill_at_;  // a lost lease's end: the run is killed then
   bool killed_ = false;                // Kill() was sent to a run still going
   std::optional<int> guarded_;         // the process group armed in tick_.lease_guard
-  std::optional<SteadyTime> guard_knows_;  // the valid_until the guard last received
-  bool guard_behind_ = false;          // the last arm was not sent: Upkeep sends it again
+  // The valid_until the guard last received; behind valid_until_ when an arm was not
+  // sent (Upkeep sends it again).
+  std::optional<SteadyTime> guard_knows_;
   // Renewals: shared with the renewal in flight, which may outlive the supervisor.
   struct RenewSlot;
   std::shared_ptr<RenewSlot> renew_;

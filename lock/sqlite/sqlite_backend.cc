@@ -230,9 +230,6 @@ class HolderLocks {
   UniqueFd probe_;
 };
 
-// The host's CLOCK_BOOTTIME (base/clock.h HostBootMs): every replica of the host reads
-// the same, whatever clock a preload library or a time namespace gives its process.
-std::int64_t BootMs() { return HostBootMs(); }
 
 std::string ReadBootId() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -483,7 +480,7 @@ class SqliteBackend final : public Backend {
     std::lock_guard lock(mu_);
     // Without our holder lock the record may look dead to others: the claim is not ours.
     if (held_.find(held.owner_token) == held_.end()) return RenewStatus::kLost;
-    const std::int64_t now = BootMs();
+    const std::int64_t now = HostBootMs();
     Stmt st(stmts_, db_,
             "UPDATE tickd_ticks SET lease_until = ?1 WHERE job = ?2 AND tick = ?3 AND owner = ?4 "
             "AND state = 'running' AND boot_id = ?5 AND lease_until > ?6");
@@ -598,7 +595,7 @@ class SqliteBackend final : public Backend {
     std::lock_guard lock(mu_);
     const std::string where = "sqlite: list running";
     if (auto r = Exec("BEGIN IMMEDIATE", where); !r) return tl::unexpected(r.error());
-    const std::int64_t now = BootMs();
+    const std::int64_t now = HostBootMs();
     std::vector<RunningClaim> out;
     std::string error;
     {
@@ -727,7 +724,7 @@ class SqliteBackend final : public Backend {
             "duration_ms = ?3, lease_until = ?4 WHERE job = ?5 AND tick = ?6 AND owner = ?7 "
             "AND state = 'running'");
     st.Bind(1, completion.outcome).Bind(2, completion.exit_code);
-    st.Bind(3, static_cast<std::int64_t>(completion.duration.count())).Bind(4, BootMs());
+    st.Bind(3, static_cast<std::int64_t>(completion.duration.count())).Bind(4, HostBootMs());
     st.Bind(5, held.job).Bind(6, held.tick_unix).Bind(7, held.owner_token);
     if (st.Step() != SQLITE_DONE) return MakeError(where, st.ErrorText());
     if (sqlite3_changes(db_) == 1) {
@@ -865,7 +862,7 @@ class SqliteBackend final : public Backend {
 
   Result<ClaimOutcome> DecideLocked(const ClaimRequest& req, std::int64_t store_ms,
                                     const std::string& where, std::vector<PendingWin>& wins) {
-    const std::int64_t now = BootMs();
+    const std::int64_t now = HostBootMs();
     Stmt existing(stmts_, db_,
                   "SELECT tick, owner, node, fence, lease_until, boot_id, config_hash, state "
                   "FROM tickd_ticks WHERE job = ?1 AND tick = ?2");
@@ -955,7 +952,7 @@ class SqliteBackend final : public Backend {
   // its holder lock taken, when the answer is kRefenced (the caller commits or drops it).
   Result<RefenceOutcome> RefenceLocked(const HeldClaim& held, const std::string& where,
                                        std::uint64_t& fence) {
-    const std::int64_t now = BootMs();
+    const std::int64_t now = HostBootMs();
     Stmt live(stmts_, db_,
               "SELECT 1 FROM tickd_ticks WHERE job = ?1 AND tick = ?2 AND owner = ?3 "
               "AND state = 'running' AND boot_id = ?4 AND lease_until > ?5");
@@ -1077,7 +1074,7 @@ class SqliteBackend final : public Backend {
   // Inside the caller's BEGIN IMMEDIATE: no claim, renew or complete runs meanwhile.
   Result<ForceReleaseStatus> ForceReleaseLocked(std::string_view job, std::int64_t tick_unix,
                                                 const std::string& where) {
-    const std::int64_t now = BootMs();
+    const std::int64_t now = HostBootMs();
     std::optional<Running> rec;
     {
       Stmt st(db_,
@@ -1102,7 +1099,7 @@ class SqliteBackend final : public Backend {
   Result<int> PruneLocked(WallTime older_than, const std::string& where) {
     const std::int64_t cutoff =
         std::chrono::duration_cast<std::chrono::seconds>(older_than.time_since_epoch()).count();
-    const std::int64_t now = BootMs();
+    const std::int64_t now = HostBootMs();
     int removed = 0;
     // Running records go only when dead.
     std::vector<std::pair<std::string, Running>> dead;

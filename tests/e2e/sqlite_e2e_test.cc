@@ -123,20 +123,29 @@ TEST_CASE("sqlite: H and jitter spread the runs; each tick once, at its due inst
   ScenarioSpread(*backend);
 }
 
-// Pids of the processes whose command line mentions `text` (a prepared child shares
-// its daemon's memory until its exec, so it has the daemon's command line).
-std::vector<int> ProcessesMentioning(const std::string& text) {
+// The pids in /proc, and what /proc/<pid>/<name> holds ("" once the process is gone).
+std::vector<int> Processes() {
   std::vector<int> pids;
   DIR* proc = opendir("/proc");
   REQUIRE(proc != nullptr);
   while (dirent* d = readdir(proc)) {
-    if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + d->d_name + "/cmdline");
-    const std::string cmdline((std::istreambuf_iterator<char>(in)),
-                              std::istreambuf_iterator<char>());
-    if (cmdline.find(text) != std::string::npos) pids.push_back(std::stoi(d->d_name));
+    if (d->d_name[0] >= '0' && d->d_name[0] <= '9') pids.push_back(std::stoi(d->d_name));
   }
   closedir(proc);
+  return pids;
+}
+std::string ProcFile(int pid, const char* name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + name);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Pids of the processes whose command line mentions `text` (a prepared child shares
+// its daemon's memory until its exec, so it has the daemon's command line).
+std::vector<int> ProcessesMentioning(const std::string& text) {
+  std::vector<int> pids;
+  for (const int pid : Processes()) {
+    if (ProcFile(pid, "cmdline").find(text) != std::string::npos) pids.push_back(pid);
+  }
   return pids;
 }
 
@@ -208,23 +217,17 @@ pid_t ReadPid(const fs::path& file) {
 // Whether a process of group `pgid` still runs (zombies, which a frozen daemon has not
 // reaped yet, do not count): /proc/<pid>/stat's state and process group.
 bool GroupAlive(pid_t pgid) {
-  bool alive = false;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return ::kill(-pgid, 0) == 0;
-  while (dirent* d = readdir(proc)) {
-    if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + d->d_name + "/stat");
-    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const int pid : Processes()) {
+    const std::string stat = ProcFile(pid, "stat");
     const std::size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream fields(stat.substr(close + 1));
     char state = 0;
     long ppid = 0, group = 0;
     fields >> state >> ppid >> group;
-    if (fields && group == pgid && state != 'Z') alive = true;
+    if (fields && group == pgid && state != 'Z') return true;
   }
-  closedir(proc);
-  return alive;
+  return false;
 }
 
 // Design §1 rule 2, backstop: a daemon that is frozen cannot end its run when the lease
