@@ -161,7 +161,9 @@
 #include "lock/etcd/etcd_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <condition_variable>
 #include <cstdio>
 #include <google/protobuf/arena.h>
 #include <iterator>
@@ -664,6 +666,15 @@ class EtcdBackend final : public Backend {
         endpoints_(std::move(endpoints)),
         context_("etcd " + RedactUrl(options.url)) {}
 
+  ~EtcdBackend() override {
+    {
+      std::lock_guard lock(keeper_mu_);
+      keeper_stop_ = true;
+    }
+    keeper_cv_.notify_all();
+    if (keeper_.joinable()) keeper_.join();
+  }
+
   Result<void> Open() {
     auto wire = EtcdWire::Open(WireOptions{endpoints_.hosts, options_.tls, options_.username,
                                            options_.password, context_});
@@ -676,14 +687,16 @@ class EtcdBackend final : public Backend {
 
   std::string_view name() const override { return "etcd"; }
 
-  // The member's clock narrowed before the first claim (a daemon's start): its Date
-  // has whole seconds, and Dates from one phase of the second bound it only to a
-  // second, so a replica ahead by up to max_lead + 1 s could pass the early check
+  // The member's clock narrowed before the first checked claim: a daemon's start-up
+  // warnings do it, and else the first claim that carries a max_lead (tickd trigger).
+  // Its Date has whole seconds, and Dates from one phase of the second bound it only
+  // to a second, so a replica ahead by up to max_lead + 1 s could pass the early check
   // (design.md §1 rule 15) until later replies came at other phases. Dates sent a
   // little under a fifth of a second apart, for at most about 1.2 s, stop once the
   // bound is at most kNarrowClockMs wide (a round trip above the spacing).
   static constexpr std::int64_t kNarrowClockMs = 250;
   void NarrowClock() {
+    if (!clock_narrowed_.exchange(true)) KeepClockNarrow();
     const auto until = steady_clock::now() + milliseconds(1'200);
     while (true) {
       wire_->SyncClock(Due());
@@ -691,6 +704,24 @@ class EtcdBackend final : public Backend {
       if (!now || now->hi - now->lo <= kNarrowClockMs || steady_clock::now() >= until) return;
       std::this_thread::sleep_for(milliseconds(170));
     }
+  }
+
+  // Keeps the bound narrow once narrowed, in a process that lives on (a daemon, a
+  // libtickd scheduler): Dates older than a minute no longer count (ClockBound), so one
+  // whose instants are minutes apart would judge its next claims on a single Date, up
+  // to a second lenient again. A Date every kKeepClockEvery moves across the phases of
+  // the second. Each has a quarter of op_timeout, as a batch's own: a claim batch
+  // waits for one in flight. The destructor stops it.
+  static constexpr milliseconds kKeepClockEvery{470};
+  void KeepClockNarrow() {
+    keeper_ = std::thread([this] {
+      std::unique_lock lock(keeper_mu_);
+      while (!keeper_cv_.wait_for(lock, kKeepClockEvery, [this] { return keeper_stop_; })) {
+        lock.unlock();
+        wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);
+        lock.lock();
+      }
+    });
   }
 
   std::vector<std::string> StartupWarnings() override {
@@ -764,7 +795,13 @@ class EtcdBackend final : public Backend {
                             const ClaimAnswer& on_answer) override {
     // The member's Date just before the batch (gRPC answers carry none): its clock
     // bound judges the batch's early and missed (etcd_wire.h, WireReply).
-    wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);
+    const bool checked = std::any_of(reqs.begin(), reqs.end(),
+                                     [](const ClaimRequest& r) { return r.max_lead.has_value(); });
+    if (checked && !clock_narrowed_) {
+      NarrowClock();
+    } else {
+      wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);
+    }
     BatchLeases leases;
     std::set<std::size_t> read_first;  // a blind claim failed but may still win: read
     const Error gave_up(context_ + ": claim",
@@ -2499,6 +2536,11 @@ class EtcdBackend final : public Backend {
   const Endpoints endpoints_;
   const std::string context_;  // "etcd <url>"
   std::unique_ptr<EtcdWire> wire_;  // thread-safe: gRPC to the members, their clocks
+  std::atomic<bool> clock_narrowed_ = false;  // NarrowClock ran once
+  std::mutex keeper_mu_;
+  std::condition_variable keeper_cv_;
+  bool keeper_stop_ = false;  // guarded by keeper_mu_
+  std::thread keeper_;        // KeepClockNarrow's
   std::mutex leases_mu_;
   std::map<LeaseKey, HeldState> leases_;              // guarded by leases_mu_
   std::mutex cache_mu_;

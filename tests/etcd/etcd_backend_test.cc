@@ -98,6 +98,13 @@ NextSecondClaim ClaimNextSecond(Backend& backend, const std::string& job,
   return out;
 }
 
+// A claim of the next second from early in this one (0.65 s or more ahead), with no
+// tolerance, is refused `early` once the member's clock is narrowed.
+void CheckNextSecondEarly(Backend& backend, const std::string& job) {
+  const NextSecondClaim ahead = ClaimNextSecond(backend, job, 0ms);
+  if (ahead.outcome) CHECK(std::string(ClaimStatusName(ahead.outcome->status)) == "early");
+}
+
 TEST_CASE_METHOD(Member,
                  "etcd: the clock check judges below a second once replies came at other phases of "
                  "the member's second (Date has whole seconds)",
@@ -131,8 +138,35 @@ TEST_CASE_METHOD(Member,
   (void)backend->StartupWarnings();  // what a daemon calls once, before its first claim
   // A bound from one Date's phase alone may be a second wide and let the claim pass;
   // narrowed, it cannot.
-  const NextSecondClaim ahead = ClaimNextSecond(*backend, "first-claim", 0ms);
-  if (ahead.outcome) CHECK(std::string(ClaimStatusName(ahead.outcome->status)) == "early");
+  CheckNextSecondEarly(*backend, "first-claim");
+}
+
+TEST_CASE_METHOD(Member,
+                 "etcd: without start-up warnings (tickd trigger) the first checked claim "
+                 "narrows the member's clock: a replica under a second ahead is refused",
+                 "[etcd]") {
+  if (skipped) return;
+  auto backend = Replica();
+  // The first claim that carries a max_lead narrows the bound (up to 1.2 s) before it is
+  // judged; the claim the test times comes after it, with one Date of its own.
+  auto first = Req("trigger-first", NowUnix() - 1, "node-a", "tok-first");
+  first.max_lead = 0ms;
+  first.forbid_overlap = false;
+  CHECK(MustClaim(*backend, first).status == ClaimStatus::kWon);
+  CheckNextSecondEarly(*backend, "trigger-ahead");
+}
+
+TEST_CASE_METHOD(Member,
+                 "etcd: a claimer idle for more than a minute (the bound's window) still "
+                 "refuses a replica under a second ahead: its Dates keep coming",
+                 "[etcd]") {
+  if (skipped) return;
+  auto backend = Replica();
+  (void)backend->StartupWarnings();
+  // Dates older than a minute no longer count: without fresh ones the next claim would
+  // be judged on its own Date alone, up to a second lenient.
+  std::this_thread::sleep_for(62s);
+  CheckNextSecondEarly(*backend, "idle-then-ahead");
 }
 
 TEST_CASE("etcd: bad URLs are refused and name the URL", "[etcd]") {
