@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +50,9 @@ Result<std::unique_ptr<LeaseGuard>> LeaseGuard::Start(const std::string& self_ex
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[0], STDIN_FILENO);
+  // Nothing else of the daemon's: a descriptor a library opened without O_CLOEXEC would
+  // otherwise stay open in the guard (stdout and stderr stay: its log lines).
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // A group of its own: a signal to the daemon's group (kill -STOP -PGID, a terminal's
@@ -119,6 +123,10 @@ std::unique_ptr<LeaseGuard> StartLeaseGuard(Logger& log, const std::string& log_
 }
 
 int RunLeaseGuard(const std::string& log_format) {
+  // A name of its own (ps -o comm, top): `killall tickd` or `pkill -x tickd`, meant for
+  // the daemons, would otherwise end the guard with them, and no one would then end
+  // the runs the daemons left. Its command line stays `tickd lease-guard …`.
+  (void)::prctl(PR_SET_NAME, "tickd-guard");
   // SIGPIPE, SIGHUP, SIGINT, SIGTERM: only the pipe's end ends the guard (the daemon's
   // is what stops it), so that a signal reaching it first leaves no run unguarded.
   ::signal(SIGPIPE, SIG_IGN);

@@ -6,9 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace tickd::app {
 namespace {
@@ -100,6 +106,41 @@ TEST_CASE("lease guard: the daemon's end kills every group still armed, at once"
   guard->reset();  // the pipe closes, as when the daemon dies; the guard is reaped
   CHECK(armed.Ended(30'000ms));
   CHECK_FALSE(disarmed.Ended(500ms));
+}
+
+TEST_CASE("lease guard: holds none of the daemon's descriptors but its pipe, stdout and stderr",
+          "[e2e][lease]") {
+  int leaked[2];
+  REQUIRE(::pipe(leaked) == 0);  // without O_CLOEXEC, as a library might open one
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+  ::close(leaked[0]);
+  ::close(leaked[1]);
+  REQUIRE(guard);
+  const std::string fd_dir = "/proc/" + std::to_string((*guard)->pid()) + "/fd";
+  std::vector<std::string> open;
+  for (int tries = 0; tries < 100; ++tries) {  // until it runs tickd (posix_spawn returned)
+    open.clear();
+    for (const auto& entry : std::filesystem::directory_iterator(fd_dir)) {
+      open.push_back(entry.path().filename().string());
+    }
+    std::sort(open.begin(), open.end());
+    if (open == std::vector<std::string>{"0", "1", "2"}) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(open == std::vector<std::string>{"0", "1", "2"});
+}
+
+TEST_CASE("lease guard: `killall tickd` (an exact process name) does not reach it",
+          "[e2e][lease]") {
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+  REQUIRE(guard);
+  std::string comm;
+  for (int tries = 0; tries < 100 && comm != "tickd-guard\n"; ++tries) {  // until it runs
+    std::ifstream in("/proc/" + std::to_string((*guard)->pid()) + "/comm");
+    comm.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(comm == "tickd-guard\n");
 }
 
 }  // namespace
