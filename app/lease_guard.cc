@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -28,9 +30,22 @@ constexpr int kPipeBytes = 1 << 20;
 
 struct Armed {
   std::int64_t valid_until_ms = 0;  // CLOCK_MONOTONIC, ms
+  std::int64_t term_at_ms = 0;      // valid_until − stop_grace
+  bool term_judged = false;         // term_at passed: SIGTERMed, or the daemon ran then
   std::string job;
   std::string tick;
 };
+
+// Whether process `pid` is stopped: by a signal (SIGSTOP, SIGTSTP) or by a tracer (a
+// debugger). Its state is the field after the parenthesised name in /proc/PID/stat.
+bool IsStopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t name_end = stat.rfind(')');
+  if (name_end == std::string::npos || name_end + 2 >= stat.size()) return false;
+  const char state = stat[name_end + 2];
+  return state == 'T' || state == 't';
+}
 
 std::int64_t MonotonicMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -89,10 +104,11 @@ LeaseGuard::~LeaseGuard() {
   }
 }
 
-bool LeaseGuard::Arm(pid_t pgid, SteadyTime valid_until, const std::string& job,
-                     const std::string& tick) {
+bool LeaseGuard::Arm(pid_t pgid, SteadyTime term_at, SteadyTime valid_until,
+                     const std::string& job, const std::string& tick) {
   return Send("A " + std::to_string(pgid) + " " +
-              std::to_string(valid_until.time_since_epoch().count()) + " " + job + " " + tick +
+              std::to_string(valid_until.time_since_epoch().count()) + " " +
+              std::to_string(term_at.time_since_epoch().count()) + " " + job + " " + tick +
               "\n");
 }
 
@@ -134,14 +150,15 @@ int RunLeaseGuard(const std::string& log_format) {
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGTERM, SIG_IGN);  // systemd's stop signals the whole cgroup: the daemon drains
   const LogFormat format = LogFormatFromName(log_format).value_or(LogFormat::kLogfmt);
+  const pid_t daemon = ::getppid();
   RealClock clock;
   std::map<pid_t, Armed> armed;
-  const auto kill_group = [&](pid_t pgid, const Armed& a, std::string_view why) {
-    if (::kill(-pgid, SIGKILL) != 0) return;  // gone already: nothing to say
+  const auto signal_group = [&](pid_t pgid, const Armed& a, int sig, std::string_view why) {
+    if (::kill(-pgid, sig) != 0) return;  // gone already: nothing to say
     const Field fields[] = {{"job", a.job},
                             {"tick", a.tick},
                             {"pgid", static_cast<long long>(pgid)},
-                            {"outcome", "killed"},
+                            {"outcome", sig == SIGKILL ? "killed" : "terminated"},
                             {"reason", why}};
     const std::string line = FormatLine(format, clock.Wall(), LogLevel::kWarn, "lease-guard", fields);
     (void)!::write(STDERR_FILENO, line.data(), line.size());
@@ -152,7 +169,8 @@ int RunLeaseGuard(const std::string& log_format) {
     int timeout = -1;
     const std::int64_t now = MonotonicMs();
     for (const auto& [pgid, a] : armed) {
-      const std::int64_t left = std::max<std::int64_t>(0, a.valid_until_ms - now);
+      const std::int64_t next = a.term_judged ? a.valid_until_ms : a.term_at_ms;
+      const std::int64_t left = std::max<std::int64_t>(0, next - now);
       if (timeout < 0 || left < timeout) timeout = static_cast<int>(std::min<std::int64_t>(left, 60'000));
     }
     pollfd p{STDIN_FILENO, POLLIN, 0};
@@ -164,7 +182,7 @@ int RunLeaseGuard(const std::string& log_format) {
       const ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {  // the daemon is gone: nobody ends its runs now
-        for (const auto& [pgid, a] : armed) kill_group(pgid, a, "daemon-gone");
+        for (const auto& [pgid, a] : armed) signal_group(pgid, a, SIGKILL, "daemon-gone");
         return 0;
       }
       pending.append(buf, static_cast<std::size_t>(n));
@@ -179,7 +197,7 @@ int RunLeaseGuard(const std::string& log_format) {
           armed.erase(static_cast<pid_t>(pgid));
         } else if (op == 'A') {
           Armed a;
-          cmd >> a.valid_until_ms >> a.job >> a.tick;
+          cmd >> a.valid_until_ms >> a.term_at_ms >> a.job >> a.tick;
           if (cmd) armed[static_cast<pid_t>(pgid)] = std::move(a);
         }
       }
@@ -188,12 +206,18 @@ int RunLeaseGuard(const std::string& log_format) {
     }
     const std::int64_t after = MonotonicMs();
     for (auto it = armed.begin(); it != armed.end();) {
-      if (it->second.valid_until_ms <= after) {
-        kill_group(it->first, it->second, "valid-until");
+      Armed& a = it->second;
+      if (a.valid_until_ms <= after) {
+        signal_group(it->first, a, SIGKILL, "valid-until");
         it = armed.erase(it);
-      } else {
-        ++it;
+        continue;
       }
+      // The daemon's own SIGTERM is due now; one that is stopped cannot send it.
+      if (!a.term_judged && a.term_at_ms <= after) {
+        a.term_judged = true;
+        if (IsStopped(daemon)) signal_group(it->first, a, SIGTERM, "daemon-stopped");
+      }
+      ++it;
     }
   }
 }

@@ -9,9 +9,12 @@
 // own, so that a signal to the daemon's group does not stop it too), and tells it each
 // run's process group and valid_until over a pipe: armed when the process is made
 // (prepared or started), moved by every confirmed renewal, disarmed when the run ends.
-// The guard SIGKILLs a group whose valid_until passes while it is armed. When the
-// daemon goes away (the pipe's end: killed, crashed), the guard SIGKILLs every group
-// still armed at once — a job's children that outlive their leader too — and exits.
+// The guard SIGKILLs a group whose valid_until passes while it is armed, and SIGTERMs it
+// at valid_until − stop_grace when the daemon is stopped then (its state in /proc: T
+// or t), so that a job gets the grace it would get from a daemon that runs; a daemon
+// that runs sends that SIGTERM itself, and the guard leaves it to it. When the daemon
+// goes away (the pipe's end: killed, crashed), the guard SIGKILLs every group still
+// armed at once — a job's children that outlive their leader too — and exits.
 //
 // Only process groups: an in-process call cannot be killed from outside. Runs with
 // on_lease_lost: continue are not armed. The deadline is on CLOCK_MONOTONIC, which
@@ -43,12 +46,14 @@ class LeaseGuard {
   LeaseGuard(const LeaseGuard&) = delete;
   LeaseGuard& operator=(const LeaseGuard&) = delete;
 
-  // `pgid` (a run's process group) is SIGKILLed at `valid_until` unless disarmed or
-  // armed again with a later one first. `job` and `tick` name it in the guard's line.
+  // `pgid` (a run's process group) is SIGKILLed at `valid_until`, and SIGTERMed at
+  // `term_at` (valid_until − stop_grace) if the daemon is stopped then, unless disarmed
+  // or armed again with later ones first. `job` and `tick` name it in the guard's lines.
   // False: not sent (the pipe is full — the guard is behind — or the guard is gone);
   // the guard keeps what it had, and the caller tries again (RunSupervisor::Upkeep).
   // Never blocks: a supervisor's own deadlines come first.
-  bool Arm(pid_t pgid, SteadyTime valid_until, const std::string& job, const std::string& tick);
+  bool Arm(pid_t pgid, SteadyTime term_at, SteadyTime valid_until, const std::string& job,
+           const std::string& tick);
   void Disarm(pid_t pgid);
 
   pid_t pid() const { return pid_; }  // the guard process
@@ -69,8 +74,8 @@ class Logger;
 std::unique_ptr<LeaseGuard> StartLeaseGuard(Logger& log, const std::string& log_format,
                                             const std::string& node);
 
-// `tickd lease-guard`: reads commands from stdin until its end, kills as above, writes
-// a `lease-guard` line (warn) for each kill. Returns the exit status.
+// `tickd lease-guard`: reads commands from stdin until its end, signals as above, writes
+// a `lease-guard` line (warn) for each signal sent. Returns the exit status.
 int RunLeaseGuard(const std::string& log_format);
 
 }  // namespace tickd::app

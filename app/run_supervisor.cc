@@ -363,7 +363,8 @@ void RunSupervisor::Guard(std::optional<int> process_group) {
     return;
   }
   guarded_ = process_group;
-  if (tick_.lease_guard->Arm(*guarded_, valid_until_, tick_.job->job.name, tick_text_)) {
+  if (tick_.lease_guard->Arm(*guarded_, LossAt(), valid_until_, tick_.job->job.name,
+                             tick_text_)) {
     guard_knows_ = valid_until_;
   }
 }

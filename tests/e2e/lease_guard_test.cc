@@ -43,8 +43,7 @@ class Group {
     const auto until = std::chrono::steady_clock::now() + d;
     do {
       if (reaped_) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      if (::waitpid(pid_, &status_, WNOHANG) == pid_) {
         reaped_ = true;
         return true;
       }
@@ -52,10 +51,13 @@ class Group {
     } while (std::chrono::steady_clock::now() < until);
     return false;
   }
+  // The signal that ended it (once Ended), 0 if none did.
+  int Signal() const { return reaped_ && WIFSIGNALED(status_) ? WTERMSIG(status_) : 0; }
 
  private:
   pid_t pid_ = -1;
   bool reaped_ = false;
+  int status_ = 0;
 };
 
 SteadyTime SteadyIn(std::chrono::milliseconds d) {
@@ -68,11 +70,12 @@ TEST_CASE("lease guard: kills a group at its valid_until, not one disarmed or ar
   auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
   REQUIRE(guard);
   Group expires, disarmed, moved;
-  (*guard)->Arm(expires.pgid(), SteadyIn(300ms), "a", "t");
-  (*guard)->Arm(disarmed.pgid(), SteadyIn(2'000ms), "b", "t");
+  (*guard)->Arm(expires.pgid(), SteadyIn(300ms), SteadyIn(300ms), "a", "t");
+  (*guard)->Arm(disarmed.pgid(), SteadyIn(2'000ms), SteadyIn(2'000ms), "b", "t");
   (*guard)->Disarm(disarmed.pgid());
-  (*guard)->Arm(moved.pgid(), SteadyIn(2'000ms), "c", "t");
-  (*guard)->Arm(moved.pgid(), SteadyIn(60'000ms), "c", "t");  // a renewal moved it
+  (*guard)->Arm(moved.pgid(), SteadyIn(2'000ms), SteadyIn(2'000ms), "c", "t");
+  // A renewal moved it:
+  (*guard)->Arm(moved.pgid(), SteadyIn(60'000ms), SteadyIn(60'000ms), "c", "t");
   CHECK(expires.Ended(30'000ms));
   std::this_thread::sleep_for(2'500ms);  // past the others' first deadlines
   CHECK_FALSE(disarmed.Ended(0ms));
@@ -84,24 +87,62 @@ TEST_CASE("lease guard: one stopped for a while reads the later deadlines before
   auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
   REQUIRE(guard);
   Group renewed;
-  (*guard)->Arm(renewed.pgid(), SteadyIn(500ms), "a", "t");
+  (*guard)->Arm(renewed.pgid(), SteadyIn(500ms), SteadyIn(500ms), "a", "t");
   std::this_thread::sleep_for(100ms);  // the first arm read
   REQUIRE(::kill((*guard)->pid(), SIGSTOP) == 0);
   // More than one read's worth (64 KiB) of other runs' commands queues up while it is
   // stopped, then this run's renewal.
   for (int i = 0; i < 10'000; ++i) (*guard)->Disarm(4'000'000 + i % 1'000);
-  REQUIRE((*guard)->Arm(renewed.pgid(), SteadyIn(60'000ms), "a", "t"));
+  REQUIRE((*guard)->Arm(renewed.pgid(), SteadyIn(60'000ms), SteadyIn(60'000ms), "a", "t"));
   std::this_thread::sleep_for(1'000ms);  // past the first deadline
   REQUIRE(::kill((*guard)->pid(), SIGCONT) == 0);
   CHECK_FALSE(renewed.Ended(1'000ms));
+}
+
+TEST_CASE("lease guard: leaves the SIGTERM at valid_until − stop_grace to a daemon that runs",
+          "[e2e][lease]") {
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+  REQUIRE(guard);
+  Group running;
+  (*guard)->Arm(running.pgid(), SteadyIn(200ms), SteadyIn(60'000ms), "a", "t");
+  CHECK_FALSE(running.Ended(1'500ms));  // this process, its daemon, runs
+}
+
+TEST_CASE("lease guard: SIGTERMs a group at valid_until − stop_grace when the daemon is stopped",
+          "[e2e][lease]") {
+  Group run;
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  // A stand-in daemon: a child that starts the guard, arms `run` (term_at in 300 ms,
+  // valid_until in a minute), says so, and waits to be stopped.
+  const pid_t daemon = ::fork();
+  REQUIRE(daemon >= 0);
+  if (daemon == 0) {
+    auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+    const bool armed =
+        guard && (*guard)->Arm(run.pgid(), SteadyIn(300ms), SteadyIn(60'000ms), "a", "t");
+    (void)!::write(ready[1], armed ? "1" : "0", 1);
+    while (true) ::pause();
+  }
+  char armed = 0;
+  REQUIRE(::read(ready[0], &armed, 1) == 1);
+  REQUIRE(::kill(daemon, SIGSTOP) == 0);
+  const bool ended = run.Ended(30'000ms);  // long before valid_until
+  ::kill(daemon, SIGKILL);                 // its pipe ends: the guard exits
+  ::waitpid(daemon, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  CHECK(armed == '1');
+  CHECK(ended);
+  CHECK(run.Signal() == SIGTERM);
 }
 
 TEST_CASE("lease guard: the daemon's end kills every group still armed, at once", "[e2e][lease]") {
   auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
   REQUIRE(guard);
   Group armed, disarmed;
-  (*guard)->Arm(armed.pgid(), SteadyIn(60'000ms), "a", "t");
-  (*guard)->Arm(disarmed.pgid(), SteadyIn(60'000ms), "b", "t");
+  (*guard)->Arm(armed.pgid(), SteadyIn(60'000ms), SteadyIn(60'000ms), "a", "t");
+  (*guard)->Arm(disarmed.pgid(), SteadyIn(60'000ms), SteadyIn(60'000ms), "b", "t");
   (*guard)->Disarm(disarmed.pgid());
   guard->reset();  // the pipe closes, as when the daemon dies; the guard is reaped
   CHECK(armed.Ended(30'000ms));

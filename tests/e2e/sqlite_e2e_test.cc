@@ -239,27 +239,34 @@ TEST_CASE("sqlite: a run ends by its lease's end while its daemon is frozen, or 
   auto backend = MakeSqliteFixture();
   Cluster cluster(*backend);
   const fs::path pid_file = cluster.dir() / "job.pid";
-  // `sleep 60; true`: the sleep is a child of the shell, in its process group.
+  const fs::path term_file = cluster.dir() / "job.term";
+  // The sleeps are children of the shell, in its process group. On SIGTERM the shell
+  // notes it and sleeps on: only a SIGKILL ends it then.
   cluster.WriteJobFile("jobs:\n  - name: long\n    schedule: \"*/2 * * * * *\"\n"
-                       "    shell: \"echo $$ > " + pid_file.string() + "; sleep 60; true\"\n",
+                       "    shell: \"echo $$ > " + pid_file.string() + "; trap 'echo term > " +
+                           term_file.string() + "' TERM; sleep 60 & wait $!; sleep 60; true\"\n",
                        "lease: 3s");
   Replica& replica = cluster.StartReplica("node-a");
   REQUIRE(Cluster::WaitUntil([&] { return ReadPid(pid_file) > 1; }, std::chrono::seconds(30)));
   const pid_t pgid = ReadPid(pid_file);
   REQUIRE(GroupAlive(pgid));
 
-  SECTION("frozen: the guard kills the run at valid_until; the run line says lease-lost") {
+  SECTION("frozen: the guard terminates the run at valid_until − stop_grace and kills it at "
+          "valid_until; the run line says lease-lost") {
     replica.Signal(SIGSTOP);
     // Without the guard the job would run its 60 s; the lease is 3 s (loose bound: CI).
     const bool gone =
         Cluster::WaitUntil([&] { return !GroupAlive(pgid); }, std::chrono::seconds(20));
+    const bool termed = fs::exists(term_file);  // told to stop while the daemon was frozen
     replica.Signal(SIGCONT);
     INFO(replica.LogText());
     CHECK(gone);
+    CHECK(termed);
     CHECK(Cluster::WaitUntil(
         [&] {
           const std::string log = replica.LogText();
           return log.find("lease-guard job=long") != std::string::npos &&
+                 log.find("outcome=terminated reason=daemon-stopped") != std::string::npos &&
                  log.find("outcome=killed reason=valid-until") != std::string::npos &&
                  log.find("outcome=lease-lost") != std::string::npos &&
                  log.find("lease_end=killed") != std::string::npos;
@@ -270,7 +277,10 @@ TEST_CASE("sqlite: a run ends by its lease's end while its daemon is frozen, or 
     replica.Signal(SIGKILL);
     INFO(replica.LogText());
     CHECK(Cluster::WaitUntil([&] { return !GroupAlive(pgid); }, std::chrono::seconds(10)));
-    CHECK(replica.LogText().find("reason=daemon-gone") != std::string::npos);
+    // The guard writes its line after the kill.
+    CHECK(Cluster::WaitUntil(
+        [&] { return replica.LogText().find("reason=daemon-gone") != std::string::npos; },
+        std::chrono::seconds(10)));
   }
   if (GroupAlive(pgid)) ::kill(-pgid, SIGKILL);  // never left behind by a failed check
 }
