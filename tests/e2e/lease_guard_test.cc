@@ -113,20 +113,20 @@ TEST_CASE("lease guard: SIGTERMs a group at valid_until − stop_grace when the 
   Group run;
   int ready[2];
   REQUIRE(::pipe(ready) == 0);
-  // A stand-in daemon: a child that starts the guard, arms `run` (term_at in 300 ms,
-  // valid_until in a minute), says so, and waits to be stopped.
+  // A stand-in daemon: a child that starts the guard, arms `run` (term_at in 1 s,
+  // valid_until in a minute), says so and stops itself, long before term_at.
   const pid_t daemon = ::fork();
   REQUIRE(daemon >= 0);
   if (daemon == 0) {
     auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
     const bool armed =
-        guard && (*guard)->Arm(run.pgid(), SteadyIn(300ms), SteadyIn(60'000ms), "a", "t");
+        guard && (*guard)->Arm(run.pgid(), SteadyIn(1'000ms), SteadyIn(60'000ms), "a", "t");
     (void)!::write(ready[1], armed ? "1" : "0", 1);
+    ::raise(SIGSTOP);
     while (true) ::pause();
   }
   char armed = 0;
   REQUIRE(::read(ready[0], &armed, 1) == 1);
-  REQUIRE(::kill(daemon, SIGSTOP) == 0);
   const bool ended = run.Ended(30'000ms);  // long before valid_until
   ::kill(daemon, SIGKILL);                 // its pipe ends: the guard exits
   ::waitpid(daemon, nullptr, 0);
