@@ -53,10 +53,14 @@ std::int64_t MonotonicMs() {
       .count();
 }
 
-}  // namespace
-
-Result<std::unique_ptr<LeaseGuard>> LeaseGuard::Start(const std::string& self_exe,
-                                                      const std::string& log_format) {
+// The guard process: `argv0 lease-guard --log-format F`, run from `exe`, reading the
+// returned descriptor's other end. Errors: the pipe, the process.
+struct Spawned {
+  int fd = -1;
+  pid_t pid = -1;
+};
+Result<Spawned> SpawnGuard(const std::string& exe, const std::string& argv0,
+                           const std::string& log_format) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return MakeError("lease guard", std::string("pipe: ") + std::strerror(errno));
@@ -74,31 +78,52 @@ Result<std::unique_ptr<LeaseGuard>> LeaseGuard::Start(const std::string& self_ex
   // ^Z) does not stop the guard with it.
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<std::string> args = {self_exe, "lease-guard", "--log-format", log_format};
+  std::vector<std::string> args = {argv0, "lease-guard", "--log-format", log_format};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, self_exe.c_str(), &actions, &attr, argv.data(), environ);
+  const int rc = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(fds[0]);
   if (rc != 0) {
     ::close(fds[1]);
-    return MakeError("lease guard", self_exe + ": " + std::strerror(rc));
+    return MakeError("lease guard", exe + ": " + std::strerror(rc));
   }
   // A guard too slow to read is never waited for by a supervisor (its own deadlines
   // come first): a command that does not fit is dropped (Send).
   (void)::fcntl(fds[1], F_SETFL, O_NONBLOCK);
-  return std::unique_ptr<LeaseGuard>(new LeaseGuard(fds[1], pid));
+  return Spawned{fds[1], pid};
+}
+
+// Reaps a guard whose pipe failed: SIGKILL first, so that one not yet gone cannot hold
+// the wait up.
+void EndGuard(pid_t pid) {
+  (void)::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LeaseGuard>> LeaseGuard::Start(const std::string& exe,
+                                                      const std::string& log_format,
+                                                      std::string argv0, Restarted restarted) {
+  if (argv0.empty()) argv0 = exe;
+  Result<Spawned> spawned = SpawnGuard(exe, argv0, log_format);
+  if (!spawned) return tl::unexpected(spawned.error());
+  return std::unique_ptr<LeaseGuard>(new LeaseGuard(exe, std::move(argv0), log_format,
+                                                    std::move(restarted), spawned->fd,
+                                                    spawned->pid));
 }
 
 LeaseGuard::~LeaseGuard() {
-  {
-    std::lock_guard lock(mu_);
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
+  std::lock_guard lock(mu_);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  // The pipe's end: the guard kills what is still armed (nothing, after a drain), exits.
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
@@ -116,22 +141,68 @@ void LeaseGuard::Disarm(pid_t pgid) { (void)Send("D " + std::to_string(pgid) + "
 
 bool LeaseGuard::Send(const std::string& line) {
   std::lock_guard lock(mu_);
-  if (fd_ < 0) return false;
-  // Under PIPE_BUF: written whole or not at all (a full pipe: the guard is behind, or
-  // stopped; EPIPE: it is gone — SIGPIPE is ignored by the commands that start it).
+  if (fd_ >= 0 && WriteLocked(line)) return true;
+  if (fd_ >= 0 && errno != EPIPE) return false;  // full: the guard is behind, or stopped
+  // EPIPE: the guard is gone (SIGPIPE is ignored by the commands that start it). A new
+  // one knows none of the earlier arms: the supervisors see generation() move and arm
+  // theirs again (RunSupervisor::Upkeep). At most one try a second.
+  const std::int64_t now = MonotonicMs();
+  if (restart_tried_ms_ && now - *restart_tried_ms_ < 1'000) return false;
+  restart_tried_ms_ = now;
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+    EndGuard(pid_);
+  }
+  Result<Spawned> spawned = SpawnGuard(exe_, argv0_, log_format_);
+  if (restarted_) {
+    restarted_(spawned ? Result<pid_t>(spawned->pid) : tl::unexpected(spawned.error()));
+  }
+  if (!spawned) return false;
+  fd_ = spawned->fd;
+  pid_ = spawned->pid;
+  generation_.fetch_add(1);
+  return WriteLocked(line);
+}
+
+bool LeaseGuard::WriteLocked(const std::string& line) {
+  // Under PIPE_BUF: written whole or not at all.
   ssize_t n;
   while ((n = ::write(fd_, line.data(), line.size())) < 0 && errno == EINTR) {
   }
   return n == static_cast<ssize_t>(line.size());
 }
 
+void LeaseGuard::Check() {
+  const std::int64_t now = MonotonicMs();
+  std::int64_t last = last_check_ms_.load();
+  if (now - last < kCheckEveryMs || !last_check_ms_.compare_exchange_strong(last, now)) return;
+  (void)Send("\n");  // an empty line: the guard reads no command in it
+}
+
+pid_t LeaseGuard::pid() const {
+  std::lock_guard lock(mu_);
+  return pid_;
+}
+
 std::unique_ptr<LeaseGuard> StartLeaseGuard(Logger& log, const std::string& log_format,
                                             const std::string& node) {
+  // Run from /proc/self/exe, this very executable even after a package upgrade replaced
+  // its file (a restarted guard must speak this daemon's commands); shown by its path.
   std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) self = "tickd";
+  const auto restarted = [&log, node](const Result<pid_t>& pid) {
+    if (pid) {
+      log.Log(LogLevel::kWarn, "lease-guard",
+              {{"node", node}, {"outcome", "restarted"}, {"pid", static_cast<long long>(*pid)}});
+    } else {
+      log.Log(LogLevel::kWarn, "lease-guard",
+              {{"node", node}, {"outcome", "unavailable"}, {"error", pid.error().ToString()}});
+    }
+  };
   Result<std::unique_ptr<LeaseGuard>> guard =
-      ec ? MakeError("lease guard", "/proc/self/exe: " + ec.message())
-         : LeaseGuard::Start(self, log_format);
+      LeaseGuard::Start("/proc/self/exe", log_format, self, restarted);
   if (guard) return std::move(*guard);
   log.Log(LogLevel::kWarn, "lease-guard",
           {{"node", node}, {"outcome", "unavailable"}, {"error", guard.error().ToString()}});

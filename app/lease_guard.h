@@ -14,7 +14,8 @@
 // or t), so that a job gets the grace it would get from a daemon that runs; a daemon
 // that runs sends that SIGTERM itself, and the guard leaves it to it. When the daemon
 // goes away (the pipe's end: killed, crashed), the guard SIGKILLs every group still
-// armed at once — a job's children that outlive their leader too — and exits.
+// armed at once — a job's children that outlive their leader too — and exits. A guard
+// found gone (killed, crashed) is started again, and every run arms again.
 //
 // Only process groups: an in-process call cannot be killed from outside. Runs with
 // on_lease_lost: continue are not armed. The deadline is on CLOCK_MONOTONIC, which
@@ -24,8 +25,12 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "base/clock.h"
@@ -36,10 +41,16 @@ namespace tickd::app {
 // Thread-safe.
 class LeaseGuard {
  public:
-  // Starts the guard process: `self_exe lease-guard`, its stderr the daemon's, its
-  // lines in `log_format` ("logfmt" or "json"). Errors: the pipe, the process.
-  static Result<std::unique_ptr<LeaseGuard>> Start(const std::string& self_exe,
-                                                   const std::string& log_format);
+  // Called with each restart's new guard process, or why there is none.
+  using Restarted = std::function<void(const Result<pid_t>&)>;
+  // Starts the guard process: `exe lease-guard` (argv[0] `argv0`, by default `exe`),
+  // its stderr the daemon's, its lines in `log_format` ("logfmt" or "json"). A guard
+  // found gone (a write's EPIPE) is started again the same way, and `restarted` told.
+  // Errors: the pipe, the process.
+  static Result<std::unique_ptr<LeaseGuard>> Start(const std::string& exe,
+                                                   const std::string& log_format,
+                                                   std::string argv0 = {},
+                                                   Restarted restarted = {});
   // Closes the pipe: the guard kills what is still armed (nothing, after a drain) and
   // exits; it is reaped here.
   ~LeaseGuard();
@@ -49,22 +60,47 @@ class LeaseGuard {
   // `pgid` (a run's process group) is SIGKILLed at `valid_until`, and SIGTERMed at
   // `term_at` (valid_until − stop_grace) if the daemon is stopped then, unless disarmed
   // or armed again with later ones first. `job` and `tick` name it in the guard's lines.
-  // False: not sent (the pipe is full — the guard is behind — or the guard is gone);
-  // the guard keeps what it had, and the caller tries again (RunSupervisor::Upkeep).
-  // Never blocks: a supervisor's own deadlines come first.
+  // False: not sent (the pipe is full — the guard is behind — or the guard is gone and
+  // could not be started again); the guard keeps what it had, and the caller tries
+  // again (RunSupervisor::Upkeep). Never blocks on the guard: a supervisor's own
+  // deadlines come first.
   bool Arm(pid_t pgid, SteadyTime term_at, SteadyTime valid_until, const std::string& job,
            const std::string& tick);
   void Disarm(pid_t pgid);
 
-  pid_t pid() const { return pid_; }  // the guard process
+  // Moves each time a new guard process was started in place of one gone: what was
+  // armed before is unknown to it, so each run arms again (RunSupervisor::Upkeep).
+  std::uint64_t generation() const { return generation_.load(); }
+  // Finds out, at most every kCheckEveryMs whoever calls, whether the guard is still
+  // there (a write of nothing), and starts a new one if not: a guard killed while no
+  // run had anything to tell it is replaced before a daemon's freeze needs it.
+  static constexpr std::int64_t kCheckEveryMs = 500;
+  void Check();
+
+  pid_t pid() const;  // the guard process
 
  private:
-  LeaseGuard(int fd, pid_t pid) : fd_(fd), pid_(pid) {}
+  LeaseGuard(std::string exe, std::string argv0, std::string log_format, Restarted restarted,
+             int fd, pid_t pid)
+      : exe_(std::move(exe)),
+        argv0_(std::move(argv0)),
+        log_format_(std::move(log_format)),
+        restarted_(std::move(restarted)),
+        fd_(fd),
+        pid_(pid) {}
   bool Send(const std::string& line);
+  bool WriteLocked(const std::string& line);  // REQUIRES: mu_ held, fd_ >= 0
 
-  std::mutex mu_;
-  int fd_;  // guarded by mu_; -1 once writing failed (the guard is gone)
-  pid_t pid_;
+  const std::string exe_;
+  const std::string argv0_;
+  const std::string log_format_;
+  const Restarted restarted_;
+  mutable std::mutex mu_;
+  int fd_;                                        // guarded by mu_
+  pid_t pid_;                                     // guarded by mu_
+  std::optional<std::int64_t> restart_tried_ms_;  // guarded by mu_: monotonic
+  std::atomic<std::uint64_t> generation_ = 0;
+  std::atomic<std::int64_t> last_check_ms_ = 0;
 };
 
 // LeaseGuard::Start on this executable (/proc/self/exe); null, with a `lease-guard

@@ -363,9 +363,13 @@ void RunSupervisor::Guard(std::optional<int> process_group) {
     return;
   }
   guarded_ = process_group;
+  const std::uint64_t generation = tick_.lease_guard->generation();
   if (tick_.lease_guard->Arm(*guarded_, LossAt(), valid_until_, tick_.job->job.name,
                              tick_text_)) {
     guard_knows_ = valid_until_;
+    // Sent to a guard started since `generation` was read: it holds this arm, but the
+    // next Upkeep arms again (harmless) rather than trust a count read before it.
+    guard_generation_ = generation;
   }
 }
 
@@ -552,8 +556,14 @@ void RunSupervisor::CheckLease() {
 
 void RunSupervisor::Upkeep() {
   CheckLease();
-  // The guard's pipe was full when valid_until_ last moved: tell it again.
-  if (guarded_ && guard_knows_ != valid_until_) Guard(guarded_);
+  // The guard's pipe was full when valid_until_ last moved, or the guard process that
+  // knew it is gone and another took its place: tell it again.
+  if (guarded_) {
+    tick_.lease_guard->Check();
+    if (guard_knows_ != valid_until_ || guard_generation_ != tick_.lease_guard->generation()) {
+      Guard(guarded_);
+    }
+  }
   if (lease_held_ && clock_.Steady() >= next_renew_ && !RenewalInFlight()) SendRenewal();
   if (kill_at_ && !killed_ && clock_.Steady() >= *kill_at_) {
     // exec_ changes on this thread only: no lock needed to read it here.

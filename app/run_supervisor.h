@@ -244,6 +244,7 @@ class RunSupervisor {
   // The valid_until the guard last received; behind valid_until_ when an arm was not
   // sent (Upkeep sends it again).
   std::optional<SteadyTime> guard_knows_;
+  std::uint64_t guard_generation_ = 0;  // the guard process that received it (generation())
   // Renewals: shared with the renewal in flight, which may outlive the supervisor.
   struct RenewSlot;
   std::shared_ptr<RenewSlot> renew_;

@@ -137,6 +137,55 @@ TEST_CASE("lease guard: SIGTERMs a group at valid_until − stop_grace when the 
   CHECK(run.Signal() == SIGTERM);
 }
 
+// Whether process `pid` (not a child of this one) has exited: gone, or a zombie.
+bool Exited(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t name_end = stat.rfind(')');
+  return name_end == std::string::npos || stat.substr(name_end + 2, 1) == "Z";
+}
+
+// Kills the guard process behind `guard`'s back and waits until it is gone. A write to
+// its pipe then fails with EPIPE: SIGPIPE is ignored, as tickd run and trigger do.
+void KillGuardProcess(LeaseGuard& guard) {
+  ::signal(SIGPIPE, SIG_IGN);
+  const pid_t pid = guard.pid();
+  REQUIRE(::kill(pid, SIGKILL) == 0);
+  for (int tries = 0; tries < 500 && !Exited(pid); ++tries) std::this_thread::sleep_for(10ms);
+  REQUIRE(Exited(pid));
+}
+
+TEST_CASE("lease guard: one that is gone is started again by the next command, which it holds",
+          "[e2e][lease]") {
+  std::vector<pid_t> restarts;
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt", {}, [&](const Result<pid_t>& pid) {
+    restarts.push_back(pid ? *pid : -1);
+  });
+  REQUIRE(guard);
+  const pid_t first = (*guard)->pid();
+  KillGuardProcess(**guard);
+  Group run;
+  REQUIRE((*guard)->Arm(run.pgid(), SteadyIn(300ms), SteadyIn(300ms), "a", "t"));
+  CHECK((*guard)->generation() == 1);
+  CHECK(restarts == std::vector<pid_t>{(*guard)->pid()});
+  CHECK((*guard)->pid() != first);
+  CHECK(run.Ended(30'000ms));  // the new guard holds the arm
+}
+
+TEST_CASE("lease guard: Check finds a guard gone while nothing was sent, and starts another",
+          "[e2e][lease]") {
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+  REQUIRE(guard);
+  (*guard)->Check();  // there: nothing changes
+  CHECK((*guard)->generation() == 0);
+  KillGuardProcess(**guard);
+  // At most one check every kCheckEveryMs, whoever calls.
+  std::this_thread::sleep_for(std::chrono::milliseconds(LeaseGuard::kCheckEveryMs + 100));
+  (*guard)->Check();
+  CHECK((*guard)->generation() == 1);
+  CHECK_FALSE(Exited((*guard)->pid()));
+}
+
 TEST_CASE("lease guard: the daemon's end kills every group still armed, at once", "[e2e][lease]") {
   auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
   REQUIRE(guard);

@@ -273,6 +273,37 @@ TEST_CASE("sqlite: a run ends by its lease's end while its daemon is frozen, or 
         },
         std::chrono::seconds(20)));
   }
+  SECTION("its guard killed, then frozen: a guard started in its place ends the run") {
+    // The daemon's child named tickd-guard (once it has set that name: it starts
+    // alongside the daemon, and may still be loading).
+    pid_t guard = -1;
+    const auto find_guard = [&] {
+      for (const int pid : Processes()) {
+        const std::string stat = ProcFile(pid, "stat");
+        if (stat.find("(tickd-guard) ") == std::string::npos) continue;
+        std::istringstream fields(stat.substr(stat.rfind(')') + 1));
+        char state = 0;
+        long ppid = 0;
+        fields >> state >> ppid;
+        if (ppid == replica.pid() && state != 'Z') guard = pid;
+      }
+      return guard > 1;
+    };
+    REQUIRE(Cluster::WaitUntil(find_guard, std::chrono::seconds(10)));
+    REQUIRE(::kill(guard, SIGKILL) == 0);
+    // The daemon finds it gone within a check (LeaseGuard::kCheckEveryMs) or a renewal.
+    REQUIRE(Cluster::WaitUntil(
+        [&] { return replica.LogText().find("outcome=restarted") != std::string::npos; },
+        std::chrono::seconds(20)));
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // the run's arm sent again
+    replica.Signal(SIGSTOP);
+    const bool gone =
+        Cluster::WaitUntil([&] { return !GroupAlive(pgid); }, std::chrono::seconds(20));
+    replica.Signal(SIGCONT);
+    INFO(replica.LogText());
+    CHECK(gone);
+    CHECK(fs::exists(term_file));
+  }
   SECTION("killed: the whole process group goes with the daemon") {
     replica.Signal(SIGKILL);
     INFO(replica.LogText());
