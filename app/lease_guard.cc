@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -145,9 +146,11 @@ bool LeaseGuard::Send(const std::string& line) {
   if (fd_ >= 0 && errno != EPIPE) return false;  // full: the guard is behind, or stopped
   // EPIPE: the guard is gone (SIGPIPE is ignored by the commands that start it). A new
   // one knows none of the earlier arms: the supervisors see generation() move and arm
-  // theirs again (RunSupervisor::Upkeep). At most one try a second.
+  // theirs again (RunSupervisor::Upkeep). Restarts at least 1 s apart, and after a
+  // failure twice as far as before, up to a minute: one that cannot start does not
+  // fill the log.
   const std::int64_t now = MonotonicMs();
-  if (restart_tried_ms_ && now - *restart_tried_ms_ < 1'000) return false;
+  if (restart_tried_ms_ && now - *restart_tried_ms_ < restart_backoff_ms_) return false;
   restart_tried_ms_ = now;
   if (fd_ >= 0) {
     ::close(fd_);
@@ -158,7 +161,11 @@ bool LeaseGuard::Send(const std::string& line) {
   if (restarted_) {
     restarted_(spawned ? Result<pid_t>(spawned->pid) : tl::unexpected(spawned.error()));
   }
-  if (!spawned) return false;
+  if (!spawned) {
+    restart_backoff_ms_ = std::min<std::int64_t>(restart_backoff_ms_ * 2, 60'000);
+    return false;
+  }
+  restart_backoff_ms_ = 1'000;
   fd_ = spawned->fd;
   pid_ = spawned->pid;
   generation_.fetch_add(1);

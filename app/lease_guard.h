@@ -99,6 +99,7 @@ class LeaseGuard {
   int fd_;                                        // guarded by mu_
   pid_t pid_;                                     // guarded by mu_
   std::optional<std::int64_t> restart_tried_ms_;  // guarded by mu_: monotonic
+  std::int64_t restart_backoff_ms_ = 1'000;       // guarded by mu_
   std::atomic<std::uint64_t> generation_ = 0;
   std::atomic<std::int64_t> last_check_ms_ = 0;
 };

@@ -172,6 +172,34 @@ TEST_CASE("lease guard: one that is gone is started again by the next command, w
   CHECK(run.Ended(30'000ms));  // the new guard holds the arm
 }
 
+TEST_CASE("lease guard: one that cannot be started again is tried again 2 s later, not sooner",
+          "[e2e][lease]") {
+  // Started from a copy of tickd that is then removed: every restart fails.
+  const std::filesystem::path exe =
+      std::filesystem::temp_directory_path() / ("tickd-guard-test-" + std::to_string(::getpid()));
+  std::filesystem::copy_file(TICKD_BINARY, exe, std::filesystem::copy_options::overwrite_existing);
+  int failures = 0;
+  auto guard = LeaseGuard::Start(exe.string(), "logfmt", {}, [&](const Result<pid_t>& pid) {
+    failures += pid ? 0 : 1;
+  });
+  std::filesystem::remove(exe);
+  REQUIRE(guard);
+  KillGuardProcess(**guard);
+  Group run;
+  const auto arm = [&] {
+    return (*guard)->Arm(run.pgid(), SteadyIn(60'000ms), SteadyIn(60'000ms), "a", "t");
+  };
+  CHECK_FALSE(arm());  // tried: failed
+  CHECK(failures == 1);
+  std::this_thread::sleep_for(1'200ms);
+  CHECK_FALSE(arm());  // a failure doubles the wait to 2 s: not tried yet
+  CHECK(failures == 1);
+  std::this_thread::sleep_for(1'000ms);
+  CHECK_FALSE(arm());  // tried again: failed
+  CHECK(failures == 2);
+  CHECK((*guard)->generation() == 0);
+}
+
 TEST_CASE("lease guard: Check finds a guard gone while nothing was sent, and starts another",
           "[e2e][lease]") {
   auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
