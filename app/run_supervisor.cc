@@ -367,8 +367,8 @@ void RunSupervisor::Guard(std::optional<int> process_group) {
   if (tick_.lease_guard->Arm(*guarded_, LossAt(), valid_until_, tick_.job->job.name,
                              tick_text_)) {
     guard_knows_ = valid_until_;
-    // Sent to a guard started since `generation` was read: it holds this arm, but the
-    // next Upkeep arms again (harmless) rather than trust a count read before it.
+    // Read before the arm: a restart in between makes the next Upkeep arm again
+    // (harmless), where one read after could hide a guard that never got it.
     guard_generation_ = generation;
   }
 }
