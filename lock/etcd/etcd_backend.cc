@@ -795,9 +795,10 @@ class EtcdBackend final : public Backend {
                             const ClaimAnswer& on_answer) override {
     // The member's Date just before the batch (gRPC answers carry none): its clock
     // bound judges the batch's early and missed (etcd_wire.h, WireReply).
-    const bool checked = std::any_of(reqs.begin(), reqs.end(),
-                                     [](const ClaimRequest& r) { return r.max_lead.has_value(); });
-    if (checked && !clock_narrowed_) {
+    // Once narrowed, the batch's requests are not looked at for it.
+    if (!clock_narrowed_ && std::any_of(reqs.begin(), reqs.end(), [](const ClaimRequest& r) {
+          return r.max_lead.has_value();
+        })) {
       NarrowClock();
     } else {
       wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);

@@ -230,7 +230,6 @@ class HolderLocks {
   UniqueFd probe_;
 };
 
-
 std::string ReadBootId() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::string id;

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -214,18 +215,33 @@ pid_t ReadPid(const fs::path& file) {
   return static_cast<pid_t>(pid);
 }
 
+// What /proc/<pid>/stat says of a process: its name, state, parent and process group
+// (nothing once it is gone).
+struct ProcStat {
+  std::string name;
+  char state = 0;
+  long ppid = 0;
+  long pgid = 0;
+};
+std::optional<ProcStat> ReadProcStat(int pid) {
+  const std::string stat = ProcFile(pid, "stat");
+  const std::size_t open = stat.find('(');
+  const std::size_t close = stat.rfind(')');
+  if (open == std::string::npos || close == std::string::npos) return std::nullopt;
+  ProcStat out;
+  out.name = stat.substr(open + 1, close - open - 1);
+  std::istringstream fields(stat.substr(close + 1));
+  fields >> out.state >> out.ppid >> out.pgid;
+  if (!fields) return std::nullopt;
+  return out;
+}
+
 // Whether a process of group `pgid` still runs (zombies, which a frozen daemon has not
-// reaped yet, do not count): /proc/<pid>/stat's state and process group.
+// reaped yet, do not count).
 bool GroupAlive(pid_t pgid) {
   for (const int pid : Processes()) {
-    const std::string stat = ProcFile(pid, "stat");
-    const std::size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat.substr(close + 1));
-    char state = 0;
-    long ppid = 0, group = 0;
-    fields >> state >> ppid >> group;
-    if (fields && group == pgid && state != 'Z') return true;
+    const std::optional<ProcStat> st = ReadProcStat(pid);
+    if (st && st->pgid == pgid && st->state != 'Z') return true;
   }
   return false;
 }
@@ -279,13 +295,10 @@ TEST_CASE("sqlite: a run ends by its lease's end while its daemon is frozen, or 
     pid_t guard = -1;
     const auto find_guard = [&] {
       for (const int pid : Processes()) {
-        const std::string stat = ProcFile(pid, "stat");
-        if (stat.find("(tickd-guard) ") == std::string::npos) continue;
-        std::istringstream fields(stat.substr(stat.rfind(')') + 1));
-        char state = 0;
-        long ppid = 0;
-        fields >> state >> ppid;
-        if (ppid == replica.pid() && state != 'Z') guard = pid;
+        const std::optional<ProcStat> st = ReadProcStat(pid);
+        if (st && st->name == "tickd-guard" && st->ppid == replica.pid() && st->state != 'Z') {
+          guard = pid;
+        }
       }
       return guard > 1;
     };
