@@ -94,6 +94,8 @@ struct RunSupervisor::Outcome {
   // The run was still going when its lease ended: "killed" (SIGKILL to its process
   // group) or "running" (an in-process call, left on its thread); "": it was not.
   std::string lease_end;
+  // An attempt's process exited leaving others in its process group, which were ended.
+  bool leftovers_ended = false;
 };
 
 RunSupervisor::RunSupervisor(Clock& clock, lock::Backend& backend, Runner& runner, Logger& log,
@@ -330,6 +332,7 @@ void RunSupervisor::Supervise(Outcome& out) {
       out.signal = r.signal;
       out.error = r.error;
       out.dropped_lines += r.dropped_lines;
+      out.leftovers_ended = out.leftovers_ended || r.leftovers_ended;
       if (guard_killed) {
         out.outcome = jobs::RunOutcome::kLeaseLost;
         out.lease_end = "killed";
@@ -681,6 +684,7 @@ void RunSupervisor::Finish(const Outcome& out, SteadyTime started, bool may_wait
     if (!out.lease_end.empty()) fields.emplace_back("lease_end", out.lease_end);
     if (!out.error.empty()) fields.emplace_back("error", out.error);
     if (dropped_lines > 0) fields.emplace_back("dropped_lines", dropped_lines);
+    if (out.leftovers_ended) fields.emplace_back("leftovers", "ended");
     if (tick_.manual) fields.emplace_back("manual", "true");
     const LogLevel level =
         out.outcome == jobs::RunOutcome::kDone ? LogLevel::kInfo : LogLevel::kWarn;

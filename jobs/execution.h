@@ -51,6 +51,9 @@ struct RunResult {
   // A call on a thread (thread_execution.h) that had not returned when this result was
   // given (it ignored its stop, or Kill gave up on it): its thread goes on.
   bool left_running = false;
+  // The process exited leaving others in its process group; they were ended (SIGTERM,
+  // SIGKILL after the kill grace) before this result was given.
+  bool leftovers_ended = false;
 };
 
 // Receives each line of output as it arrives: stream is "stdout" or "stderr".

@@ -19,6 +19,12 @@
 //    terminated group (the zombie still holds the group id, so it cannot name a
 //    reused pid), then reaps it with waitpid on its pid (never -1: the daemon has
 //    other children);
+//  - then ends what the job left in its group (`cmd &` in a shell that then exits:
+//    the run is its process group, and nothing of it may go on after the run and
+//    its lease have ended): while a kill of the group id finds a process that is not
+//    a zombie (they hold the id now), SIGTERM (+ SIGCONT), SIGKILL kill_grace later
+//    (at once on Kill()), looking every 20 ms, giving up on any that survive SIGKILL
+//    (D state) a second after it; only then is the run over;
 //  - drains the pipes until EOF, but for at most kDrainAfterExit after the reap: a
 //    grandchild that keeps a pipe open must not hold the run forever;
 //  - publishes the RunResult under the mutex, for every later WaitFor().
@@ -27,6 +33,7 @@
 // SIGKILL after kill_grace and the timeout are the driver's, so whoever starts a
 // process must keep calling WaitFor until it returns a result (RunSupervisor does).
 // No SIGCHLD handler is installed anywhere.
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -44,7 +51,9 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -65,8 +74,9 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr milliseconds kDrainAfterExit{150};   // output drain bound once the child is reaped
-constexpr milliseconds kExitPollInterval{20};  // waitid polling when pidfd_open fails
+constexpr milliseconds kDrainAfterExit{150};      // output drain bound once the child is reaped
+constexpr milliseconds kExitPollInterval{20};     // waitid polling without pidfd; leftovers
+constexpr milliseconds kLeftoversAfterKill{1000};  // leftovers still there after SIGKILL: left
 // Longer waits are clamped to this, so that now() + d cannot overflow.
 constexpr milliseconds kLongestWait = std::chrono::hours(24 * 365 * 10);
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
@@ -332,6 +342,39 @@ RunResult CannotStart(std::string error, std::optional<int> exit_code) {
   return r;
 }
 
+// Whether group `pgid` has a process that is not a zombie. An orphan's zombie stays in
+// its group until whoever adopted it reaps it, which a container's first process may do
+// seconds later; it does nothing meanwhile. Unreadable /proc: true (as kill() said).
+bool GroupHasLiveProcess(pid_t pgid) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return true;
+  bool live = false;
+  while (const dirent* entry = readdir(proc)) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+    const std::string path = std::string("/proc/") + entry->d_name + "/stat";
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // gone meanwhile
+    char stat[512];        // "pid (comm) state ppid pgrp …": the start is enough
+    const ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    if (n <= 0) continue;
+    stat[n] = '\0';
+    const char* name_end = std::strrchr(stat, ')');
+    char state = 0;
+    int ppid = 0;
+    int pgrp = 0;
+    if (name_end == nullptr || std::sscanf(name_end + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) {
+      continue;
+    }
+    if (pgrp == pgid && state != 'Z' && state != 'X') {
+      live = true;
+      break;
+    }
+  }
+  closedir(proc);
+  return live;
+}
+
 int WaitMillis(SteadyClock::time_point now, SteadyClock::time_point until) {
   if (until == SteadyClock::time_point::max()) return -1;
   if (until <= now) return 0;
@@ -433,12 +476,35 @@ class ProcessExecution final : public Execution {
   }
 
   // REQUIRES: drive_mu_ held. SIGKILL now (Kill), if the child is not reaped; the run
-  // counts as terminated by us, as after a SIGTERM.
+  // counts as terminated by us, as after a SIGTERM. Leftovers are SIGKILLed too (the
+  // outcome stays the child's own).
   void SendKill() {
+    if (leftovers_) KillLeftovers(SteadyClock::now());
     if (reaped_ || kill_sent_) return;
     SignalGroup(SIGKILL);
     term_sent_ = true;
     kill_sent_ = true;
+  }
+
+  // REQUIRES: drive_mu_ held; leftovers_.
+  void KillLeftovers(SteadyClock::time_point now) {
+    if (leftovers_killed_) return;
+    SignalGroup(SIGKILL);
+    leftovers_killed_ = true;
+    leftovers_give_up_ = now + kLeftoversAfterKill;
+  }
+
+  // REQUIRES: drive_mu_ held; leftovers_. Ends the wait for them once the group is
+  // empty, SIGKILLs them when their grace is over, gives up on them after that.
+  void WatchLeftovers(SteadyClock::time_point now) {
+    if (kill(-pid_, 0) != 0 || !GroupHasLiveProcess(pid_)) {
+      leftovers_ = false;  // the last of them is gone, or a zombie (EPERM: none we may signal)
+    } else if (!leftovers_killed_ && (KillRequested() || now >= leftovers_kill_at_)) {
+      KillLeftovers(now);
+    } else if (leftovers_killed_ && now >= leftovers_give_up_) {
+      leftovers_ = false;  // SIGKILLed and still there (uninterruptible sleep)
+    }
+    if (!leftovers_) drain_until_ = now + kDrainAfterExit;
   }
 
   // True once the child has exited; it stays a zombie (WNOWAIT) until Reap().
@@ -496,8 +562,9 @@ class ProcessExecution final : public Execution {
           kill_sent_ = true;
         }
       }
+      if (leftovers_) WatchLeftovers(now);
       const bool pipes_open = pipes_[0].valid() || pipes_[1].valid();
-      if (reaped_ && (!pipes_open || now >= drain_until_)) {
+      if (reaped_ && !leftovers_ && (!pipes_open || now >= drain_until_)) {
         Finish();
         return;
       }
@@ -521,7 +588,9 @@ class ProcessExecution final : public Execution {
       fds[nfds++] = {wake_.get(), POLLIN, 0};
 
       SteadyClock::time_point wake_at = SteadyClock::time_point::max();
-      if (reaped_) {
+      if (leftovers_) {
+        wake_at = now + kExitPollInterval;
+      } else if (reaped_) {
         wake_at = drain_until_;
       } else {
         if (!term_sent_) wake_at = deadline;
@@ -551,6 +620,20 @@ class ProcessExecution final : public Execution {
         end_ = SteadyClock::now();
         reaped_ = true;
         drain_until_ = end_ + kDrainAfterExit;
+        // Others in the group now hold its id: what the job left running (`cmd &` in a
+        // shell that then exited). They end with the run, after a SIGTERM and its grace.
+        if (kill(-pid_, 0) == 0 && GroupHasLiveProcess(pid_)) {
+          leftovers_ = true;
+          leftovers_seen_ = !term_sent_;
+          leftovers_killed_ = term_sent_;
+          leftovers_kill_at_ = end_ + kill_grace_;
+          leftovers_give_up_ = end_ + kLeftoversAfterKill;
+          if (!term_sent_) {
+            SignalGroup(SIGTERM);
+            SignalGroup(SIGCONT);
+          }
+          if (KillRequested()) KillLeftovers(end_);
+        }
       }
     }
   }
@@ -570,6 +653,7 @@ class ProcessExecution final : public Execution {
     RunResult r;
     r.duration = duration;
     r.dropped_lines = capture_.dropped_lines();
+    r.leftovers_ended = leftovers_seen_;
     r.error = wait_error_;
     if (wait_error_.empty()) {
       if (WIFEXITED(status_)) r.exit_code = WEXITSTATUS(status_);
@@ -593,6 +677,12 @@ class ProcessExecution final : public Execution {
   bool published_ = false;
   SteadyClock::time_point kill_at_{};
   SteadyClock::time_point drain_until_{};
+  // Processes left in the group after the child exited (reaped_ is then true).
+  bool leftovers_ = false;        // some may be left: watched
+  bool leftovers_seen_ = false;   // there were some (the run line says so)
+  bool leftovers_killed_ = false;
+  SteadyClock::time_point leftovers_kill_at_{};
+  SteadyClock::time_point leftovers_give_up_{};
   SteadyClock::time_point end_{};
   std::array<Fd, 2> pipes_;  // indexed by OutputStream
   Fd pidfd_;                 // invalid: poll waitid instead

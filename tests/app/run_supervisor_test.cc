@@ -103,6 +103,18 @@ TEST_CASE("the watchdog renews every lease/3 and the run outlives its first leas
   CHECK(r.sim.Grep({" lease "}).empty());
 }
 
+TEST_CASE("a run whose process left others in its group, ended, says leftovers=ended") {
+  OneRun r;
+  jobs::RunResult result;
+  result.outcome = jobs::RunOutcome::kDone;
+  result.exit_code = 0;
+  result.leftovers_ended = true;
+  r.sim.runner.run(0)->Finish(result);
+  REQUIRE(Eventually([&] { return r.Ended(); }));
+  CHECK(r.OnlyCompletion().outcome == "done");
+  CHECK(r.sim.Grep({" info run job=j", "outcome=done", "leftovers=ended"}).size() == 1);
+}
+
 TEST_CASE("a renewal answered lost terminates the run: outcome lease-lost") {
   OneRun r;
   r.sim.backend.renew_lost = true;

@@ -437,14 +437,61 @@ TEST_CASE("the daemon's blocked and ignored signals do not leak into jobs", "[jo
   CHECK(r.signal == SIGTERM);
 }
 
-TEST_CASE("a grandchild holding the pipe open does not hold the run", "[jobs]") {
+TEST_CASE("what a job leaves running in its group ends with the run", "[jobs]") {
+  // The shell exits at once; its background sleep holds the pipe and the group.
   Collector c;
   auto e = Start(Shell("sleep 30 & echo $!"), c);
-  RunResult r = Wait(*e, 3s);
+  RunResult r = Wait(*e, 5s);
   CHECK(r.outcome == RunOutcome::kDone);
+  CHECK(r.exit_code == 0);
+  CHECK(r.leftovers_ended);
   const std::vector<std::string> out = c.Stream("stdout");
   REQUIRE(out.size() == 1);
-  kill(std::stoi(out[0]), SIGKILL);
+  CHECK(GoneWithin(std::stoi(out[0]), 2s));
+}
+
+TEST_CASE("a run that leaves nothing behind says so", "[jobs]") {
+  Collector c;
+  RunResult r = RunShell("sleep 0.05 & wait; echo done", c);
+  CHECK(r.outcome == RunOutcome::kDone);
+  CHECK_FALSE(r.leftovers_ended);
+}
+
+// A job whose shell exits at once, leaving a sleep that ignores SIGTERM in its group;
+// `leftover` is that sleep's pid.
+std::unique_ptr<Execution> StartLeavingStubbornSleep(milliseconds kill_grace, Collector& c,
+                                                     pid_t& leftover) {
+  ProcessSpec spec = Shell("(trap '' TERM; exec sleep 30) & echo $!");
+  spec.kill_grace = kill_grace;
+  auto e = Start(spec, c);
+  const std::string line = c.FirstLine(*e);
+  REQUIRE_FALSE(line.empty());
+  leftover = std::stoi(line);
+  return e;
+}
+
+TEST_CASE("a leftover that ignores SIGTERM is SIGKILLed after the kill grace", "[jobs]") {
+  Collector c;
+  pid_t leftover = 0;
+  auto e = StartLeavingStubbornSleep(300ms, c, leftover);
+  RunResult r = Wait(*e, 5s);  // the run is over only once the leftover is
+  CHECK(r.outcome == RunOutcome::kDone);  // the job's own exit
+  CHECK(r.leftovers_ended);
+  CHECK_FALSE(ProcessAlive(leftover));
+}
+
+TEST_CASE("Kill ends leftovers at once, whatever their kill grace", "[jobs]") {
+  // A lease that ends while the job's leftovers still run (app/run_supervisor.h).
+  Collector c;
+  pid_t leftover = 0;
+  auto e = StartLeavingStubbornSleep(60s, c, leftover);
+  CHECK_FALSE(e->WaitFor(200ms).has_value());  // the leftover ignored its SIGTERM
+  CHECK(ProcessAlive(leftover));
+  e->Kill(RunOutcome::kLeaseLost);
+  RunResult r = Wait(*e, 5s);
+  CHECK(r.outcome == RunOutcome::kDone);  // the job itself had ended on its own
+  CHECK(r.leftovers_ended);
+  CHECK(GoneWithin(leftover, 2s));
 }
 
 TEST_CASE("WaitFor(0) moves the run on: polled without waiting, a run still ends", "[jobs]") {
