@@ -12,13 +12,13 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "app/log.h"
+#include "jobs/process_tree.h"
 
 extern char** environ;
 
@@ -40,12 +40,8 @@ struct Armed {
 // Whether process `pid` is stopped: by a signal (SIGSTOP, SIGTSTP) or by a tracer (a
 // debugger). Its state is the field after the parenthesised name in /proc/PID/stat.
 bool IsStopped(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::size_t name_end = stat.rfind(')');
-  if (name_end == std::string::npos || name_end + 2 >= stat.size()) return false;
-  const char state = stat[name_end + 2];
-  return state == 'T' || state == 't';
+  const std::optional<jobs::ProcStat> stat = jobs::ReadProcStat(pid);
+  return stat && (stat->state == 'T' || stat->state == 't');
 }
 
 std::int64_t MonotonicMs() {
@@ -232,7 +228,17 @@ int RunLeaseGuard(const std::string& log_format) {
   RealClock clock;
   std::map<pid_t, Armed> armed;
   const auto signal_group = [&](pid_t pgid, const Armed& a, int sig, std::string_view why) {
-    if (::kill(-pgid, sig) != 0) return;  // gone already: nothing to say
+    // What left the group from below its first process (`setsid`, GNU `timeout`) goes
+    // too. The guard is not that process's parent: it looks below it only while it
+    // still heads its group, so that its pid is not a reused one.
+    std::vector<pid_t> escaped;
+    if (const std::optional<jobs::ProcStat> leader = jobs::ReadProcStat(pgid);
+        leader && leader->pgrp == pgid) {
+      escaped = jobs::EscapedDescendants(pgid);
+    }
+    const bool group_gone = ::kill(-pgid, sig) != 0;
+    for (pid_t pid : escaped) (void)::kill(pid, sig);
+    if (group_gone && escaped.empty()) return;  // gone already: nothing to say
     const Field fields[] = {{"job", a.job},
                             {"tick", a.tick},
                             {"pgid", static_cast<long long>(pgid)},

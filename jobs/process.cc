@@ -14,7 +14,8 @@
 // third of the daemon's cost per run when 100 jobs start in the same second.) It
 //  - sends SIGTERM (+ SIGCONT, so a stopped job sees it) to the group when the
 //    timeout passes or Terminate() asks, and SIGKILL to the group kill_grace later,
-//    or at once when Kill() asks (a lease that ends, app/run_supervisor.h);
+//    or at once when Kill() asks (a lease that ends, app/run_supervisor.h); each
+//    also to the processes below the child that left its group (process_tree.h);
 //  - when the child has exited but is not yet reaped, SIGKILLs what is left of a
 //    terminated group (the zombie still holds the group id, so it cannot name a
 //    reused pid), then reaps it with waitpid on its pid (never -1: the daemon has
@@ -33,7 +34,6 @@
 // SIGKILL after kill_grace and the timeout are the driver's, so whoever starts a
 // process must keep calling WaitFor until it returns a result (RunSupervisor does).
 // No SIGCHLD handler is installed anywhere.
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -51,9 +51,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -66,6 +64,7 @@
 
 #include "jobs/execution.h"
 #include "jobs/output_capture.h"
+#include "jobs/process_tree.h"
 
 extern char** environ;
 
@@ -342,39 +341,6 @@ RunResult CannotStart(std::string error, std::optional<int> exit_code) {
   return r;
 }
 
-// Whether group `pgid` has a process that is not a zombie. An orphan's zombie stays in
-// its group until whoever adopted it reaps it, which a container's first process may do
-// seconds later; it does nothing meanwhile. Unreadable /proc: true (as kill() said).
-bool GroupHasLiveProcess(pid_t pgid) {
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return true;
-  bool live = false;
-  while (const dirent* entry = readdir(proc)) {
-    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
-    const std::string path = std::string("/proc/") + entry->d_name + "/stat";
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;  // gone meanwhile
-    char stat[512];        // "pid (comm) state ppid pgrp …": the start is enough
-    const ssize_t n = read(fd, stat, sizeof stat - 1);
-    close(fd);
-    if (n <= 0) continue;
-    stat[n] = '\0';
-    const char* name_end = std::strrchr(stat, ')');
-    char state = 0;
-    int ppid = 0;
-    int pgrp = 0;
-    if (name_end == nullptr || std::sscanf(name_end + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) {
-      continue;
-    }
-    if (pgrp == pgid && state != 'Z' && state != 'X') {
-      live = true;
-      break;
-    }
-  }
-  closedir(proc);
-  return live;
-}
-
 int WaitMillis(SteadyClock::time_point now, SteadyClock::time_point until) {
   if (until == SteadyClock::time_point::max()) return -1;
   if (until <= now) return 0;
@@ -464,7 +430,15 @@ class ProcessExecution final : public Execution {
     return kill_requested_;
   }
 
-  void SignalGroup(int sig) const { kill(-pid_, sig); }  // ESRCH: nothing left to signal
+  // The group, and while the child is unreaped (its pid is surely its own) what left
+  // the group from below it (`setsid`, GNU `timeout`). ESRCH: nothing left to signal.
+  void SignalGroup(int sig) const {
+    if (reaped_) {
+      kill(-pid_, sig);
+    } else {
+      SignalRunTree(pid_, sig);
+    }
+  }
 
   // REQUIRES: drive_mu_ held. SIGTERM (+ SIGCONT) once, if the child is not reaped.
   void SendTerm(SteadyClock::time_point now) {

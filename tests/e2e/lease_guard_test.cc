@@ -12,23 +12,31 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "jobs/process_tree.h"
 
 namespace tickd::app {
 namespace {
 
 using namespace std::chrono_literals;
 
-// A `sleep 60` leading a process group of its own; killed and reaped when destroyed.
+// A `sleep 60` (or `sh -c shell_command`) leading a process group of its own; killed
+// and reaped when destroyed.
 class Group {
  public:
-  Group() {
+  explicit Group(const char* shell_command = nullptr) {
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setpgid(0, 0);
-      ::execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+      if (shell_command != nullptr) {
+        ::execl("/bin/sh", "sh", "-c", shell_command, static_cast<char*>(nullptr));
+      } else {
+        ::execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+      }
       ::_exit(127);
     }
     ::setpgid(pid_, pid_);  // also here: no race with the child's own call
@@ -139,10 +147,40 @@ TEST_CASE("lease guard: SIGTERMs a group at valid_until − stop_grace when the 
 
 // Whether process `pid` (not a child of this one) has exited: gone, or a zombie.
 bool Exited(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::size_t name_end = stat.rfind(')');
-  return name_end == std::string::npos || stat.substr(name_end + 2, 1) == "Z";
+  const std::optional<jobs::ProcStat> stat = jobs::ReadProcStat(pid);
+  return !stat || stat->state == 'Z';
+}
+
+TEST_CASE("lease guard: kills what left the group below its first process, at valid_until",
+          "[e2e][lease]") {
+  // The run's shell starts a sleep in a session of its own (GNU `timeout` makes a group
+  // of its own the same way), says its pid and waits for it.
+  const std::filesystem::path said =
+      std::filesystem::temp_directory_path() / ("tickd-escaped-" + std::to_string(::getpid()));
+  const std::string command = "setsid sleep 60 & echo $! > " + said.string() + "; wait";
+  Group run(command.c_str());
+  pid_t escaped = 0;
+  for (int tries = 0; tries < 500 && escaped == 0; ++tries) {
+    std::ifstream in(said);
+    if (!(in >> escaped)) escaped = 0;
+    if (escaped == 0) std::this_thread::sleep_for(10ms);
+  }
+  std::filesystem::remove(said);
+  REQUIRE(escaped > 0);
+  const std::optional<jobs::ProcStat> before = jobs::ReadProcStat(escaped);
+  REQUIRE(before);
+  CHECK(before->pgrp != run.pgid());
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+  REQUIRE(guard);
+  (*guard)->Arm(run.pgid(), SteadyIn(300ms), SteadyIn(300ms), "a", "t");
+  CHECK(run.Ended(30'000ms));
+  bool gone = false;
+  for (int tries = 0; tries < 500 && !gone; ++tries) {
+    gone = Exited(escaped);
+    if (!gone) std::this_thread::sleep_for(10ms);
+  }
+  if (!gone) ::kill(escaped, SIGKILL);
+  CHECK(gone);
 }
 
 // Kills the guard process behind `guard`'s back and waits until it is gone. A write to

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "jobs/execution.h"
+#include "jobs/process_tree.h"
 #include "jobs/thread_execution.h"
 
 namespace tickd::jobs {
@@ -275,6 +276,28 @@ TEST_CASE("a timeout terminates the whole process group", "[jobs]") {
   CHECK(r.signal == SIGTERM);
   CHECK(r.duration >= 300ms);
   CHECK(GoneWithin(std::stoi(grandchild), 2s));
+}
+
+TEST_CASE("a timeout reaches what left the group below the job: setsid, GNU timeout", "[jobs]") {
+  // Both make a process group of their own, which a signal to the job's group misses.
+  ProcessSpec spec = Shell("setsid sleep 30 & echo $!; timeout 30 sleep 30 & echo $!; wait");
+  spec.timeout = 300ms;
+  Collector c;
+  auto e = Start(spec, c);
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (c.Stream("stdout").size() < 2 && std::chrono::steady_clock::now() < until) {
+    if (e->WaitFor(10ms)) break;
+  }
+  const std::vector<std::string> escaped = c.Stream("stdout");
+  REQUIRE(escaped.size() == 2);
+  for (const std::string& pid : escaped) {
+    const std::optional<ProcStat> stat = ReadProcStat(std::stoi(pid));
+    REQUIRE(stat);
+    CHECK(stat->pgrp != e->process_group());  // they did leave the group
+  }
+  RunResult r = Wait(*e);
+  CHECK(r.outcome == RunOutcome::kTimeout);
+  for (const std::string& pid : escaped) CHECK(GoneWithin(std::stoi(pid), 2s));
 }
 
 TEST_CASE("a job that ignores SIGTERM is SIGKILLed after the kill grace", "[jobs]") {
