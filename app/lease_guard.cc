@@ -35,6 +35,7 @@ struct Armed {
   bool term_judged = false;         // term_at passed: SIGTERMed, or the daemon ran then
   std::string job;
   std::string tick;
+  std::uint64_t fence = 0;  // 0: the run's processes are not looked for by environment
 };
 
 // Whether process `pid` is stopped: by a signal (SIGSTOP, SIGTSTP) or by a tracer (a
@@ -127,11 +128,11 @@ LeaseGuard::~LeaseGuard() {
 }
 
 bool LeaseGuard::Arm(pid_t pgid, SteadyTime term_at, SteadyTime valid_until,
-                     const std::string& job, const std::string& tick) {
+                     const std::string& job, const std::string& tick, std::uint64_t fence) {
   return Send("A " + std::to_string(pgid) + " " +
               std::to_string(valid_until.time_since_epoch().count()) + " " +
               std::to_string(term_at.time_since_epoch().count()) + " " + job + " " + tick +
-              "\n");
+              " " + std::to_string(fence) + "\n");
 }
 
 void LeaseGuard::Disarm(pid_t pgid) { (void)Send("D " + std::to_string(pgid) + "\n"); }
@@ -227,18 +228,7 @@ int RunLeaseGuard(const std::string& log_format) {
   const pid_t daemon = ::getppid();
   RealClock clock;
   std::map<pid_t, Armed> armed;
-  const auto signal_group = [&](pid_t pgid, const Armed& a, int sig, std::string_view why) {
-    // What left the group from below its first process (`setsid`, GNU `timeout`) goes
-    // too. The guard is not that process's parent: it looks below it only while it
-    // still heads its group, so that its pid is not a reused one.
-    std::vector<pid_t> escaped;
-    if (const std::optional<jobs::ProcStat> leader = jobs::ReadProcStat(pgid);
-        leader && leader->pgrp == pgid) {
-      escaped = jobs::EscapedDescendants(pgid);
-    }
-    const bool group_gone = ::kill(-pgid, sig) != 0;
-    for (pid_t pid : escaped) (void)::kill(pid, sig);
-    if (group_gone && escaped.empty()) return;  // gone already: nothing to say
+  const auto say = [&](pid_t pgid, const Armed& a, int sig, std::string_view why) {
     const Field fields[] = {{"job", a.job},
                             {"tick", a.tick},
                             {"pgid", static_cast<long long>(pgid)},
@@ -246,6 +236,44 @@ int RunLeaseGuard(const std::string& log_format) {
                             {"reason", why}};
     const std::string line = FormatLine(format, clock.Wall(), LogLevel::kWarn, "lease-guard", fields);
     (void)!::write(STDERR_FILENO, line.data(), line.size());
+  };
+  // A run's signal goes to its group at once, with what left the group from below its
+  // first process (`setsid`, GNU `timeout`); the guard is not that process's parent, so
+  // it looks below it only while it still heads its group (its pid then is not a
+  // reused one). What left it and whose parent died (a daemon's double fork; what the
+  // first process had below it when it died with the daemon) is found by its
+  // environment afterwards, in one scan for every run signalled in the same pass
+  // (SignalMarked): a scan per run would delay the next runs' signals.
+  struct Signalled {
+    pid_t pgid;
+    Armed run;
+    int sig;
+    std::string_view why;
+    jobs::Signalled at_once;
+  };
+  std::vector<Signalled> pass;
+  const auto signal_group = [&](pid_t pgid, const Armed& a, int sig, std::string_view why) {
+    const std::optional<jobs::ProcStat> leader = jobs::ReadProcStat(pgid);
+    const bool leader_heads_group = leader && leader->pgrp == pgid;
+    jobs::Signalled at_once = jobs::SignalRun(pgid, leader_heads_group, {sig});
+    if (at_once.any) say(pgid, a, sig, why);
+    if (a.fence != 0) pass.push_back({pgid, a, sig, why, std::move(at_once)});
+  };
+  const auto signal_marked = [&] {
+    std::vector<jobs::MarkedRun> runs;
+    for (const Signalled& s : pass) {
+      runs.push_back({{"TICKD_JOB=" + s.run.job, "TICKD_TICK=" + s.run.tick,
+                       "TICKD_FENCE=" + std::to_string(s.run.fence)},
+                      s.pgid});
+    }
+    const std::vector<std::vector<pid_t>> found = jobs::MarkedProcesses(runs);
+    for (std::size_t i = 0; i < pass.size(); ++i) {
+      const Signalled& s = pass[i];
+      if (jobs::SignalEach(found[i], s.at_once.outside, {s.sig}) && !s.at_once.any) {
+        say(s.pgid, s.run, s.sig, s.why);
+      }
+    }
+    pass.clear();
   };
   std::string pending;
   char buf[65536];
@@ -267,6 +295,7 @@ int RunLeaseGuard(const std::string& log_format) {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {  // the daemon is gone: nobody ends its runs now
         for (const auto& [pgid, a] : armed) signal_group(pgid, a, SIGKILL, "daemon-gone");
+        signal_marked();
         return 0;
       }
       pending.append(buf, static_cast<std::size_t>(n));
@@ -282,7 +311,10 @@ int RunLeaseGuard(const std::string& log_format) {
         } else if (op == 'A') {
           Armed a;
           cmd >> a.valid_until_ms >> a.term_at_ms >> a.job >> a.tick;
-          if (cmd) armed[static_cast<pid_t>(pgid)] = std::move(a);
+          if (!cmd) continue;
+          cmd >> a.fence;  // an arm without one: none
+          if (!cmd) a.fence = 0;
+          armed[static_cast<pid_t>(pgid)] = std::move(a);
         }
       }
       pending.erase(0, start);
@@ -303,6 +335,7 @@ int RunLeaseGuard(const std::string& log_format) {
       }
       ++it;
     }
+    signal_marked();
   }
 }
 

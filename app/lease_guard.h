@@ -59,13 +59,15 @@ class LeaseGuard {
 
   // `pgid` (a run's process group) is SIGKILLed at `valid_until`, and SIGTERMed at
   // `term_at` (valid_until − stop_grace) if the daemon is stopped then, unless disarmed
-  // or armed again with later ones first. `job` and `tick` name it in the guard's lines.
+  // or armed again with later ones first. `job` and `tick` name it in the guard's lines;
+  // with the run's `fence` they also find its processes outside the group by their
+  // environment (jobs/process_tree.h; fence 0: not).
   // False: not sent (the pipe is full — the guard is behind — or the guard is gone and
   // could not be started again); the guard keeps what it had, and the caller tries
   // again (RunSupervisor::Upkeep). Never blocks on the guard: a supervisor's own
   // deadlines come first.
   bool Arm(pid_t pgid, SteadyTime term_at, SteadyTime valid_until, const std::string& job,
-           const std::string& tick);
+           const std::string& tick, std::uint64_t fence = 0);
   void Disarm(pid_t pgid);
 
   // Moves each time a new guard process was started in place of one gone: what was

@@ -368,7 +368,7 @@ void RunSupervisor::Guard(std::optional<int> process_group) {
   guarded_ = process_group;
   const std::uint64_t generation = tick_.lease_guard->generation();
   if (tick_.lease_guard->Arm(*guarded_, LossAt(), valid_until_, tick_.job->job.name,
-                             tick_text_)) {
+                             tick_text_, tick_.held.fence)) {
     guard_knows_ = valid_until_;
     // Read before the arm: a restart in between makes the next Upkeep arm again
     // (harmless), where one read after could hide a guard that never got it.

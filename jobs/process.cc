@@ -15,7 +15,8 @@
 //  - sends SIGTERM (+ SIGCONT, so a stopped job sees it) to the group when the
 //    timeout passes or Terminate() asks, and SIGKILL to the group kill_grace later,
 //    or at once when Kill() asks (a lease that ends, app/run_supervisor.h); each
-//    also to the processes below the child that left its group (process_tree.h);
+//    also to what of the run left its group (process_tree.h): the processes below
+//    the child, and those whose environment carries the run's TICKD_* marks;
 //  - when the child has exited but is not yet reaped, SIGKILLs what is left of a
 //    terminated group (the zombie still holds the group id, so it cannot name a
 //    reused pid), then reaps it with waitpid on its pid (never -1: the daemon has
@@ -358,6 +359,7 @@ class ProcessExecution final : public Execution {
         start_(start),
         timeout_(std::clamp(spec.timeout, milliseconds(0), kLongestWait)),
         kill_grace_(std::clamp(spec.kill_grace, milliseconds(0), kLongestWait)),
+        marks_(RunMarks(spec.env)),
         capture_(std::move(sink), spec.max_output_lines, spec.max_line_bytes),
         buffer_(new char[kReadChunkBytes]) {  // not zeroed: read() fills what is used
     pipes_[0] = std::move(out.read);
@@ -430,21 +432,19 @@ class ProcessExecution final : public Execution {
     return kill_requested_;
   }
 
-  // The group, and while the child is unreaped (its pid is surely its own) what left
-  // the group from below it (`setsid`, GNU `timeout`). ESRCH: nothing left to signal.
-  void SignalGroup(int sig) const {
-    if (reaped_) {
-      kill(-pid_, sig);
-    } else {
-      SignalRunTree(pid_, sig);
-    }
+  // The group, and what of the run left it (`setsid`, GNU `timeout`, a daemon's double
+  // fork; process_tree.h): found below the child while it is unreaped (its pid is
+  // surely its own then), and by the run's marks. ESRCH: nothing left to signal.
+  void SignalRunProcesses(std::initializer_list<int> signals) const {
+    const Signalled signalled = SignalRun(pid_, !reaped_, signals);
+    if (marks_.empty()) return;
+    (void)SignalEach(MarkedProcesses({{marks_, pid_}}).front(), signalled.outside, signals);
   }
 
   // REQUIRES: drive_mu_ held. SIGTERM (+ SIGCONT) once, if the child is not reaped.
   void SendTerm(SteadyClock::time_point now) {
     if (reaped_ || term_sent_) return;
-    SignalGroup(SIGTERM);
-    SignalGroup(SIGCONT);
+    SignalRunProcesses({SIGTERM, SIGCONT});
     term_sent_ = true;
     kill_at_ = now + kill_grace_;
   }
@@ -455,7 +455,7 @@ class ProcessExecution final : public Execution {
   void SendKill() {
     if (leftovers_) KillLeftovers(SteadyClock::now());
     if (reaped_ || kill_sent_) return;
-    SignalGroup(SIGKILL);
+    SignalRunProcesses({SIGKILL});
     term_sent_ = true;
     kill_sent_ = true;
   }
@@ -463,7 +463,7 @@ class ProcessExecution final : public Execution {
   // REQUIRES: drive_mu_ held; leftovers_.
   void KillLeftovers(SteadyClock::time_point now) {
     if (leftovers_killed_) return;
-    SignalGroup(SIGKILL);
+    SignalRunProcesses({SIGKILL});
     leftovers_killed_ = true;
     leftovers_give_up_ = now + kLeftoversAfterKill;
   }
@@ -532,7 +532,7 @@ class ProcessExecution final : public Execution {
         if (KillRequested()) SendKill();
         if (TerminationRequested()) SendTerm(now);
         if (term_sent_ && !kill_sent_ && now >= kill_at_) {
-          SignalGroup(SIGKILL);
+          SignalRunProcesses({SIGKILL});
           kill_sent_ = true;
         }
       }
@@ -589,7 +589,7 @@ class ProcessExecution final : public Execution {
       if (!reaped_ && maybe_exited && ChildExited()) {
         // Stragglers of a group we terminated go too; the zombie leader still holds
         // the group id, so this cannot hit a reused one.
-        if (term_sent_) SignalGroup(SIGKILL);
+        if (term_sent_) SignalRunProcesses({SIGKILL});
         Reap();
         end_ = SteadyClock::now();
         reaped_ = true;
@@ -602,10 +602,7 @@ class ProcessExecution final : public Execution {
           leftovers_killed_ = term_sent_;
           leftovers_kill_at_ = end_ + kill_grace_;
           leftovers_give_up_ = end_ + kLeftoversAfterKill;
-          if (!term_sent_) {
-            SignalGroup(SIGTERM);
-            SignalGroup(SIGCONT);
-          }
+          if (!term_sent_) SignalRunProcesses({SIGTERM, SIGCONT});
           if (KillRequested()) KillLeftovers(end_);
         }
       }
@@ -664,6 +661,7 @@ class ProcessExecution final : public Execution {
   const SteadyClock::time_point start_;
   const milliseconds timeout_;
   const milliseconds kill_grace_;
+  const std::vector<std::string> marks_;  // the run's environment marks (process_tree.h)
   OutputCapture capture_;
   std::unique_ptr<char[]> buffer_;
   int status_ = 0;

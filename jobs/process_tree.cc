@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,10 +103,80 @@ std::vector<pid_t> EscapedDescendants(pid_t leader) {
   return escaped;
 }
 
-void SignalRunTree(pid_t leader, int sig) {
-  const std::vector<pid_t> escaped = EscapedDescendants(leader);
-  (void)kill(-leader, sig);
-  for (pid_t pid : escaped) (void)kill(pid, sig);
+std::vector<std::string> RunMarks(const std::map<std::string, std::string>& env) {
+  std::vector<std::string> marks;
+  for (const char* key : {"TICKD_JOB", "TICKD_TICK", "TICKD_NODE", "TICKD_FENCE"}) {
+    const auto it = env.find(key);
+    if (it == env.end()) return {};
+    marks.push_back(std::string(key) + "=" + it->second);
+  }
+  return marks;
+}
+
+namespace {
+
+// Whether `environ` (NUL-separated entries) holds each of `marks` as a whole entry.
+bool HoldsAll(const std::string& environ, const std::vector<std::string>& marks) {
+  for (const std::string& mark : marks) {
+    bool found = false;
+    for (std::size_t at = environ.find(mark); at != std::string::npos && !found;
+         at = environ.find(mark, at + 1)) {
+      const std::size_t end = at + mark.size();
+      found = (at == 0 || environ[at - 1] == '\0') &&
+              (end == environ.size() || environ[end] == '\0');
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::vector<pid_t>> MarkedProcesses(const std::vector<MarkedRun>& runs) {
+  std::vector<std::vector<pid_t>> found(runs.size());
+  const bool any_marks =
+      std::any_of(runs.begin(), runs.end(), [](const MarkedRun& r) { return !r.marks.empty(); });
+  if (!any_marks) return found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  const pid_t self = getpid();
+  while (const dirent* entry = readdir(proc)) {
+    if (!IsPidName(entry->d_name)) continue;
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid == self) continue;
+    const std::string environ = ReadSmallFile(std::string("/proc/") + entry->d_name + "/environ");
+    if (environ.empty()) continue;  // a kernel thread, one not ours to read, or gone
+    std::optional<ProcStat> stat;  // read once, when some run's marks match
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].marks.empty() || !HoldsAll(environ, runs[i].marks)) continue;
+      if (!stat) stat = ReadProcStat(pid);
+      if (stat && stat->pgrp != runs[i].pgid && stat->state != 'Z' && stat->state != 'X') {
+        found[i].push_back(pid);
+      }
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
+Signalled SignalRun(pid_t leader, bool leader_ours, std::initializer_list<int> signals) {
+  Signalled out;
+  if (leader_ours) out.outside = EscapedDescendants(leader);
+  for (int sig : signals) {
+    out.any = kill(-leader, sig) == 0 || out.any;
+    for (pid_t pid : out.outside) out.any = kill(pid, sig) == 0 || out.any;
+  }
+  return out;
+}
+
+bool SignalEach(const std::vector<pid_t>& pids, const std::vector<pid_t>& skip,
+                std::initializer_list<int> signals) {
+  bool any = false;
+  for (pid_t pid : pids) {
+    if (std::find(skip.begin(), skip.end(), pid) != skip.end()) continue;
+    for (int sig : signals) any = kill(pid, sig) == 0 || any;
+  }
+  return any;
 }
 
 }  // namespace tickd::jobs

@@ -5,7 +5,10 @@
 
 #include <sys/types.h>
 
+#include <initializer_list>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace tickd::jobs {
@@ -32,9 +35,35 @@ bool GroupHasLiveProcess(pid_t pgid);
 // names it and not a reused one.
 std::vector<pid_t> EscapedDescendants(pid_t leader);
 
-// Sends `sig` to process group `leader` and to its EscapedDescendants, found first
-// (the leader may die of the signal and hand its children to init). ESRCH is no
-// error: nothing left to signal. REQUIRES: as EscapedDescendants.
-void SignalRunTree(pid_t leader, int sig);
+// The environment entries that mark a run's processes ("TICKD_JOB=…", "TICKD_TICK=…",
+// "TICKD_NODE=…", "TICKD_FENCE=…", design.md §5), taken from what the run was given:
+// together they name one attempt of one tick. Empty when `env` lacks any of them.
+std::vector<std::string> RunMarks(const std::map<std::string, std::string>& env);
+
+// A run to look for by its marks: the live processes outside its group `pgid`, other
+// than this one, whose environment as they were started holds every one of `marks`
+// (none when `marks` is empty) — a run's processes however far they went (a daemon's
+// double fork, a parent that died) unless they dropped those variables.
+struct MarkedRun {
+  std::vector<std::string> marks;
+  pid_t pgid = 0;
+};
+// For each of `runs`, its processes so found, in one scan of /proc/*/environ (the
+// processes this one may read). A scan per process on the host: for the rare moments a
+// run is signalled, after its group was, never for every run's end.
+std::vector<std::vector<pid_t>> MarkedProcesses(const std::vector<MarkedRun>& runs);
+
+// Sends each of `signals` to process group `leader` and, while `leader_ours` (REQUIRES
+// as for EscapedDescendants), to its EscapedDescendants, found first (the leader may die
+// of the first signal and hand its children to init). Cheap: no scan of /proc.
+struct Signalled {
+  bool any = false;           // something was there to signal
+  std::vector<pid_t> outside;  // the processes signalled outside the group
+};
+Signalled SignalRun(pid_t leader, bool leader_ours, std::initializer_list<int> signals);
+
+// Sends each of `signals` to every one of `pids` not in `skip`; true if any was there.
+bool SignalEach(const std::vector<pid_t>& pids, const std::vector<pid_t>& skip,
+                std::initializer_list<int> signals);
 
 }  // namespace tickd::jobs

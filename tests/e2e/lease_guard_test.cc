@@ -151,21 +151,42 @@ bool Exited(pid_t pid) {
   return !stat || stat->state == 'Z';
 }
 
+// The pid a run's shell wrote to `said` (of a process it left outside its group), or 0
+// when none came within 5 s. Removes the file.
+pid_t SaidPid(const std::filesystem::path& said) {
+  pid_t pid = 0;
+  for (int tries = 0; tries < 500 && pid == 0; ++tries) {
+    std::ifstream in(said);
+    if (!(in >> pid)) pid = 0;
+    if (pid == 0) std::this_thread::sleep_for(10ms);
+  }
+  std::filesystem::remove(said);
+  return pid;
+}
+
+// Waits up to 5 s for `pid` to exit; SIGKILLs it if it did not (no stray sleeps).
+bool ExitsSoon(pid_t pid) {
+  for (int tries = 0; tries < 500; ++tries) {
+    if (Exited(pid)) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  ::kill(pid, SIGKILL);
+  return false;
+}
+
+std::filesystem::path SaidFile(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         ("tickd-" + name + "-" + std::to_string(::getpid()));
+}
+
 TEST_CASE("lease guard: kills what left the group below its first process, at valid_until",
           "[e2e][lease]") {
   // The run's shell starts a sleep in a session of its own (GNU `timeout` makes a group
   // of its own the same way), says its pid and waits for it.
-  const std::filesystem::path said =
-      std::filesystem::temp_directory_path() / ("tickd-escaped-" + std::to_string(::getpid()));
+  const std::filesystem::path said = SaidFile("escaped");
   const std::string command = "setsid sleep 60 & echo $! > " + said.string() + "; wait";
   Group run(command.c_str());
-  pid_t escaped = 0;
-  for (int tries = 0; tries < 500 && escaped == 0; ++tries) {
-    std::ifstream in(said);
-    if (!(in >> escaped)) escaped = 0;
-    if (escaped == 0) std::this_thread::sleep_for(10ms);
-  }
-  std::filesystem::remove(said);
+  const pid_t escaped = SaidPid(said);
   REQUIRE(escaped > 0);
   const std::optional<jobs::ProcStat> before = jobs::ReadProcStat(escaped);
   REQUIRE(before);
@@ -174,13 +195,35 @@ TEST_CASE("lease guard: kills what left the group below its first process, at va
   REQUIRE(guard);
   (*guard)->Arm(run.pgid(), SteadyIn(300ms), SteadyIn(300ms), "a", "t");
   CHECK(run.Ended(30'000ms));
-  bool gone = false;
-  for (int tries = 0; tries < 500 && !gone; ++tries) {
-    gone = Exited(escaped);
-    if (!gone) std::this_thread::sleep_for(10ms);
-  }
-  if (!gone) ::kill(escaped, SIGKILL);
-  CHECK(gone);
+  CHECK(ExitsSoon(escaped));
+}
+
+TEST_CASE("lease guard: the daemon's end kills a run's orphan outside its group by its "
+          "environment, and no other run's",
+          "[e2e][lease]") {
+  // Each shell leaves a sleep in a session of its own whose parent, a subshell, is
+  // gone (a daemon's double fork): nothing links it to the run but its environment.
+  const auto start = [](const std::string& fence, const std::filesystem::path& said) {
+    return "export TICKD_JOB=a TICKD_TICK=t TICKD_FENCE=" + fence + "; (setsid sleep 60 & echo $! > " +
+           said.string() + "); exec sleep 60";
+  };
+  const std::filesystem::path said_run = SaidFile("orphan");
+  const std::filesystem::path said_other = SaidFile("other");
+  Group run(start("7", said_run).c_str());
+  Group other(start("8", said_other).c_str());  // the same job and tick, another attempt
+  const pid_t orphan = SaidPid(said_run);
+  const pid_t other_orphan = SaidPid(said_other);
+  REQUIRE(orphan > 0);
+  REQUIRE(other_orphan > 0);
+  auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
+  REQUIRE(guard);
+  (*guard)->Arm(run.pgid(), SteadyIn(60'000ms), SteadyIn(60'000ms), "a", "t", 7);
+  guard->reset();  // the pipe closes, as when the daemon dies
+  CHECK(run.Ended(30'000ms));
+  CHECK(ExitsSoon(orphan));
+  CHECK_FALSE(other.Ended(300ms));
+  CHECK_FALSE(Exited(other_orphan));
+  ::kill(other_orphan, SIGKILL);
 }
 
 // Kills the guard process behind `guard`'s back and waits until it is gone. A write to

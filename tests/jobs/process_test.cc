@@ -300,6 +300,34 @@ TEST_CASE("a timeout reaches what left the group below the job: setsid, GNU time
   for (const std::string& pid : escaped) CHECK(GoneWithin(std::stoi(pid), 2s));
 }
 
+TEST_CASE("a timeout reaches a run's orphan outside its group by the run's environment",
+          "[jobs]") {
+  // A daemon's double fork: a sleep in a session of its own whose parent is gone.
+  ProcessSpec spec = Shell("(setsid sleep 30 & echo $!); echo ready; exec sleep 30");
+  spec.env = {{"TICKD_JOB", "j"},
+              {"TICKD_TICK", "2026-11-29T06:00:00Z"},
+              {"TICKD_NODE", "n-" + std::to_string(getpid())},
+              {"TICKD_FENCE", "41"}};
+  spec.timeout = 300ms;
+  Collector c;
+  auto e = Start(spec, c);
+  const std::string orphan = c.FirstLine(*e);
+  REQUIRE_FALSE(orphan.empty());
+  const std::optional<ProcStat> stat = ReadProcStat(std::stoi(orphan));
+  REQUIRE(stat);
+  CHECK(stat->pgrp != e->process_group());
+  const MarkedRun this_run = {RunMarks(spec.env), *e->process_group()};
+  spec.env["TICKD_FENCE"] = "42";  // another attempt's marks find nothing of this one
+  const MarkedRun other_run = {RunMarks(spec.env), *e->process_group()};
+  const std::vector<std::vector<pid_t>> found = MarkedProcesses({this_run, other_run});
+  REQUIRE(found.size() == 2);
+  CHECK(found[0] == std::vector<pid_t>{std::stoi(orphan)});  // not the group's own
+  CHECK(found[1].empty());
+  RunResult r = Wait(*e);
+  CHECK(r.outcome == RunOutcome::kTimeout);
+  CHECK(GoneWithin(std::stoi(orphan), 2s));
+}
+
 TEST_CASE("a job that ignores SIGTERM is SIGKILLed after the kill grace", "[jobs]") {
   ProcessSpec spec = Shell("trap '' TERM; echo ready; sleep 5");
   spec.kill_grace = 200ms;
