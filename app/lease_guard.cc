@@ -244,14 +244,14 @@ int RunLeaseGuard(const std::string& log_format) {
   // first process had below it when it died with the daemon) is found by its
   // environment afterwards, in one scan for every run signalled in the same pass
   // (SignalMarked): a scan per run would delay the next runs' signals.
-  struct Signalled {
+  struct SignalledRun {
     pid_t pgid;
     Armed run;
     int sig;
     std::string_view why;
     jobs::Signalled at_once;
   };
-  std::vector<Signalled> pass;
+  std::vector<SignalledRun> pass;
   const auto signal_group = [&](pid_t pgid, const Armed& a, int sig, std::string_view why) {
     const std::optional<jobs::ProcStat> leader = jobs::ReadProcStat(pgid);
     const bool leader_heads_group = leader && leader->pgrp == pgid;
@@ -261,14 +261,14 @@ int RunLeaseGuard(const std::string& log_format) {
   };
   const auto signal_marked = [&] {
     std::vector<jobs::MarkedRun> runs;
-    for (const Signalled& s : pass) {
+    for (const SignalledRun& s : pass) {
       runs.push_back({{"TICKD_JOB=" + s.run.job, "TICKD_TICK=" + s.run.tick,
                        "TICKD_FENCE=" + std::to_string(s.run.fence)},
                       s.pgid});
     }
     const std::vector<std::vector<pid_t>> found = jobs::MarkedProcesses(runs);
     for (std::size_t i = 0; i < pass.size(); ++i) {
-      const Signalled& s = pass[i];
+      const SignalledRun& s = pass[i];
       if (jobs::SignalEach(found[i], s.at_once.outside, {s.sig}) && !s.at_once.any) {
         say(s.pgid, s.run, s.sig, s.why);
       }

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <unordered_set>
 
@@ -47,6 +46,21 @@ void AppendChildren(pid_t pid, std::vector<pid_t>& out) {
     }
   }
   closedir(dir);
+}
+
+// Whether `environ` (NUL-separated entries) holds each of `marks` as a whole entry.
+bool HoldsAll(const std::string& environ, const std::vector<std::string>& marks) {
+  for (const std::string& mark : marks) {
+    bool found = false;
+    for (std::size_t at = environ.find(mark); at != std::string::npos && !found;
+         at = environ.find(mark, at + 1)) {
+      const std::size_t end = at + mark.size();
+      found = (at == 0 || environ[at - 1] == '\0') &&
+              (end == environ.size() || environ[end] == '\0');
+    }
+    if (!found) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -112,25 +126,6 @@ std::vector<std::string> RunMarks(const std::map<std::string, std::string>& env)
   }
   return marks;
 }
-
-namespace {
-
-// Whether `environ` (NUL-separated entries) holds each of `marks` as a whole entry.
-bool HoldsAll(const std::string& environ, const std::vector<std::string>& marks) {
-  for (const std::string& mark : marks) {
-    bool found = false;
-    for (std::size_t at = environ.find(mark); at != std::string::npos && !found;
-         at = environ.find(mark, at + 1)) {
-      const std::size_t end = at + mark.size();
-      found = (at == 0 || environ[at - 1] == '\0') &&
-              (end == environ.size() || environ[end] == '\0');
-    }
-    if (!found) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 std::vector<std::vector<pid_t>> MarkedProcesses(const std::vector<MarkedRun>& runs) {
   std::vector<std::vector<pid_t>> found(runs.size());

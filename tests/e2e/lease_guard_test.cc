@@ -174,6 +174,17 @@ bool ExitsSoon(pid_t pid) {
   return false;
 }
 
+// Whether `pid` is out of process group `pgid` within 5 s: it calls setsid a moment
+// after its parent wrote its pid.
+bool LeavesGroup(pid_t pid, pid_t pgid) {
+  for (int tries = 0; tries < 500; ++tries) {
+    const std::optional<jobs::ProcStat> stat = jobs::ReadProcStat(pid);
+    if (stat && stat->pgrp != pgid) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
 std::filesystem::path SaidFile(const std::string& name) {
   return std::filesystem::temp_directory_path() /
          ("tickd-" + name + "-" + std::to_string(::getpid()));
@@ -188,9 +199,7 @@ TEST_CASE("lease guard: kills what left the group below its first process, at va
   Group run(command.c_str());
   const pid_t escaped = SaidPid(said);
   REQUIRE(escaped > 0);
-  const std::optional<jobs::ProcStat> before = jobs::ReadProcStat(escaped);
-  REQUIRE(before);
-  CHECK(before->pgrp != run.pgid());
+  CHECK(LeavesGroup(escaped, run.pgid()));
   auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
   REQUIRE(guard);
   (*guard)->Arm(run.pgid(), SteadyIn(300ms), SteadyIn(300ms), "a", "t");
@@ -215,6 +224,8 @@ TEST_CASE("lease guard: the daemon's end kills a run's orphan outside its group 
   const pid_t other_orphan = SaidPid(said_other);
   REQUIRE(orphan > 0);
   REQUIRE(other_orphan > 0);
+  CHECK(LeavesGroup(orphan, run.pgid()));
+  CHECK(LeavesGroup(other_orphan, other.pgid()));
   auto guard = LeaseGuard::Start(TICKD_BINARY, "logfmt");
   REQUIRE(guard);
   (*guard)->Arm(run.pgid(), SteadyIn(60'000ms), SteadyIn(60'000ms), "a", "t", 7);
