@@ -243,7 +243,7 @@ int RunLeaseGuard(const std::string& log_format) {
   // reused one). What left it and whose parent died (a daemon's double fork; what the
   // first process had below it when it died with the daemon) is found by its
   // environment afterwards, in one scan for every run signalled in the same pass
-  // (SignalMarked): a scan per run would delay the next runs' signals.
+  // (signal_marked): a scan per run would delay the next runs' signals.
   struct SignalledRun {
     pid_t pgid;
     Armed run;
@@ -262,8 +262,9 @@ int RunLeaseGuard(const std::string& log_format) {
   const auto signal_marked = [&] {
     std::vector<jobs::MarkedRun> runs;
     for (const SignalledRun& s : pass) {
-      runs.push_back({{"TICKD_JOB=" + s.run.job, "TICKD_TICK=" + s.run.tick,
-                       "TICKD_FENCE=" + std::to_string(s.run.fence)},
+      runs.push_back({jobs::RunMarks({{"TICKD_JOB", s.run.job},
+                                      {"TICKD_TICK", s.run.tick},
+                                      {"TICKD_FENCE", std::to_string(s.run.fence)}}),
                       s.pgid});
     }
     const std::vector<std::vector<pid_t>> found = jobs::MarkedProcesses(runs);
@@ -312,8 +313,7 @@ int RunLeaseGuard(const std::string& log_format) {
           Armed a;
           cmd >> a.valid_until_ms >> a.term_at_ms >> a.job >> a.tick;
           if (!cmd) continue;
-          cmd >> a.fence;  // an arm without one: none
-          if (!cmd) a.fence = 0;
+          cmd >> a.fence;  // an arm without one leaves it 0: none
           armed[static_cast<pid_t>(pgid)] = std::move(a);
         }
       }

@@ -471,8 +471,8 @@ class ProcessExecution final : public Execution {
   // REQUIRES: drive_mu_ held; leftovers_. Ends the wait for them once the group is
   // empty, SIGKILLs them when their grace is over, gives up on them after that.
   void WatchLeftovers(SteadyClock::time_point now) {
-    if (kill(-pid_, 0) != 0 || !GroupHasLiveProcess(pid_)) {
-      leftovers_ = false;  // the last of them is gone, or a zombie (EPERM: none we may signal)
+    if (!GroupHasLiveProcess(pid_)) {
+      leftovers_ = false;  // the last of them is gone, or a zombie
     } else if (!leftovers_killed_ && (KillRequested() || now >= leftovers_kill_at_)) {
       KillLeftovers(now);
     } else if (leftovers_killed_ && now >= leftovers_give_up_) {
@@ -596,7 +596,7 @@ class ProcessExecution final : public Execution {
         drain_until_ = end_ + kDrainAfterExit;
         // Others in the group now hold its id: what the job left running (`cmd &` in a
         // shell that then exited). They end with the run, after a SIGTERM and its grace.
-        if (kill(-pid_, 0) == 0 && GroupHasLiveProcess(pid_)) {
+        if (GroupHasLiveProcess(pid_)) {
           leftovers_ = true;
           leftovers_seen_ = !term_sent_;
           leftovers_killed_ = term_sent_;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 
 namespace tickd::jobs {
@@ -83,13 +84,14 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
 }
 
 bool GroupHasLiveProcess(pid_t pgid) {
+  if (kill(-pgid, 0) != 0) return false;  // ESRCH: nobody (EPERM: none we may signal)
   DIR* proc = opendir("/proc");
   if (proc == nullptr) return true;
   bool live = false;
   while (const dirent* entry = readdir(proc)) {
     if (!IsPidName(entry->d_name)) continue;
     const std::optional<ProcStat> s = ReadProcStat(static_cast<pid_t>(std::atoi(entry->d_name)));
-    if (s && s->pgrp == pgid && s->state != 'Z' && s->state != 'X') {
+    if (s && s->pgrp == pgid && s->live()) {
       live = true;
       break;
     }
@@ -111,7 +113,7 @@ std::vector<pid_t> EscapedDescendants(pid_t leader) {
       if (!seen.insert(child).second) continue;
       frontier.push_back(child);
       const std::optional<ProcStat> s = ReadProcStat(child);
-      if (s && s->pgrp != leader && s->state != 'Z' && s->state != 'X') escaped.push_back(child);
+      if (s && s->pgrp != leader && s->live()) escaped.push_back(child);
     }
   }
   return escaped;
@@ -119,10 +121,13 @@ std::vector<pid_t> EscapedDescendants(pid_t leader) {
 
 std::vector<std::string> RunMarks(const std::map<std::string, std::string>& env) {
   std::vector<std::string> marks;
-  for (const char* key : {"TICKD_JOB", "TICKD_TICK", "TICKD_NODE", "TICKD_FENCE"}) {
+  for (const char* key : {"TICKD_JOB", "TICKD_TICK", "TICKD_FENCE", "TICKD_NODE"}) {
     const auto it = env.find(key);
-    if (it == env.end()) return {};
-    marks.push_back(std::string(key) + "=" + it->second);
+    if (it != env.end()) {
+      marks.push_back(std::string(key) + "=" + it->second);
+    } else if (std::string_view(key) != "TICKD_NODE") {
+      return {};  // not a run's environment
+    }
   }
   return marks;
 }
@@ -145,7 +150,7 @@ std::vector<std::vector<pid_t>> MarkedProcesses(const std::vector<MarkedRun>& ru
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (runs[i].marks.empty() || !HoldsAll(environ, runs[i].marks)) continue;
       if (!stat) stat = ReadProcStat(pid);
-      if (stat && stat->pgrp != runs[i].pgid && stat->state != 'Z' && stat->state != 'X') {
+      if (stat && stat->pgrp != runs[i].pgid && stat->live()) {
         found[i].push_back(pid);
       }
     }

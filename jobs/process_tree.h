@@ -18,13 +18,14 @@ struct ProcStat {
   char state = 0;  // R, S, D, T, t, Z, …
   pid_t ppid = 0;
   pid_t pgrp = 0;
+  bool live() const { return state != 'Z' && state != 'X'; }  // not a zombie, not dead
 };
 std::optional<ProcStat> ReadProcStat(pid_t pid);
 
-// Whether process group `pgid` has a process that is not a zombie (a scan of /proc).
-// An orphan's zombie stays in its group until whoever adopted it reaps it, which a
-// container's first process may do seconds later; it does nothing meanwhile.
-// /proc unreadable: true.
+// Whether process group `pgid` has a process that is not a zombie: a kill(-pgid, 0),
+// and a scan of /proc only when that finds someone. An orphan's zombie stays in its
+// group until whoever adopted it reaps it, which a container's first process may do
+// seconds later; it does nothing meanwhile. /proc unreadable: as kill() said.
 bool GroupHasLiveProcess(pid_t pgid);
 
 // The live processes descended from `leader` (its children, theirs, …) that left its
@@ -36,8 +37,9 @@ bool GroupHasLiveProcess(pid_t pgid);
 std::vector<pid_t> EscapedDescendants(pid_t leader);
 
 // The environment entries that mark a run's processes ("TICKD_JOB=…", "TICKD_TICK=…",
-// "TICKD_NODE=…", "TICKD_FENCE=…", design.md §5), taken from what the run was given:
-// together they name one attempt of one tick. Empty when `env` lacks any of them.
+// "TICKD_FENCE=…", and "TICKD_NODE=…" when `env` has it; design.md §5), taken from what
+// the run was given: together they name one attempt of one tick. Empty when `env` lacks
+// TICKD_JOB, TICKD_TICK or TICKD_FENCE.
 std::vector<std::string> RunMarks(const std::map<std::string, std::string>& env);
 
 // A run to look for by its marks: the live processes outside its group `pgid`, other

@@ -97,10 +97,8 @@ RunResult RunShell(const std::string& cmd, Collector& c) {
 // Alive and not a zombie (a dead grandchild may wait for init to reap it).
 bool ProcessAlive(pid_t pid) {
   if (kill(pid, 0) != 0) return errno != ESRCH;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto paren = content.rfind(')');
-  return paren == std::string::npos || content.substr(paren + 2, 1) != "Z";
+  const std::optional<ProcStat> stat = ReadProcStat(pid);
+  return !stat || stat->state != 'Z';
 }
 
 bool GoneWithin(pid_t pid, std::chrono::milliseconds d) {
@@ -130,14 +128,8 @@ std::vector<char> ChildStates() {
   REQUIRE(proc != nullptr);
   while (dirent* d = readdir(proc)) {
     if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-    std::ifstream stat(std::string("/proc/") + d->d_name + "/stat");
-    std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const auto paren = content.rfind(')');
-    if (paren == std::string::npos) continue;
-    char state = 0;
-    long ppid = 0;
-    if (sscanf(content.c_str() + paren + 2, "%c %ld", &state, &ppid) != 2) continue;
-    if (ppid == getpid()) states.push_back(state);
+    const std::optional<ProcStat> stat = ReadProcStat(std::atoi(d->d_name));
+    if (stat && stat->ppid == getpid()) states.push_back(stat->state);
   }
   closedir(proc);
   return states;
