@@ -21,12 +21,14 @@
 //    terminated group (the zombie still holds the group id, so it cannot name a
 //    reused pid), then reaps it with waitpid on its pid (never -1: the daemon has
 //    other children);
-//  - then ends what the job left in its group (`cmd &` in a shell that then exits:
-//    the run is its process group, and nothing of it may go on after the run and
-//    its lease have ended): while a kill of the group id finds a process that is not
-//    a zombie (they hold the id now), SIGTERM (+ SIGCONT), SIGKILL kill_grace later
-//    (at once on Kill()), looking every 20 ms, giving up on any that survive SIGKILL
-//    (D state) a second after it; only then is the run over;
+//  - then ends what the job left running (nothing of a run may go on after the run
+//    and its lease have ended): in its group (`cmd &` in a shell that then exits:
+//    the run is its process group), found by a kill of the group id that finds a
+//    process that is not a zombie (they hold the id now), and outside it (`setsid`, a
+//    double fork), found by the run's marks in a scan of /proc that the runs ending
+//    at the same time share: SIGTERM (+ SIGCONT), SIGKILL kill_grace later (at once
+//    on Kill()), looking every 20 ms, giving up on any that survive SIGKILL (D state)
+//    a second after it; only then is the run over;
 //  - drains the pipes until EOF, but for at most kDrainAfterExit after the reap: a
 //    grandchild that keeps a pipe open must not hold the run forever;
 //  - publishes the RunResult under the mutex, for every later WaitFor().
@@ -468,10 +470,31 @@ class ProcessExecution final : public Execution {
     leftovers_give_up_ = now + kLeftoversAfterKill;
   }
 
-  // REQUIRES: drive_mu_ held; leftovers_. Ends the wait for them once the group is
-  // empty, SIGKILLs them when their grace is over, gives up on them after that.
+  // REQUIRES: drive_mu_ held; the child reaped. What the job left: the group and the
+  // processes outside it found by the run's marks. No scan of /proc.
+  void SignalLeftovers(std::initializer_list<int> signals) const {
+    for (int sig : signals) kill(-pid_, sig);
+    (void)SignalEach(outside_, {}, signals);
+  }
+
+  // REQUIRES: drive_mu_ held; leftovers_. Ends the wait for them once none is left (a
+  // zombie does not count), SIGKILLs them when their grace is over, gives up on them
+  // after that.
   void WatchLeftovers(SteadyClock::time_point now) {
-    if (!GroupHasLiveProcess(pid_)) {
+    std::erase_if(outside_, [this](pid_t pid) { return !LiveAndMarked(pid, marks_); });
+    bool left = GroupHasLiveProcess(pid_) || !outside_.empty();
+    if (!left && !marks_.empty()) {
+      // The last of those found is gone: whatever one of them started outside the
+      // group meanwhile is looked for too, and gets what they got.
+      outside_ = MarkedProcessesShared({marks_, pid_});
+      left = !outside_.empty();
+      if (leftovers_killed_) {
+        (void)SignalEach(outside_, {}, {SIGKILL});
+      } else {
+        (void)SignalEach(outside_, {}, {SIGTERM, SIGCONT});
+      }
+    }
+    if (!left) {
       leftovers_ = false;  // the last of them is gone, or a zombie
     } else if (!leftovers_killed_ && (KillRequested() || now >= leftovers_kill_at_)) {
       KillLeftovers(now);
@@ -594,15 +617,18 @@ class ProcessExecution final : public Execution {
         end_ = SteadyClock::now();
         reaped_ = true;
         drain_until_ = end_ + kDrainAfterExit;
-        // Others in the group now hold its id: what the job left running (`cmd &` in a
-        // shell that then exited). They end with the run, after a SIGTERM and its grace.
-        if (GroupHasLiveProcess(pid_)) {
+        // What the job left running ends with the run, after a SIGTERM and its grace:
+        // in its group, whose id they hold now (`cmd &` in a shell that then exited),
+        // and outside it (`setsid`, a double fork: gone to init with the child's exit,
+        // found by the run's marks in a scan shared with the runs ending now).
+        if (!marks_.empty()) outside_ = MarkedProcessesShared({marks_, pid_});
+        if (GroupHasLiveProcess(pid_) || !outside_.empty()) {
           leftovers_ = true;
           leftovers_seen_ = !term_sent_;
           leftovers_killed_ = term_sent_;
           leftovers_kill_at_ = end_ + kill_grace_;
           leftovers_give_up_ = end_ + kLeftoversAfterKill;
-          if (!term_sent_) SignalRunProcesses({SIGTERM, SIGCONT});
+          if (!term_sent_) SignalLeftovers({SIGTERM, SIGCONT});
           if (KillRequested()) KillLeftovers(end_);
         }
       }
@@ -652,6 +678,7 @@ class ProcessExecution final : public Execution {
   bool leftovers_ = false;        // some may be left: watched
   bool leftovers_seen_ = false;   // there were some (the run line says so)
   bool leftovers_killed_ = false;
+  std::vector<pid_t> outside_;    // of them, those outside the group (by marks_)
   SteadyClock::time_point leftovers_kill_at_{};
   SteadyClock::time_point leftovers_give_up_{};
   SteadyClock::time_point end_{};

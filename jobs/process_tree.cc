@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -157,6 +159,56 @@ std::vector<std::vector<pid_t>> MarkedProcesses(const std::vector<MarkedRun>& ru
   }
   closedir(proc);
   return found;
+}
+
+std::vector<pid_t> MarkedProcessesShared(const MarkedRun& run) {
+  // Whoever finds no scan under way scans for every request waiting then; the others
+  // wait for their answer, or, once that scan is over unanswered, scan next.
+  struct Request {
+    const MarkedRun* run;
+    std::vector<pid_t> found;
+    bool answered = false;
+  };
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable scanned;
+    bool scanning = false;
+    std::vector<Request*> waiting;
+  };
+  static Shared* const shared = new Shared;  // never destroyed: runs may end at exit
+
+  Request request{&run};
+  std::unique_lock<std::mutex> lock(shared->mu);
+  shared->waiting.push_back(&request);
+  while (!request.answered) {
+    if (shared->scanning) {
+      shared->scanned.wait(lock);
+      continue;
+    }
+    shared->scanning = true;
+    std::vector<Request*> batch;
+    batch.swap(shared->waiting);
+    lock.unlock();
+    std::vector<MarkedRun> runs;
+    runs.reserve(batch.size());
+    for (const Request* r : batch) runs.push_back(*r->run);
+    std::vector<std::vector<pid_t>> found = MarkedProcesses(runs);
+    lock.lock();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      batch[i]->found = std::move(found[i]);
+      batch[i]->answered = true;
+    }
+    shared->scanning = false;
+    shared->scanned.notify_all();
+  }
+  return std::move(request.found);
+}
+
+bool LiveAndMarked(pid_t pid, const std::vector<std::string>& marks) {
+  if (marks.empty()) return false;
+  const std::optional<ProcStat> s = ReadProcStat(pid);
+  if (!s || !s->live()) return false;
+  return HoldsAll(ReadSmallFile("/proc/" + std::to_string(pid) + "/environ"), marks);
 }
 
 Signalled SignalRun(pid_t leader, bool leader_ours, std::initializer_list<int> signals) {

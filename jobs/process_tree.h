@@ -51,9 +51,18 @@ struct MarkedRun {
   pid_t pgid = 0;
 };
 // For each of `runs`, its processes so found, in one scan of /proc/*/environ (the
-// processes this one may read). A scan per process on the host: for the rare moments a
-// run is signalled, after its group was, never for every run's end.
+// processes this one may read): a read per process on the host, about 2 µs each.
 std::vector<std::vector<pid_t>> MarkedProcesses(const std::vector<MarkedRun>& runs);
+
+// MarkedProcesses for one run, in a scan shared with whoever asks meanwhile: the caller
+// waits for a scan that began after its call (so it sees what the run left by then),
+// and the runs that end together, a busy instant's, share one. For every run's end.
+std::vector<pid_t> MarkedProcessesShared(const MarkedRun& run);
+
+// Whether `pid` is live and its environment holds every one of `marks` (false when
+// `marks` is empty): one of a run's processes found before, still there, and not a
+// reused pid.
+bool LiveAndMarked(pid_t pid, const std::vector<std::string>& marks);
 
 // Sends each of `signals` to process group `leader` and, while `leader_ours` (REQUIRES
 // as for EscapedDescendants), to its EscapedDescendants, found first (the leader may die

@@ -272,25 +272,32 @@ bool GroupAlive(pid_t pgid) {
 // runs out; its lease guard (app/lease_guard.h), a process of its own, SIGKILLs the
 // run's process group at valid_until, the shell and what it started alike. And a
 // daemon that is killed leaves no part of its run behind.
-TEST_CASE("sqlite: what a job leaves running in its group ends with its run", "[e2e][sqlite]") {
+TEST_CASE("sqlite: what a job leaves running, in its group or outside it, ends with its run",
+          "[e2e][sqlite]") {
   auto backend = MakeSqliteFixture();
   Cluster cluster(*backend);
   const fs::path pid_file = cluster.dir() / "left.pid";
-  // The shell ends at once; its background sleep would go on for a minute.
+  const fs::path escaped_file = cluster.dir() / "escaped.pid";
+  // The shell ends at once, once its setsid sleep has left the group; its background
+  // sleeps would go on for a minute.
   const fs::path file = cluster.WriteJobFile(
-      "jobs:\n  - name: bg\n    schedule: \"0 0 1 1 *\"\n    shell: \"sleep 60 & echo $! > " +
-      pid_file.string() + "\"\n");
+      "jobs:\n  - name: bg\n    schedule: \"0 0 1 1 *\"\n    shell: |\n"
+      "      sleep 60 & echo $! > " + pid_file.string() + "\n"
+      "      setsid sh -c 'echo $$ > \"$0\"; exec sleep 61' " + escaped_file.string() + " &\n"
+      "      while [ ! -s " + escaped_file.string() + " ]; do sleep 0.01; done\n");
   // One run, in the foreground: it has ended when trigger returns.
   const auto [status, output] = RunCommand({TICKD_BINARY, "trigger", "-c", file.string(), "bg"});
   INFO(output);
   CHECK(status == 0);
   CHECK(output.find("outcome=done") != std::string::npos);
   CHECK(output.find("leftovers=ended") != std::string::npos);
-  const pid_t left = ReadPid(pid_file);
-  REQUIRE(left > 1);
-  const std::optional<ProcStat> st = ReadProcStat(left);
-  CHECK((!st || st->state == 'Z'));
-  if (st && st->state != 'Z') ::kill(left, SIGKILL);
+  for (const fs::path& f : {pid_file, escaped_file}) {
+    const pid_t left = ReadPid(f);
+    REQUIRE(left > 1);
+    const std::optional<ProcStat> st = ReadProcStat(left);
+    CHECK((!st || st->state == 'Z'));
+    if (st && st->state != 'Z') ::kill(left, SIGKILL);
+  }
 }
 
 TEST_CASE("sqlite: a run ends by its lease's end while its daemon is frozen, or once it is killed",

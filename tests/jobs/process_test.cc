@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -498,6 +499,54 @@ TEST_CASE("what a job leaves running in its group ends with the run", "[jobs]") 
   const std::vector<std::string> out = c.Stream("stdout");
   REQUIRE(out.size() == 1);
   CHECK(GoneWithin(std::stoi(out[0]), 2s));
+}
+
+// The TICKD_* environment of a run, unique to this test process.
+std::map<std::string, std::string> RunEnv(const std::string& fence) {
+  return {{"TICKD_JOB", "j"},
+          {"TICKD_TICK", "2026-11-29T06:00:00Z"},
+          {"TICKD_NODE", "n-" + std::to_string(getpid())},
+          {"TICKD_FENCE", fence}};
+}
+
+TEST_CASE("what a job started outside its group ends with the run: setsid, a double fork",
+          "[jobs]") {
+  // The shell exits once both sleeps have left its group (each writes its pid after
+  // its setsid): the setsid one goes to init then, the double-forked one (whose
+  // parent, the subshell, is gone already) went before; the run's marks find them.
+  ProcessSpec spec = Shell(R"sh(f=$(mktemp)
+    setsid sh -c 'echo $$ >> "$0"; exec sleep 30' "$f" &
+    (setsid sh -c 'echo $$ >> "$0"; exec sleep 31' "$f" &)
+    while [ "$(wc -l < "$f")" -lt 2 ]; do sleep 0.01; done
+    cat "$f"; rm -f "$f")sh");
+  spec.env = RunEnv("43");
+  Collector c;
+  auto e = Start(spec, c);
+  RunResult r = Wait(*e, 8s);
+  CHECK(r.outcome == RunOutcome::kDone);
+  CHECK(r.exit_code == 0);
+  CHECK(r.leftovers_ended);
+  const std::vector<std::string> out = c.Stream("stdout");
+  REQUIRE(out.size() == 2);
+  for (const std::string& pid : out) CHECK(GoneWithin(std::stoi(pid), 2s));
+}
+
+TEST_CASE("what a leftover outside the group starts as it is told to stop ends too", "[jobs]") {
+  // A setsid shell that, on its SIGTERM, starts another setsid sleep and exits: found
+  // by the look for the run's processes once those found before are gone.
+  ProcessSpec spec = Shell(
+      "setsid sh -c 'trap \"setsid sleep 32 & echo \\$!; exit 0\" TERM; "
+      "echo $$; while :; do sleep 0.05; done' &"
+      "sleep 0.3");
+  spec.env = RunEnv("44");
+  Collector c;
+  auto e = Start(spec, c);
+  RunResult r = Wait(*e, 8s);
+  CHECK(r.outcome == RunOutcome::kDone);
+  CHECK(r.leftovers_ended);
+  const std::vector<std::string> out = c.Stream("stdout");
+  REQUIRE(out.size() == 2);  // the setsid shell, then the sleep its trap started
+  for (const std::string& pid : out) CHECK(GoneWithin(std::stoi(pid), 2s));
 }
 
 TEST_CASE("a run that leaves nothing behind says so", "[jobs]") {
