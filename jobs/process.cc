@@ -440,7 +440,8 @@ class ProcessExecution final : public Execution {
   void SignalRunProcesses(std::initializer_list<int> signals) const {
     const Signalled signalled = SignalRun(pid_, !reaped_, signals);
     if (marks_.empty()) return;
-    (void)SignalEach(MarkedProcesses({{marks_, pid_}}).front(), signalled.outside, signals);
+    // Shared: when a lost store ends hundreds of runs at once, they share scans.
+    (void)SignalEach(MarkedProcessesShared({marks_, pid_}), signalled.outside, signals);
   }
 
   // REQUIRES: drive_mu_ held. SIGTERM (+ SIGCONT) once, if the child is not reaped.

@@ -56,7 +56,8 @@ std::vector<std::vector<pid_t>> MarkedProcesses(const std::vector<MarkedRun>& ru
 
 // MarkedProcesses for one run, in a scan shared with whoever asks meanwhile: the caller
 // waits for a scan that began after its call (so it sees what the run left by then),
-// and the runs that end together, a busy instant's, share one. For every run's end.
+// and the runs that end together, a busy instant's or a lost store's, share one. For
+// every run's end and signal.
 std::vector<pid_t> MarkedProcessesShared(const MarkedRun& run);
 
 // Whether `pid` is live and its environment holds every one of `marks` (false when

@@ -1,5 +1,7 @@
 #include <dirent.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -120,6 +122,14 @@ bool LeavesGroup(pid_t pid, pid_t pgid) {
     std::this_thread::sleep_for(10ms);
   }
   return false;
+}
+
+// The TICKD_* environment of a run, unique to this test process.
+std::map<std::string, std::string> RunEnv(const std::string& fence) {
+  return {{"TICKD_JOB", "j"},
+          {"TICKD_TICK", "2026-11-29T06:00:00Z"},
+          {"TICKD_NODE", "n-" + std::to_string(getpid())},
+          {"TICKD_FENCE", fence}};
 }
 
 // The states ('R', 'S', 'Z'…) of this test process's children.
@@ -306,10 +316,7 @@ TEST_CASE("a timeout reaches a run's orphan outside its group by the run's envir
           "[jobs]") {
   // A daemon's double fork: a sleep in a session of its own whose parent is gone.
   ProcessSpec spec = Shell("(setsid sleep 30 & echo $!); echo ready; exec sleep 30");
-  spec.env = {{"TICKD_JOB", "j"},
-              {"TICKD_TICK", "2026-11-29T06:00:00Z"},
-              {"TICKD_NODE", "n-" + std::to_string(getpid())},
-              {"TICKD_FENCE", "41"}};
+  spec.env = RunEnv("41");
   spec.timeout = 300ms;
   Collector c;
   auto e = Start(spec, c);
@@ -326,6 +333,44 @@ TEST_CASE("a timeout reaches a run's orphan outside its group by the run's envir
   RunResult r = Wait(*e);
   CHECK(r.outcome == RunOutcome::kTimeout);
   CHECK(GoneWithin(std::stoi(orphan), 2s));
+}
+
+TEST_CASE("runs that look for their processes at once each find their own", "[jobs]") {
+  // MarkedProcessesShared: one scan answers whoever waits; each answer is its run's.
+  constexpr int kRuns = 6;
+  std::vector<pid_t> sleeps;
+  for (int i = 0; i < kRuns; ++i) {
+    std::vector<std::string> env_strings;
+    for (const auto& [k, v] : RunEnv(std::to_string(500 + i))) env_strings.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (std::string& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    char sleep_name[] = "sleep";
+    char seconds[] = "30";
+    char* argv[] = {sleep_name, seconds, nullptr};
+    pid_t pid = 0;
+    REQUIRE(posix_spawnp(&pid, "sleep", nullptr, nullptr, argv, envp.data()) == 0);
+    sleeps.push_back(pid);
+  }
+  std::vector<std::vector<pid_t>> found(kRuns);
+  std::vector<std::thread> lookers;
+  for (int i = 0; i < kRuns; ++i) {
+    lookers.emplace_back([&found, i] {
+      std::map<std::string, std::string> env = RunEnv(std::to_string(500 + i));
+      found[static_cast<std::size_t>(i)] = MarkedProcessesShared({RunMarks(env), 0});
+    });
+  }
+  for (std::thread& t : lookers) t.join();
+  for (std::size_t i = 0; i < kRuns; ++i) {
+    CHECK(found[i] == std::vector<pid_t>{sleeps[i]});
+    CHECK(LiveAndMarked(sleeps[i], RunMarks(RunEnv(std::to_string(500 + i)))));
+    CHECK_FALSE(LiveAndMarked(sleeps[i], RunMarks(RunEnv("499"))));
+  }
+  for (pid_t pid : sleeps) {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    (void)waitpid(pid, &status, 0);
+  }
 }
 
 TEST_CASE("a job that ignores SIGTERM is SIGKILLed after the kill grace", "[jobs]") {
@@ -499,14 +544,6 @@ TEST_CASE("what a job leaves running in its group ends with the run", "[jobs]") 
   const std::vector<std::string> out = c.Stream("stdout");
   REQUIRE(out.size() == 1);
   CHECK(GoneWithin(std::stoi(out[0]), 2s));
-}
-
-// The TICKD_* environment of a run, unique to this test process.
-std::map<std::string, std::string> RunEnv(const std::string& fence) {
-  return {{"TICKD_JOB", "j"},
-          {"TICKD_TICK", "2026-11-29T06:00:00Z"},
-          {"TICKD_NODE", "n-" + std::to_string(getpid())},
-          {"TICKD_FENCE", fence}};
 }
 
 TEST_CASE("what a job started outside its group ends with the run: setsid, a double fork",
