@@ -568,6 +568,26 @@ TEST_CASE("what a job started outside its group ends with the run: setsid, a dou
   for (const std::string& pid : out) CHECK(GoneWithin(std::stoi(pid), 2s));
 }
 
+TEST_CASE("what a job starts out of its group without the run's variables outlives it",
+          "[jobs]") {
+  // The documented way to start a service on purpose (job-file.md, design.md §5).
+  ProcessSpec spec = Shell(R"sh(f=$(mktemp)
+    env -u TICKD_FENCE setsid sh -c 'echo $$ > "$0"; exec sleep 30' "$f" &
+    while [ ! -s "$f" ]; do sleep 0.01; done
+    cat "$f"; rm -f "$f")sh");
+  spec.env = RunEnv("45");
+  Collector c;
+  auto e = Start(spec, c);
+  RunResult r = Wait(*e, 8s);
+  CHECK(r.outcome == RunOutcome::kDone);
+  CHECK_FALSE(r.leftovers_ended);
+  const std::vector<std::string> out = c.Stream("stdout");
+  REQUIRE(out.size() == 1);
+  const pid_t service = std::stoi(out[0]);
+  CHECK(ProcessAlive(service));
+  ::kill(service, SIGKILL);
+}
+
 TEST_CASE("what a leftover outside the group starts as it is told to stop ends too", "[jobs]") {
   // A setsid shell that, on its SIGTERM, starts another setsid sleep and exits: found
   // by the look for the run's processes once those found before are gone.
