@@ -546,64 +546,64 @@ TEST_CASE("what a job leaves running in its group ends with the run", "[jobs]") 
   CHECK(GoneWithin(std::stoi(out[0]), 2s));
 }
 
+// Runs `cmd` as a run with the marks of fence `fence` until it ends; `printed` gets
+// the pids it printed, one a line.
+RunResult RunMarked(const std::string& cmd, const std::string& fence,
+                    std::vector<pid_t>& printed) {
+  ProcessSpec spec = Shell(cmd);
+  spec.env = RunEnv(fence);
+  Collector c;
+  auto e = Start(spec, c);
+  RunResult r = Wait(*e, 8s);
+  for (const std::string& line : c.Stream("stdout")) printed.push_back(std::stoi(line));
+  return r;
+}
+
 TEST_CASE("what a job started outside its group ends with the run: setsid, a double fork",
           "[jobs]") {
   // The shell exits once both sleeps have left its group (each writes its pid after
   // its setsid): the setsid one goes to init then, the double-forked one (whose
   // parent, the subshell, is gone already) went before; the run's marks find them.
-  ProcessSpec spec = Shell(R"sh(f=$(mktemp)
+  std::vector<pid_t> printed;
+  RunResult r = RunMarked(R"sh(f=$(mktemp)
     setsid sh -c 'echo $$ >> "$0"; exec sleep 30' "$f" &
     (setsid sh -c 'echo $$ >> "$0"; exec sleep 31' "$f" &)
     while [ "$(wc -l < "$f")" -lt 2 ]; do sleep 0.01; done
-    cat "$f"; rm -f "$f")sh");
-  spec.env = RunEnv("43");
-  Collector c;
-  auto e = Start(spec, c);
-  RunResult r = Wait(*e, 8s);
+    cat "$f"; rm -f "$f")sh", "43", printed);
   CHECK(r.outcome == RunOutcome::kDone);
   CHECK(r.exit_code == 0);
   CHECK(r.leftovers_ended);
-  const std::vector<std::string> out = c.Stream("stdout");
-  REQUIRE(out.size() == 2);
-  for (const std::string& pid : out) CHECK(GoneWithin(std::stoi(pid), 2s));
+  REQUIRE(printed.size() == 2);
+  for (pid_t pid : printed) CHECK(GoneWithin(pid, 2s));
 }
 
 TEST_CASE("what a job starts out of its group without the run's variables outlives it",
           "[jobs]") {
   // The documented way to start a service on purpose (job-file.md, design.md §5).
-  ProcessSpec spec = Shell(R"sh(f=$(mktemp)
+  std::vector<pid_t> printed;
+  RunResult r = RunMarked(R"sh(f=$(mktemp)
     env -u TICKD_FENCE setsid sh -c 'echo $$ > "$0"; exec sleep 30' "$f" &
     while [ ! -s "$f" ]; do sleep 0.01; done
-    cat "$f"; rm -f "$f")sh");
-  spec.env = RunEnv("45");
-  Collector c;
-  auto e = Start(spec, c);
-  RunResult r = Wait(*e, 8s);
+    cat "$f"; rm -f "$f")sh", "45", printed);
   CHECK(r.outcome == RunOutcome::kDone);
   CHECK_FALSE(r.leftovers_ended);
-  const std::vector<std::string> out = c.Stream("stdout");
-  REQUIRE(out.size() == 1);
-  const pid_t service = std::stoi(out[0]);
-  CHECK(ProcessAlive(service));
-  ::kill(service, SIGKILL);
+  REQUIRE(printed.size() == 1);
+  CHECK(ProcessAlive(printed[0]));
+  ::kill(printed[0], SIGKILL);
 }
 
 TEST_CASE("what a leftover outside the group starts as it is told to stop ends too", "[jobs]") {
   // A setsid shell that, on its SIGTERM, starts another setsid sleep and exits: found
   // by the look for the run's processes once those found before are gone.
-  ProcessSpec spec = Shell(
+  std::vector<pid_t> printed;
+  RunResult r = RunMarked(
       "setsid sh -c 'trap \"setsid sleep 32 & echo \\$!; exit 0\" TERM; "
       "echo $$; while :; do sleep 0.05; done' &"
-      "sleep 0.3");
-  spec.env = RunEnv("44");
-  Collector c;
-  auto e = Start(spec, c);
-  RunResult r = Wait(*e, 8s);
+      "sleep 0.3", "44", printed);
   CHECK(r.outcome == RunOutcome::kDone);
   CHECK(r.leftovers_ended);
-  const std::vector<std::string> out = c.Stream("stdout");
-  REQUIRE(out.size() == 2);  // the setsid shell, then the sleep its trap started
-  for (const std::string& pid : out) CHECK(GoneWithin(std::stoi(pid), 2s));
+  REQUIRE(printed.size() == 2);  // the setsid shell, then the sleep its trap started
+  for (pid_t pid : printed) CHECK(GoneWithin(pid, 2s));
 }
 
 TEST_CASE("a run that leaves nothing behind says so", "[jobs]") {
