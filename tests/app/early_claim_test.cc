@@ -101,14 +101,13 @@ TEST_CASE(
   Sim sim(WallAt(kT0, -1'000));
   // The store's clock is 150 ms behind this replica's: within claim_lead + tolerance,
   // so the claim is taken, and the run must wait for T on the store's clock.
-  FakeClock store_clock(sim.clock.Wall() - milliseconds(150));
-  std::unique_ptr<lock::Backend> store = lock::NewMemoryBackend(store_clock);
+  StoreBehind& behind = sim.NewStoreBehind(milliseconds(150));
   const auto step = [&](milliseconds by) {
-    store_clock.Advance(by);
+    behind.clock.Advance(by);
     sim.clock.Advance(by);
   };
   StartTimes starts(sim, false);
-  Scheduler& a = sim.AddReplica("ahead", {EveryJob("j", 60)}, EarlyClaims, store.get());
+  Scheduler& a = sim.AddReplica("ahead", {EveryJob("j", 60)}, EarlyClaims, behind.store.get());
   sim.WaitQuiet();
   step(milliseconds(800));  // T − 200 ms here, T − 350 ms at the store: the early claim
   sim.WaitQuiet(false);
@@ -632,8 +631,7 @@ TEST_CASE("adaptive lead: an instant taken up early takes the earlier instants w
 TEST_CASE("adaptive lead: a clock ahead beyond the tolerance is still refused early") {
   Sim sim(WallAt(kT0, -10'000));
   // The store's clock is 400 ms behind this replica's: more than lock.clock_tolerance.
-  FakeClock store_clock(sim.clock.Wall() - milliseconds(400));
-  std::unique_ptr<lock::Backend> store = lock::NewMemoryBackend(store_clock);
+  StoreBehind& behind = sim.NewStoreBehind(milliseconds(400));
   StartTimes starts(sim, false);
   JobSet jobs;
   for (int i = 0; i < 301; ++i) jobs.push_back(EveryJob("j" + std::to_string(i), 60));
@@ -644,12 +642,8 @@ TEST_CASE("adaptive lead: a clock ahead beyond the tolerance is still refused ea
         o.claim_lead_max = seconds(30);
         o.max_concurrent_runs = 1'000;
       },
-      store.get());
-  const auto step = [&](milliseconds by) {
-    sim.WaitQuiet(false);
-    store_clock.Advance(by);
-    sim.clock.Advance(by);
-  };
+      behind.store.get());
+  const auto step = [&](milliseconds by) { behind.Step(by, false); };
   step(milliseconds(10'000 - 452));
   step(milliseconds(1));  // 451 ms before T here (301 × 1.5 ms), 851 ms at the store
   sim.WaitQuiet(false);

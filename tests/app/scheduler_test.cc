@@ -125,22 +125,6 @@ TEST_CASE(
   CHECK(observed);
 }
 
-// A memory store on a clock of its own, `behind` the Sim's (whose replicas' clocks are
-// then that far ahead of the store's), moved on together with it.
-struct StoreBehind {
-  StoreBehind(Sim& of, milliseconds behind)
-      : sim(of), clock(of.clock.Wall() - behind), store(lock::NewMemoryBackend(clock)) {}
-  // The store's clock first: no claim sees the replica's moved and the store's not.
-  void Step(milliseconds by) {
-    sim.WaitQuiet();
-    clock.Advance(by);
-    sim.clock.Advance(by);
-  }
-  Sim& sim;
-  FakeClock clock;
-  std::unique_ptr<lock::Backend> store;
-};
-
 TEST_CASE(
     "a tick claimed a minute into the future does not supersede the ticks of a replica "
     "whose clock is right (rule 15)") {
@@ -181,7 +165,7 @@ TEST_CASE(
     "a replica whose clock is ahead of the store's hears early: logged with its offset, "
     "observed, never run; once the clocks agree it claims again, without a restart") {
   Sim sim(WallAt(kT0, -1'000));
-  StoreBehind behind(sim, seconds(30));
+  StoreBehind& behind = sim.NewStoreBehind(seconds(30));
   auto& store = behind.store;
   auto& store_clock = behind.clock;
   const auto step = [&](milliseconds by) { behind.Step(by); };
@@ -220,7 +204,7 @@ TEST_CASE(
     "a replica whose clock was an hour ahead claims again as soon as its clock is set back, "
     "not an hour later") {
   Sim sim(WallAt(kT0, -1'000));
-  StoreBehind behind(sim, seconds(3600));
+  StoreBehind& behind = sim.NewStoreBehind(seconds(3600));
   const auto step = [&](milliseconds by) { behind.Step(by); };
   sim.AddReplica("node-ahead", {EveryJob("job", 10)}, nullptr, behind.store.get());
   step(seconds(1));  // 14:00:00 here, 13:00:00 at the store

@@ -358,6 +358,21 @@ inline std::shared_ptr<const ScheduledJob> EveryJob(
   return sj;
 }
 
+class Sim;
+
+// A memory store on a clock of its own, `behind` the Sim's (whose replicas' clocks are
+// then that far ahead of the store's), moved on together with it. Made by
+// Sim::NewStoreBehind, which keeps it until the replicas that use it are gone.
+struct StoreBehind {
+  StoreBehind(Sim& of, WallTime wall)
+      : sim(of), clock(wall), store(lock::NewMemoryBackend(clock)) {}
+  // The store's clock first: no claim sees the replica's moved and the store's not.
+  void Step(milliseconds by, bool runs_done = true);
+  Sim& sim;
+  FakeClock clock;
+  std::unique_ptr<lock::Backend> store;
+};
+
 class Sim {
  public:
   explicit Sim(WallTime start, LogFormat format = LogFormat::kLogfmt)
@@ -386,6 +401,10 @@ class Sim {
     return *replicas_.back();
   }
   Scheduler& replica(std::size_t i) { return *replicas_.at(i); }
+  StoreBehind& NewStoreBehind(milliseconds behind) {
+    stores_behind_.push_back(std::make_unique<StoreBehind>(*this, clock.Wall() - behind));
+    return *stores_behind_.back();
+  }
   // Another view of the shared store for one replica (to make it fail alone); it
   // outlives the replicas.
   TestBackend& NewView() {
@@ -447,8 +466,16 @@ class Sim {
  private:
   std::mutex mu_;
   std::vector<std::string> lines_;
-  std::vector<std::unique_ptr<TestBackend>> views_;  // before replicas_: destroyed after
+  // Before replicas_: destroyed after them.
+  std::vector<std::unique_ptr<TestBackend>> views_;
+  std::vector<std::unique_ptr<StoreBehind>> stores_behind_;
   std::vector<std::unique_ptr<Scheduler>> replicas_;
 };
+
+inline void StoreBehind::Step(milliseconds by, bool runs_done) {
+  sim.WaitQuiet(runs_done);
+  clock.Advance(by);
+  sim.clock.Advance(by);
+}
 
 }  // namespace tickd::app::testing
