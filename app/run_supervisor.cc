@@ -258,9 +258,13 @@ void RunSupervisor::Supervise(Outcome& out) {
         break;
       }
       // A start that checks the lease itself (an in-process call) gets its bound:
-      // the same as the check below makes.
+      // the same as the check below makes. Its instant on the wall clock is moved by
+      // what that clock gained on the monotonic one since the claim (stepped ahead,
+      // running fast); the prepared start keeps to the monotonic clock from now on.
+      const WallTime start_at =
+          std::max(at, clock_.Wall() + std::max(milliseconds(0), NotBefore(at) - clock_.Steady()));
       Result<std::unique_ptr<jobs::PreparedStart>> p =
-          runner_.Prepare(job, spec, sink, at, LossAt());
+          runner_.Prepare(job, spec, sink, start_at, LossAt());
       if (p) prepared = std::move(*p);  // else: started at T the ordinary way
       if (prepared) Guard(prepared->process_group());
       // A run that starts itself at T is looked at once the other starts of T are
@@ -455,8 +459,14 @@ void RunSupervisor::RetryNotStarted(int attempt, milliseconds backoff, std::stri
   if (tick_.metrics) tick_.metrics->RunRetry(tick_.job->job.name, outcome);
 }
 
+SteadyTime RunSupervisor::NotBefore(WallTime at) const {
+  if (tick_.claim_wall == WallTime{}) return SteadyTime{};
+  return tick_.claim_sent + (at - tick_.claim_wall);
+}
+
 bool RunSupervisor::WaitForInstant(WallTime at, jobs::PreparedStart* prepared) {
-  while (clock_.Wall() < at) {
+  const SteadyTime not_before = NotBefore(at);
+  while (clock_.Wall() < at || clock_.Steady() < not_before) {
     if (clock_.Steady() >= next_renew_) {  // only after a step back of the wall clock
       Upkeep();
       if (prepared != nullptr && lease_held_) {
@@ -464,10 +474,17 @@ bool RunSupervisor::WaitForInstant(WallTime at, jobs::PreparedStart* prepared) {
             std::chrono::steady_clock::time_point(LossAt().time_since_epoch()));
       }
     }
-    const milliseconds wait = RealWait(WatchdogDeadline());  // not under mu_ (RenewSlot's first)
+    milliseconds wait = RealWait(WatchdogDeadline());  // not under mu_ (RenewSlot's first)
+    WallTime wall_at = at;
+    if (const milliseconds left = not_before - clock_.Steady(); left > milliseconds(0)) {
+      // The wall clock is past `at` early, or may get there early: the monotonic one
+      // decides.
+      wall_at = std::max(at, clock_.Wall() + left);
+      wait = std::min(wait, left);
+    }
     std::unique_lock lock(mu_);
     if (terminate_reason_) return false;
-    clock_.WaitUntilWall(cv_, lock, at, wait);
+    clock_.WaitUntilWall(cv_, lock, wall_at, wait);
   }
   std::lock_guard lock(mu_);
   return !terminate_reason_;

@@ -71,6 +71,11 @@ struct WonTick {
   // replica's clock reads the due instant plus this: at the due instant by the store's
   // clock, so a clock ahead by less than the store's limit does not start early either.
   std::chrono::milliseconds start_delay{0};
+  // Wall() read with claim_sent (the epoch: not read). The first attempt starts no
+  // sooner than claim_sent + (its start instant − claim_wall) on the Steady() time
+  // line: a wall clock stepped ahead, or running fast, after the claim does not start
+  // it early (docs/design.md §1 rule 15).
+  WallTime claim_wall{};
   // How many ticks of the same instant this replica claimed with it (the other
   // replicas claim them too, and each start costs the machine ~0.1 ms of CPU): a run
   // that starts itself at T is looked at once those starts are likely done.
@@ -147,7 +152,8 @@ class RunSupervisor {
   void Main();
   void Supervise(Outcome& out);
   // Early claims: waits until the wall clock reads `at` (T, or T + the prepared
-  // start's settle()). False when the run was terminated meanwhile (shutdown). Renews
+  // start's settle()) and Steady() has reached NotBefore(at). False when the run was
+  // terminated meanwhile (shutdown). Renews
   // only if the wait outlasts the first renewal's time (the wall clock was set back),
   // never before: a start must not wait on the store; a renewal confirmed then moves
   // the start bound of `prepared` (if any).
@@ -189,6 +195,9 @@ class RunSupervisor {
   // When the lease counts as lost without a confirmed renewal: valid_until − stop_grace
   // (on_lease_lost: terminate) or valid_until (continue).
   SteadyTime LossAt() const;
+  // When, on the Steady() time line, the wall clock as it read at the claim would read
+  // `at` (WonTick::claim_wall); the Steady() epoch when claim_wall was not read.
+  SteadyTime NotBefore(WallTime at) const;
   void SendRenewal();
   bool RenewalInFlight() const;
   // On a renewal's thread: the store refused the renewal; a run that ends on a lost

@@ -896,7 +896,8 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
     jobs.push_back(job);
     kinds.push_back(e.kind);
   }
-  const SteadyTime claim_sent = clock_.Steady();
+  // When the batch is sent, on both clocks (ClaimSent).
+  const ClaimSent claim_sent{clock_.Steady(), clock_.Wall()};
   instant_claims_ = reqs.size();
   NoteRecentClaims(reqs);
   for (std::size_t i = 0; i < reqs.size(); ++i) {
@@ -928,7 +929,7 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
       if (!r) r = MakeError("claim", e.what());
     }
   }
-  const auto took = clock_.Steady() - claim_sent;
+  const auto took = clock_.Steady() - claim_sent.steady;
   metrics().ClaimDuration(backend_.name(), took);
   // The store's pace, from batches it answered in full (a failing store's timeouts
   // say nothing of how fast it decides).
@@ -967,7 +968,7 @@ void Scheduler::NoRoomFor(const ScheduledJob& job, const Entry& e, const lock::C
 
 void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                               const lock::ClaimRequest& req,
-                              const Result<lock::ClaimOutcome>& result, SteadyTime claim_sent) {
+                              const Result<lock::ClaimOutcome>& result, ClaimSent claim_sent) {
   Progress();
   Remember(req, result);
   if (result) SeeStoreClock(req, *result, clock_.Wall());
@@ -1181,8 +1182,9 @@ void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {
 }
 
 void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
-                         SteadyTime claim_sent, milliseconds lead, milliseconds start_delay) {
-  WonTick won{job, std::move(held), claim_sent, options_.node, false, options_.metrics};
+                         ClaimSent claim_sent, milliseconds lead, milliseconds start_delay) {
+  WonTick won{job, std::move(held), claim_sent.steady, options_.node, false, options_.metrics};
+  won.claim_wall = claim_sent.wall;
   won.lead = lead;
   // The runs of a big instant take time to make ready too (a thread or a child each):
   // begun claim_lead before T plus what their starts cost, they are ready by T.

@@ -109,6 +109,14 @@ std::string NewOwnerToken();
 std::chrono::milliseconds SurelyAhead(const lock::ClaimRequest& req,
                                       const lock::ClaimOutcome& outcome);
 
+// When a batch of claims was sent, on both clocks: a won tick's lease counts from
+// `steady`, and its run starts no sooner, on the monotonic clock, than `wall` then
+// said its instant was (WonTick::claim_wall).
+struct ClaimSent {
+  SteadyTime steady;
+  WallTime wall;
+};
+
 // Thread-safe. Start() once; Shutdown() (or the destructor) once.
 class Scheduler {
  public:
@@ -249,7 +257,7 @@ class Scheduler {
                  std::chrono::milliseconds lead);
   void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                      const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result,
-                     SteadyTime claim_sent);
+                     ClaimSent claim_sent);
   // recover: true: claims `tick` again in lease/2 (HandleOutcome decides whether to
   // go on: while the backend says it still runs).
   void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);
@@ -258,7 +266,7 @@ class Scheduler {
   // `start_delay`: SurelyAhead of its claim; the run starts that much after its due
   // instant on this replica's clock.
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
-                SteadyTime claim_sent, std::chrono::milliseconds lead,
+                ClaimSent claim_sent, std::chrono::milliseconds lead,
                 std::chrono::milliseconds start_delay);
   Metrics& metrics() const { return options_.metrics ? *options_.metrics : NullMetrics(); }
   // The job's `tick` line (docs/design.md §6); `due=` when the job has jitter.

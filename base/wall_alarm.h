@@ -26,6 +26,8 @@ class WallAlarm {
   // Waits until the wall clock reads `at` or later (true), or Ring (false; a ring that
   // came before the call counts, once).
   bool WaitUntil(std::chrono::system_clock::time_point at);
+  // The same on the monotonic clock.
+  bool WaitUntilSteady(std::chrono::steady_clock::time_point at);
 
  private:
   sem_t sem_;

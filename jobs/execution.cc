@@ -51,6 +51,15 @@ std::unique_ptr<Execution> FinishedExecution(RunResult result) {
   return std::make_unique<FinishedExecutionImpl>(std::move(result));
 }
 
+std::chrono::steady_clock::time_point SteadyDeadline(
+    std::chrono::system_clock::time_point start_at) {
+  const auto wall_now = std::chrono::system_clock::now();
+  const auto steady_now = std::chrono::steady_clock::now();
+  if (start_at <= wall_now) return steady_now;
+  return steady_now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          start_at - wall_now);
+}
+
 std::unique_ptr<PreparedStart> StartOnRelease(
     std::function<Result<std::unique_ptr<Execution>>()> start) {
   return std::make_unique<StartOnReleaseImpl>(std::move(start));

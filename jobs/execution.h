@@ -132,12 +132,19 @@ class PreparedStart {
   virtual std::optional<int> process_group() const { return std::nullopt; }
 };
 
+// The monotonic instant as far from now as the wall clock now says `start_at` is. A
+// prepared start waits until both clocks have reached their instant: a wall clock
+// stepped ahead, or running fast, after the preparation starts nothing early
+// (docs/design.md §1 rule 15), and one stepped back delays the start as before.
+std::chrono::steady_clock::time_point SteadyDeadline(
+    std::chrono::system_clock::time_point start_at);
+
 // Does everything StartProcess does before `start_at`, and leaves only the exec for
 // it: the program is looked up, the environment and the pipes are built, and a child
 // is cloned (sharing the daemon's memory, as the vfork-style clone does, so no page
 // tables are copied) that sets itself up (process group, stdio, parent-death signal,
-// workdir, descriptors), then sleeps on an absolute CLOCK_REALTIME timer until
-// start_at and execs: at the instant, no thread of the daemon has to run first.
+// workdir, descriptors), then sleeps on absolute timers until SteadyDeadline(start_at)
+// and start_at and execs: at the instant, no thread of the daemon has to run first.
 // Release() waits until the child has exec'd (or failed to) and returns the
 // Execution. The child is killed (SIGKILL) and reaped when the PreparedStart is
 // destroyed unreleased, and dies with the thread that prepared it (parent-death

@@ -65,6 +65,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/timespec.h"
 #include "jobs/execution.h"
 #include "jobs/output_capture.h"
 #include "jobs/process_tree.h"
@@ -144,12 +145,14 @@ struct ChildSetup {
   int stdout_fd = -1;
   int stderr_fd = -1;
   const char* workdir = nullptr;  // nullptr: the daemon's
-  // A prepared child (PrepareProcess; status_fd >= 0) sleeps until the wall clock
-  // reads start_at before it execs; otherwise it execs at once. status_fd is the
+  // A prepared child (PrepareProcess; status_fd >= 0) sleeps until the monotonic
+  // clock reads start_steady and the wall clock start_at before it execs; otherwise
+  // it execs at once. status_fd is the
   // write end of a pipe: the child writes one byte to it once it is set up, and it
   // closes when the child has exec'd (O_CLOEXEC) or exited.
   int status_fd = -1;
-  timespec start_at{};  // CLOCK_REALTIME
+  timespec start_at{};      // CLOCK_REALTIME
+  timespec start_steady{};  // CLOCK_MONOTONIC
   pid_t parent = 0;     // the daemon: a prepared child whose parent is gone exits
   // Written by a prepared child just before its exec (the parent reads them once
   // status_fd is at EOF): when the job started, on both clocks.
@@ -206,10 +209,17 @@ int ChildMain(void* arg) {
     // parent-death signal was set; only the wait and the exec are left.
     const char ready = 'r';
     if (write(setup->status_fd, &ready, 1) != 1) ChildFails(setup);
-    // The start is this child's own absolute timer: at T nothing else has to run
-    // first (no thread of the daemon wakes to release it). An absolute CLOCK_REALTIME
-    // sleep follows a step of the wall clock. Signals are blocked; SIGKILL (a cancel)
-    // ends it.
+    // The start is this child's own absolute timers: at T nothing else has to run
+    // first (no thread of the daemon wakes to release it). The monotonic one first:
+    // as long after the preparation as the wall clock then said, so that a wall clock
+    // stepped ahead (or running fast) since then starts nothing early — by system
+    // call, as a clock faker's wrapper (libfaketime's, which runs a clock fast)
+    // cannot translate it; the wall one then follows a step of the wall clock back.
+    // Signals are blocked; SIGKILL (a cancel) ends it.
+    while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, &setup->start_steady,
+                   nullptr) != 0 &&
+           errno == EINTR) {
+    }
     while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &setup->start_at, nullptr) == EINTR) {
     }
     clock_gettime(CLOCK_REALTIME, &setup->started_wall);
@@ -924,11 +934,8 @@ Result<std::unique_ptr<PreparedStart>> PrepareProcess(
   Fd status_write(status[1]);
   std::unique_ptr<char[]> stack(new (std::nothrow) char[kChildStackBytes]);
   if (!stack) return MakeError("jobs: start " + p.program, ErrnoText(ENOMEM));
-  const auto since_epoch = start_at.time_since_epoch();
-  const auto whole = std::chrono::floor<std::chrono::seconds>(since_epoch);
-  p.setup.start_at.tv_sec = static_cast<time_t>(whole.count());
-  p.setup.start_at.tv_nsec = static_cast<long>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - whole).count());
+  p.setup.start_at = ToTimespec(start_at.time_since_epoch());
+  p.setup.start_steady = ToTimespec(SteadyDeadline(start_at).time_since_epoch());
   p.setup.status_fd = status_write.get();
   p.setup.parent = getpid();
   const ::tickd::jobs::Spawned child = CloneChild(p.setup, stack.get(), 0);

@@ -275,8 +275,11 @@ Result<std::unique_ptr<PreparedStart>> PrepareThreadCall(
   auto state = std::make_shared<CallState>();
   state->start = StartState::kWaiting;
   state->start_bound = start_bound;
-  Result<void> posted = OnCallThread([state, call = std::move(call), start_at]() mutable {
-    state->alarm.WaitUntil(start_at);  // or until cancelled
+  const SteadyClock::time_point start_steady = SteadyDeadline(start_at);
+  Result<void> posted = OnCallThread([state, call = std::move(call), start_at,
+                                      start_steady]() mutable {
+    // Both clocks' instants (SteadyDeadline), or until cancelled.
+    if (state->alarm.WaitUntilSteady(start_steady)) state->alarm.WaitUntil(start_at);
     StartState start;
     {
       std::lock_guard lock(state->mu);

@@ -327,13 +327,21 @@ TEST_CASE(
   CHECK(sim.Grep({" run ", "outcome=done"}).size() == 1);
 }
 
-TEST_CASE("early claims: a wall clock set forward past T after the claim starts the run at once") {
+TEST_CASE(
+    "early claims: a wall clock set forward past T after the claim starts the run at T on "
+    "the monotonic clock, not before (rule 15)") {
   Sim sim(WallAt(kT0, -1'000));
   StartTimes starts(sim, false);
-  ClaimedBeforeT(sim);
-  sim.clock.StepWall(seconds(2));
+  ClaimedBeforeT(sim);  // at T − 200 ms
+  sim.clock.StepWall(seconds(2));  // the wall clock reads T + 1.8 s; T is 200 ms away
+  LetRunsLook();
+  CHECK(starts.walls().empty());
+  sim.clock.Advance(milliseconds(199));
+  LetRunsLook();
+  CHECK(starts.walls().empty());
+  sim.clock.Advance(milliseconds(1));  // T, as the wall clock read it at the claim
   REQUIRE(Eventually([&] { return starts.Seen(1); }));
-  CHECK(starts.walls()[0] == WallAt(kT0, 1'800));
+  CHECK(starts.walls()[0] == WallAt(kT0, 2'000));
 }
 
 TEST_CASE("early claims: shutdown before T starts nothing and completes the claim as killed") {

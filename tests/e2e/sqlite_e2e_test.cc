@@ -77,19 +77,24 @@ TEST_CASE("sqlite: tickd status --runs shows what each run printed, from another
 // executable starts itself again with FAKETIME_DONT_FAKE_MONOTONIC=1 (design.md §7),
 // so `faketime -f +1.5s tickd run` is a replica whose wall clock alone is wrong; one
 // where the variable was set to 0 by hand is refused, saying why.
+// libfaketime's preload library, or nullopt (with a warning: the test is skipped).
+std::optional<std::string> Libfaketime() {
+  const std::string path = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+  if (fs::exists(path)) return path;
+  WARN("libfaketime not installed (Debian package faketime): skipped");
+  return std::nullopt;
+}
+
 TEST_CASE("sqlite: under libfaketime's defaults a replica runs on its faked wall clock alone",
           "[e2e][sqlite][clock]") {
-  const char* kLibrary = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
-  if (!fs::exists(kLibrary)) {
-    WARN("libfaketime not installed (Debian package faketime): skipped");
-    return;
-  }
+  const std::optional<std::string> library = Libfaketime();
+  if (!library) return;
   auto backend = MakeSqliteFixture();
   Cluster cluster(*backend);
   const fs::path file = cluster.WriteJobFile(
       "jobs:\n  - { name: beat, schedule: \"* * * * * *\", shell: \"true\" }\n");
   // The trial's environment: the wall clock 1.5 s ahead; nothing said of CLOCK_MONOTONIC.
-  const std::vector<std::string> env = {std::string("LD_PRELOAD=") + kLibrary, "FAKETIME=+1.5s"};
+  const std::vector<std::string> env = {"LD_PRELOAD=" + *library, "FAKETIME=+1.5s"};
 
   // 1.5 s ahead of the host's clock is beyond claim_lead + clock_tolerance: refused, and
   // the replica goes on claiming (it was refused before its first claim until now).
@@ -133,6 +138,61 @@ TEST_CASE("sqlite: under libfaketime's defaults a replica runs on its faked wall
   CHECK(*status == 1);
   CHECK(refused.LogText().find("FAKETIME_DONT_FAKE_MONOTONIC=1") != std::string::npos);
   CHECK(refused.LogText().find(" tick ") == std::string::npos);
+}
+
+// Design §1 rule 15: a replica whose wall clock runs fast (libfaketime's `x2`, from its
+// start) claims the next even second claim_lead early by its own clock, within what the
+// store lets through; its clock then gains on the host's while the run waits for T, and
+// the run must still start at T by the host's clock, not when its own clock reads T.
+TEST_CASE("sqlite: a replica whose clock runs fast never starts a run before its tick",
+          "[e2e][sqlite][clock]") {
+  const std::optional<std::string> library = Libfaketime();
+  if (!library) return;
+  auto backend = MakeSqliteFixture();
+  Cluster cluster(*backend);
+  const fs::path runs = cluster.dir() / "runs.txt";
+  // Each run notes its tick and when it started by the host's clock (`date` without
+  // the preload).
+  cluster.WriteJobFile("jobs:\n  - name: beat\n    schedule: \"*/2 * * * * *\"\n"
+                       "    shell: echo \"$TICKD_TICK_UNIX $(env -u LD_PRELOAD date +%s.%N)\" >> " +
+                       runs.string() + "\n");
+  // Started 0.6 s before an even second of the host's clock, the replica makes its
+  // first claim with its clock about 0.2 s ahead: let through, and won.
+  for (int i = 0; i < 400; ++i) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count() %
+                    2000;
+    if (ms >= 1350 && ms < 1450) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const double started_at = std::chrono::duration<double>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+  Replica& fast = cluster.StartReplica(
+      "fast", {"LD_PRELOAD=" + *library, "FAKETIME=+0 x2"});
+  // The runs of ticks after its start, each (tick, when it started); at start it may
+  // also take up the tick under way, late, which says nothing here.
+  const auto later_runs = [&] {
+    std::vector<std::pair<std::int64_t, double>> out;
+    std::ifstream in(runs);
+    std::int64_t tick = 0;
+    double started = 0;
+    while (in >> tick >> started) {
+      if (static_cast<double>(tick) > started_at) out.emplace_back(tick, started);
+    }
+    return out;
+  };
+  CHECK(Cluster::WaitUntil([&] { return !later_runs().empty(); }, std::chrono::seconds(10)));
+  fast.Signal(SIGTERM);
+  CHECK(fast.Wait(std::chrono::seconds(30)).has_value());
+  INFO(fast.LogText());
+  const auto later = later_runs();
+  REQUIRE_FALSE(later.empty());
+  for (const auto& [tick, started] : later) {
+    INFO("tick " << tick << " started " << std::fixed << started);
+    CHECK(started >= static_cast<double>(tick) - 0.02);  // a claim's round trip, at most
+  }
 }
 
 TEST_CASE("sqlite: SIGTERM drains and exits 0", "[e2e][sqlite]") {
