@@ -18,6 +18,11 @@ namespace {
 // The `output` log lines of one run, both streams together: the rest is counted in
 // the run line's dropped_lines (docs/design.md §5). The stored tail sees every line.
 constexpr std::size_t kLoggedLinesPerRun = 1'000;
+// What the wall clock may gain on the monotonic one between a claim and its start
+// before the start waits for the monotonic clock (NotBefore): more than the clocks'
+// millisecond readings can disagree by, so a clock that is right starts on its own
+// timer at T, not a millisecond or two later.
+constexpr milliseconds kWallGainIgnored{5};
 
 // How soon to try again after a renewal that failed (not answered kLost): often
 // enough that a short backend hiccup does not cost the lease. Also how often the
@@ -461,7 +466,7 @@ void RunSupervisor::RetryNotStarted(int attempt, milliseconds backoff, std::stri
 
 SteadyTime RunSupervisor::NotBefore(WallTime at) const {
   if (tick_.claim_wall == WallTime{}) return SteadyTime{};
-  return tick_.claim_sent + (at - tick_.claim_wall);
+  return tick_.claim_sent + (at - tick_.claim_wall) - kWallGainIgnored;
 }
 
 bool RunSupervisor::WaitForInstant(WallTime at, jobs::PreparedStart* prepared) {

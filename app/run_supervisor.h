@@ -196,7 +196,8 @@ class RunSupervisor {
   // (on_lease_lost: terminate) or valid_until (continue).
   SteadyTime LossAt() const;
   // When, on the Steady() time line, the wall clock as it read at the claim would read
-  // `at` (WonTick::claim_wall); the Steady() epoch when claim_wall was not read.
+  // `at` (WonTick::claim_wall), less the few ms the readings may disagree by; the
+  // Steady() epoch when claim_wall was not read.
   SteadyTime NotBefore(WallTime at) const;
   void SendRenewal();
   bool RenewalInFlight() const;

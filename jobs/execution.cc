@@ -55,9 +55,10 @@ std::chrono::steady_clock::time_point SteadyDeadline(
     std::chrono::system_clock::time_point start_at) {
   const auto wall_now = std::chrono::system_clock::now();
   const auto steady_now = std::chrono::steady_clock::now();
-  if (start_at <= wall_now) return steady_now;
+  constexpr std::chrono::milliseconds kWallTimerFirst{1};
+  if (start_at <= wall_now + kWallTimerFirst) return steady_now;
   return steady_now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                          start_at - wall_now);
+                          start_at - wall_now - kWallTimerFirst);
 }
 
 std::unique_ptr<PreparedStart> StartOnRelease(

@@ -132,10 +132,12 @@ class PreparedStart {
   virtual std::optional<int> process_group() const { return std::nullopt; }
 };
 
-// The monotonic instant as far from now as the wall clock now says `start_at` is. A
-// prepared start waits until both clocks have reached their instant: a wall clock
-// stepped ahead, or running fast, after the preparation starts nothing early
-// (docs/design.md §1 rule 15), and one stepped back delays the start as before.
+// The monotonic instant as far from now as the wall clock now says `start_at` is, less
+// 1 ms. A prepared start waits until both clocks have reached their instant: the wall
+// clock's timer makes the start of a clock that is right (the monotonic instant has
+// passed by then: one wake-up, at T), a wall clock stepped ahead, or running fast,
+// after the preparation starts nothing more than 1 ms early (docs/design.md §1 rule
+// 15), and one stepped back delays the start as before.
 std::chrono::steady_clock::time_point SteadyDeadline(
     std::chrono::system_clock::time_point start_at);
 

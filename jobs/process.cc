@@ -145,8 +145,8 @@ struct ChildSetup {
   int stdout_fd = -1;
   int stderr_fd = -1;
   const char* workdir = nullptr;  // nullptr: the daemon's
-  // A prepared child (PrepareProcess; status_fd >= 0) sleeps until the monotonic
-  // clock reads start_steady and the wall clock start_at before it execs; otherwise
+  // A prepared child (PrepareProcess; status_fd >= 0) sleeps until the wall clock
+  // reads start_at and the monotonic clock start_steady before it execs; otherwise
   // it execs at once. status_fd is the
   // write end of a pipe: the child writes one byte to it once it is set up, and it
   // closes when the child has exec'd (O_CLOEXEC) or exited.
@@ -210,17 +210,25 @@ int ChildMain(void* arg) {
     const char ready = 'r';
     if (write(setup->status_fd, &ready, 1) != 1) ChildFails(setup);
     // The start is this child's own absolute timers: at T nothing else has to run
-    // first (no thread of the daemon wakes to release it). The monotonic one first:
-    // as long after the preparation as the wall clock then said, so that a wall clock
-    // stepped ahead (or running fast) since then starts nothing early — by system
-    // call, as a clock faker's wrapper (libfaketime's, which runs a clock fast)
-    // cannot translate it; the wall one then follows a step of the wall clock back.
-    // Signals are blocked; SIGKILL (a cancel) ends it.
-    while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, &setup->start_steady,
-                   nullptr) != 0 &&
-           errno == EINTR) {
-    }
+    // first (no thread of the daemon wakes to release it). The wall clock's makes the
+    // start, and follows a step of that clock back; the monotonic one then holds back
+    // a start that a wall clock stepped ahead (or running fast) since the preparation
+    // made early (SteadyDeadline: a right clock's start finds it passed) — by system
+    // call, as a clock faker's wrapper (libfaketime's, which runs a clock fast) cannot
+    // translate it. Signals are blocked; SIGKILL (a cancel) ends it.
     while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &setup->start_at, nullptr) == EINTR) {
+    }
+    // (Asked first: a sleep until an instant passed still waits for a timer
+    // interrupt, which cost a busy instant's starts half a millisecond each.)
+    timespec steady{};
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &steady);
+    if (steady.tv_sec < setup->start_steady.tv_sec ||
+        (steady.tv_sec == setup->start_steady.tv_sec &&
+         steady.tv_nsec < setup->start_steady.tv_nsec)) {
+      while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, &setup->start_steady,
+                     nullptr) != 0 &&
+             errno == EINTR) {
+      }
     }
     clock_gettime(CLOCK_REALTIME, &setup->started_wall);
     clock_gettime(CLOCK_MONOTONIC, &setup->started_steady);

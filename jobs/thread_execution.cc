@@ -279,7 +279,7 @@ Result<std::unique_ptr<PreparedStart>> PrepareThreadCall(
   Result<void> posted = OnCallThread([state, call = std::move(call), start_at,
                                       start_steady]() mutable {
     // Both clocks' instants (SteadyDeadline), or until cancelled.
-    if (state->alarm.WaitUntilSteady(start_steady)) state->alarm.WaitUntil(start_at);
+    if (state->alarm.WaitUntil(start_at)) state->alarm.WaitUntilSteady(start_steady);
     StartState start;
     {
       std::lock_guard lock(state->mu);
