@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_set>
 
 namespace tickd::jobs {
@@ -19,17 +21,20 @@ namespace {
 
 constexpr std::size_t kMaxDescendants = 4096;
 
-// Whole file, small: /proc's files have no size to stat.
-std::string ReadSmallFile(const std::string& path) {
-  std::string out;
+// Whole file, small: /proc's files have no size to stat. nullopt when it cannot be
+// opened (gone, or not ours to read).
+std::optional<std::string> ReadFile(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
+  if (fd < 0) return std::nullopt;
+  std::string out;
   char buffer[4096];
   ssize_t n;
   while ((n = read(fd, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(n));
   close(fd);
   return out;
 }
+
+std::string ReadSmallFile(const std::string& path) { return ReadFile(path).value_or(""); }
 
 bool IsPidName(const char* name) { return name[0] >= '1' && name[0] <= '9'; }
 
@@ -52,6 +57,30 @@ void AppendChildren(pid_t pid, std::vector<pid_t>& out) {
 }
 
 // Whether `environ` (NUL-separated entries) holds each of `marks` as a whole entry.
+// The environment `pid` was started with (NUL-separated entries): nullopt when it may not
+// be read or is gone, empty for a kernel thread, a zombie, or a process started without
+// one. While `pid` execs, it reads empty until the kernel has copied the new one into
+// its memory (ProcStat::env_end is 0 meanwhile): that moment, tens of microseconds on an
+// idle host, is waited out, up to kExecWait. The stat is read after the empty read, so
+// an environment placed in between is read again.
+std::optional<std::string> ReadEnviron(pid_t pid) {
+  constexpr auto kExecWait = std::chrono::milliseconds(250);
+  constexpr auto kPoll = std::chrono::microseconds(100);
+  const std::string path = "/proc/" + std::to_string(pid) + "/environ";
+  const auto give_up = std::chrono::steady_clock::now() + kExecWait;
+  for (;;) {
+    std::optional<std::string> environ = ReadFile(path);
+    if (!environ || !environ->empty()) return environ;
+    const std::optional<ProcStat> s = ReadProcStat(pid);
+    if (!s) return std::nullopt;  // gone meanwhile
+    if (s->kernel_thread || !s->live()) return environ;
+    const bool placed = s->env_end != 0;
+    if (placed && s->env_start == s->env_end) return environ;  // started with none
+    if (std::chrono::steady_clock::now() >= give_up) return environ;
+    if (!placed) std::this_thread::sleep_for(kPoll);  // the exec is under way
+  }
+}
+
 bool HoldsAll(const std::string& environ, const std::vector<std::string>& marks) {
   for (const std::string& mark : marks) {
     bool found = false;
@@ -70,7 +99,7 @@ bool HoldsAll(const std::string& environ, const std::vector<std::string>& marks)
 
 std::optional<ProcStat> ReadProcStat(pid_t pid) {
   // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses, so the
-  // fields are read after its last ')'.
+  // fields are read after its last ')'. proc(5) numbers them from 1 (the pid).
   const std::string stat = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
   const std::size_t name_end = stat.rfind(')');
   if (name_end == std::string::npos) return std::nullopt;
@@ -82,6 +111,17 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
   }
   s.ppid = ppid;
   s.pgrp = pgrp;
+  constexpr unsigned long kPfKthread = 0x00200000;
+  const char* p = stat.c_str() + name_end + 1;
+  for (int field = 3; field <= 51 && *p != '\0'; ++field) {
+    char* end = nullptr;
+    while (*p == ' ') ++p;
+    const unsigned long value = std::strtoul(p, &end, 10);
+    if (field == 9) s.kernel_thread = (value & kPfKthread) != 0;
+    if (field == 50) s.env_start = value;
+    if (field == 51) s.env_end = value;
+    p = end != p ? end : p + 1;  // the state letter is no number
+  }
   return s;
 }
 
@@ -146,11 +186,11 @@ std::vector<std::vector<pid_t>> MarkedProcesses(const std::vector<MarkedRun>& ru
     if (!IsPidName(entry->d_name)) continue;
     const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
     if (pid == self) continue;
-    const std::string environ = ReadSmallFile(std::string("/proc/") + entry->d_name + "/environ");
-    if (environ.empty()) continue;  // a kernel thread, one not ours to read, or gone
+    const std::optional<std::string> environ = ReadEnviron(pid);
+    if (!environ || environ->empty()) continue;  // not ours to read, gone, or none
     std::optional<ProcStat> stat;  // read once, when some run's marks match
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (runs[i].marks.empty() || !HoldsAll(environ, runs[i].marks)) continue;
+      if (runs[i].marks.empty() || !HoldsAll(*environ, runs[i].marks)) continue;
       if (!stat) stat = ReadProcStat(pid);
       if (stat && stat->pgrp != runs[i].pgid && stat->live()) {
         found[i].push_back(pid);
@@ -208,7 +248,8 @@ bool LiveAndMarked(pid_t pid, const std::vector<std::string>& marks) {
   if (marks.empty()) return false;
   const std::optional<ProcStat> s = ReadProcStat(pid);
   if (!s || !s->live()) return false;
-  return HoldsAll(ReadSmallFile("/proc/" + std::to_string(pid) + "/environ"), marks);
+  const std::optional<std::string> environ = ReadEnviron(pid);
+  return environ && HoldsAll(*environ, marks);
 }
 
 Signalled SignalRun(pid_t leader, bool leader_ours, std::initializer_list<int> signals) {

@@ -18,6 +18,12 @@ struct ProcStat {
   char state = 0;  // R, S, D, T, t, Z, …
   pid_t ppid = 0;
   pid_t pgrp = 0;
+  bool kernel_thread = false;  // PF_KTHREAD in its flags: no environment, ever
+  // Where its environment lies in its memory (fields 50 and 51): 0 while it has none
+  // there yet — between an exec's new memory and the kernel's copy of the environment
+  // into it — or none any more (exiting), or when it is not ours to read.
+  unsigned long env_start = 0;
+  unsigned long env_end = 0;
   bool live() const { return state != 'Z' && state != 'X'; }  // not a zombie, not dead
 };
 std::optional<ProcStat> ReadProcStat(pid_t pid);
@@ -51,7 +57,9 @@ struct MarkedRun {
   pid_t pgid = 0;
 };
 // For each of `runs`, its processes so found, in one scan of /proc/*/environ (the
-// processes this one may read): a read per process on the host, about 2 µs each.
+// processes this one may read): a read per process on the host, about 2 µs each. A
+// process caught in an exec, whose environment reads empty for that moment, is read
+// again until it is there (at most 250 ms, then passed over).
 std::vector<std::vector<pid_t>> MarkedProcesses(const std::vector<MarkedRun>& runs);
 
 // MarkedProcesses for one run, in a scan shared with whoever asks meanwhile: the caller
@@ -62,7 +70,7 @@ std::vector<pid_t> MarkedProcessesShared(const MarkedRun& run);
 
 // Whether `pid` is live and its environment holds every one of `marks` (false when
 // `marks` is empty): one of a run's processes found before, still there, and not a
-// reused pid.
+// reused pid. An exec under way is waited out as by MarkedProcesses.
 bool LiveAndMarked(pid_t pid, const std::vector<std::string>& marks);
 
 // Sends each of `signals` to process group `leader` and, while `leader_ours` (REQUIRES

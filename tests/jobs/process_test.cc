@@ -335,23 +335,32 @@ TEST_CASE("a timeout reaches a run's orphan outside its group by the run's envir
   CHECK(GoneWithin(std::stoi(orphan), 2s));
 }
 
+// Starts `argv` with a run's marks (RunEnv(fence)) outside any run's group.
+pid_t SpawnMarked(const std::string& fence, std::vector<std::string> argv) {
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : RunEnv(fence)) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), envp.data()) == 0);
+  return pid;
+}
+
+void KillAndReap(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  (void)waitpid(pid, &status, 0);
+}
+
 TEST_CASE("runs that look for their processes at once each find their own", "[jobs]") {
   // MarkedProcessesShared: one scan answers whoever waits; each answer is its run's.
   constexpr int kRuns = 6;
   std::vector<pid_t> sleeps;
-  for (int i = 0; i < kRuns; ++i) {
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : RunEnv(std::to_string(500 + i))) env_strings.push_back(k + "=" + v);
-    std::vector<char*> envp;
-    for (std::string& e : env_strings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    char sleep_name[] = "sleep";
-    char seconds[] = "30";
-    char* argv[] = {sleep_name, seconds, nullptr};
-    pid_t pid = 0;
-    REQUIRE(posix_spawnp(&pid, "sleep", nullptr, nullptr, argv, envp.data()) == 0);
-    sleeps.push_back(pid);
-  }
+  for (int i = 0; i < kRuns; ++i) sleeps.push_back(SpawnMarked(std::to_string(500 + i), {"sleep", "30"}));
   std::vector<std::vector<pid_t>> found(kRuns);
   std::vector<std::thread> lookers;
   for (int i = 0; i < kRuns; ++i) {
@@ -366,11 +375,52 @@ TEST_CASE("runs that look for their processes at once each find their own", "[jo
     CHECK(LiveAndMarked(sleeps[i], RunMarks(RunEnv(std::to_string(500 + i)))));
     CHECK_FALSE(LiveAndMarked(sleeps[i], RunMarks(RunEnv("499"))));
   }
-  for (pid_t pid : sleeps) {
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    (void)waitpid(pid, &status, 0);
+  for (pid_t pid : sleeps) KillAndReap(pid);
+}
+
+TEST_CASE("a run's process found while it execs another program", "[jobs]") {
+  // While a process execs, its environment reads empty for a moment (the kernel has
+  // swapped in the new memory and not yet placed the environment there). A leftover
+  // that `setsid` is turning into `sleep` is still the run's: a scan then must wait
+  // the moment out, not pass it over. This one execs itself without end.
+  const std::string loop = "exec sh -c \"$0\" \"$0\"";
+  const pid_t pid = SpawnMarked("600", {"sh", "-c", loop, loop});
+  const std::vector<std::string> marks = RunMarks(RunEnv("600"));
+  int missed_by_scan = 0;
+  int missed_by_check = 0;
+  for (int i = 0; i < 300; ++i) {
+    if (MarkedProcesses({{marks, 0}}).front() != std::vector<pid_t>{pid}) ++missed_by_scan;
+    if (!LiveAndMarked(pid, marks)) ++missed_by_check;
   }
+  KillAndReap(pid);
+  CHECK(missed_by_scan == 0);
+  CHECK(missed_by_check == 0);
+}
+
+TEST_CASE("/proc/PID/stat tells an exec under way from a process started without environment",
+          "[jobs]") {
+  // The scan waits while env_end is 0 and not when env_start == env_end: read from the
+  // wrong fields, a process started with `env -i` would hold up every scan.
+  char sleep_name[] = "sleep";
+  char seconds[] = "30";
+  char* argv[] = {sleep_name, seconds, nullptr};
+  char* no_env[] = {nullptr};
+  pid_t pid = 0;
+  REQUIRE(posix_spawnp(&pid, "sleep", nullptr, nullptr, argv, no_env) == 0);
+  std::optional<ProcStat> s = ReadProcStat(pid);
+  for (int i = 0; i < 500 && s && s->env_end == 0; ++i) {  // posix_spawn may return mid-exec
+    std::this_thread::sleep_for(10ms);
+    s = ReadProcStat(pid);
+  }
+  REQUIRE(s);
+  CHECK(s->env_end != 0);
+  CHECK(s->env_start == s->env_end);
+  CHECK_FALSE(s->kernel_thread);
+  CHECK_FALSE(LiveAndMarked(pid, RunMarks(RunEnv("600"))));
+  const std::optional<ProcStat> self = ReadProcStat(getpid());
+  REQUIRE(self);
+  CHECK(self->env_start < self->env_end);
+  KillAndReap(pid);
 }
 
 TEST_CASE("a job that ignores SIGTERM is SIGKILLed after the kill grace", "[jobs]") {
