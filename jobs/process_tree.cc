@@ -229,10 +229,20 @@ std::vector<pid_t> MarkedProcessesShared(const MarkedRun& run) {
     std::vector<Request*> batch;
     batch.swap(shared->waiting);
     lock.unlock();
-    std::vector<MarkedRun> runs;
-    runs.reserve(batch.size());
-    for (const Request* r : batch) runs.push_back(*r->run);
-    std::vector<std::vector<pid_t>> found = MarkedProcesses(runs);
+    std::vector<std::vector<pid_t>> found;
+    try {
+      std::vector<MarkedRun> runs;
+      runs.reserve(batch.size());
+      for (const Request* r : batch) runs.push_back(*r->run);
+      found = MarkedProcesses(runs);
+    } catch (...) {  // bad_alloc: the others' requests go back, for one of them to scan
+      lock.lock();
+      std::erase(batch, &request);
+      shared->waiting.insert(shared->waiting.end(), batch.begin(), batch.end());
+      shared->scanning = false;
+      shared->scanned.notify_all();
+      throw;
+    }
     lock.lock();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       batch[i]->found = std::move(found[i]);
