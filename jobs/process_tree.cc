@@ -60,14 +60,18 @@ void AppendChildren(pid_t pid, std::vector<pid_t>& out) {
 // The environment `pid` was started with (NUL-separated entries): nullopt when it may not
 // be read or is gone, empty for a kernel thread, a zombie, or a process started without
 // one. While `pid` execs, it reads empty until the kernel has copied the new one into
-// its memory (ProcStat::env_end is 0 meanwhile): that moment, tens of microseconds on an
-// idle host, is waited out, up to kExecWait. The stat is read after the empty read, so
-// an environment placed in between is read again.
+// its memory: ProcStat::env_end is 0 until then, and env_start == env_end while the
+// kernel lays out the pointers to it — which is also how a process started without one
+// reads for good. That moment, tens of microseconds on an idle host, is waited out: up
+// to kExecWait while env_end is 0; while env_start == env_end, up to kLayoutWait if the
+// process is running (R, D: it may be in that exec), not at all if it sleeps. The stat
+// is read after the empty read, so an environment placed in between is read again.
 std::optional<std::string> ReadEnviron(pid_t pid) {
   constexpr auto kExecWait = std::chrono::milliseconds(250);
+  constexpr auto kLayoutWait = std::chrono::milliseconds(20);
   constexpr auto kPoll = std::chrono::microseconds(100);
   const std::string path = "/proc/" + std::to_string(pid) + "/environ";
-  const auto give_up = std::chrono::steady_clock::now() + kExecWait;
+  const auto began = std::chrono::steady_clock::now();
   for (;;) {
     std::optional<std::string> environ = ReadFile(path);
     if (!environ || !environ->empty()) return environ;
@@ -75,9 +79,13 @@ std::optional<std::string> ReadEnviron(pid_t pid) {
     if (!s) return std::nullopt;  // gone meanwhile
     if (s->kernel_thread || !s->live()) return environ;
     const bool placed = s->env_end != 0;
-    if (placed && s->env_start == s->env_end) return environ;  // started with none
-    if (std::chrono::steady_clock::now() >= give_up) return environ;
-    if (!placed) std::this_thread::sleep_for(kPoll);  // the exec is under way
+    const bool laying_out = placed && s->env_start == s->env_end;
+    const auto waited = std::chrono::steady_clock::now() - began;
+    if (laying_out && ((s->state != 'R' && s->state != 'D') || waited >= kLayoutWait)) {
+      return environ;  // started with none
+    }
+    if (waited >= kExecWait) return environ;
+    if (!placed || laying_out) std::this_thread::sleep_for(kPoll);  // the exec is under way
   }
 }
 
