@@ -174,8 +174,9 @@ struct ClaimOutcome {
   // (ClaimRequest::observe): no Record call is needed for it.
   bool observed = false;
   // The store's clock when it decided, ms since the epoch; 0 when the backend did not
-  // read it (none, a claim without max_lead). etcd's is its Date header's
-  // second + 500 ms (the header has 1 s resolution: ±500 ms).
+  // read it (none, a claim without max_lead). etcd's is the middle of what its members'
+  // Date headers (whole seconds) bound its clock to when the claim's batch began, just
+  // after node_wall was read (lock/clock_check.h, SecondClockBound).
   std::int64_t store_ms = 0;
   // How far store_ms may be off either way (etcd: half its narrowed Date window; 0
   // where the store's clock is read exactly).

@@ -78,17 +78,20 @@ inline void MoveHead(HeadTicks& head, const ClaimRequest& req, std::int64_t stor
 // steady clock) lies in (D − received, D + resolution − sent). Replies at different
 // phases narrow the intersection of those intervals to about a round trip. The steady
 // clock is the replica's monotonic one, which no wall-clock step (nor libfaketime)
-// moves. Intervals older than `keep` are dropped, and each is widened by
-// `drift_ms_per_s` per second of its age when read (clock rates differ: NTP slews at
-// most 500 ppm); an empty intersection means the store's clock stepped: only the
-// newest reply counts from then on. Not thread-safe.
+// moves; its instants are kept in µs, so that rounding adds nothing to the width.
+// Intervals older than `keep` are dropped, and each is widened when read by `widen`
+// and by `drift_us_per_s` per second of its age (clock rates differ: NTP slews at most
+// 500 ppm). A reply that leaves the intersection empty drops the oldest until it is
+// not: after a step of the store's clock only the newest reply counts, after a drift
+// the few oldest. Not thread-safe.
 class ClockBound {
  public:
   using Steady = std::chrono::steady_clock::time_point;
   struct Options {
     std::chrono::milliseconds resolution{1'000};  // etcd's Date: whole seconds
     std::chrono::seconds keep{60};                // replies older than this are dropped
-    std::int64_t drift_ms_per_s = 0;              // widening per second of a reply's age
+    std::int64_t drift_us_per_s = 0;              // widening per second of a reply's age
+    std::chrono::microseconds widen{0};           // and whatever its age
   };
   ClockBound() = default;
   explicit ClockBound(Options options) : options_(options) {}
@@ -96,23 +99,22 @@ class ClockBound {
   // A reply of `date_ms` (its Date or mtime, in ms) sent and received then. Returns the
   // latest the store's clock can have read when it wrote the reply.
   std::int64_t Add(std::int64_t date_ms, Steady sent, Steady received) {
-    const std::int64_t step = options_.resolution.count();
-    samples_.push_back({received, date_ms - Ms(received), date_ms + step - Ms(sent)});
+    const std::int64_t date_us = date_ms * 1000;
+    const std::int64_t step_us = options_.resolution.count() * 1000;
+    samples_.push_back({received, date_us - Us(received), date_us + step_us - Us(sent)});
     while (samples_.size() > 64 ||
            (samples_.size() > 1 && samples_.front().at < received - options_.keep)) {
       samples_.pop_front();
     }
-    std::int64_t lo = INT64_MIN;
-    std::int64_t hi = INT64_MAX;
-    for (const Sample& s : samples_) {
-      lo = std::max(lo, s.lo - Drift(s, received));
-      hi = std::min(hi, s.hi + Drift(s, received));
+    // Replies that no longer fit this one go, the oldest first.
+    while (true) {
+      const std::optional<Reading> now = Intersect(received);
+      if (now || samples_.size() == 1) {
+        const std::int64_t hi = now ? now->hi : CeilMs(Us(received) + samples_.back().hi);
+        return std::min(date_ms + options_.resolution.count() - 1, hi);
+      }
+      samples_.pop_front();
     }
-    if (lo >= hi) {  // the store's clock stepped: start over from this reply
-      samples_.erase(samples_.begin(), std::prev(samples_.end()));
-      hi = samples_.back().hi;
-    }
-    return std::min(date_ms + step - 1, Ms(received) + hi);
   }
 
   // What the store's clock reads at steady instant `at`, from the replies of the last
@@ -123,36 +125,66 @@ class ClockBound {
     std::int64_t lo;
     std::int64_t hi;
   };
-  std::optional<Reading> Read(Steady at) const {
-    std::int64_t lo = INT64_MIN;
-    std::int64_t hi = INT64_MAX;
-    for (const Sample& s : samples_) {
-      if (s.at < at - options_.keep) continue;
-      lo = std::max(lo, s.lo - Drift(s, at));
-      hi = std::min(hi, s.hi + Drift(s, at));
-    }
-    if (hi == INT64_MAX || lo >= hi) return std::nullopt;
-    return Reading{Ms(at) + lo, Ms(at) + hi};
-  }
+  std::optional<Reading> Read(Steady at) const { return Intersect(at); }
 
  private:
   struct Sample {
     Steady at;
-    std::int64_t lo;  // store clock − steady clock: above this
+    std::int64_t lo;  // store clock − steady clock, µs: above this
     std::int64_t hi;  //   and below this
   };
-  static std::int64_t Ms(Steady t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  std::optional<Reading> Intersect(Steady at) const {
+    std::int64_t lo = INT64_MIN;
+    std::int64_t hi = INT64_MAX;
+    for (const Sample& s : samples_) {
+      if (s.at < at - options_.keep) continue;
+      lo = std::max(lo, s.lo - Widening(s, at));
+      hi = std::min(hi, s.hi + Widening(s, at));
+    }
+    if (hi == INT64_MAX || lo >= hi) return std::nullopt;
+    const std::int64_t at_us = Us(at);
+    return Reading{FloorMs(at_us + lo), CeilMs(at_us + hi)};
   }
-  std::int64_t Drift(const Sample& s, Steady at) const {
-    if (options_.drift_ms_per_s == 0 || at <= s.at) return 0;
-    return (Ms(at) - Ms(s.at)) / 1000 * options_.drift_ms_per_s + options_.drift_ms_per_s;
+  static std::int64_t Us(Steady t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  }
+  static std::int64_t FloorMs(std::int64_t us) { return us / 1000 - (us % 1000 < 0); }
+  static std::int64_t CeilMs(std::int64_t us) { return us / 1000 + (us % 1000 > 0); }
+  std::int64_t Widening(const Sample& s, Steady at) const {
+    if (at <= s.at) return 0;
+    return options_.widen.count() + (Us(at) - Us(s.at)) / 1'000'000 * options_.drift_us_per_s +
+           (Us(at) - Us(s.at)) % 1'000'000 * options_.drift_us_per_s / 1'000'000;
   }
   Options options_;
   std::deque<Sample> samples_;
 };
 
-// etcd's: whole seconds, the last minute, no widening.
-using SecondClockBound = ClockBound;
+// etcd's: whole seconds, the last minute, widened by 200 µs a second — what two
+// quartz clocks left to themselves may differ by — so that replies narrowed to a few
+// ms (BisectingSend) still hold the member's clock a minute later.
+class SecondClockBound : public ClockBound {
+ public:
+  SecondClockBound()
+      : ClockBound(Options{std::chrono::milliseconds(1'000), std::chrono::seconds(60), 200}) {}
+};
+
+// When to send the next request whose reply (a clock read in steps of `step`) halves a
+// bound that read `at_now` at steady instant `now`: the instant at which, by the bound's
+// midpoint, the store's clock next reaches a multiple of `step` at least `min_wait`
+// after `now`, less half a `round_trip` (the store reads its clock about midway). The
+// reply then says on which side of that step the store's clock was, so each one halves
+// the bound, from a step's width to about a round trip's in ten or so; replies at
+// phases that fall as they may narrow it only as close as they happen to land to a
+// step, which on a fixed cadence is tens of ms (design.md §1 rule 15).
+inline ClockBound::Steady BisectingSend(ClockBound::Reading at_now, ClockBound::Steady now,
+                                        std::chrono::milliseconds step,
+                                        std::chrono::milliseconds min_wait,
+                                        std::chrono::microseconds round_trip) {
+  const std::int64_t mid = at_now.lo + (at_now.hi - at_now.lo) / 2;
+  const std::int64_t earliest = mid + min_wait.count();
+  const std::int64_t next_step = (earliest / step.count() + (earliest % step.count() > 0)) *
+                                 step.count();  // store ms are positive: Unix time
+  return now + std::chrono::milliseconds(next_step - mid) - round_trip / 2;
+}
 
 }  // namespace tickd::lock

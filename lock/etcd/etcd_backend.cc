@@ -690,11 +690,14 @@ class EtcdBackend final : public Backend {
   // The member's clock narrowed before the first checked claim: a daemon's start-up
   // warnings do it, and else the first claim that carries a max_lead (tickd trigger).
   // Its Date has whole seconds, and Dates from one phase of the second bound it only
-  // to a second, so a replica ahead by up to max_lead + 1 s could pass the early check
-  // (design.md §1 rule 15) until later replies came at other phases. Dates sent a
-  // little under a fifth of a second apart, for at most about 1.2 s, stop once the
-  // bound is at most kNarrowClockMs wide (a round trip above the spacing).
-  static constexpr std::int64_t kNarrowClockMs = 250;
+  // to a second, so a replica ahead by up to max_lead + 1 s could pass the early check,
+  // and one ahead by less would start its runs up to the bound's width before T
+  // (design.md §1 rule 15). Dates kNarrowSpacing apart, for at most about 1.2 s, stop
+  // once two of them fell on either side of a second's change: the bound is then at
+  // most kNarrowClockMs wide (the spacing and a round trip). The keeper halves it from
+  // there.
+  static constexpr milliseconds kNarrowSpacing{10};
+  static constexpr std::int64_t kNarrowClockMs = 25;
   void NarrowClock() {
     if (!clock_narrowed_.exchange(true)) KeepClockNarrow();
     const auto until = steady_clock::now() + milliseconds(1'200);
@@ -702,23 +705,40 @@ class EtcdBackend final : public Backend {
       wire_->SyncClock(Due());
       const std::optional<SecondClockBound::Reading> now = wire_->ClockNow();
       if (!now || now->hi - now->lo <= kNarrowClockMs || steady_clock::now() >= until) return;
-      std::this_thread::sleep_for(milliseconds(170));
+      std::this_thread::sleep_for(kNarrowSpacing);
     }
   }
 
-  // Keeps the bound narrow once narrowed, in a process that lives on (a daemon, a
-  // libtickd scheduler): Dates older than a minute no longer count (ClockBound), so one
-  // whose instants are minutes apart would judge its next claims on a single Date, up
-  // to a second lenient again. A Date every kKeepClockEvery moves across the phases of
-  // the second. Each has a quarter of op_timeout, as a batch's own: a claim batch
-  // waits for one in flight. The destructor stops it.
+  // Narrows the bound to about a round trip and keeps it so, in a process that lives on
+  // (a daemon, a libtickd scheduler). Each Date is sent when the bound's midpoint says
+  // the member's second changes (BisectingSend, at least kKeepClockAtLeast after the
+  // last): its second tells on which side the change fell, so each halves the bound,
+  // and the later ones keep both sides fresh — Dates older than a minute no longer
+  // count (ClockBound), so a process whose instants are minutes apart would otherwise
+  // judge its claims on a single Date, up to a second lenient again. Without a reading
+  // (no Date in the last minute) one every kKeepClockEvery. Each has a
+  // quarter of op_timeout, as a batch's own: a claim batch waits for one in flight.
+  // The destructor stops it.
+  static constexpr milliseconds kKeepClockAtLeast{250};
   static constexpr milliseconds kKeepClockEvery{470};
   void KeepClockNarrow() {
     keeper_ = std::thread([this] {
       std::unique_lock lock(keeper_mu_);
-      while (!keeper_cv_.wait_for(lock, kKeepClockEvery, [this] { return keeper_stop_; })) {
+      std::chrono::microseconds round_trip{0};
+      while (true) {
+        const steady_clock::time_point now = steady_clock::now();
+        const std::optional<SecondClockBound::Reading> reading = wire_->ClockNow();
+        const steady_clock::time_point next =
+            reading ? BisectingSend(*reading, now, milliseconds(1'000), kKeepClockAtLeast,
+                                    round_trip)
+                    : now + kKeepClockEvery;
+        if (keeper_cv_.wait_until(lock, next, [this] { return keeper_stop_; })) return;
         lock.unlock();
-        wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);
+        const steady_clock::time_point sent = steady_clock::now();
+        if (wire_->SyncClock(sent + options_.op_timeout / 4)) {
+          round_trip =
+              std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - sent);
+        }
         lock.lock();
       }
     });
@@ -796,6 +816,7 @@ class EtcdBackend final : public Backend {
     // The member's Date just before the batch (gRPC answers carry none): its clock
     // bound judges the batch's early and missed (etcd_wire.h, WireReply).
     // Once narrowed, the batch's requests are not looked at for it.
+    const steady_clock::time_point began = steady_clock::now();
     if (!clock_narrowed_ && std::any_of(reqs.begin(), reqs.end(), [](const ClaimRequest& r) {
           return r.max_lead.has_value();
         })) {
@@ -803,6 +824,17 @@ class EtcdBackend final : public Backend {
     } else {
       wire_->SyncClock(steady_clock::now() + options_.op_timeout / 4);
     }
+    // Each answer's clock (ClaimOutcome::store_ms) is the member's as its Dates bound it
+    // when the batch began, just after the requests' node_wall was read, not when each
+    // was decided: this replica's clock minus it is then the offset at one instant, and
+    // a replica ahead of it (design.md §1 rule 15) waits for T by all of it, not by all
+    // of it but a round trip — or, at a busy instant, but the batch's time in the store.
+    const std::optional<SecondClockBound::Reading> at_began = wire_->ClockAt(began);
+    const auto clock_at_began = [&at_began](Result<ClaimOutcome>& r) {
+      if (!r || r->store_ms == 0 || !at_began) return;
+      r->store_ms = at_began->lo + (at_began->hi - at_began->lo) / 2;
+      r->store_error_ms = at_began->hi - r->store_ms;
+    };
     BatchLeases leases;
     std::set<std::size_t> read_first;  // a blind claim failed but may still win: read
     const Error gave_up(context_ + ": claim",
@@ -816,7 +848,8 @@ class EtcdBackend final : public Backend {
           Answers decided;
           std::vector<std::size_t> retry = DecideChunk(
               reqs, chunk, leases, read_first,
-              [&decided](std::size_t i, Result<ClaimOutcome> r) {
+              [&decided, &clock_at_began](std::size_t i, Result<ClaimOutcome> r) {
+                clock_at_began(r);
                 decided.emplace_back(i, std::move(r));
               },
               failed);

@@ -291,9 +291,9 @@ class GrpcWire final : public EtcdWire {
     return Authenticated("/v3/kv/txn", rpc, deadline);
   }
 
-  std::optional<SecondClockBound::Reading> ClockNow() override {
+  std::optional<SecondClockBound::Reading> ClockAt(steady_clock::time_point at) override {
     std::lock_guard lock(clock_mu_);
-    return clocks_[current_.load()].bound.Read(steady_clock::now());
+    return clocks_[current_.load()].bound.Read(at);
   }
 
   bool SyncClock(Deadline deadline) override {

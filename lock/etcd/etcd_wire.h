@@ -88,7 +88,13 @@ class EtcdWire {
   // What the clock of the member tried first reads now, from its Dates of the last
   // minute (SecondClockBound::Read); nothing without one. A request sent without an
   // answer of its own to judge by (a blind claim) judges its instant on it.
-  virtual std::optional<SecondClockBound::Reading> ClockNow() = 0;
+  std::optional<SecondClockBound::Reading> ClockNow() {
+    return ClockAt(std::chrono::steady_clock::now());
+  }
+  // The same, at steady instant `at`, from the Dates of the minute before it (and any
+  // after it: the member's clock ran at the same offset then).
+  virtual std::optional<SecondClockBound::Reading> ClockAt(
+      std::chrono::steady_clock::time_point at) = 0;
 };
 
 }  // namespace tickd::lock

@@ -2431,7 +2431,7 @@ class ZookeeperBackend final : public Backend {
   std::map<std::pair<std::string, std::int64_t>, Holding> holding_;
   // The server's clock between its readings (the scratch node's mtime, whole ms; the
   // last 5 minutes, each widened by 1 ms per second of its age).
-  ClockBound clock_bound_{{milliseconds(1), std::chrono::minutes(5), 1}};
+  ClockBound clock_bound_{{milliseconds(1), std::chrono::minutes(5), 1'000, milliseconds(1)}};
   // Leases renewed together share their round trips (lock/complete_batcher.h).
   GroupCommit<HeldClaim, RenewStatus> renewer_{
       [this](std::span<const HeldClaim> helds) { return RenewBatch(helds); }, "renew"};

@@ -26,6 +26,13 @@ TEST_CASE("etcd: a clock 30 s ahead, 1 h ahead, 30 s behind never runs a tick ea
   ScenarioWrongClock(*backend);
 }
 
+TEST_CASE("etcd: a replica ahead by less than the tolerance starts no run before its tick",
+          "[e2e][etcd][clock]") {
+  if (!Available()) return;
+  auto backend = MakeEtcdFixture();
+  ScenarioClockAheadWithinTolerance(*backend);
+}
+
 TEST_CASE("etcd: SIGKILL of the running replica", "[e2e][etcd]") {
   if (!Available()) return;
   auto backend = MakeEtcdFixture();

@@ -28,6 +28,13 @@ TEST_CASE("postgres: a clock 30 s ahead, 1 h ahead, 30 s behind never runs a tic
   ScenarioWrongClock(*backend);
 }
 
+TEST_CASE("postgres: a replica ahead by less than the tolerance starts no run before its tick",
+          "[e2e][postgres][clock]") {
+  if (!Available()) return;
+  auto backend = MakePostgresFixture();
+  ScenarioClockAheadWithinTolerance(*backend);
+}
+
 TEST_CASE("postgres: SIGKILL of the running replica", "[e2e][postgres]") {
   if (!Available()) return;
   auto backend = MakePostgresFixture();

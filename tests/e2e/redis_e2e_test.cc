@@ -33,6 +33,13 @@ TEST_CASE("redis: a clock 30 s ahead, 1 h ahead, 30 s behind never runs a tick e
   ScenarioWrongClock(*backend);
 }
 
+TEST_CASE("redis: a replica ahead by less than the tolerance starts no run before its tick",
+          "[e2e][redis][clock]") {
+  if (!Available()) return;
+  auto backend = MakeRedisFixture();
+  ScenarioClockAheadWithinTolerance(*backend);
+}
+
 TEST_CASE("redis: SIGKILL of the running replica", "[e2e][redis]") {
   if (!Available()) return;
   auto backend = MakeRedisFixture();

@@ -278,6 +278,46 @@ void ScenarioWrongClock(BackendFixture& backend) {
   }
 }
 
+void ScenarioClockAheadWithinTolerance(BackendFixture& backend) {
+  Cluster cluster(backend);
+  // `date` without the preload: the host's clock, not the replica's.
+  cluster.WriteJobFile(
+      "jobs:\n"
+      "  - name: beat\n"
+      "    schedule: \"* * * * * *\"\n"
+      "    shell: echo \"start $TICKD_TICK_UNIX $TICKD_NODE $TICKD_FENCE "
+      "$(env -u LD_PRELOAD date +%s.%N)\" >> runs.txt\n");
+  cluster.StartReplica("node-right");
+  Replica& ahead = cluster.StartReplica("node-ahead", FakeTimeEnv(0.2));
+  const double learnt = std::chrono::duration<double>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count() +
+                        5;
+  const auto judged = [&] {
+    std::vector<RunRecord> out;
+    for (const RunRecord& r : ReadRuns(cluster.dir() / "runs.txt")) {
+      if (r.event == "start" && static_cast<double>(r.tick) > learnt) out.push_back(r);
+    }
+    return out;
+  };
+  CHECK(Cluster::WaitUntil([&] { return judged().size() >= 8; }, 60s));
+  INFO(ahead.LogText());
+  StopAll(cluster);
+  std::map<long long, int> runs_of;
+  int won_ahead = 0;
+  for (const RunRecord& r : judged()) {
+    INFO("tick " << r.tick << " on " << r.node << " started " << std::fixed << r.at);
+    CHECK(r.at >= static_cast<double>(r.tick) - 0.01);
+    ++runs_of[r.tick];
+    won_ahead += r.node == "node-ahead";
+  }
+  for (const auto& [tick, n] : runs_of) {
+    INFO("tick " << tick);
+    CHECK(n == 1);
+  }
+  CHECK(won_ahead >= 1);  // else this said nothing of the clock ahead
+}
+
 void ScenarioKillRunningReplica(BackendFixture& backend, bool recover) {
   Cluster cluster(backend);
   cluster.WriteJobFile(

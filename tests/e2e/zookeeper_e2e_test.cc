@@ -33,6 +33,13 @@ TEST_CASE("zookeeper: a clock 30 s ahead, 1 h ahead, 30 s behind never runs a ti
   ScenarioWrongClock(*backend);
 }
 
+TEST_CASE("zookeeper: a replica ahead by less than the tolerance starts no run before its tick",
+          "[e2e][zookeeper][clock]") {
+  if (!Available()) return;
+  auto backend = MakeZookeeperFixture();
+  ScenarioClockAheadWithinTolerance(*backend);
+}
+
 TEST_CASE("zookeeper: SIGKILL of the running replica", "[e2e][zookeeper]") {
   if (!Available()) return;
   auto backend = MakeZookeeperFixture();

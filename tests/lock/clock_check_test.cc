@@ -92,3 +92,74 @@ TEST_CASE("SecondClockBound: replies at other phases of the second narrow Date +
   CHECK(stepped <= 1'200 + kOffset - 5'000 + 1'000);
   CHECK(stepped >= 1'200 + kOffset - 5'000);
 }
+
+TEST_CASE("BisectingSend: each reply halves the bound, to about a round trip in a dozen") {
+  // The store's clock is steady + offset; a reply takes 2 ms and the store reads its
+  // clock 1 ms after the send. Whatever the offset's phase in the second, a dozen
+  // replies sent when BisectingSend says leave a bound a few ms wide that holds it.
+  for (const std::int64_t phase : {0, 1, 250, 499, 500, 731, 998, 999}) {
+    INFO("phase " << phase);
+    const std::int64_t offset = 1'000'000'000 + phase;
+    SecondClockBound bound;
+    std::int64_t now_ms = 100;
+    const auto reply = [&](std::int64_t sent_ms) {
+      bound.Add((sent_ms + 1 + offset) / 1000 * 1000, At(sent_ms), At(sent_ms + 2));
+      now_ms = sent_ms + 2;
+    };
+    reply(now_ms);
+    for (int i = 0; i < 12; ++i) {
+      const auto at_now = bound.Read(At(now_ms));
+      REQUIRE(at_now);
+      const auto send = BisectingSend(*at_now, At(now_ms), 1000ms, 250ms, 2ms);
+      const std::int64_t send_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(send.time_since_epoch()).count();
+      CHECK(send_ms >= now_ms + 249);  // min_wait, less half the round trip
+      CHECK(send_ms <= now_ms + 1'250);
+      reply(send_ms);
+    }
+    const auto after = bound.Read(At(now_ms));
+    REQUIRE(after);
+    CHECK(after->lo < now_ms + offset);
+    CHECK(after->hi > now_ms + offset);
+    CHECK(after->hi - after->lo <= 5);
+  }
+  // The same dozen replies on a fixed cadence of 470 ms: as wide as they happen to land.
+  SecondClockBound fixed;
+  constexpr std::int64_t kOffset = 1'000'000'731;
+  for (std::int64_t t = 100; t <= 100 + 12 * 470; t += 470) {
+    fixed.Add((t + 1 + kOffset) / 1000 * 1000, At(t), At(t + 2));
+  }
+  const auto wide = fixed.Read(At(100 + 12 * 470 + 2));
+  REQUIRE(wide);
+  CHECK(wide->hi - wide->lo > 20);
+}
+
+TEST_CASE("SecondClockBound: clocks whose rates differ keep a narrow bound, not a second's") {
+  // The store's clock gains 100 µs a second on the steady clock (100 ppm, more than
+  // NTP leaves between two hosts). Replies sent as BisectingSend says keep finding the
+  // second's change; the older ones that no longer fit go, and the bound stays a few ms
+  // wide about the truth, where starting over from the newest reply would make it 1 s.
+  SecondClockBound bound;
+  const auto offset = [](std::int64_t steady_ms) { return 1'000'000'437 + steady_ms / 10'000; };
+  std::int64_t now_ms = 100;
+  std::int64_t widest_after_warmup = 0;
+  std::int64_t worst_hi_below_truth = 0;
+  const auto reply = [&](std::int64_t sent_ms) {
+    bound.Add((sent_ms + 1 + offset(sent_ms + 1)) / 1000 * 1000, At(sent_ms), At(sent_ms + 2));
+    now_ms = sent_ms + 2;
+  };
+  reply(now_ms);
+  for (int i = 0; i < 200; ++i) {  // about two and a half minutes
+    const auto at_now = bound.Read(At(now_ms));
+    REQUIRE(at_now);
+    if (i >= 15) {
+      widest_after_warmup = std::max(widest_after_warmup, at_now->hi - at_now->lo);
+      worst_hi_below_truth = std::max(worst_hi_below_truth, now_ms + offset(now_ms) - at_now->hi);
+    }
+    reply(std::chrono::duration_cast<std::chrono::milliseconds>(
+              BisectingSend(*at_now, At(now_ms), 1000ms, 250ms, 2ms).time_since_epoch())
+              .count());
+  }
+  CHECK(widest_after_warmup <= 10);
+  CHECK(worst_hi_below_truth <= 3);  // a bound that lags the truth makes a start late, not early
+}
