@@ -250,7 +250,7 @@ void RunSupervisor::Supervise(Outcome& out) {
     // timer; anything else when this thread releases it).
     std::unique_ptr<jobs::PreparedStart> prepared;
     // Its due instant (T, or later with jitter) on this replica's clock, moved by what
-    // this clock is surely ahead of the store's (docs/design.md §1 rule 15).
+    // this clock may be ahead of the store's (docs/design.md §1 rule 15).
     const WallTime at =
         WallTime(milliseconds(tick_.job->DueMs(tick_.held.tick_unix))) + tick_.start_delay;
     if (attempt == 1 && (tick_.lead > milliseconds(0) || tick_.start_delay > milliseconds(0))) {

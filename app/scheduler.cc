@@ -1014,7 +1014,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       // Claimed within this replica's room (ClaimGroup): it always starts.
       lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease - lead};
       if (!o.observed) Observe(req, "won", o.fence);
-      StartRun(job, std::move(held), claim_sent, lead, SurelyAhead(req, o));
+      StartRun(job, std::move(held), claim_sent, lead, StartDelay(req, o));
       return;
     }
     case lock::ClaimStatus::kLost:
@@ -1119,13 +1119,16 @@ void Scheduler::Remember(const lock::ClaimRequest& req,
   }
 }
 
-milliseconds SurelyAhead(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome) {
+milliseconds StartDelay(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome) {
   if (outcome.store_ms == 0) return milliseconds(0);  // the backend did not read its clock
-  // The store read its clock after req.node_wall was taken, so this replica's clock then
-  // read at least node_wall: it is ahead by at least node_wall minus the latest the
-  // store's clock can have read. A clock that is right never waits.
-  const WallTime store_latest{milliseconds(outcome.store_ms + outcome.store_error_ms)};
-  return std::max(milliseconds(0), req.node_wall - store_latest);
+  // etcd's store_ms ± store_error_ms bounds the member's clock when node_wall was read;
+  // counting from the earliest it can have read, not the latest, a clock ahead by less
+  // than the bound's width does not start early (an etcd replica in its first second,
+  // while the bound was still 25 ms wide, started runs 6 ms early counting from the
+  // latest). The other stores read their clock exactly (store_error_ms 0), but when
+  // they decided, a one-way trip after node_wall: by that much this reads low.
+  const WallTime store_earliest{milliseconds(outcome.store_ms - outcome.store_error_ms)};
+  return std::max(milliseconds(0), req.node_wall - store_earliest);
 }
 
 void Scheduler::SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome,

@@ -102,12 +102,14 @@ struct SchedulerOptions {
 // A fresh claim owner token: 128 random bits from the kernel (getrandom), hex.
 std::string NewOwnerToken();
 
-// How far this replica's clock was surely ahead of the store's when `outcome` was
-// decided (0: not ahead, or the store's clock was not read): a won run starts that
-// much after its due instant, so that it starts at T by the store's clock
-// (docs/design.md §1 rule 15).
-std::chrono::milliseconds SurelyAhead(const lock::ClaimRequest& req,
-                                      const lock::ClaimOutcome& outcome);
+// How long after its due instant, on this replica's clock, a run won by `outcome`
+// starts, so that it starts at T by the store's clock (docs/design.md §1 rule 15): how
+// far this clock may have been ahead of the store's when the claim was sent, counted
+// from the earliest the store's clock can have read then (store_ms − store_error_ms;
+// etcd's is as wide as its narrowed Date window, so a clock that is right waits up to
+// that width). 0: not ahead, or the store's clock was not read.
+std::chrono::milliseconds StartDelay(const lock::ClaimRequest& req,
+                                     const lock::ClaimOutcome& outcome);
 
 // When a batch of claims was sent, on both clocks: a won tick's lease counts from
 // `steady`, and its run starts no sooner, on the monotonic clock, than `wall` then
@@ -263,7 +265,7 @@ class Scheduler {
   void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);
   // `lead`: how long before T the claim was sent (0: at or after T); the run is
   // released at T.
-  // `start_delay`: SurelyAhead of its claim; the run starts that much after its due
+  // `start_delay`: StartDelay of its claim; the run starts that much after its due
   // instant on this replica's clock.
   void StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::HeldClaim held,
                 ClaimSent claim_sent, std::chrono::milliseconds lead,

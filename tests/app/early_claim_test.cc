@@ -124,17 +124,21 @@ TEST_CASE(
   REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
 }
 
-TEST_CASE("SurelyAhead: only what the store's answer proves, never for a clock behind") {
+TEST_CASE("StartDelay: from the earliest the store's clock can have read, never for a clock behind") {
   lock::ClaimRequest req;
   req.node_wall = WallAt(kT0, 0);
   lock::ClaimOutcome o;
-  CHECK(SurelyAhead(req, o) == milliseconds(0));  // the store's clock was not read
+  CHECK(StartDelay(req, o) == milliseconds(0));  // the store's clock was not read
   o.store_ms = (kT0 * 1000) - 150;
-  CHECK(SurelyAhead(req, o) == milliseconds(150));
-  o.store_error_ms = 100;  // etcd: the Date window's half-width
-  CHECK(SurelyAhead(req, o) == milliseconds(50));
-  o.store_ms = (kT0 * 1000) + 20;  // this clock is behind
-  CHECK(SurelyAhead(req, o) == milliseconds(0));
+  CHECK(StartDelay(req, o) == milliseconds(150));
+  // etcd: the Date window's half-width. The member's clock read 50 to 250 ms before
+  // node_wall: waiting 250 ms starts at T by it wherever in the window it was.
+  o.store_error_ms = 100;
+  CHECK(StartDelay(req, o) == milliseconds(250));
+  o.store_ms = (kT0 * 1000) + 20;  // this clock may be right: it waits the window
+  CHECK(StartDelay(req, o) == milliseconds(80));
+  o.store_ms = (kT0 * 1000) + 120;  // this clock is behind, whatever the window
+  CHECK(StartDelay(req, o) == milliseconds(0));
 }
 
 TEST_CASE("early claims: renewals come lease/3 after T, not after the claim") {

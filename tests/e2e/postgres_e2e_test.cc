@@ -32,7 +32,8 @@ TEST_CASE("postgres: a replica ahead by less than the tolerance starts no run be
           "[e2e][postgres][clock]") {
   if (!Available()) return;
   auto backend = MakePostgresFixture();
-  ScenarioClockAheadWithinTolerance(*backend);
+  // A one-way trip early at most, which a loaded machine can stretch.
+  ScenarioClockAheadWithinTolerance(*backend, std::chrono::milliseconds(10));
 }
 
 TEST_CASE("postgres: SIGKILL of the running replica", "[e2e][postgres]") {

@@ -37,7 +37,8 @@ TEST_CASE("redis: a replica ahead by less than the tolerance starts no run befor
           "[e2e][redis][clock]") {
   if (!Available()) return;
   auto backend = MakeRedisFixture();
-  ScenarioClockAheadWithinTolerance(*backend);
+  // A one-way trip early at most, which a loaded machine can stretch.
+  ScenarioClockAheadWithinTolerance(*backend, std::chrono::milliseconds(10));
 }
 
 TEST_CASE("redis: SIGKILL of the running replica", "[e2e][redis]") {
