@@ -187,4 +187,50 @@ inline ClockBound::Steady BisectingSend(ClockBound::Reading at_now, ClockBound::
   return now + std::chrono::milliseconds(next_step - mid) - round_trip / 2;
 }
 
+// When the keeper of a SecondClockBound sends its next request. BisectingSend halves
+// the bound once a second and so keeps it about a round trip wide; but a bound that
+// started over (a reply that fit none of the others: the store's clock was stepped) is
+// a second wide, and halving it back to `narrow_ms` takes six seconds, in which each
+// run waits up to its width (design.md §1 rule 15). So once it is wider than
+// `narrow_ms`, replies go `spacing` apart for at most `dense_for`, as at a start (they
+// catch the second's change within a second), and that at most once per
+// `dense_again_after`: a round trip longer than `narrow_ms` keeps it wide for good.
+// Without a reading (no reply in the last minute): one every `idle_every`. Not
+// thread-safe.
+class ClockKeeperSchedule {
+ public:
+  struct Options {
+    std::chrono::milliseconds step{1'000};  // the store clock's resolution
+    std::chrono::milliseconds at_least{250};
+    std::chrono::milliseconds idle_every{470};
+    std::chrono::milliseconds spacing{10};
+    std::chrono::milliseconds dense_for{1'200};
+    std::chrono::seconds dense_again_after{60};
+    std::int64_t narrow_ms = 25;
+  };
+  ClockKeeperSchedule() = default;
+  explicit ClockKeeperSchedule(Options options) : options_(options) {}
+
+  ClockBound::Steady Next(const std::optional<ClockBound::Reading>& reading,
+                          ClockBound::Steady now, std::chrono::microseconds round_trip) {
+    if (!reading) return now + options_.idle_every;
+    const bool wide = reading->hi - reading->lo > options_.narrow_ms;
+    if (wide && !wide_ && (!went_dense_ || now - dense_since_ >= options_.dense_again_after)) {
+      went_dense_ = true;
+      dense_since_ = now;
+    }
+    wide_ = wide;
+    if (wide && went_dense_ && now < dense_since_ + options_.dense_for) {
+      return now + options_.spacing;
+    }
+    return BisectingSend(*reading, now, options_.step, options_.at_least, round_trip);
+  }
+
+ private:
+  Options options_;
+  bool wide_ = false;  // the keeper starts on a bound already narrowed (NarrowClock)
+  bool went_dense_ = false;
+  ClockBound::Steady dense_since_{};
+};
+
 }  // namespace tickd::lock

@@ -711,27 +711,24 @@ class EtcdBackend final : public Backend {
 
   // Narrows the bound to about a round trip and keeps it so, in a process that lives on
   // (a daemon, a libtickd scheduler). Each Date is sent when the bound's midpoint says
-  // the member's second changes (BisectingSend, at least kKeepClockAtLeast after the
+  // the member's second changes (BisectingSend, at least 250 ms after the
   // last): its second tells on which side the change fell, so each halves the bound,
   // and the later ones keep both sides fresh — Dates older than a minute no longer
   // count (ClockBound), so a process whose instants are minutes apart would otherwise
-  // judge its claims on a single Date, up to a second lenient again. Without a reading
-  // (no Date in the last minute) one every kKeepClockEvery. Each has a
-  // quarter of op_timeout, as a batch's own: a claim batch waits for one in flight.
-  // The destructor stops it.
-  static constexpr milliseconds kKeepClockAtLeast{250};
-  static constexpr milliseconds kKeepClockEvery{470};
+  // judge its claims on a single Date, up to a second lenient again. A bound that
+  // started over (the member's clock stepped) is narrowed again as at start, Dates
+  // kNarrowSpacing apart (ClockKeeperSchedule). Without a reading (no Date in the last
+  // minute) one every 470 ms. Each has a quarter of op_timeout, as a batch's own: a
+  // claim batch waits for one in flight. The destructor stops it.
   void KeepClockNarrow() {
     keeper_ = std::thread([this] {
       std::unique_lock lock(keeper_mu_);
       std::chrono::microseconds round_trip{0};
+      ClockKeeperSchedule schedule(ClockKeeperSchedule::Options{
+          .spacing = kNarrowSpacing, .narrow_ms = kNarrowClockMs});
       while (true) {
         const steady_clock::time_point now = steady_clock::now();
-        const std::optional<SecondClockBound::Reading> reading = wire_->ClockNow();
-        const steady_clock::time_point next =
-            reading ? BisectingSend(*reading, now, milliseconds(1'000), kKeepClockAtLeast,
-                                    round_trip)
-                    : now + kKeepClockEvery;
+        const steady_clock::time_point next = schedule.Next(wire_->ClockNow(), now, round_trip);
         if (keeper_cv_.wait_until(lock, next, [this] { return keeper_stop_; })) return;
         lock.unlock();
         const steady_clock::time_point sent = steady_clock::now();

@@ -163,3 +163,78 @@ TEST_CASE("SecondClockBound: clocks whose rates differ keep a narrow bound, not 
   CHECK(widest_after_warmup <= 10);
   CHECK(worst_hi_below_truth <= 3);  // a bound that lags the truth makes a start late, not early
 }
+
+TEST_CASE("ClockKeeperSchedule: a bound that started over is narrow again within a second") {
+  // Replies take 2 ms, the store reads its clock 1 ms after the send. The bound is
+  // narrowed by bisection, then the store's clock is stepped 5.3 s ahead: the next
+  // reply fits none of the others and the bound starts over, a second wide. The
+  // schedule's Dates 10 ms apart catch the second's change within about a second, where
+  // bisection alone halves it once a second (six seconds to 25 ms).
+  const auto run = [](bool dense) {
+    SecondClockBound bound;
+    ClockKeeperSchedule schedule(ClockKeeperSchedule::Options{
+        .dense_for = dense ? 1'200ms : 0ms, .narrow_ms = 25});
+    std::int64_t offset = 1'000'000'613;
+    std::int64_t now_ms = 100;
+    const auto reply = [&](std::int64_t sent_ms) {
+      bound.Add((sent_ms + 1 + offset) / 1000 * 1000, At(sent_ms), At(sent_ms + 2));
+      now_ms = sent_ms + 2;
+    };
+    const auto next = [&] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 schedule.Next(bound.Read(At(now_ms)), At(now_ms), 2ms).time_since_epoch())
+          .count();
+    };
+    reply(now_ms);
+    for (int i = 0; i < 15; ++i) {  // narrowed as the keeper does
+      reply(std::chrono::duration_cast<std::chrono::milliseconds>(
+                BisectingSend(*bound.Read(At(now_ms)), At(now_ms), 1000ms, 250ms, 2ms)
+                    .time_since_epoch())
+                .count());
+    }
+    REQUIRE(bound.Read(At(now_ms))->hi - bound.Read(At(now_ms))->lo <= 5);
+    offset += 5'300;
+    const std::int64_t stepped_at = now_ms;
+    reply(now_ms);
+    std::int64_t narrow_after = -1;
+    while (now_ms < stepped_at + 10'000) {
+      const auto at_now = bound.Read(At(now_ms));
+      REQUIRE(at_now);
+      INFO("at " << now_ms - stepped_at << " ms: [" << at_now->lo << ", " << at_now->hi << "]");
+      CHECK(at_now->lo <= now_ms + offset);  // a start that waits from lo is not early
+      CHECK(at_now->hi >= now_ms + offset);
+      if (narrow_after < 0 && at_now->hi - at_now->lo <= 25) narrow_after = now_ms - stepped_at;
+      reply(next());
+    }
+    return narrow_after;
+  };
+  const std::int64_t with_dense = run(true);
+  CHECK(with_dense >= 0);
+  CHECK(with_dense <= 1'300);
+  const std::int64_t bisecting_only = run(false);
+  CHECK((bisecting_only < 0 || bisecting_only > 3'000));  // what the keeper did before
+}
+
+TEST_CASE("ClockKeeperSchedule: a bound that stays wide goes dense once a minute at most") {
+  // A round trip of 40 ms keeps the bound wider than 25 ms for good: the schedule goes
+  // dense for 1.2 s once, and again only a minute later, not for ever.
+  SecondClockBound bound;
+  ClockKeeperSchedule schedule;
+  constexpr std::int64_t kOffset = 1'000'000'271;
+  std::int64_t now_ms = 100;
+  int dense_sends = 0;
+  int sends = 0;
+  while (now_ms < 100 + 180'000) {  // three minutes
+    const std::int64_t sent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  schedule.Next(bound.Read(At(now_ms)), At(now_ms), 40ms)
+                                      .time_since_epoch())
+                                  .count();
+    if (sent - now_ms < 100) ++dense_sends;
+    ++sends;
+    bound.Add((sent + 20 + kOffset) / 1000 * 1000, At(sent), At(sent + 40));
+    now_ms = sent + 40;
+  }
+  CHECK(dense_sends > 0);
+  CHECK(dense_sends <= 3 * 25);  // 1.2 s of 50 ms sends (the round trip and 10 ms), thrice
+  CHECK(sends <= dense_sends + 180 * 4);
+}
