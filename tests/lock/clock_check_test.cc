@@ -144,6 +144,7 @@ TEST_CASE("SecondClockBound: clocks whose rates differ keep a narrow bound, not 
   std::int64_t now_ms = 100;
   std::int64_t widest_after_warmup = 0;
   std::int64_t worst_hi_below_truth = 0;
+  std::int64_t worst_lo_above_truth = INT64_MIN;
   const auto reply = [&](std::int64_t sent_ms) {
     bound.Add((sent_ms + 1 + offset(sent_ms + 1)) / 1000 * 1000, At(sent_ms), At(sent_ms + 2));
     now_ms = sent_ms + 2;
@@ -155,13 +156,17 @@ TEST_CASE("SecondClockBound: clocks whose rates differ keep a narrow bound, not 
     if (i >= 15) {
       widest_after_warmup = std::max(widest_after_warmup, at_now->hi - at_now->lo);
       worst_hi_below_truth = std::max(worst_hi_below_truth, now_ms + offset(now_ms) - at_now->hi);
+      worst_lo_above_truth = std::max(worst_lo_above_truth, at_now->lo - (now_ms + offset(now_ms)));
     }
     reply(std::chrono::duration_cast<std::chrono::milliseconds>(
               BisectingSend(*at_now, At(now_ms), 1000ms, 250ms, 2ms).time_since_epoch())
               .count());
   }
   CHECK(widest_after_warmup <= 10);
-  CHECK(worst_hi_below_truth <= 3);  // a bound that lags the truth makes a start late, not early
+  CHECK(worst_hi_below_truth <= 3);  // an early claim lets through at most that much more
+  // A run won on a clock ahead waits from lo (StartDelay): lo above the truth would
+  // start it early.
+  CHECK(worst_lo_above_truth <= 0);
 }
 
 TEST_CASE("ClockKeeperSchedule: a bound that started over is narrow again within a second") {
