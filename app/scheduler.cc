@@ -896,8 +896,6 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
     jobs.push_back(job);
     kinds.push_back(e.kind);
   }
-  // When the batch is sent, on both clocks (ClaimSent).
-  const ClaimSent claim_sent{clock_.Steady(), clock_.Wall()};
   instant_claims_ = reqs.size();
   NoteRecentClaims(reqs);
   for (std::size_t i = 0; i < reqs.size(); ++i) {
@@ -914,10 +912,15 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
   // which the batch may still hold. Answers come one at a time.
   std::vector<std::optional<Result<lock::ClaimOutcome>>> results(reqs.size());
   std::vector<char> handled(reqs.size(), 0);
+  // When the batch is sent, on both clocks (ClaimSent): just before the call, as the
+  // store's clock of etcd's answers is read for the instant the backend takes it.
+  const ClaimSent claim_sent{clock_.Steady(), clock_.Wall()};
+  StoreClockAtSend store_clock(claim_sent);
   const auto on_answer = [&](std::size_t i, Result<lock::ClaimOutcome> r) {
     if (i >= reqs.size()) return;
+    if (r) store_clock.See(*r, clock_.Steady());
     if (r && r->status == lock::ClaimStatus::kWon && r->observed) {
-      HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent);
+      HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent, store_clock);
       handled[i] = 1;
     }
     results[i] = std::move(r);
@@ -942,7 +945,7 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
         results[i] ? std::move(*results[i])
                    : Result<lock::ClaimOutcome>(
                          MakeError("claim", "the backend gave no answer for this tick"));
-    HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent);
+    HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent, store_clock);
   }
   return next;
 }
@@ -968,7 +971,8 @@ void Scheduler::NoRoomFor(const ScheduledJob& job, const Entry& e, const lock::C
 
 void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                               const lock::ClaimRequest& req,
-                              const Result<lock::ClaimOutcome>& result, ClaimSent claim_sent) {
+                              const Result<lock::ClaimOutcome>& result, ClaimSent claim_sent,
+                              const StoreClockAtSend& store_clock) {
   Progress();
   Remember(req, result);
   if (result) SeeStoreClock(req, *result, clock_.Wall());
@@ -1014,7 +1018,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       // Claimed within this replica's room (ClaimGroup): it always starts.
       lock::HeldClaim held{req.job, req.tick_unix, req.owner_token, o.fence, req.lease - lead};
       if (!o.observed) Observe(req, "won", o.fence);
-      StartRun(job, std::move(held), claim_sent, lead, StartDelay(req, o));
+      StartRun(job, std::move(held), claim_sent, lead, store_clock.StartDelay());
       return;
     }
     case lock::ClaimStatus::kLost:
@@ -1119,16 +1123,18 @@ void Scheduler::Remember(const lock::ClaimRequest& req,
   }
 }
 
-milliseconds StartDelay(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome) {
-  if (outcome.store_ms == 0) return milliseconds(0);  // the backend did not read its clock
-  // etcd's store_ms ± store_error_ms bounds the member's clock when node_wall was read;
-  // counting from the earliest it can have read, not the latest, a clock ahead by less
-  // than the bound's width does not start early (an etcd replica in its first second,
-  // while the bound was still 25 ms wide, started runs 6 ms early counting from the
-  // latest). The other stores read their clock exactly (store_error_ms 0), but when
-  // they decided, a one-way trip after node_wall: by that much this reads low.
-  const WallTime store_earliest{milliseconds(outcome.store_ms - outcome.store_error_ms)};
-  return std::max(milliseconds(0), req.node_wall - store_earliest);
+void StoreClockAtSend::See(const lock::ClaimOutcome& outcome, SteadyTime arrived) {
+  if (outcome.store_ms == 0) return;  // the backend did not read its clock
+  // Read after the sending, the store's clock was at most that much further on then.
+  const std::int64_t read_after_ms =
+      outcome.store_ms_at_batch_start ? 0 : std::max(milliseconds(0), arrived - sent_.steady).count();
+  const std::int64_t earliest = outcome.store_ms - outcome.store_error_ms - read_after_ms;
+  earliest_ms_ = std::max(earliest_ms_.value_or(earliest), earliest);
+}
+
+milliseconds StoreClockAtSend::StartDelay() const {
+  if (!earliest_ms_) return milliseconds(0);
+  return std::max(milliseconds(0), sent_.wall - WallTime(milliseconds(*earliest_ms_)));
 }
 
 void Scheduler::SeeStoreClock(const lock::ClaimRequest& req, const lock::ClaimOutcome& outcome,

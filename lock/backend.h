@@ -181,6 +181,10 @@ struct ClaimOutcome {
   // How far store_ms may be off either way (etcd: half its narrowed Date window; 0
   // where the store's clock is read exactly).
   std::int64_t store_error_ms = 0;
+  // store_ms is the store's clock when the claim's batch began, just after node_wall
+  // and the scheduler's sending (etcd: read off its bound for that instant), not when
+  // the claim was decided, somewhere between the sending and the answer's arrival.
+  bool store_ms_at_batch_start = false;
 };
 
 // A claim this replica won and still holds.

@@ -831,6 +831,7 @@ class EtcdBackend final : public Backend {
       if (!r || r->store_ms == 0 || !at_began) return;
       r->store_ms = at_began->lo + (at_began->hi - at_began->lo) / 2;
       r->store_error_ms = at_began->hi - r->store_ms;
+      r->store_ms_at_batch_start = true;
     };
     BatchLeases leases;
     std::set<std::size_t> read_first;  // a blind claim failed but may still win: read

@@ -437,11 +437,28 @@ class SqliteBackend final : public Backend {
     return std::move(ClaimBatch(std::span<const ClaimRequest>(&req, 1)).front());
   }
 
+  // Every answer carries the host's clock when the batch began, just after the
+  // scheduler sent it (ClaimOutcome::store_ms_at_batch_start): each claim is judged on
+  // its own reading, but a run won on a clock ahead waits from this one (design.md §1
+  // rule 15), not from one taken up to the batch's time later, nor from the end of the
+  // COMMIT's fsync, when the answers arrive.
+  std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
+    const std::int64_t began_ms = ToMs(clock_.Wall());
+    std::vector<Result<ClaimOutcome>> out = ClaimBatchLocked(reqs);
+    for (Result<ClaimOutcome>& o : out) {
+      if (o && o->store_ms != 0) {
+        o->store_ms = began_ms;
+        o->store_ms_at_batch_start = true;
+      }
+    }
+    return out;
+  }
+
   // Every claim of the batch in ONE BEGIN IMMEDIATE transaction, with the replicas'
   // observations: one write lock and one fsync for all the jobs due at one instant
   // (100 jobs every second on three replicas would otherwise be 600 fsync'd
   // transactions a second, and the replicas would queue behind each other's locks).
-  std::vector<Result<ClaimOutcome>> ClaimBatch(std::span<const ClaimRequest> reqs) override {
+  std::vector<Result<ClaimOutcome>> ClaimBatchLocked(std::span<const ClaimRequest> reqs) {
     std::lock_guard lock(mu_);
     std::vector<Result<ClaimOutcome>> out;
     out.reserve(reqs.size());

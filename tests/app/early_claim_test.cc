@@ -124,21 +124,65 @@ TEST_CASE(
   REQUIRE(Eventually([&] { return a.active_runs() == 0; }));
 }
 
-TEST_CASE("StartDelay: from the earliest the store's clock can have read, never for a clock behind") {
-  lock::ClaimRequest req;
-  req.node_wall = WallAt(kT0, 0);
-  lock::ClaimOutcome o;
-  CHECK(StartDelay(req, o) == milliseconds(0));  // the store's clock was not read
-  o.store_ms = (kT0 * 1000) - 150;
-  CHECK(StartDelay(req, o) == milliseconds(150));
-  // etcd: the Date window's half-width. The member's clock read 50 to 250 ms before
-  // node_wall: waiting 250 ms starts at T by it wherever in the window it was.
-  o.store_error_ms = 100;
-  CHECK(StartDelay(req, o) == milliseconds(250));
-  o.store_ms = (kT0 * 1000) + 20;  // this clock may be right: it waits the window
-  CHECK(StartDelay(req, o) == milliseconds(80));
-  o.store_ms = (kT0 * 1000) + 120;  // this clock is behind, whatever the window
-  CHECK(StartDelay(req, o) == milliseconds(0));
+TEST_CASE("StoreClockAtSend: from the earliest the store's clock can have read at the sending") {
+  const SteadyTime sent_steady{milliseconds(50'000)};
+  const ClaimSent sent{sent_steady, WallAt(kT0, 0)};
+  const auto after = [&](int ms) { return sent_steady + milliseconds(ms); };
+  {
+    StoreClockAtSend clock(sent);
+    CHECK(clock.StartDelay() == milliseconds(0));  // no answer read the store's clock
+    lock::ClaimOutcome none;
+    clock.See(none, after(3));
+    CHECK(clock.StartDelay() == milliseconds(0));
+  }
+  {
+    // This clock is 200 ms ahead. The store decides claim by claim: the first answer's
+    // clock was read 1 ms after the sending and arrived 2 ms after it; the last one's
+    // 150 ms after it, arriving 152 ms after. Each proves at least 198 ms ahead; the
+    // last alone read as if the sending were then would say 50 ms, and its run would
+    // start 150 ms early.
+    StoreClockAtSend clock(sent);
+    lock::ClaimOutcome first;
+    first.store_ms = kT0 * 1000 - 200 + 1;
+    clock.See(first, after(2));
+    CHECK(clock.StartDelay() == milliseconds(201));
+    lock::ClaimOutcome last;
+    last.store_ms = kT0 * 1000 - 200 + 150;
+    clock.See(last, after(152));
+    CHECK(clock.StartDelay() == milliseconds(201));
+    // Seen alone, the last answer proves as much: it arrived 152 ms after the sending.
+    StoreClockAtSend alone(sent);
+    alone.See(last, after(152));
+    CHECK(alone.StartDelay() == milliseconds(202));
+  }
+  {
+    // etcd: the member's clock for the instant the batch began, ± half its window. The
+    // member's clock read 50 to 250 ms before this one: waiting 250 ms starts at T by
+    // it wherever in the window it was, however late the answer came.
+    StoreClockAtSend clock(sent);
+    lock::ClaimOutcome o;
+    o.store_ms = kT0 * 1000 - 150;
+    o.store_error_ms = 100;
+    o.store_ms_at_batch_start = true;
+    clock.See(o, after(40));
+    CHECK(clock.StartDelay() == milliseconds(250));
+  }
+  {
+    StoreClockAtSend clock(sent);
+    lock::ClaimOutcome o;  // a clock that may be right waits the window
+    o.store_ms = kT0 * 1000 + 20;
+    o.store_error_ms = 100;
+    o.store_ms_at_batch_start = true;
+    clock.See(o, after(3));
+    CHECK(clock.StartDelay() == milliseconds(80));
+  }
+  {
+    StoreClockAtSend clock(sent);
+    lock::ClaimOutcome o;  // this clock is behind
+    o.store_ms = kT0 * 1000 + 120;
+    clock.See(o, after(3));
+    CHECK(clock.StartDelay() == milliseconds(0));
+  }
 }
 
 TEST_CASE("early claims: renewals come lease/3 after T, not after the claim") {

@@ -15,9 +15,16 @@
 // a late run of the last instant still counts), then get SIGTERM. Runs of instants
 // outside the window are counted apart and judged not at all.
 //
-// Exit status: 0 when every judged job-tick ran exactly once (and, with --max-p99-ms,
-// the p99 of run start − T is within it), 1 when not, 2 for bad arguments or a trial
-// that could not run (the store or a replica did not start).
+// A wrong clock (--ahead-ms): the last replica runs under libfaketime that far ahead,
+// less than lock.clock_tolerance, so it claims first and wins; the plugin notes the
+// host's clock (by system call), and no run may start before its T by it (design.md §1
+// rule 15: at T by the store's clock, which on one host is the host's). Early starts
+// are judged with or without it: a replica whose clock is right never starts early.
+//
+// Exit status: 0 when every judged job-tick ran exactly once and no run started before
+// its T (and, with --max-p99-ms, the p99 of run start − T is within it), 1 when not, 2
+// for bad arguments or a trial that could not run (the store or a replica did not
+// start).
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -57,12 +64,14 @@ struct Options {
   std::string out;
   std::vector<std::string> lock_lines;  // extra `lock:` keys, e.g. "claim_lead: 1s"
   double max_p99_ms = -1;               // < 0: no time judged
+  int ahead_ms = 0;                     // the last replica's clock this far ahead (libfaketime)
 };
 
 constexpr const char* kUsage =
     "usage: burst_trial --backend etcd|zookeeper|redis|postgres|sqlite|none [--jobs N]\n"
     "                   [--replicas R] [--seconds S] [--schedule EXPR] [--warmup S]\n"
     "                   [--settle S] [--out DIR] [--lock 'key: value']... [--max-p99-ms MS]\n"
+    "                   [--ahead-ms MS]\n"
     "defaults: --jobs 5000 --replicas 3 --seconds 60 --schedule '*/10 * * * * *' --warmup 10\n"
     "          --settle 10; --out: a new /tmp/tickd-burst-XXXXXX, removed when the trial passes\n";
 
@@ -110,6 +119,8 @@ Options ParseArgs(int argc, char** argv) {
       o.lock_lines.push_back(value);
     } else if (flag == "--max-p99-ms") {
       o.max_p99_ms = PositiveInt(flag, value, 0);
+    } else if (flag == "--ahead-ms") {
+      o.ahead_ms = PositiveInt(flag, value, 0);
     } else {
       Usage("unknown option " + flag);
     }
@@ -259,7 +270,10 @@ int Main(int argc, char** argv) {
   };
   say("burst: backend=" + opt.backend + " jobs=" + std::to_string(opt.jobs) +
       " replicas=" + std::to_string(opt.replicas) + " seconds=" + std::to_string(opt.seconds) +
-      " schedule=\"" + opt.schedule + "\" folder=" + dir.string());
+      " schedule=\"" + opt.schedule + "\" folder=" + dir.string() +
+      (opt.ahead_ms > 0 ? " ahead_ms=" + std::to_string(opt.ahead_ms) + " (node-" +
+                              std::to_string(opt.replicas) + ")"
+                        : std::string()));
   say("load at start: " + LoadAvg() + " (" + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) +
       " cores)");
 
@@ -282,8 +296,11 @@ int Main(int argc, char** argv) {
   std::vector<std::unique_ptr<Replica>> replicas;
   for (int r = 0; r < opt.replicas; ++r) {
     const std::string node = "node-" + std::to_string(r + 1);
-    replicas.push_back(
-        std::make_unique<Replica>(node, job_file, dir / (node + ".log"), fixture->Env()));
+    std::vector<std::string> env = fixture->Env();
+    if (opt.ahead_ms > 0 && r == opt.replicas - 1) {
+      for (std::string& e : FakeTimeEnv(opt.ahead_ms / 1000.0)) env.push_back(std::move(e));
+    }
+    replicas.push_back(std::make_unique<Replica>(node, job_file, dir / (node + ".log"), env));
     replicas.back()->Start();
   }
   // Every replica has logged `start` (its file loaded, its store open), or one failed.
@@ -385,7 +402,7 @@ int Main(int argc, char** argv) {
     }
   }
 
-  long long once = 0, twice = 0, never = 0;
+  long long once = 0, twice = 0, never = 0, early = 0;
   std::vector<double> late_ms, claim_ms, after_claim_ms;
   struct PerInstant {
     long long once = 0, more = 0, never = 0;
@@ -424,6 +441,19 @@ int Main(int argc, char** argv) {
           examples.push_back("twice: " + job + " " + Rfc3339(t) + " on" + nodes);
         }
       }
+      for (const Run& r : rs) {
+        // 1 ms: the plugin's clock and T's whole ms are read apart.
+        if (r.start_ms < static_cast<double>(t) * 1000 - 1) {
+          ++early;
+          if (examples.size() < 5) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "early: %s %s on %s, %.1f ms before T", job.c_str(),
+                          Rfc3339(t).c_str(), r.node.c_str(),
+                          static_cast<double>(t) * 1000 - r.start_ms);
+            examples.push_back(buf);
+          }
+        }
+      }
       const Run& first = *std::min_element(
           rs.begin(), rs.end(), [](const Run& a, const Run& b) { return a.start_ms < b.start_ms; });
       late_ms.push_back(first.start_ms - static_cast<double>(t) * 1000);
@@ -438,7 +468,7 @@ int Main(int argc, char** argv) {
   }
 
   say("ran exactly once: " + std::to_string(once) + "  twice or more: " + std::to_string(twice) +
-      "  never: " + std::to_string(never) +
+      "  never: " + std::to_string(never) + "  started before T: " + std::to_string(early) +
       "  (runs of instants outside the window: " + std::to_string(runs_outside) + ")");
   for (const std::string& e : examples) say("  e.g. " + e);
   say("run start - T (ms): " + Stats(late_ms));
@@ -479,15 +509,17 @@ int Main(int argc, char** argv) {
   say(buf);
 
   const bool exactly_once = !instants.empty() && twice == 0 && never == 0;
+  const bool none_early = early == 0;
   const double p99 = Quantile(late_ms, 0.99);
   const bool in_time = opt.max_p99_ms < 0 || (!late_ms.empty() && p99 <= opt.max_p99_ms);
   say(std::string("verdict: exactly once ") + (exactly_once ? "yes" : "NO") +
+      "; none before T " + (none_early ? "yes" : "NO") +
       (opt.max_p99_ms < 0
            ? std::string()
            : std::string("; p99 <= ") + std::to_string(static_cast<int>(opt.max_p99_ms)) + " ms " +
                  (in_time ? "yes" : "NO")));
   std::ofstream(dir / "report.txt") << report.str();
-  const bool pass = exactly_once && in_time;
+  const bool pass = exactly_once && none_early && in_time;
   if (pass && temp_dir) {
     replicas.clear();
     fs::remove_all(dir);

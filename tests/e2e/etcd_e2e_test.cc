@@ -30,8 +30,7 @@ TEST_CASE("etcd: a replica ahead by less than the tolerance starts no run before
           "[e2e][etcd][clock]") {
   if (!Available()) return;
   auto backend = MakeEtcdFixture();
-  // The wait counts from the earliest the member's clock can have read.
-  ScenarioClockAheadWithinTolerance(*backend, std::chrono::milliseconds(0));
+  ScenarioClockAheadWithinTolerance(*backend);
 }
 
 TEST_CASE("etcd: SIGKILL of the running replica", "[e2e][etcd]") {

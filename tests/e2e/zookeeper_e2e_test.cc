@@ -37,8 +37,7 @@ TEST_CASE("zookeeper: a replica ahead by less than the tolerance starts no run b
           "[e2e][zookeeper][clock]") {
   if (!Available()) return;
   auto backend = MakeZookeeperFixture();
-  // A one-way trip early at most, which a loaded machine can stretch.
-  ScenarioClockAheadWithinTolerance(*backend, std::chrono::milliseconds(10));
+  ScenarioClockAheadWithinTolerance(*backend);
 }
 
 TEST_CASE("zookeeper: SIGKILL of the running replica", "[e2e][zookeeper]") {
