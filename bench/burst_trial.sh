@@ -5,6 +5,7 @@
 #   bench/burst_trial.sh --backend etcd|zookeeper|redis|postgres|sqlite [--jobs N]
 #                        [--replicas R] [--seconds S] [--schedule EXPR] [--out DIR]
 #                        [--warmup S] [--settle S] [--lock 'key: value'] [--max-p99-ms MS]
+#                        [--ahead-ms MS]
 #
 # (defaults: 5,000 jobs, 3 replicas, a 60 s window, '*/10 * * * * *'). The store is
 # started on a free loopback port from Debian's package (as tests/etcd, tests/zookeeper,
