@@ -16,8 +16,8 @@
 # tests/e2e/burst_trial.cc's report: job-ticks due, ran once / twice / never, run
 # start − T, when the winning claims were answered, each replica's claim outcomes and
 # warnings, the load average. Exit status 0 when every judged job-tick ran exactly
-# once (and within --max-p99-ms when given). The folder keeps the job file, the
-# replicas' logs, runs.txt and report.txt.
+# once and none started before T (and within --max-p99-ms when given). The folder
+# keeps the job file, the replicas' logs, runs.txt and report.txt.
 # The build: ${BUILD_DIR:-build} (RelWithDebInfo, as scripts/build.sh makes it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
