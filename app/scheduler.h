@@ -128,7 +128,8 @@ class StoreClockAtSend {
   // How far this replica's clock may have been ahead of the store's at the sending,
   // from the answers seen (0: not ahead, or no answer read the store's clock): a clock
   // that is right waits how late the best of them read it, about a one-way trip
-  // (etcd: up to its bound's width).
+  // (etcd: up to its bound's width). The clocks are read in whole ms (Clock), which
+  // can make it up to 2 ms short.
   std::chrono::milliseconds StartDelay() const;
 
  private:
