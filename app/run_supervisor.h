@@ -66,10 +66,11 @@ struct WonTick {
   // lead waits until then first, so no prepared child or plugin sits out the whole
   // lead, while a big instant's runs have the time to be made ready). nullopt: at once.
   std::optional<std::chrono::milliseconds> prepare_ahead;
-  // How far this replica's clock may be ahead of the store's, as the claim's answer
-  // measured it (StartDelay in app/scheduler.h; 0: not ahead, or not measured). The first attempt starts when this
-  // replica's clock reads the due instant plus this: at the due instant by the store's
-  // clock, so a clock ahead by less than the store's limit does not start early either.
+  // How far this replica's clock may be ahead of the store's, as its batch's answers
+  // measured it (StoreClockAtSend in app/scheduler.h; 0: not ahead, or not measured).
+  // The first attempt starts when this replica's clock reads the due instant plus this:
+  // at the due instant by the store's clock, so a clock ahead by less than the store's
+  // limit does not start early either.
   std::chrono::milliseconds start_delay{0};
   // Wall() read with claim_sent (the epoch: not read). The first attempt starts no
   // sooner than claim_sent + (its start instant − claim_wall) on the Steady() time

@@ -1126,8 +1126,10 @@ void Scheduler::Remember(const lock::ClaimRequest& req,
 void StoreClockAtSend::See(const lock::ClaimOutcome& outcome, SteadyTime arrived) {
   if (outcome.store_ms == 0) return;  // the backend did not read its clock
   // Read after the sending, the store's clock was at most that much further on then.
-  const std::int64_t read_after_ms =
-      outcome.store_ms_at_batch_start ? 0 : std::max(milliseconds(0), arrived - sent_.steady).count();
+  const milliseconds read_after = outcome.store_ms_at_batch_start
+                                     ? milliseconds(0)
+                                     : std::max(milliseconds(0), arrived - sent_.steady);
+  const std::int64_t read_after_ms = read_after.count();
   const std::int64_t earliest = outcome.store_ms - outcome.store_error_ms - read_after_ms;
   earliest_ms_ = std::max(earliest_ms_.value_or(earliest), earliest);
 }

@@ -115,8 +115,9 @@ struct ClaimSent {
 // it starts at T by the store's clock (docs/design.md §1 rule 15). Each answer read the
 // store's clock (ClaimOutcome::store_ms ± store_error_ms) somewhere between the batch's
 // sending and its own arrival, so the store's clock read at least store_ms −
-// store_error_ms − (arrival − sending) at the sending; etcd's is read off its bound for
-// the instant the batch began, at the sending. The latest such bound of the answers
+// store_error_ms − (arrival − sending) at the sending; etcd's (read off its bound) and
+// SQLite's (the host's clock) are for the instant the batch began, at the sending
+// (store_ms_at_batch_start). The latest such bound of the answers
 // seen: a store that decides a big batch claim by claim reads its clock up to the
 // batch's time after the sending, and counting from that reading alone started a
 // replica ahead by 0.2 s up to 170 ms early at an instant of 3,000 jobs.
