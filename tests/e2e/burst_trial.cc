@@ -5,7 +5,8 @@
 // winning claims were answered relative to T and how long after that the runs began;
 // every replica's claim outcomes; the load average. bench/burst_trial.sh builds and
 // runs it (the figures in bench/README.md, "The busy instant"); ctest runs small
-// versions (tests/e2e/CMakeLists.txt) that judge exactly-once only, never a time.
+// versions (tests/e2e/CMakeLists.txt) that judge exactly-once and no run before T, never
+// how late.
 //
 // The window. Every replica is started, then the trial waits until each has logged its
 // `start` line (its job file loaded, its store open). The window begins --warmup
