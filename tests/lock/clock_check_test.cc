@@ -22,6 +22,10 @@ SecondClockBound::Steady At(std::int64_t ms) {
   return SecondClockBound::Steady(std::chrono::milliseconds(ms));
 }
 
+std::int64_t MsAt(SecondClockBound::Steady t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
 }  // namespace
 
 TEST_CASE("clock check: early only beyond max_lead from the due instant; unchecked never") {
@@ -111,8 +115,7 @@ TEST_CASE("BisectingSend: each reply halves the bound, to about a round trip in 
       const auto at_now = bound.Read(At(now_ms));
       REQUIRE(at_now);
       const auto send = BisectingSend(*at_now, At(now_ms), 1000ms, 250ms, 2ms);
-      const std::int64_t send_ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(send.time_since_epoch()).count();
+      const std::int64_t send_ms = MsAt(send);
       CHECK(send_ms >= now_ms + 249);  // min_wait, less half the round trip
       CHECK(send_ms <= now_ms + 1'250);
       reply(send_ms);
@@ -158,9 +161,7 @@ TEST_CASE("SecondClockBound: clocks whose rates differ keep a narrow bound, not 
       worst_hi_below_truth = std::max(worst_hi_below_truth, now_ms + offset(now_ms) - at_now->hi);
       worst_lo_above_truth = std::max(worst_lo_above_truth, at_now->lo - (now_ms + offset(now_ms)));
     }
-    reply(std::chrono::duration_cast<std::chrono::milliseconds>(
-              BisectingSend(*at_now, At(now_ms), 1000ms, 250ms, 2ms).time_since_epoch())
-              .count());
+    reply(MsAt(BisectingSend(*at_now, At(now_ms), 1000ms, 250ms, 2ms)));
   }
   CHECK(widest_after_warmup <= 10);
   CHECK(worst_hi_below_truth <= 3);  // an early claim lets through at most that much more
@@ -186,16 +187,11 @@ TEST_CASE("ClockKeeperSchedule: a bound that started over is narrow again within
       now_ms = sent_ms + 2;
     };
     const auto next = [&] {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(
-                 schedule.Next(bound.Read(At(now_ms)), At(now_ms), 2ms).time_since_epoch())
-          .count();
+      return MsAt(schedule.Next(bound.Read(At(now_ms)), At(now_ms), 2ms));
     };
     reply(now_ms);
     for (int i = 0; i < 15; ++i) {  // narrowed as the keeper does
-      reply(std::chrono::duration_cast<std::chrono::milliseconds>(
-                BisectingSend(*bound.Read(At(now_ms)), At(now_ms), 1000ms, 250ms, 2ms)
-                    .time_since_epoch())
-                .count());
+      reply(MsAt(BisectingSend(*bound.Read(At(now_ms)), At(now_ms), 1000ms, 250ms, 2ms)));
     }
     REQUIRE(bound.Read(At(now_ms))->hi - bound.Read(At(now_ms))->lo <= 5);
     offset += 5'300;
@@ -230,10 +226,7 @@ TEST_CASE("ClockKeeperSchedule: a bound that stays wide goes dense once a minute
   int dense_sends = 0;
   int sends = 0;
   while (now_ms < 100 + 180'000) {  // three minutes
-    const std::int64_t sent = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  schedule.Next(bound.Read(At(now_ms)), At(now_ms), 40ms)
-                                      .time_since_epoch())
-                                  .count();
+    const std::int64_t sent = MsAt(schedule.Next(bound.Read(At(now_ms)), At(now_ms), 40ms));
     if (sent - now_ms < 100) ++dense_sends;
     ++sends;
     bound.Add((sent + 20 + kOffset) / 1000 * 1000, At(sent), At(sent + 40));
