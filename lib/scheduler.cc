@@ -14,6 +14,7 @@
 #include "app/scheduled_job.h"
 #include "app/status_cli.h"
 #include "base/duration.h"
+#include "base/steady_waits.h"
 #include "cron/tzdata_version.h"
 #include "lib/callable_runner.h"
 #include "lib/store_impl.h"
@@ -144,6 +145,16 @@ void Scheduler::add(std::string name, std::string schedule, JobFunction fn, JobO
 void Scheduler::start() {
   std::lock_guard lock(impl_->mu);
   if (impl_->engine || impl_->stopped) throw std::logic_error("tickd::Scheduler::start: twice");
+  // Every wait of the engine (the loop's sleep, renewals, the lease's end) is on the
+  // monotonic clock: in a process where such waits never end it would run one tick
+  // and then hold its claims unrenewed without a word, as the daemon did (docs/design.md
+  // §7). The daemon refuses to start then; a library cannot restart its host, so it
+  // throws.
+  if (Result<void> waits = CheckSteadyWaits(); !waits) {
+    impl_->log.Log(app::LogLevel::kError, "start",
+                   {{"node", impl_->node}, {"library", "true"}, {"error", waits.error().ToString()}});
+    throw std::runtime_error("tickd::Scheduler::start: " + waits.error().ToString());
+  }
   const Store::Impl& store = *impl_->store.impl();
   app::SchedulerOptions options;
   options.node = impl_->node;

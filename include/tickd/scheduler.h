@@ -121,7 +121,10 @@ class TICKD_API Scheduler {
 
   // Starts claiming. Ticks due now within their starting deadline are claimed at
   // once; misfire kRunOnce jobs claim their latest missed tick. std::logic_error when
-  // called twice.
+  // called twice; std::runtime_error ("… clock: …", also logged as an `error start`
+  // line) when this process's waits on the monotonic clock do not end when due, which
+  // it checks first (~20 ms; up to 3 s when they do not): the known cause is
+  // libfaketime in LD_PRELOAD without FAKETIME_DONT_FAKE_MONOTONIC=1.
   void start();
 
   // Stops claiming; running functions may finish for `grace`, then their stop
