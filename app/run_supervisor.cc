@@ -141,7 +141,7 @@ void RunSupervisor::Start(ThreadPool& threads) {
   if (!posted) {
     Outcome out;
     out.error = "cannot start the run: " + posted.error().ToString();
-    Finish(out, clock_.Steady(), /*may_wait=*/false);
+    Finish(out, /*may_wait=*/false);
     std::lock_guard lock(mu_);
     returned_ = true;
   }
@@ -167,16 +167,14 @@ void RunSupervisor::Terminate(jobs::RunOutcome reason) {
 }
 
 void RunSupervisor::Main() {
-  const SteadyTime started = clock_.Steady();
   Outcome out;
   // The scope guard: whatever way Supervise ends, the claim is completed and the run
   // line logged. (An exception escaping a std::thread would end the daemon.)
   struct Completer {
     RunSupervisor* self;
     Outcome& out;
-    SteadyTime started;
-    ~Completer() { self->Finish(out, started, /*may_wait=*/true); }
-  } completer{this, out, started};
+    ~Completer() { self->Finish(out, /*may_wait=*/true); }
+  } completer{this, out};
   try {
     Supervise(out);
   } catch (const std::exception& e) {
@@ -301,8 +299,18 @@ void RunSupervisor::Supervise(Outcome& out) {
       out.error = "the lease ran out before the job started";
       break;  // `prepared` goes unreleased: its child is killed
     }
+    SteadyTime attempt_started = clock_.Steady();
     Result<std::unique_ptr<jobs::Execution>> started =
         prepared ? prepared->Release() : runner_.Start(job, spec, std::move(sink));
+    if (started && prepared && prepared->started()) {
+      // A prepared start that started itself at its instant read the wall clock then;
+      // taken back to the monotonic line from a reading of both now.
+      const milliseconds ago =
+          clock_.Wall() - std::chrono::time_point_cast<milliseconds>(*prepared->started());
+      const milliseconds most = std::max(milliseconds(0), clock_.Steady() - NotBefore(at));
+      attempt_started = clock_.Steady() - std::clamp(ago, milliseconds(0), most);
+    }
+    if (started && !job_started_) job_started_ = attempt_started;
     if (prepared && tick_.metrics && (prepared->started() || !checked_at_start)) {
       const auto tick_at = std::chrono::system_clock::time_point(at.time_since_epoch());
       const auto started_at = prepared->started().value_or(
@@ -325,6 +333,9 @@ void RunSupervisor::Supervise(Outcome& out) {
         exec->Terminate(jobs::RunOutcome::kLeaseLost);
       }
       jobs::RunResult r = WaitRun(*exec);
+      // The attempt's end as the execution measured it (its process's exit, or the
+      // call's return), not when this thread looked; with leftovers, when they ended.
+      job_ended_ = r.leftovers_ended ? clock_.Steady() : attempt_started + r.duration;
       {
         std::lock_guard lock(mu_);
         exec_ = nullptr;
@@ -670,9 +681,12 @@ Result<lock::CompleteStatus> RunSupervisor::CompleteClaim(const lock::Completion
   }
 }
 
-void RunSupervisor::Finish(const Outcome& out, SteadyTime started, bool may_wait) {
+void RunSupervisor::Finish(const Outcome& out, bool may_wait) {
   try {
-    const milliseconds duration = clock_.Steady() - started;
+    const milliseconds duration =
+        job_started_
+            ? std::max(milliseconds(0), job_ended_.value_or(clock_.Steady()) - *job_started_)
+            : milliseconds(0);
     lock::Completion completion;
     completion.outcome = std::string(jobs::RunOutcomeName(out.outcome));
     completion.exit_code = out.exit_code;

@@ -212,7 +212,7 @@ class RunSupervisor {
   std::chrono::milliseconds RealWait(std::optional<SteadyTime> deadline) const;
   // `may_wait`: on the run's own thread (not when the run could not start), so the
   // complete may be sent again (CompleteClaim).
-  void Finish(const Outcome& out, SteadyTime started, bool may_wait);
+  void Finish(const Outcome& out, bool may_wait);
   // Completes the claim. A complete the store did not answer is sent again, after
   // 250 ms doubling up to 5 s, while the lease as last renewed lasts (it is not renewed
   // any more: a store that answers renewals but never a complete must not hold the
@@ -250,6 +250,11 @@ class RunSupervisor {
   SteadyTime valid_until_;
   SteadyTime next_renew_;
   std::optional<SteadyTime> kill_at_;  // a lost lease's end: the run is killed then
+  // The run's duration is from the first attempt's start (not the claim: a tick claimed
+  // ahead waits for its instant first) to the last one's end. None: it never started;
+  // no end: it ended without a result (an exception), and counts until Finish.
+  std::optional<SteadyTime> job_started_;
+  std::optional<SteadyTime> job_ended_;
   bool killed_ = false;                // Kill() was sent to a run still going
   std::optional<int> guarded_;         // the process group armed in tick_.lease_guard
   // The valid_until the guard last received; behind valid_until_ when an arm was not

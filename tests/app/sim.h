@@ -78,10 +78,12 @@ struct FakeRunState {
     if (!result) result = std::move(r);
     cv.notify_all();
   }
-  void FinishWithExit(int code) {
+  // `duration`: how long the execution says the process ran (RunResult::duration).
+  void FinishWithExit(int code, milliseconds duration = milliseconds(0)) {
     jobs::RunResult r;
     r.outcome = code == 0 ? jobs::RunOutcome::kDone : jobs::RunOutcome::kFailed;
     r.exit_code = code;
+    r.duration = duration;
     Finish(r);
   }
   bool was_terminated() {
