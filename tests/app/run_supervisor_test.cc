@@ -391,19 +391,25 @@ TEST_CASE("a start prepared ahead that checks the lease itself gets the lease's 
   }
 }
 
-TEST_CASE("a run claimed ahead of T counts its duration from the job's start, not the claim") {
-  // Claimed 500 ms before T; the job runs 700 ms from T. Its run line, completion and
-  // metric say 0.7 s (they said 1.2 s, the wait for T included, until 2026-11-29).
-  PreparedRun p(config::OnLeaseLost::kTerminate);
+// A PreparedRun's job starts at T; its supervisor sees it end `seen_after` later, and
+// its execution says it ran `ran`.
+void RunFromT(PreparedRun& p, milliseconds seen_after, milliseconds ran) {
   RunSupervisor run(p.sim.clock, p.sim.backend, p.runner, p.sim.log, p.tick, milliseconds(20),
                     nullptr);
   ThreadPool threads;
   run.Start(threads);
   p.sim.clock.Advance(milliseconds(500));
   REQUIRE(Eventually([&] { return p.sim.runner.starts() == 1; }));
-  p.sim.clock.Advance(milliseconds(700));
-  p.sim.runner.run(0)->FinishWithExit(0, milliseconds(700));
+  p.sim.clock.Advance(seen_after);
+  p.sim.runner.run(0)->FinishWithExit(0, ran);
   run.Join();
+}
+
+TEST_CASE("a run claimed ahead of T counts its duration from the job's start, not the claim") {
+  // Claimed 500 ms before T; the job runs 700 ms from T. Its run line, completion and
+  // metric say 0.7 s (they said 1.2 s, the wait for T included, until 2026-11-29).
+  PreparedRun p(config::OnLeaseLost::kTerminate);
+  RunFromT(p, milliseconds(700), milliseconds(700));
   CHECK(p.sim.Grep({"info run job=j", "outcome=done", "duration=0.700s"}).size() == 1);
   auto completions = p.sim.backend.completions();
   REQUIRE(completions.size() == 1);
@@ -414,15 +420,7 @@ TEST_CASE("a run's duration ends when its execution says it ended, not when its 
           "looked") {
   // The process exited 100 ms after it started; the supervisor saw it 400 ms later.
   PreparedRun p(config::OnLeaseLost::kTerminate);
-  RunSupervisor run(p.sim.clock, p.sim.backend, p.runner, p.sim.log, p.tick, milliseconds(20),
-                    nullptr);
-  ThreadPool threads;
-  run.Start(threads);
-  p.sim.clock.Advance(milliseconds(500));
-  REQUIRE(Eventually([&] { return p.sim.runner.starts() == 1; }));
-  p.sim.clock.Advance(milliseconds(500));
-  p.sim.runner.run(0)->FinishWithExit(0, milliseconds(100));
-  run.Join();
+  RunFromT(p, milliseconds(500), milliseconds(100));
   CHECK(p.sim.Grep({"info run job=j", "outcome=done", "duration=0.100s"}).size() == 1);
 }
 
