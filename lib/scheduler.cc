@@ -151,8 +151,9 @@ void Scheduler::start() {
   // §7). The daemon refuses to start then; a library cannot restart its host, so it
   // throws.
   if (Result<void> waits = CheckSteadyWaits(); !waits) {
-    impl_->log.Log(app::LogLevel::kError, "start",
-                   {{"node", impl_->node}, {"library", "true"}, {"error", waits.error().ToString()}});
+    impl_->log.Log(
+        app::LogLevel::kError, "start",
+        {{"node", impl_->node}, {"library", "true"}, {"error", waits.error().ToString()}});
     throw std::runtime_error("tickd::Scheduler::start: " + waits.error().ToString());
   }
   const Store::Impl& store = *impl_->store.impl();

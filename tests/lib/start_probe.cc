@@ -14,8 +14,8 @@ int main(int argc, char** argv) {
     std::cerr << "usage: start_probe DIR\n";
     return 2;
   }
-  tickd::Expected<tickd::Store> store = tickd::Store::open(std::string("sqlite://") + argv[1] +
-                                                           "/tickd.db");
+  tickd::Expected<tickd::Store> store =
+      tickd::Store::open(std::string("sqlite://") + argv[1] + "/tickd.db");
   if (!store) {
     std::cerr << "start_probe: " << store.error().message << "\n";
     return 1;
