@@ -302,18 +302,21 @@ void RunSupervisor::Supervise(Outcome& out) {
     SteadyTime attempt_started = clock_.Steady();
     Result<std::unique_ptr<jobs::Execution>> started =
         prepared ? prepared->Release() : runner_.Start(job, spec, std::move(sink));
-    if (started && prepared && prepared->started()) {
-      // A prepared start that started itself at its instant read the wall clock then;
-      // taken back to the monotonic line from a reading of both now.
+    // A prepared start that started itself at its instant read the wall clock then.
+    const std::optional<std::chrono::system_clock::time_point> self_started =
+        prepared ? prepared->started() : std::nullopt;
+    if (started && self_started) {
+      // Taken back to the monotonic line from a reading of both now.
+      const SteadyTime now = clock_.Steady();
       const milliseconds ago =
-          clock_.Wall() - std::chrono::time_point_cast<milliseconds>(*prepared->started());
-      const milliseconds most = std::max(milliseconds(0), clock_.Steady() - NotBefore(at));
-      attempt_started = clock_.Steady() - std::clamp(ago, milliseconds(0), most);
+          clock_.Wall() - std::chrono::time_point_cast<milliseconds>(*self_started);
+      const milliseconds most = std::max(milliseconds(0), now - NotBefore(at));
+      attempt_started = now - std::clamp(ago, milliseconds(0), most);
     }
     if (started && !job_started_) job_started_ = attempt_started;
-    if (prepared && tick_.metrics && (prepared->started() || !checked_at_start)) {
+    if (prepared && tick_.metrics && (self_started || !checked_at_start)) {
       const auto tick_at = std::chrono::system_clock::time_point(at.time_since_epoch());
-      const auto started_at = prepared->started().value_or(
+      const auto started_at = self_started.value_or(
           std::chrono::system_clock::time_point(clock_.Wall().time_since_epoch()));
       tick_.metrics->FireLateness(job.name, started_at - tick_at);
     }
