@@ -31,6 +31,7 @@
 #include <tuple>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -1844,6 +1845,10 @@ Loaded LoadText(const std::string& text, const std::string& path, const fs::path
       loader.Fail(*second, "only one YAML document is allowed (remove the '---')");
     }
     loader.Load(root, config);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message for this is "bad file".
+    loader.Fail(e.mark, "YAML syntax error: nested too deep (" + std::to_string(e.depth()) +
+                            " levels of lists or mappings)");
   } catch (const YAML::ParserException& e) {
     loader.Fail(e.mark, "YAML syntax error: " + e.msg);
   } catch (const std::exception& e) {

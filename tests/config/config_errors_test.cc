@@ -27,6 +27,16 @@ TEST_CASE("a YAML syntax error names its place", "[config][errors]") {
   CHECK(tab.errors[0].rfind(tab.file + ":3:", 0) == 0);
 }
 
+// yaml-cpp refuses nesting beyond its depth guard with the message "bad file".
+TEST_CASE("a file nested too deep says so, at its place", "[config][errors]") {
+  TempDir dir;
+  auto r = LoadText(dir, "version: 1\njobs: " + std::string(2000, '[') + std::string(2000, ']') +
+                             "\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].rfind(r.file + ":2:", 0) == 0);
+  CHECK(r.errors[0].find("YAML syntax error: nested too deep") != std::string::npos);
+}
+
 TEST_CASE("a second YAML document is an error at its place", "[config][errors]") {
   TempDir dir;
   auto r = LoadText(dir, std::string(kJobHead) + "    shell: true\n---\nversion: 1\n");
