@@ -11,11 +11,16 @@
 
 #include "app/commands.h"
 #include "app/lease_guard.h"
+#include "config/config.h"
 
 namespace {
 
 using tickd::app::kExitBadInput;
 using tickd::app::kExitFailure;
+
+// --node-id follows node.id's rules; "" is as if it were not given (the job file's
+// node.id, else <hostname>-<pid>), like node.id's `${TICKD_NODE_ID:-}`.
+std::string CheckNodeId(const std::string& id) { return tickd::config::NodeIdProblem(id); }
 
 int Main(int argc, char** argv) {
   CLI::App cli{"tickd — scheduled jobs that run exactly once per tick across a fleet", "tickd"};
@@ -25,7 +30,8 @@ int Main(int argc, char** argv) {
   tickd::app::RunArgs run_args;
   CLI::App* run = cli.add_subcommand("run", "Run the daemon");
   run->add_option("-c,--config", run_args.config_path, "Job file")->required();
-  run->add_option("--node-id", run_args.node_id, "This replica's node id");
+  run->add_option("--node-id", run_args.node_id, "This replica's node id")
+      ->check(CheckNodeId, "node id");
   run->add_option("--log-format", run_args.log_format, "logfmt or json")
       ->check(CLI::IsMember({"logfmt", "json"}));
   run->add_option("--log-level", run_args.log_level, "debug, info, warn or error")
@@ -86,7 +92,8 @@ int Main(int argc, char** argv) {
   tickd::app::TriggerArgs trigger_args;
   CLI::App* trigger = cli.add_subcommand("trigger", "Run one tick of a job now (claimed as usual)");
   trigger->add_option("-c,--config", trigger_args.config_path, "Job file")->required();
-  trigger->add_option("--node-id", trigger_args.node_id, "This replica's node id");
+  trigger->add_option("--node-id", trigger_args.node_id, "This replica's node id")
+      ->check(CheckNodeId, "node id");
   trigger->add_option("--log-format", trigger_args.log_format, "logfmt or json")
       ->check(CLI::IsMember({"logfmt", "json"}));
   trigger->add_option("JOB", trigger_args.job, "Job name")->required();
@@ -107,14 +114,16 @@ int Main(int argc, char** argv) {
   pause->add_option("--until", pause_args.until,
                     "End of the pause: RFC 3339, or a duration from now (2h)");
   pause->add_option("--reason", pause_args.reason, "Why, for the operators");
-  pause->add_option("--node-id", pause_args.node_id, "Who pauses (default: hostname-pid)");
+  pause->add_option("--node-id", pause_args.node_id, "Who pauses (default: hostname-pid)")
+      ->check(CheckNodeId, "node id");
 
   tickd::app::PauseArgs resume_args;
   CLI::App* resume = cli.add_subcommand("resume", "End the pause of jobs");
   resume->add_option("-c,--config", resume_args.config_path, "Job file")->required();
   resume->add_option("JOB", resume_args.jobs, "Jobs to resume");
   resume->add_flag("--all", resume_args.all, "End every pause");
-  resume->add_option("--node-id", resume_args.node_id, "Who resumes (default: hostname-pid)");
+  resume->add_option("--node-id", resume_args.node_id, "Who resumes (default: hostname-pid)")
+      ->check(CheckNodeId, "node id");
 
   try {
     cli.parse(argc, argv);

@@ -507,12 +507,8 @@ void Loader::Load(const YAML::Node& root, Config& config) {
       }
       auto id = Text(n, /*allow_empty=*/true);
       if (!id) continue;
-      const bool printable = std::all_of(id->begin(), id->end(), [](unsigned char c) {
-        return c > ' ' && c != 0x7f && c != '"' && c != '=';
-      });
-      if (!printable || id->size() > 128) {
-        Fail(n.mark, "node.id: " + Quoted(*id) +
-                         " must be at most 128 characters without spaces, quotes or '='");
+      if (const std::string problem = NodeIdProblem(*id); !problem.empty()) {
+        Fail(n.mark, "node.id: " + Quoted(*id) + " " + problem);
       } else {
         config.node_id = *id;
       }
@@ -1670,6 +1666,14 @@ std::string Job::ConfigHash() const {
   // existed (replicas of two versions do not report config-mismatch for it).
   if (jitter > milliseconds(0)) h.Field("jitter", jitter.count());
   return h.Hex();
+}
+
+std::string NodeIdProblem(std::string_view id) {
+  const bool printable = std::all_of(id.begin(), id.end(), [](unsigned char c) {
+    return c > ' ' && c != 0x7f && c != '"' && c != '=';
+  });
+  if (printable && id.size() <= 128) return "";
+  return "must be at most 128 characters without spaces, quotes or '='";
 }
 
 milliseconds LeaseValidity(milliseconds lease) { return lease - lease / 100 - milliseconds(2); }

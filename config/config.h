@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -156,6 +157,11 @@ struct LockSettings {
 
 // The part of a lease its holder counts on, from when the claim or renewal was sent:
 // lease − 1 % − 2 ms (clock drift and the stores' rounding; docs/design.md §1 rule 2).
+// node.id, --node-id and libtickd's SchedulerOptions::node: at most 128 characters, none
+// a space, a control character, '"' or '=' (logfmt, the ledger and the stores' keys
+// carry it). "" when `id` is one, else what is wrong; "" itself is one (the default).
+std::string NodeIdProblem(std::string_view id);
+
 milliseconds LeaseValidity(milliseconds lease);
 
 // lock.stop_grace when the job file does not say: lease/5.

@@ -15,6 +15,7 @@
 #include "app/status_cli.h"
 #include "base/duration.h"
 #include "base/steady_waits.h"
+#include "config/config.h"
 #include "cron/tzdata_version.h"
 #include "lib/callable_runner.h"
 #include "lib/store_impl.h"
@@ -92,8 +93,8 @@ Scheduler::Scheduler(Store store, SchedulerOptions options) {
     Invalid("claim_lead outside [0, 1 s)");
   }
   if (options.max_concurrent_runs < 1) Invalid("max_concurrent_runs below 1");
-  if (!options.node.empty() && options.node.find_first_of(" \t\r\n") != std::string::npos) {
-    Invalid("node '" + options.node + "' contains white space");
+  if (const std::string problem = config::NodeIdProblem(options.node); !problem.empty()) {
+    Invalid("node '" + options.node + "' " + problem);
   }
   impl_ = std::make_unique<Impl>(std::move(store), std::move(options));
   impl_->metrics.TzdataVersion(cron::TzdataVersionInUse());

@@ -87,7 +87,9 @@ struct JobOptions {
 enum class LogFormat { kLogfmt, kJson };
 
 struct SchedulerOptions {
-  std::string node;                                  // "": <hostname>-<pid>
+  // "": <hostname>-<pid>. At most 128 characters without spaces, control characters,
+  // '"' or '=' (the daemon's node.id).
+  std::string node;
   std::chrono::milliseconds lease{15'000};           // lock.lease: default of every job
   // lock.claim_lead: ticks are claimed this long before T; the function still starts
   // at T. Below 1 s; the daemon's default.

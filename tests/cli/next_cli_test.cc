@@ -287,6 +287,25 @@ TEST_CASE("next --job computes H, --jitter the due instants", "[cli][spread]") {
   CHECK(results[4].err == "--job nosuch: no such job in " + file + "\n");
 }
 
+// node.id's rules hold for the flag too (docs/design.md §3): it names the replica in
+// logfmt lines, the ledger and the stores' keys. The job file does not exist: the
+// flag is refused before it is read.
+TEST_CASE("--node-id is refused with status 2 where node.id would be", "[cli]") {
+  std::vector<std::vector<std::string>> runs;
+  for (const std::string id : {"a=b", "a b", "a\"b", "tab\there", std::string(129, 'n')}) {
+    runs.push_back({"run", "-c", "/nonexistent/jobs.yaml", "--node-id", id});
+    runs.push_back({"trigger", "-c", "/nonexistent/jobs.yaml", "--node-id", id, "job"});
+    runs.push_back({"pause", "-c", "/nonexistent/jobs.yaml", "--node-id", id, "--all"});
+    runs.push_back({"resume", "-c", "/nonexistent/jobs.yaml", "--node-id", id, "--all"});
+  }
+  const auto results = RunTickdMany(runs, 4);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    INFO("run " << i << " stderr: " << results[i].err);
+    CheckBadInput(results[i]);
+    CHECK(results[i].err.rfind("tickd: --node-id: must be at most 128 characters", 0) == 0);
+  }
+}
+
 TEST_CASE("--help and --version exit 0", "[cli]") {
   auto r = RunTickd({"--version"});
   CHECK(r.exit_code == 0);
