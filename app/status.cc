@@ -19,6 +19,16 @@ namespace {
 
 std::int64_t WallMs(WallTime t) { return t.time_since_epoch().count(); }
 
+// Free text from the store (a pause's author and reason) on one line of the operator's
+// terminal: as written, or logfmt-quoted when it holds a control character (a newline
+// would break the table, an escape sequence would reach the terminal).
+std::string OneLine(const std::string& text) {
+  const bool plain = std::none_of(text.begin(), text.end(), [](unsigned char c) {
+    return c < ' ' || c == 0x7f;
+  });
+  return plain ? text : LogfmtValue(text);
+}
+
 // Milliseconds as "+0.003s" / "-1.250s": a replica's try relative to T.
 std::string SignedSeconds(milliseconds d) {
   return (d.count() < 0 ? "-" : "+") + FormatSeconds(milliseconds(std::abs(d.count())));
@@ -336,10 +346,10 @@ std::string FormatStatusText(const StatusReport& report, bool color) {
       head += "none";
     }
     if (js.paused) {
-      std::string paused = "PAUSED by " + js.paused->by;
+      std::string paused = "PAUSED by " + OneLine(js.paused->by);
       if (js.paused->job == lock::kAllJobs) paused += " (every job)";
       if (js.paused->until) paused += " until " + FormatTimestamp(*js.paused->until);
-      if (!js.paused->reason.empty()) paused += ": " + js.paused->reason;
+      if (!js.paused->reason.empty()) paused += ": " + OneLine(js.paused->reason);
       head += "  " + (color ? "\033[33m" + paused + "\033[0m" : paused);
     }
     out += head + "\n";

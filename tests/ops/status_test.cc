@@ -132,6 +132,23 @@ TEST_CASE("status over the memory backend") {
   CheckReport(*a, *b, clock);
 }
 
+TEST_CASE("a pause's reason stays on its job's line, control characters quoted") {
+  StatusReport report;
+  JobStatus js;
+  js.name = "cleanup";
+  js.schedule = "@every 60s";
+  js.timezone = "UTC";
+  js.paused = lock::Pause{"cleanup", std::nullopt, WallTime(seconds(kT)), "ops",
+                          "incident 42\n\033[2Jcleared"};
+  report.jobs.push_back(js);
+  const std::string text = FormatStatusText(report, false);
+  CHECK(text.find("PAUSED by ops: \"incident 42\\n\\u001b[2Jcleared\"\n") != std::string::npos);
+  CHECK(text.find('\033') == std::string::npos);
+  js.paused->reason = "incident 42";
+  report.jobs = {js};
+  CHECK(FormatStatusText(report, false).find("PAUSED by ops: incident 42\n") != std::string::npos);
+}
+
 TEST_CASE("status --runs shows each run with what it printed, newest first") {
   FakeClock clock{WallTime(seconds(kT + 300))};
   std::shared_ptr<lock::Backend> shared = lock::NewMemoryBackend(clock);
