@@ -292,7 +292,8 @@ TEST_CASE("next --job computes H, --jitter the due instants", "[cli][spread]") {
 // flag is refused before it is read.
 TEST_CASE("--node-id is refused with status 2 where node.id would be", "[cli]") {
   std::vector<std::vector<std::string>> runs;
-  for (const std::string id : {"a=b", "a b", "a\"b", "tab\there", std::string(129, 'n')}) {
+  for (const std::string& id :
+       std::vector<std::string>{"a=b", "a b", "a\"b", "tab\there", std::string(129, 'n')}) {
     runs.push_back({"run", "-c", "/nonexistent/jobs.yaml", "--node-id", id});
     runs.push_back({"trigger", "-c", "/nonexistent/jobs.yaml", "--node-id", id, "job"});
     runs.push_back({"pause", "-c", "/nonexistent/jobs.yaml", "--node-id", id, "--all"});

@@ -295,7 +295,8 @@ TEST_CASE("library: programming errors throw, the store's answers do not") {
   CHECK_THROWS_AS(s.add("late", "* * * * *", [](const RunContext&) {}), std::logic_error);
   s.stop();
 
-  for (const std::string node : {"shop 1", "shop=1", "shop\"1", std::string(129, 'n')}) {
+  for (const std::string& node :
+       std::vector<std::string>{"shop 1", "shop=1", "shop\"1", std::string(129, 'n')}) {
     CHECK_THROWS_AS(Scheduler(w.NewStore(), Options(node, lines)), std::invalid_argument);
   }
 
