@@ -184,6 +184,7 @@ void Scheduler::Start(JobSet jobs) {
     for (const auto& [name, job] : jobs_) job_set_.push_back(job);
   }
   metrics().ClaimLead(options_.claim_lead);  // exported from the start
+  started_wall_ms_ = WallMs(clock_);
   loop_ = std::thread([this] { Loop(); });
   if (options_.loop_check_every > milliseconds(0)) {
     metrics().LoopStuck(milliseconds(0));  // exported from the start, for alerts
@@ -1023,6 +1024,7 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
     }
     case lock::ClaimStatus::kLost:
       LogTick(*job, req, "lost", {{"winner", o.holder_node}});
+      if (o.holder_node == req.node) WarnSharedNodeId(req);
       if (!o.observed) Observe(req, "lost", 0);
       if (job->job.recover && o.holder_running) ScheduleRecheck(*job, req.tick_unix);
       break;
@@ -1087,6 +1089,21 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
                 {"peer_hash", theirs.config}});
     }
   }
+}
+
+void Scheduler::WarnSharedNodeId(const lock::ClaimRequest& req) {
+  // A tick that could have been claimed before this process started (its lead is at
+  // most claim_lead_max) may have been won by this replica before a restart.
+  const std::int64_t latest_lead_ms =
+      std::max(options_.claim_lead, options_.claim_lead_max).count();
+  if (req.tick_unix * 1000 - latest_lead_ms <= started_wall_ms_) return;
+  // Once per 10 minutes: two replicas of one id lose about every other tick.
+  const std::int64_t now = clock_.Steady().time_since_epoch().count();
+  std::int64_t last = shared_node_id_logged_ms_;
+  if (last >= 0 && now - last < 600'000) return;
+  if (!shared_node_id_logged_ms_.compare_exchange_strong(last, now)) return;
+  log_.Log(LogLevel::kWarn, "node-id-conflict",
+           {{"job", req.job}, {"tick", FormatTick(req.tick_unix)}, {"node", req.node}});
 }
 
 void Scheduler::Remember(const lock::ClaimRequest& req,

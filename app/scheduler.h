@@ -404,6 +404,14 @@ class Scheduler {
   std::mutex store_memory_mu_;
   std::map<std::string, StoreMemory> store_memory_;
   bool store_clock_warned_ = false;  // under store_memory_mu_: a store-clock line is out
+
+  // WarnSharedNodeId's memory: the wall clock at Start(), and when (steady ms) it last
+  // logged; the answers come on the loop's and the backend's threads.
+  std::atomic<std::int64_t> started_wall_ms_{0};
+  std::atomic<std::int64_t> shared_node_id_logged_ms_{-1};
+  // A tick this replica lost to a winner of its own node id: another process claims
+  // under the same id (docs/design.md §6 `node-id-conflict`).
+  void WarnSharedNodeId(const lock::ClaimRequest& req);
 };
 
 }  // namespace tickd::app
