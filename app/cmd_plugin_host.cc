@@ -1,5 +1,6 @@
 // `tickd plugin-host PATH` (hidden): the child process of a plugin run with
-// isolation: process. The daemon starts it; people do not.
+// isolation: process; with --check, the child in which the validator loads a plugin
+// (jobs::CheckPluginInHost). tickd starts it; people do not.
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,7 +11,8 @@
 namespace tickd::app {
 
 int CmdPluginHost(const PluginHostArgs& args) {
-  const int status = jobs::RunPluginHost(args.plugin_path);
+  const int status = args.check ? jobs::RunPluginCheck(args.plugin_path)
+                                : jobs::RunPluginHost(args.plugin_path);
   std::fflush(nullptr);
   // Not exit(): threads the plugin left running must not meet static destructors.
   ::_exit(status);

@@ -75,7 +75,7 @@ int ServeSignals(const sigset_t& signals, const std::string& path, Scheduler& sc
       log.Log(LogLevel::kInfo, "signal",
               {{"node", node}, {"signal", "SIGHUP"}, {"action", "reload"}});
       seen = IdentifyFile(path);
-      ReloadJobs(path, scheduler, log);
+      ReloadJobs(path, scheduler, log, CommandLoadOptions());
       tzdata.Check(cron::TzdataVersion(), log, node);
       continue;
     }
@@ -85,7 +85,7 @@ int ServeSignals(const sigset_t& signals, const std::string& path, Scheduler& sc
       seen = now;
       log.Log(LogLevel::kInfo, "signal",
               {{"node", node}, {"file", path}, {"action", "reload"}, {"reason", "file changed"}});
-      ReloadJobs(path, scheduler, log);
+      ReloadJobs(path, scheduler, log, CommandLoadOptions());
       tzdata.Check(cron::TzdataVersion(), log, node);
     }
   }
@@ -109,7 +109,7 @@ int CmdRun(const RunArgs& args) {
 
   // The jobs live once, in the job set (the config keeps the settings): with
   // thousands of jobs they are most of the daemon's memory.
-  auto loaded = LoadJobFile(args.config_path);
+  auto loaded = LoadJobFile(args.config_path, CommandLoadOptions());
   if (!loaded) {
     for (const config::ConfigError& e : loaded.error()) std::cerr << e.ToString() << "\n";
     return kExitBadInput;
@@ -224,7 +224,9 @@ int CmdRun(const RunArgs& args) {
     // The file as it is now (a reload may have changed it), else (it does not load)
     // the jobs the scheduler runs (disabled ones are not among them).
     auto jobs_now = [&scheduler, path = args.config_path]() {
-      auto now_cfg = config::LoadConfig(path);
+      config::LoadOptions schedules_only;  // a status page loads no plugin
+      schedules_only.check_plugins = false;
+      auto now_cfg = config::LoadConfig(path, schedules_only);
       if (now_cfg) return std::move(now_cfg->jobs);
       std::vector<config::Job> running;
       for (const auto& scheduled : scheduler.jobs()) running.push_back(scheduled->job);

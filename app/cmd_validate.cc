@@ -3,12 +3,13 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/reload.h"
 #include "config/config.h"
 
 namespace tickd::app {
 
 int CmdValidate(const ValidateArgs& args) {
-  auto config = config::LoadConfig(args.config_path);
+  auto config = config::LoadConfig(args.config_path, CommandLoadOptions());
   if (!config) {
     for (const config::ConfigError& e : config.error()) std::cerr << e.ToString() << "\n";
     return kExitBadInput;

@@ -51,6 +51,7 @@ int CmdRun(const RunArgs& args);                       // app/cmd_run.cc
 // _exit()s with the plugin's status.
 struct PluginHostArgs {
   std::string plugin_path;
+  bool check = false;  // --check: only load and check it (jobs::RunPluginCheck)
 };
 int CmdPluginHost(const PluginHostArgs& args);         // app/cmd_plugin_host.cc
 

@@ -69,6 +69,7 @@ int Main(int argc, char** argv) {
   tickd::app::PluginHostArgs plugin_host_args;
   CLI::App* plugin_host = cli.add_subcommand("plugin-host", "")->group("");
   plugin_host->add_option("PATH", plugin_host_args.plugin_path, "Plugin library")->required();
+  plugin_host->add_flag("--check", plugin_host_args.check, "Only load and check it (validator)");
 
   // Hidden: the daemon's lease guard (app/lease_guard.h).
   tickd::app::LeaseGuardArgs lease_guard_args;

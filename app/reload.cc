@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cron/schedule.h"
+#include "jobs/plugin_execution.h"
 #include "cron/tzdata_version.h"
 
 #if defined(__GLIBC__)
@@ -39,6 +40,14 @@ bool LoadAndApply(const std::string& path, Scheduler& scheduler, Logger& log,
 }
 
 }  // namespace
+
+config::LoadOptions CommandLoadOptions() {
+  config::LoadOptions options;
+  options.plugin_check = [](const std::string& path) {
+    return jobs::CheckPluginInHost("/proc/self/exe", path);
+  };
+  return options;
+}
 
 tl::expected<LoadedJobFile, std::vector<config::ConfigError>> LoadJobFile(
     const std::string& path, const config::LoadOptions& options) {

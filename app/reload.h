@@ -21,6 +21,13 @@ struct LoadedJobFile {
   JobSet jobs;            // the enabled jobs
 };
 
+// How tickd's commands load a job file: as config::LoadConfig's defaults, but each
+// plugin is loaded for its check in a child (`/proc/self/exe plugin-host --check`,
+// jobs::CheckPluginInHost: the running tickd, also after an upgrade replaced the
+// file), so that a library whose constructor crashes, exits or hangs is an error of
+// the file and not the end of `tickd validate` or of a daemon reloading it.
+config::LoadOptions CommandLoadOptions();
+
 // config::LoadConfig + MakeJobSet, arranged so that the heap keeps only the result
 // (see ReleaseFreedMemory): the file is parsed on a short-lived thread, so that the
 // YAML tree and every string made while parsing sit in that thread's malloc arena

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/reload.h"
 #include "lock/registry.h"
 
 namespace tickd::app {
@@ -61,7 +62,7 @@ Result<std::unique_ptr<lock::Backend>> OpenConfiguredBackend(const config::Confi
 }
 
 std::variant<OpsContext, int> OpenOpsContext(const std::string& config_path, Clock& clock) {
-  auto loaded = config::LoadConfig(config_path);
+  auto loaded = config::LoadConfig(config_path, CommandLoadOptions());
   if (!loaded) {
     for (const config::ConfigError& e : loaded.error()) std::cerr << e.ToString() << "\n";
     return kExitBadInput;

@@ -1249,9 +1249,10 @@ void Loader::ApplyPlugin(const Entry& e, Job& job) {
       Fail(path_mark, e.path + ": " + spec.path + ": " + std::strerror(errno));
     } else if (!S_ISREG(st.st_mode)) {
       Fail(path_mark, e.path + ": " + spec.path + " is not a regular file");
-    } else if (auto checked = jobs::CheckPluginFile(spec.path, options_.check_permissions);
+    } else if (auto checked = jobs::CheckPluginFile(spec.path, options_.check_permissions,
+                                                    options_.plugin_check);
                !checked) {
-      // dlopen + symbol + ABI, in this process (see jobs/plugin_loader.h).
+      // dlopen + symbol + ABI, where options_.plugin_check makes them.
       Fail(path_mark, e.path + ": " + checked.error().ToString());
     }
   }

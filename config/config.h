@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.h"
 #include "cron/schedule.h"
 #include "lock/tls_files.h"
 
@@ -202,8 +204,10 @@ struct LoadOptions {
   bool check_permissions = true;     // refuse group/other-writable files and foreign owners
   bool check_plugins = true;         // check that plugin files exist, are regular files, are
                                      // not group/other-writable (with check_permissions) and
-                                     // load: dlopen, tickd_plugin_v1, abi_version (in this
-                                     // process: a crashing constructor ends the validator)
+                                     // load: dlopen, tickd_plugin_v1, abi_version
+  // Where that load is made: nullptr in this process (a crashing constructor ends the
+  // validator); tickd's commands make it in a child (app::PluginCheckInChild).
+  std::function<Result<void>(const std::string& path)> plugin_check;
   // The instant used to derive each job's period (starting_deadline default) and the
   // "last firing is past" warnings; nullopt = the real clock. For tests.
   std::optional<cron::Instant> now;

@@ -82,4 +82,17 @@ Result<std::unique_ptr<PreparedStart>> PreparePluginInProcess(
 // left behind must not run static destructors.
 int RunPluginHost(const std::string& path);
 
+// The validator's plugin check (OpenPlugin's) made in a child, `host_binary
+// plugin-host --check PATH`, so that a library whose constructor crashes, exits or
+// hangs takes down only the child: the validating process (`tickd validate`, the
+// daemon at start and at a reload) reports it as the plugin's error instead. Errors
+// (context = the path): OpenPlugin's; "loading it crashed the check (SIGSEGV)"; "…
+// ended the check (exit status N)"; "… did not finish within 10s" (then killed); or
+// the child could not be started.
+Result<void> CheckPluginInHost(const std::string& host_binary, const std::string& path);
+
+// The child's side of CheckPluginInHost: OpenPlugin(path), its verdict on stdout
+// (what the library prints goes to stderr). Returns the exit status: 0 it loads, 2 not.
+int RunPluginCheck(const std::string& path);
+
 }  // namespace tickd::jobs

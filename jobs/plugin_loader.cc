@@ -52,7 +52,8 @@ Result<std::shared_ptr<LoadedPlugin>> OpenPlugin(const std::string& path) {
   return std::make_shared<LoadedPlugin>(handle, plugin, path);
 }
 
-Result<void> CheckPluginFile(const std::string& path, bool check_permissions) {
+Result<void> CheckPluginFile(const std::string& path, bool check_permissions,
+                             const PluginCheck& check) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return MakeError(path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return MakeError(path, "not a regular file");
@@ -64,6 +65,7 @@ Result<void> CheckPluginFile(const std::string& path, bool check_permissions) {
     return MakeError(path, std::string("refused: writable by group or others (mode ") + mode +
                                "), and tickd runs its code; fix: chmod go-w " + path);
   }
+  if (check) return check(path);
   auto opened = OpenPlugin(path);
   if (!opened) return tl::unexpected(opened.error());
   return {};

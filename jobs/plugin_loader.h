@@ -6,6 +6,7 @@
 
 #include <tickd/plugin.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,11 +43,17 @@ class LoadedPlugin {
 // with `isolation: process` (the plugin-host child does).
 Result<std::shared_ptr<LoadedPlugin>> OpenPlugin(const std::string& path);
 
+// How the validator loads a plugin to check it: OpenPlugin's checks, made wherever it
+// likes (tickd makes them in a child: jobs::CheckPluginInHost). Errors as OpenPlugin.
+using PluginCheck = std::function<Result<void>(const std::string& path)>;
+
 // The validator's check of a plugin file: it must be a regular file, not writable
 // by group or others when `check_permissions` (it runs with the daemon's rights),
-// and pass OpenPlugin. The library is closed again. Returns the reason it is
-// refused, as "PATH: reason" (with dlerror()'s text where dlopen failed).
-Result<void> CheckPluginFile(const std::string& path, bool check_permissions);
+// and pass `check` (nullptr: OpenPlugin in this process, the library closed again).
+// Returns the reason it is refused, as "PATH: reason" (with dlerror()'s text where
+// dlopen failed).
+Result<void> CheckPluginFile(const std::string& path, bool check_permissions,
+                             const PluginCheck& check = nullptr);
 
 // Plugins with `isolation: none`: each library is opened once and kept open for the
 // daemon's lifetime (a library cannot be safely unloaded while a thread that ran it

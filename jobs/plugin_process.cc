@@ -235,4 +235,64 @@ int RunPluginHost(const std::string& path) {
   return PluginExitStatus(result.status);
 }
 
+// --- the validator's check in a child ----------------------------------------------
+
+namespace {
+
+constexpr std::string_view kCheckOk = "ok";
+constexpr int kExitCheckRefused = 2;
+constexpr milliseconds kCheckTimeout{10'000};
+
+}  // namespace
+
+int RunPluginCheck(const std::string& path) {
+  // stdout is the verdict's channel; whatever the library prints goes to stderr.
+  const int verdict_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (verdict_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return kExitCannotLoad;
+  auto opened = OpenPlugin(path);
+  const std::string verdict = (opened ? std::string(kCheckOk) : opened.error().ToString()) + "\n";
+  const bool written = ::write(verdict_fd, verdict.data(), verdict.size()) ==
+                       static_cast<ssize_t>(verdict.size());
+  if (!written) return kExitCannotLoad;
+  return opened ? 0 : kExitCheckRefused;
+}
+
+Result<void> CheckPluginInHost(const std::string& host_binary, const std::string& path) {
+  ProcessSpec spec;
+  spec.argv = {host_binary, "plugin-host", "--check", path};
+  spec.timeout = kCheckTimeout;
+  spec.kill_grace = milliseconds(0);
+  spec.max_output_lines = 100;
+  std::string verdict;  // the child's last line on stdout
+  auto started = StartProcess(spec, [&verdict](std::string_view stream, std::string_view line) {
+    if (stream == "stdout") verdict = line;
+  });
+  if (!started) return MakeError(path, "cannot start the check: " + started.error().ToString());
+  std::optional<RunResult> r;
+  while (!(r = (*started)->WaitFor(milliseconds(1'000)))) {
+  }
+  if (r->outcome == RunOutcome::kDone && verdict == kCheckOk) return {};
+  if (r->outcome == RunOutcome::kTimeout) {
+    return MakeError(path, "loading it did not finish within " +
+                               std::to_string(kCheckTimeout.count() / 1000) +
+                               "s: a library constructor that hangs would hang tickd");
+  }
+  if (r->signal) {
+    const char* abbrev = sigabbrev_np(*r->signal);
+    const std::string name = abbrev != nullptr ? std::string("SIG") + abbrev
+                                               : "signal " + std::to_string(*r->signal);
+    return MakeError(path, "loading it crashed the check (" + name +
+                               "): a library constructor that crashes would take tickd down");
+  }
+  if (r->exit_code == kExitCheckRefused && !verdict.empty()) {
+    // OpenPlugin's own error, "PATH: why": the path is the context again below.
+    const std::string prefix = path + ": ";
+    return MakeError(path, verdict.rfind(prefix, 0) == 0 ? verdict.substr(prefix.size()) : verdict);
+  }
+  if (!r->error.empty()) return MakeError(path, "cannot run the check: " + r->error);
+  return MakeError(path, "loading it ended the check (exit status " +
+                             std::to_string(r->exit_code.value_or(-1)) +
+                             "): a library constructor that exits would end tickd");
+}
+
 }  // namespace tickd::jobs

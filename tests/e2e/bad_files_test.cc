@@ -1,6 +1,7 @@
 // Bad job files: `tickd validate` and `tickd run` both exit 2 and name the place.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -144,6 +145,60 @@ TEST_CASE("pause and resume: bad arguments exit 2 saying what is wrong, and chan
   CHECK(status == 0);
   CHECK(output.find("PAUSED") == std::string::npos);
   fs::remove_all(dir);
+}
+
+// docs/design.md §4: a reload that fails validation is rejected whole and the jobs
+// go on. The real daemon, its file watch and its plugin check: a syntax error, then a
+// plugin whose constructor crashes the process that loads it (it crashed the daemon
+// before the check moved to a child, jobs::CheckPluginInHost), then a good file.
+TEST_CASE("a daemon reloading a bad file, or a plugin that crashes on load, keeps its jobs",
+          "[e2e]") {
+  auto sqlite = MakeSqliteFixture();
+  Cluster cluster(*sqlite);
+  const fs::path runs = cluster.dir() / "runs.txt";
+  const std::string beat = "  - name: beat\n    schedule: \"* * * * * *\"\n"
+                           "    shell: echo $TICKD_JOB >> " + runs.string() + "\n";
+  cluster.WriteJobFile("jobs:\n" + beat);
+  Replica& replica = cluster.StartReplica("node-a", {"TICKD_TEST_HOSTILE=crash"});
+  const auto lines_with = [&](const std::string& event, const std::string& outcome) {
+    std::size_t n = 0;
+    for (const LogLine& l : replica.Lines()) n += l.event == event && l.Get("outcome") == outcome;
+    return n;
+  };
+  const auto beats_go_on = [&] {
+    const std::size_t before = ReadLines(runs).size();
+    return Cluster::WaitUntil([&] { return ReadLines(runs).size() >= before + 2; },
+                              std::chrono::seconds(20));
+  };
+  REQUIRE(beats_go_on());
+
+  const std::vector<std::string> bad_bodies = {
+      "jobs:\n" + beat + "  - name: broken\n    schedule: [\n",
+      "jobs:\n" + beat + "  - name: hostile\n    schedule: \"* * * * *\"\n"
+          "    plugin: {path: " + std::string(HOSTILE_PLUGIN) + "}\n",
+  };
+  for (std::size_t i = 0; i < bad_bodies.size(); ++i) {
+    INFO("bad file " << i);
+    cluster.WriteJobFile(bad_bodies[i]);  // the daemon sees the change within a second
+    REQUIRE(Cluster::WaitUntil([&] { return lines_with("reload", "rejected") == i + 1; },
+                               std::chrono::seconds(20)));
+    CHECK_FALSE(replica.Wait(milliseconds(0)).has_value());  // still running
+    CHECK(beats_go_on());
+  }
+  CHECK(replica.LogText().find("loading it crashed the check (SIGSEGV)") != std::string::npos);
+  CHECK(lines_with("reload", "applied") == 0);
+
+  cluster.WriteJobFile("jobs:\n" + beat + "  - name: added\n    schedule: \"* * * * * *\"\n"
+                       "    shell: echo $TICKD_JOB >> " + runs.string() + "\n");
+  REQUIRE(Cluster::WaitUntil([&] { return lines_with("reload", "applied") == 1; },
+                             std::chrono::seconds(20)));
+  CHECK(Cluster::WaitUntil(
+      [&] {
+        const auto all = ReadLines(runs);
+        return std::count(all.begin(), all.end(), "added") >= 1;
+      },
+      std::chrono::seconds(20)));
+  CHECK(lines_with("reload", "rejected") == 2);
 }
 
 }  // namespace

@@ -113,5 +113,33 @@ TEST_CASE("plugin-host: a plugin that cannot load fails the run with the reason"
   CHECK_THAT(r->error, Catch::Contains("/nonexistent/lib.so: dlopen: "));
 }
 
+// The validator's check in a child: whatever the library's constructor does to the
+// process that loads it, the caller gets the plugin's error and goes on.
+TEST_CASE("plugin-host --check: a plugin that loads, and one refused, say so", "[plugins]") {
+  CHECK(CheckPluginInHost(TICKD_BINARY, BEHAVE_PLUGIN).has_value());
+  auto abi = CheckPluginInHost(TICKD_BINARY, WRONG_ABI_PLUGIN);
+  REQUIRE_FALSE(abi.has_value());
+  CHECK(abi.error().context == WRONG_ABI_PLUGIN);
+  CHECK_THAT(abi.error().ToString(),
+             Catch::StartsWith(std::string(WRONG_ABI_PLUGIN) + ": tickd_plugin_v1: abi_version"));
+}
+
+TEST_CASE("plugin-host --check: a constructor that crashes, exits, hangs or prints",
+          "[plugins]") {
+  const auto check = [](const char* mode) {
+    ::setenv("TICKD_TEST_HOSTILE", mode, 1);  // the child inherits it
+    auto r = CheckPluginInHost(TICKD_BINARY, HOSTILE_PLUGIN);
+    ::unsetenv("TICKD_TEST_HOSTILE");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().context == HOSTILE_PLUGIN);
+    return r.error().ToString();
+  };
+  CHECK_THAT(check("crash"), Catch::Contains("loading it crashed the check (SIGSEGV)"));
+  CHECK_THAT(check("exit"), Catch::Contains("loading it ended the check (exit status 0)"));
+  CHECK_THAT(check("hang"), Catch::Contains("loading it did not finish within 10s"));
+  // Its "ok" on stdout is not the check's verdict.
+  CHECK_THAT(check("print"), Catch::Contains("no tickd_plugin_v1 symbol"));
+}
+
 }  // namespace
 }  // namespace tickd::jobs
