@@ -18,10 +18,6 @@ namespace {
 using tickd::app::kExitBadInput;
 using tickd::app::kExitFailure;
 
-// --node-id follows node.id's rules; "" is as if it were not given (the job file's
-// node.id, else <hostname>-<pid>), like node.id's `${TICKD_NODE_ID:-}`.
-std::string CheckNodeId(const std::string& id) { return tickd::config::NodeIdProblem(id); }
-
 int Main(int argc, char** argv) {
   CLI::App cli{"tickd — scheduled jobs that run exactly once per tick across a fleet", "tickd"};
   cli.set_version_flag("--version", std::string("tickd ") + TICKD_VERSION);
@@ -30,8 +26,13 @@ int Main(int argc, char** argv) {
   tickd::app::RunArgs run_args;
   CLI::App* run = cli.add_subcommand("run", "Run the daemon");
   run->add_option("-c,--config", run_args.config_path, "Job file")->required();
+  // --node-id follows node.id's rules; "" is as if it were not given (the job file's
+  // node.id, else <hostname>-<pid>), like node.id's `${TICKD_NODE_ID:-}`.
+  const auto node_id_check = [](const std::string& id) {
+    return tickd::config::NodeIdProblem(id);
+  };
   run->add_option("--node-id", run_args.node_id, "This replica's node id")
-      ->check(CheckNodeId, "node id");
+      ->check(node_id_check, "node id");
   run->add_option("--log-format", run_args.log_format, "logfmt or json")
       ->check(CLI::IsMember({"logfmt", "json"}));
   run->add_option("--log-level", run_args.log_level, "debug, info, warn or error")
@@ -94,7 +95,7 @@ int Main(int argc, char** argv) {
   CLI::App* trigger = cli.add_subcommand("trigger", "Run one tick of a job now (claimed as usual)");
   trigger->add_option("-c,--config", trigger_args.config_path, "Job file")->required();
   trigger->add_option("--node-id", trigger_args.node_id, "This replica's node id")
-      ->check(CheckNodeId, "node id");
+      ->check(node_id_check, "node id");
   trigger->add_option("--log-format", trigger_args.log_format, "logfmt or json")
       ->check(CLI::IsMember({"logfmt", "json"}));
   trigger->add_option("JOB", trigger_args.job, "Job name")->required();
@@ -116,7 +117,7 @@ int Main(int argc, char** argv) {
                     "End of the pause: RFC 3339, or a duration from now (2h)");
   pause->add_option("--reason", pause_args.reason, "Why, for the operators");
   pause->add_option("--node-id", pause_args.node_id, "Who pauses (default: hostname-pid)")
-      ->check(CheckNodeId, "node id");
+      ->check(node_id_check, "node id");
 
   tickd::app::PauseArgs resume_args;
   CLI::App* resume = cli.add_subcommand("resume", "End the pause of jobs");
@@ -124,7 +125,7 @@ int Main(int argc, char** argv) {
   resume->add_option("JOB", resume_args.jobs, "Jobs to resume");
   resume->add_flag("--all", resume_args.all, "End every pause");
   resume->add_option("--node-id", resume_args.node_id, "Who resumes (default: hostname-pid)")
-      ->check(CheckNodeId, "node id");
+      ->check(node_id_check, "node id");
 
   try {
     cli.parse(argc, argv);

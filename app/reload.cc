@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "cron/schedule.h"
-#include "jobs/plugin_execution.h"
 #include "cron/tzdata_version.h"
+#include "jobs/plugin_execution.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>

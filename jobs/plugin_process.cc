@@ -269,8 +269,9 @@ Result<void> CheckPluginInHost(const std::string& host_binary, const std::string
   });
   if (!started) return MakeError(path, "cannot start the check: " + started.error().ToString());
   std::optional<RunResult> r;
-  while (!(r = (*started)->WaitFor(milliseconds(1'000)))) {
-  }
+  do {
+    r = (*started)->WaitFor(milliseconds(1'000));  // the timeout is the spec's
+  } while (!r);
   if (r->outcome == RunOutcome::kDone && verdict == kCheckOk) return {};
   if (r->outcome == RunOutcome::kTimeout) {
     return MakeError(path, "loading it did not finish within " +
