@@ -87,8 +87,8 @@ int RunPluginHost(const std::string& path);
 // hangs takes down only the child: the validating process (`tickd validate`, the
 // daemon at start and at a reload) reports it as the plugin's error instead. Errors
 // (context = the path): OpenPlugin's; "loading it crashed the check (SIGSEGV)"; "…
-// ended the check (exit status N)"; "… did not finish within 10s" (then killed); or
-// the child could not be started.
+// ended the check (exit status N)"; "… did not finish within 10s" (then killed). When
+// no child can be started or `host_binary` executed, OpenPlugin is called here.
 Result<void> CheckPluginInHost(const std::string& host_binary, const std::string& path);
 
 // The child's side of CheckPluginInHost: OpenPlugin(path), its verdict on stdout

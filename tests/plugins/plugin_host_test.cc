@@ -122,6 +122,11 @@ TEST_CASE("plugin-host --check: a plugin that loads, and one refused, say so", "
   CHECK(abi.error().context == WRONG_ABI_PLUGIN);
   CHECK_THAT(abi.error().ToString(),
              Catch::StartsWith(std::string(WRONG_ABI_PLUGIN) + ": tickd_plugin_v1: abi_version"));
+  // No host to check in: the check is made in this process, with the same answers.
+  CHECK(CheckPluginInHost("/nonexistent/tickd", BEHAVE_PLUGIN).has_value());
+  auto here = CheckPluginInHost("/nonexistent/tickd", WRONG_ABI_PLUGIN);
+  REQUIRE_FALSE(here.has_value());
+  CHECK(here.error().ToString() == abi.error().ToString());
 }
 
 TEST_CASE("plugin-host --check: a constructor that crashes, exits, hangs or prints",
