@@ -405,6 +405,31 @@ void RunFromT(PreparedRun& p, milliseconds seen_after, milliseconds ran) {
   run.Join();
 }
 
+// A run that starts itself at T is looked at once the instant's starts are done: 2 ms
+// a claim of the instant up to its settle() (20 ms), so that a job that ends at once
+// is not seen, and timed, as ending 20 ms after T at an instant of one job.
+TEST_CASE("a run that starts itself is looked at 2 ms a claim of its instant after T, at most "
+          "its settle") {
+  for (const std::size_t claims : {std::size_t{1}, std::size_t{10}}) {
+    INFO(claims << " claims");
+    PreparedRun p(config::OnLeaseLost::kTerminate);
+    p.runner.settle = milliseconds(20);
+    p.tick.instant_claims = claims;
+    const milliseconds look = milliseconds(claims == 1 ? 2 : 21);  // + 0.1 ms a claim
+    RunSupervisor run(p.sim.clock, p.sim.backend, p.runner, p.sim.log, p.tick,
+                      milliseconds(20), nullptr);
+    ThreadPool threads;
+    run.Start(threads);
+    p.sim.clock.Advance(milliseconds(500) + look - milliseconds(1));
+    std::this_thread::sleep_for(milliseconds(50));
+    CHECK(p.sim.runner.starts() == 0);  // the supervisor has not looked yet
+    p.sim.clock.Advance(milliseconds(1));
+    REQUIRE(Eventually([&] { return p.sim.runner.starts() == 1; }));
+    p.sim.runner.run(0)->FinishWithExit(0, milliseconds(1));
+    run.Join();
+  }
+}
+
 TEST_CASE("a run claimed ahead of T counts its duration from the job's start, not the claim") {
   // Claimed 500 ms before T; the job runs 700 ms from T. Its run line, completion and
   // metric say 0.7 s (they said 1.2 s, the wait for T included, until 2026-11-29).
