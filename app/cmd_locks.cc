@@ -61,7 +61,7 @@ std::string ClaimsJson(const std::vector<lock::RunningClaim>& claims) {
                                  : nlohmann::json(nullptr)},
                    {"holder_alive", c.holder_alive}});
   }
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/utf8.h"
+
 namespace tickd::app {
 
 namespace {
@@ -45,12 +47,25 @@ bool NeedsQuotes(std::string_view v) {
   for (unsigned char c : v) {
     if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f) return true;
   }
-  return false;
+  return !ValidUtf8(v);
 }
 
-// The escapes logfmt and JSON share: \" \\ \n \r \t and \u00XX for other controls.
+// The escapes logfmt and JSON share: \" \\ \n \r \t and \u00XX for other controls;
+// a byte that starts no well-formed UTF-8 character becomes U+FFFD (what a job printed
+// may be any bytes, and JSON, journald and log shippers take text only as UTF-8).
 void AppendEscaped(std::string& out, std::string_view v) {
-  for (unsigned char c : v) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(v[i]);
+    if (c >= 0x80) {
+      const std::size_t n = Utf8Length(v.substr(i));
+      if (n == 0) {
+        out += "\xEF\xBF\xBD";
+      } else {
+        out.append(v.substr(i, n));
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";

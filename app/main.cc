@@ -11,6 +11,7 @@
 
 #include "app/commands.h"
 #include "app/lease_guard.h"
+#include "base/utf8.h"
 #include "config/config.h"
 
 namespace {
@@ -115,7 +116,13 @@ int Main(int argc, char** argv) {
   pause->add_flag("--all", pause_args.all, "Pause every job");
   pause->add_option("--until", pause_args.until,
                     "End of the pause: RFC 3339, or a duration from now (2h)");
-  pause->add_option("--reason", pause_args.reason, "Why, for the operators");
+  pause->add_option("--reason", pause_args.reason, "Why, for the operators")
+      ->check(
+          [](const std::string& reason) -> std::string {
+            if (reason.size() <= 4096 && tickd::ValidUtf8(reason)) return "";
+            return "must be at most 4096 bytes of UTF-8 text";
+          },
+          "text");
   pause->add_option("--node-id", pause_args.node_id, "Who pauses (default: hostname-pid)")
       ->check(node_id_check, "node id");
 

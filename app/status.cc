@@ -465,7 +465,8 @@ std::string FormatStatusJson(const StatusReport& report) {
                {"replicas", std::move(replicas)},
                {"tzdata_mismatch", TzdataMismatch(report)},
                {"jobs", std::move(jobs)}};
-  return root.dump(2) + "\n";
+  // What the store holds may be any bytes (a pause's reason written by an older tickd).
+  return root.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace tickd::app

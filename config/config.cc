@@ -37,6 +37,7 @@
 
 #include "base/duration.h"
 #include "base/fnv1a.h"
+#include "base/utf8.h"
 #include "config/expand.h"
 #include "config/suggest.h"
 #include "jobs/http_call.h"
@@ -1673,8 +1674,8 @@ std::string NodeIdProblem(std::string_view id) {
   const bool printable = std::all_of(id.begin(), id.end(), [](unsigned char c) {
     return c > ' ' && c != 0x7f && c != '"' && c != '=';
   });
-  if (printable && id.size() <= 128) return "";
-  return "must be at most 128 characters without spaces, quotes or '='";
+  if (printable && id.size() <= 128 && ValidUtf8(id)) return "";
+  return "must be at most 128 characters of UTF-8 text without spaces, quotes or '='";
 }
 
 milliseconds LeaseValidity(milliseconds lease) { return lease - lease / 100 - milliseconds(2); }

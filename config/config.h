@@ -159,9 +159,9 @@ struct LockSettings {
 
 // The part of a lease its holder counts on, from when the claim or renewal was sent:
 // lease − 1 % − 2 ms (clock drift and the stores' rounding; docs/design.md §1 rule 2).
-// node.id, --node-id and libtickd's SchedulerOptions::node: at most 128 characters, none
-// a space, a control character, '"' or '=' (logfmt, the ledger and the stores' keys
-// carry it). "" when `id` is one, else what is wrong; "" itself is one (the default).
+// node.id, --node-id and libtickd's SchedulerOptions::node: at most 128 bytes of UTF-8
+// text, none a space, a control character, '"' or '=' (logfmt, the ledger and the
+// stores' keys and JSON records carry it). "" when `id` is one, else what is wrong; "" itself is one (the default).
 std::string NodeIdProblem(std::string_view id);
 
 milliseconds LeaseValidity(milliseconds lease);

@@ -14,7 +14,7 @@ std::string EncodePause(const Pause& pause) {
                                                : nlohmann::json(nullptr)},
                       {"by", pause.by},
                       {"reason", pause.reason}};
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // any bytes
 }
 
 std::optional<Pause> DecodePause(std::string_view job, std::string_view text) {

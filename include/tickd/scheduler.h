@@ -87,7 +87,7 @@ struct JobOptions {
 enum class LogFormat { kLogfmt, kJson };
 
 struct SchedulerOptions {
-  // "": <hostname>-<pid>. At most 128 characters without spaces, control characters,
+  // "": <hostname>-<pid>. At most 128 bytes of UTF-8 without spaces, control characters,
   // '"' or '=' (the daemon's node.id).
   std::string node;
   std::chrono::milliseconds lease{15'000};           // lock.lease: default of every job

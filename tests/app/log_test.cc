@@ -58,6 +58,25 @@ TEST_CASE("logfmt quotes values with spaces, quotes, '=' and controls") {
   CHECK(LogfmtValue("héllo") == "héllo");
 }
 
+// What a job prints may be any bytes; a log line is UTF-8 text (JSON requires it, and
+// journald and log shippers take anything else as a binary blob).
+TEST_CASE("bytes that begin no well-formed UTF-8 character are logged as U+FFFD") {
+  const std::string r = "\xEF\xBF\xBD";  // U+FFFD
+  CHECK(JsonString("bad \xff\xfe end") == "\"bad " + r + r + " end\"");
+  CHECK(JsonString("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") ==
+        "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");  // é € 😀 kept
+  CHECK(JsonString("over\xc0\xaflong") == "\"over" + r + r + "long\"");
+  CHECK(JsonString("surrogate \xed\xa0\x80") == "\"surrogate " + r + r + r + "\"");
+  CHECK(JsonString("beyond \xf4\x90\x80\x80") == "\"beyond " + r + r + r + r + "\"");
+  CHECK(JsonString("cut \xe2\x82") == "\"cut " + r + r + "\"");
+  CHECK(LogfmtValue("bare\xff") == "\"bare" + r + "\"");  // quoted, as any odd value
+  CHECK(LogfmtValue("caf\xc3\xa9") == "caf\xc3\xa9");
+  const std::string line =
+      FormatLine(LogFormat::kJson, At(kTick * 1000), LogLevel::kInfo, "output",
+                 std::vector<Field>{{"job", "j"}, {"line", "\x80\x81 x"}});
+  CHECK(line.find("\"line\":\"" + r + r + " x\"") != std::string::npos);
+}
+
 TEST_CASE("json lines carry the same fields, numbers as numbers") {
   std::string line =
       FormatLine(LogFormat::kJson, At(kTick * 1000 + 4), LogLevel::kInfo, "tick",

@@ -293,7 +293,7 @@ TEST_CASE("next --job computes H, --jitter the due instants", "[cli][spread]") {
 TEST_CASE("--node-id is refused with status 2 where node.id would be", "[cli]") {
   std::vector<std::vector<std::string>> runs;
   for (const std::string& id :
-       std::vector<std::string>{"a=b", "a b", "a\"b", "tab\there", std::string(129, 'n')}) {
+       std::vector<std::string>{"a=b", "a b", "a\"b", "tab\there", std::string(129, 'n'), "a\xff"}) {
     runs.push_back({"run", "-c", "/nonexistent/jobs.yaml", "--node-id", id});
     runs.push_back({"trigger", "-c", "/nonexistent/jobs.yaml", "--node-id", id, "job"});
     runs.push_back({"pause", "-c", "/nonexistent/jobs.yaml", "--node-id", id, "--all"});
@@ -303,7 +303,20 @@ TEST_CASE("--node-id is refused with status 2 where node.id would be", "[cli]") 
   for (size_t i = 0; i < runs.size(); ++i) {
     INFO("run " << i << " stderr: " << results[i].err);
     CheckBadInput(results[i]);
-    CHECK(results[i].err.rfind("tickd: --node-id: must be at most 128 characters", 0) == 0);
+    CHECK(results[i].err.rfind("tickd: --node-id: must be at most 128 characters of UTF-8 text",
+                               0) == 0);
+  }
+}
+
+TEST_CASE("pause --reason must be UTF-8 text of at most 4096 bytes", "[cli]") {
+  const auto results = RunTickdMany(
+      {{"pause", "-c", "/nonexistent/jobs.yaml", "--all", "--reason", "bad \xff"},
+       {"pause", "-c", "/nonexistent/jobs.yaml", "--all", "--reason", std::string(4097, 'r')}},
+      2);
+  for (const RunResult& r : results) {
+    INFO(r.err);
+    CheckBadInput(r);
+    CHECK(r.err.rfind("tickd: --reason: must be at most 4096 bytes of UTF-8 text", 0) == 0);
   }
 }
 

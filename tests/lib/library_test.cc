@@ -296,7 +296,7 @@ TEST_CASE("library: programming errors throw, the store's answers do not") {
   s.stop();
 
   for (const std::string& node :
-       std::vector<std::string>{"shop 1", "shop=1", "shop\"1", std::string(129, 'n')}) {
+       std::vector<std::string>{"shop 1", "shop=1", "shop\"1", std::string(129, 'n'), "shop\xff"}) {
     CHECK_THROWS_AS(Scheduler(w.NewStore(), Options(node, lines)), std::invalid_argument);
   }
 

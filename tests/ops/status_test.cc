@@ -147,6 +147,10 @@ TEST_CASE("a pause's reason stays on its job's line, control characters quoted")
   js.paused->reason = "incident 42";
   report.jobs = {js};
   CHECK(FormatStatusText(report, false).find("PAUSED by ops: incident 42\n") != std::string::npos);
+  // Bytes that are not UTF-8 (a reason stored by an older tickd) do not fail the JSON.
+  js.paused->reason = "bad \xff";
+  report.jobs = {js};
+  CHECK(FormatStatusJson(report).find("\"reason\": \"bad \xEF\xBF\xBD\"") != std::string::npos);
 }
 
 TEST_CASE("status --runs shows each run with what it printed, newest first") {
