@@ -47,7 +47,7 @@ bool NeedsQuotes(std::string_view v) {
   for (unsigned char c : v) {
     if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f) return true;
   }
-  return !ValidUtf8(v);
+  return !IsValidUtf8(v);
 }
 
 // The escapes logfmt and JSON share: \" \\ \n \r \t and \u00XX for other controls;

@@ -119,7 +119,7 @@ int Main(int argc, char** argv) {
   pause->add_option("--reason", pause_args.reason, "Why, for the operators")
       ->check(
           [](const std::string& reason) -> std::string {
-            if (reason.size() <= 4096 && tickd::ValidUtf8(reason)) return "";
+            if (reason.size() <= 4096 && tickd::IsValidUtf8(reason)) return "";
             return "must be at most 4096 bytes of UTF-8 text";
           },
           "text");

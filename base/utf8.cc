@@ -29,7 +29,7 @@ std::size_t Utf8Length(std::string_view v) {
   return n;
 }
 
-bool ValidUtf8(std::string_view v) {
+bool IsValidUtf8(std::string_view v) {
   for (std::size_t i = 0; i < v.size();) {
     const std::size_t n = Utf8Length(v.substr(i));
     if (n == 0) return false;

@@ -14,6 +14,6 @@ namespace tickd {
 std::size_t Utf8Length(std::string_view v);
 
 // Whether all of `v` is well-formed UTF-8.
-bool ValidUtf8(std::string_view v);
+bool IsValidUtf8(std::string_view v);
 
 }  // namespace tickd

@@ -1674,7 +1674,7 @@ std::string NodeIdProblem(std::string_view id) {
   const bool printable = std::all_of(id.begin(), id.end(), [](unsigned char c) {
     return c > ' ' && c != 0x7f && c != '"' && c != '=';
   });
-  if (printable && id.size() <= 128 && ValidUtf8(id)) return "";
+  if (printable && id.size() <= 128 && IsValidUtf8(id)) return "";
   return "must be at most 128 characters of UTF-8 text without spaces, quotes or '='";
 }
 

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "base/utf8.h"
+
 namespace tickd::jobs {
 namespace {
 
@@ -9,33 +11,10 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
 bool Continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-// The length of the valid UTF-8 sequence at the start of `s` (0: none there):
-// shortest form only, no surrogates, nothing above U+10FFFF (RFC 3629).
+// The length of the valid UTF-8 sequence at the start of `s` (0: none there); a NUL
+// counts as none, so that the stored text has none (see output_tail.h).
 std::size_t ValidSequence(std::string_view s) {
-  const auto at = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char c = at(0);
-  if (c >= 0x01 && c <= 0x7F) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80;
-  unsigned char hi = 0xBF;  // the allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;  // overlong
-    if (c == 0xED) hi = 0x9F;  // surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;  // overlong
-    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;  // NUL, a stray continuation byte, C0/C1, F5..FF
-  }
-  if (s.size() < n || at(1) < lo || at(1) > hi) return 0;
-  for (std::size_t i = 2; i < n; ++i) {
-    if (!Continuation(at(i))) return 0;
-  }
-  return n;
+  return s.empty() || s[0] == '\0' ? 0 : Utf8Length(s);
 }
 
 char Tag(std::string_view stream) {
