@@ -280,6 +280,9 @@ class Loader {
   std::string file_;
   fs::path dir_;
   LoadOptions options_;
+  // Each library's check once per load: many jobs may share one, and tickd's check
+  // starts a process (jobs::CheckPluginInHost).
+  std::map<std::string, Result<void>> plugin_checked_;
   cron::Instant now_;
   std::vector<ConfigError> errors_;
   std::vector<ConfigError> warnings_;
@@ -1250,11 +1253,14 @@ void Loader::ApplyPlugin(const Entry& e, Job& job) {
       Fail(path_mark, e.path + ": " + spec.path + ": " + std::strerror(errno));
     } else if (!S_ISREG(st.st_mode)) {
       Fail(path_mark, e.path + ": " + spec.path + " is not a regular file");
-    } else if (auto checked = jobs::CheckPluginFile(spec.path, options_.check_permissions,
-                                                    options_.plugin_check);
-               !checked) {
+    } else {
       // dlopen + symbol + ABI, where options_.plugin_check makes them.
-      Fail(path_mark, e.path + ": " + checked.error().ToString());
+      auto [checked, first] = plugin_checked_.try_emplace(spec.path);
+      if (first) {
+        checked->second =
+            jobs::CheckPluginFile(spec.path, options_.check_permissions, options_.plugin_check);
+      }
+      if (!checked->second) Fail(path_mark, e.path + ": " + checked->second.error().ToString());
     }
   }
   job.plugin = std::move(spec);

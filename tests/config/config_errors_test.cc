@@ -337,6 +337,30 @@ TEST_CASE("plugins: the file must exist and be a regular file", "[config][errors
   CHECK(LoadText(dir, text, no_plugin_check).errors.empty());
 }
 
+TEST_CASE("plugins: a library shared by jobs is checked once per load, its error at each",
+          "[config][errors]") {
+  TempDir dir;
+  dir.Write("shared.so", "not a library: the check below decides");
+  std::string text = "version: 1\njobs:\n";
+  for (const char* name : {"a", "b", "c"}) {
+    text += std::string("  - name: ") + name +
+            "\n    schedule: \"@daily\"\n    plugin: {path: ./shared.so}\n";
+  }
+  int checks = 0;
+  LoadOptions counted = TestOptions();
+  counted.plugin_check = [&checks](const std::string& path) -> Result<void> {
+    ++checks;
+    return MakeError(path, "refused by the test");
+  };
+  auto r = LoadText(dir, text, counted);
+  CHECK(checks == 1);
+  CHECK(r.errors.size() == 3);
+  CHECK_ERROR(r, "FILE:5:20: jobs[0].plugin: " + dir.path().string() +
+                     "/shared.so: refused by the test");
+  CHECK_ERROR(r, "FILE:11:20: jobs[2].plugin: " + dir.path().string() +
+                     "/shared.so: refused by the test");
+}
+
 TEST_CASE("every error in a file is reported, not just the first", "[config][errors]") {
   TempDir dir;
   auto r = LoadText(dir, "version: 1\nlock: {lease: 5x}\njobs:\n"
