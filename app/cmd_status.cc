@@ -34,7 +34,7 @@ int CmdStatus(const StatusArgs& args) {
   auto opened = OpenOpsContext(args.config_path, clock);
   if (const int* status = std::get_if<int>(&opened)) return *status;
   OpsContext& ctx = std::get<OpsContext>(opened);
-  const bool color = ::isatty(STDOUT_FILENO) == 1 && std::getenv("NO_COLOR") == nullptr;
+  const bool color = UseColor(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"));
   if (args.runs) return ShowRuns(args, ctx, clock, color);
   Result<StatusReport> report =
       CollectStatus(ctx.config.jobs, *ctx.backend, clock.Wall(), args.job, args.last);

@@ -316,6 +316,10 @@ std::string FormatRunsJson(const RunsReport& report) {
   return root.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+bool UseColor(bool terminal, const char* no_color) {
+  return terminal && (no_color == nullptr || *no_color == '\0');
+}
+
 std::string FormatStatusText(const StatusReport& report, bool color) {
   const std::int64_t now_ms = WallMs(report.generated);
   std::string out;

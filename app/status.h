@@ -93,6 +93,10 @@ std::string FormatRunsJson(const RunsReport& report);
 
 // Aligned columns for a terminal; ANSI colours only when `color`.
 std::string FormatStatusText(const StatusReport& report, bool color);
+
+// Whether `tickd status` colours its text: on a terminal, unless NO_COLOR (the value of
+// the variable, nullptr when unset) is set and not empty (no-color.org).
+bool UseColor(bool terminal, const char* no_color);
 // JSON for scripts and /api/status (the same data).
 std::string FormatStatusJson(const StatusReport& report);
 

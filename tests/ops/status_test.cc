@@ -132,6 +132,13 @@ TEST_CASE("status over the memory backend") {
   CheckReport(*a, *b, clock);
 }
 
+TEST_CASE("colours on a terminal unless NO_COLOR is set and not empty") {
+  CHECK(UseColor(true, nullptr));
+  CHECK(UseColor(true, ""));  // no-color.org: an empty value does not count
+  CHECK_FALSE(UseColor(true, "1"));
+  CHECK_FALSE(UseColor(false, nullptr));
+}
+
 TEST_CASE("a pause's reason stays on its job's line, control characters quoted") {
   StatusReport report;
   JobStatus js;
