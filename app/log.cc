@@ -44,10 +44,14 @@ class FdSink final : public spdlog::sinks::base_sink<std::mutex> {
 
 bool NeedsQuotes(std::string_view v) {
   if (v.empty()) return true;
-  for (unsigned char c : v) {
+  for (std::size_t i = 0; i < v.size();) {
+    const unsigned char c = static_cast<unsigned char>(v[i]);
     if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f) return true;
+    const std::size_t n = Utf8Length(v.substr(i));  // 1 for ASCII
+    if (n == 0) return true;  // not UTF-8: written escaped (AppendEscaped)
+    i += n;
   }
-  return !IsValidUtf8(v);
+  return false;
 }
 
 // The escapes logfmt and JSON share: \" \\ \n \r \t and \u00XX for other controls;

@@ -52,6 +52,12 @@ Result<std::shared_ptr<LoadedPlugin>> OpenPlugin(const std::string& path) {
   return std::make_shared<LoadedPlugin>(handle, plugin, path);
 }
 
+Result<void> CheckPluginLoads(const std::string& path) {
+  auto opened = OpenPlugin(path);
+  if (!opened) return tl::unexpected(opened.error());
+  return {};
+}
+
 Result<void> CheckPluginFile(const std::string& path, bool check_permissions,
                              const PluginCheck& check) {
   struct stat st {};
@@ -65,10 +71,7 @@ Result<void> CheckPluginFile(const std::string& path, bool check_permissions,
     return MakeError(path, std::string("refused: writable by group or others (mode ") + mode +
                                "), and tickd runs its code; fix: chmod go-w " + path);
   }
-  if (check) return check(path);
-  auto opened = OpenPlugin(path);
-  if (!opened) return tl::unexpected(opened.error());
-  return {};
+  return check ? check(path) : CheckPluginLoads(path);
 }
 
 Result<std::shared_ptr<LoadedPlugin>> PluginRegistry::Get(const std::string& path) {

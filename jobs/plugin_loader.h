@@ -43,13 +43,17 @@ class LoadedPlugin {
 // with `isolation: process` (the plugin-host child does).
 Result<std::shared_ptr<LoadedPlugin>> OpenPlugin(const std::string& path);
 
+// OpenPlugin's checks alone, the library closed again: the validator's check made in
+// this process.
+Result<void> CheckPluginLoads(const std::string& path);
+
 // How the validator loads a plugin to check it: OpenPlugin's checks, made wherever it
 // likes (tickd makes them in a child: jobs::CheckPluginInHost). Errors as OpenPlugin.
 using PluginCheck = std::function<Result<void>(const std::string& path)>;
 
 // The validator's check of a plugin file: it must be a regular file, not writable
 // by group or others when `check_permissions` (it runs with the daemon's rights),
-// and pass `check` (nullptr: OpenPlugin in this process, the library closed again).
+// and pass `check` (nullptr: CheckPluginLoads, in this process).
 // Returns the reason it is refused, as "PATH: reason" (with dlerror()'s text where
 // dlopen failed).
 Result<void> CheckPluginFile(const std::string& path, bool check_permissions,

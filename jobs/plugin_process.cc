@@ -91,6 +91,15 @@ volatile std::sig_atomic_t g_cancelled = 0;
 
 void OnTerminate(int /*sig*/) { g_cancelled = 1; }
 
+// The host's stdout, kept as a descriptor of its own for what it tells the daemon;
+// stdout itself becomes stderr, so that nothing the plugin prints passes for that.
+// -1 when it cannot be done.
+int TakeStdout() {
+  const int fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return -1;
+  return fd;
+}
+
 // Writes records to the saved stdout; a plugin may log from several threads.
 class RecordWriter {
  public:
@@ -202,9 +211,8 @@ Result<std::unique_ptr<PreparedStart>> PreparePluginProcess(
 }
 
 int RunPluginHost(const std::string& path) {
-  // stdout becomes the record channel; whatever the plugin prints goes to stderr.
-  const int records_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-  if (records_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return kExitCannotLoad;
+  const int records_fd = TakeStdout();  // the record channel
+  if (records_fd < 0) return kExitCannotLoad;
   RecordWriter records(records_fd);
 
   struct sigaction sa {};
@@ -246,9 +254,8 @@ constexpr milliseconds kCheckTimeout{10'000};
 }  // namespace
 
 int RunPluginCheck(const std::string& path) {
-  // stdout is the verdict's channel; whatever the library prints goes to stderr.
-  const int verdict_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-  if (verdict_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return kExitCannotLoad;
+  const int verdict_fd = TakeStdout();  // one line: kCheckOk or the error
+  if (verdict_fd < 0) return kExitCannotLoad;
   auto opened = OpenPlugin(path);
   const std::string verdict = (opened ? std::string(kCheckOk) : opened.error().ToString()) + "\n";
   const bool written = ::write(verdict_fd, verdict.data(), verdict.size()) ==
@@ -269,12 +276,7 @@ Result<void> CheckPluginInHost(const std::string& host_binary, const std::string
   });
   // No child to check in (no /proc/self/exe in a bare chroot, no process left): the
   // check is made here, as before there was a child.
-  const auto here = [&path]() -> Result<void> {
-    auto opened = OpenPlugin(path);
-    if (!opened) return tl::unexpected(opened.error());
-    return {};
-  };
-  if (!started) return here();
+  if (!started) return CheckPluginLoads(path);
   std::optional<RunResult> r;
   do {
     r = (*started)->WaitFor(milliseconds(1'000));  // the timeout is the spec's
@@ -297,7 +299,7 @@ Result<void> CheckPluginInHost(const std::string& host_binary, const std::string
     const std::string prefix = path + ": ";
     return MakeError(path, verdict.rfind(prefix, 0) == 0 ? verdict.substr(prefix.size()) : verdict);
   }
-  if (!r->error.empty()) return here();  // the host binary could not be executed
+  if (!r->error.empty()) return CheckPluginLoads(path);  // the host could not be executed
   return MakeError(path, "loading it ended the check (exit status " +
                              std::to_string(r->exit_code.value_or(-1)) +
                              "): a library constructor that exits would end tickd");

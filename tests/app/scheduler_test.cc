@@ -89,6 +89,22 @@ TEST_CASE("tick lines read as DESIGN §6 shows them") {
                    "line=\"hello from node-a\"\n") == 1);
 }
 
+// Another process of node id "same" wins job "cleanup"'s tick, claimed straight in the
+// store now with its own owner token.
+void WinAsTwin(Sim& sim, std::int64_t tick, const std::string& token, seconds lease) {
+  lock::ClaimRequest twin;
+  twin.job = "cleanup";
+  twin.tick_unix = tick;
+  twin.node = "same";
+  twin.owner_token = token + "-0123456789abcdef0123456789abcdef";
+  twin.node_wall = sim.clock.Wall();
+  twin.starting_deadline = seconds(60);
+  twin.lease = lease;
+  auto claimed = sim.backend.Claim(twin);
+  REQUIRE(claimed);
+  REQUIRE(claimed->status == lock::ClaimStatus::kWon);
+}
+
 // Two processes under one node id: every tick still runs once, but the logs and the
 // ledger cannot tell them apart, so the one that loses to "itself" says so, once per
 // 10 minutes (docs/design.md §6 `node-id-conflict`). The other process here is a
@@ -98,17 +114,8 @@ TEST_CASE("a replica that loses a tick to its own node id warns, at most every 1
   sim.AddReplica("same", {EveryJob("cleanup", 60)});
   for (int minute = 0; minute <= 12; ++minute) {
     sim.WaitQuiet();
-    lock::ClaimRequest twin;
-    twin.job = "cleanup";
-    twin.tick_unix = kT0 + 60 * minute;
-    twin.node = "same";
-    twin.owner_token = "twin-" + std::to_string(minute) + "-0123456789abcdef0123456789abcdef";
-    twin.node_wall = sim.clock.Wall();
-    twin.starting_deadline = seconds(60);
-    twin.lease = seconds(10);  // ended before the next minute: never `busy`
-    auto claimed = sim.backend.Claim(twin);
-    REQUIRE(claimed);
-    REQUIRE(claimed->status == lock::ClaimStatus::kWon);
+    // A lease of 10 s ends before the next minute: never `busy`.
+    WinAsTwin(sim, kT0 + 60 * minute, "twin-" + std::to_string(minute), seconds(10));
     sim.Step(seconds(1));
     if (minute < 12) sim.Step(seconds(59));
   }
@@ -124,17 +131,7 @@ TEST_CASE("a replica that loses a tick to its own node id warns, at most every 1
 // restart (up to claim_lead_max ahead): no warning for those.
 TEST_CASE("a restarted replica that loses a tick its former self claimed does not warn") {
   Sim sim(WallAt(kT0, 0));
-  lock::ClaimRequest before;  // the former process claimed 14:00 just before this one started
-  before.job = "cleanup";
-  before.tick_unix = kT0;
-  before.node = "same";
-  before.owner_token = "former-process-0123456789abcdef0123456789abcdef";
-  before.node_wall = sim.clock.Wall();
-  before.starting_deadline = seconds(60);
-  before.lease = seconds(30);
-  auto claimed = sim.backend.Claim(before);
-  REQUIRE(claimed);
-  REQUIRE(claimed->status == lock::ClaimStatus::kWon);
+  WinAsTwin(sim, kT0, "former-process", seconds(30));  // just before this one started
   sim.AddReplica("same", {EveryJob("cleanup", 60)});  // at 14:00:00: claims 14:00 too
   sim.WaitQuiet();
   REQUIRE(sim.Grep({"tick=2026-11-21T14:00:00Z node=same outcome=lost winner=same"}).size() == 1);
