@@ -706,6 +706,9 @@ void RunSupervisor::Finish(const Outcome& out, bool may_wait) {
     }
     completion.keep_outputs = tick_.keep_outputs;
     const Result<lock::CompleteStatus> completed = CompleteClaim(completion, may_wait);
+    if (!completed && tick_.late_completes != nullptr && !tick_.job->job.recover) {
+      tick_.late_completes->Add({tick_.held, completion});
+    }
     if (completed && *completed == lock::CompleteStatus::kNotOwner) {
       log_.Log(LogLevel::kWarn, "complete",
                {{"job", tick_.job->job.name},

@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 
+#include "app/late_completes.h"
 #include "app/lease_guard.h"
 #include "app/log.h"
 #include "app/metrics.h"
@@ -97,6 +98,10 @@ struct WonTick {
   // Where renewals are sent from (the store may take up to op_timeout to answer); null:
   // a pool the supervisor keeps for itself. REQUIRES: outlives the supervisor.
   ThreadPool* renew_threads = nullptr;
+  // Takes over a complete the store did not take while the lease lasted, for a job
+  // with recover: false (app/late_completes.h). Null: it is not sent again (`tickd
+  // trigger`, which exits). REQUIRES: outlives the supervisor.
+  LateCompletes* late_completes = nullptr;
 };
 
 // How long after an instant the runs prepared for it, which start themselves at it,

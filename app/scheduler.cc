@@ -162,7 +162,13 @@ std::string NewOwnerToken() {
 
 Scheduler::Scheduler(Clock& clock, lock::Backend& backend, Runner& runner, Logger& log,
                      SchedulerOptions options)
-    : clock_(clock), backend_(backend), runner_(runner), log_(log), options_(std::move(options)) {}
+    : clock_(clock),
+      backend_(backend),
+      runner_(runner),
+      log_(log),
+      options_(std::move(options)),
+      late_completes_(clock_, backend_, log_, options_.node, options_.retention,
+                      options_.max_real_wait) {}
 
 Scheduler::~Scheduler() {
   bool running;
@@ -245,7 +251,8 @@ void Scheduler::Shutdown(milliseconds grace) {
     }
     runs.swap(runs_);
   }
-  runs.clear();  // joins: every claim is completed once this returns
+  runs.clear();  // joins: every claim is completed (or handed over) once this returns
+  late_completes_.Stop();  // a shutdown ends their tries (docs/design.md §1 rule 4)
 }
 
 void Scheduler::EndGrace() {
@@ -1225,6 +1232,7 @@ void Scheduler::StartRun(const std::shared_ptr<const ScheduledJob>& job, lock::H
   won.keep_outputs = options_.history.runs;
   won.stop_grace = options_.stop_grace;
   won.renew_threads = &renew_threads_;
+  won.late_completes = &late_completes_;
   auto run = std::make_unique<RunSupervisor>(
       clock_, backend_, runner_, log_, std::move(won),
       options_.max_real_wait, [this] {

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/late_completes.h"
 #include "app/log.h"
 #include "app/metrics.h"
 #include "app/notifier.h"
@@ -397,6 +398,9 @@ class Scheduler {
   // Before runs_: the runs' renewals are sent from here; its destructor waits for the
   // ones still in flight, so none outlives the scheduler (nor the backend).
   ThreadPool renew_threads_{std::chrono::seconds(60), kMaxRenewThreads};
+  // Completes the store did not take while their lease lasted (recover: false); before
+  // runs_: the runs hand theirs over as they end.
+  LateCompletes late_completes_;
   ThreadPool run_threads_;  // before runs_: each run's thread comes from here
   std::list<std::unique_ptr<RunSupervisor>> runs_;
 

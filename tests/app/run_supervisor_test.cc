@@ -757,6 +757,110 @@ TEST_CASE("a complete the store did not answer is sent again while the lease las
   CHECK((*history)[0].state == state);
 }
 
+TEST_CASE("a complete the store takes only after the lease ended lands late, "
+          "unless the job has recover: true") {
+  Sim sim(WallAt(kT0, -1'000));
+  const bool recover = GENERATE(false, true);
+  CAPTURE(recover);
+  sim.backend.complete_errors = 1'000'000;
+  sim.AddReplica("a", {EveryJob("j", 3'600, [&](config::Job& j) { j.recover = recover; })},
+                 [](SchedulerOptions& o) { o.lease = seconds(10); });
+  sim.Step(seconds(1), false);
+  // The run ends at once; its completes fail until the lease's end (about 11 s).
+  StepUntil(sim, [&] { return sim.replica(0).active_runs() == 0 && sim.runner.starts() > 0; },
+            milliseconds(100), seconds(15));
+  REQUIRE(sim.replica(0).active_runs() == 0);
+  CHECK(sim.Grep({" info run job=j", "outcome=done"}).size() == 1);
+  // The store is back.
+  sim.backend.complete_errors = 0;
+  const std::size_t sent = sim.backend.completions().size();
+  StepUntil(sim, [&] { return !sim.Grep({" complete job=j", "outcome=completed"}).empty(); },
+            milliseconds(500), seconds(30));
+  auto history = sim.store->History("j", 1);
+  REQUIRE(history);
+  REQUIRE(history->size() == 1);
+  if (recover) {
+    // Left running, so that another replica re-runs it (design.md §1 rule 5).
+    CHECK(sim.backend.completions().size() == sent);
+    CHECK((*history)[0].state == "running");
+  } else {
+    CHECK(sim.Grep({" info complete job=j tick=2026-11-21T14:00:00Z node=a outcome=completed",
+                    "late="}).size() == 1);
+    CHECK((*history)[0].state == "done");
+    CHECK((*history)[0].run_outcome == "done");
+  }
+}
+
+TEST_CASE("late completes: tried oldest first, given up at shutdown and beyond retention") {
+  FakeClock clock(WallAt(kT0, 0));
+  std::vector<std::string> lines;
+  std::mutex lines_mu;
+  Logger log(clock, LogFormat::kLogfmt, LogLevel::kInfo, [&](std::string_view line) {
+    std::lock_guard lock(lines_mu);
+    lines.emplace_back(line);
+  });
+  std::shared_ptr<lock::Backend> store = lock::NewMemoryBackend(clock);
+  TestBackend backend(store);
+  const auto grep = [&](std::string_view part) {
+    std::lock_guard lock(lines_mu);
+    return std::count_if(lines.begin(), lines.end(),
+                         [&](const std::string& l) { return l.find(part) != std::string::npos; });
+  };
+  // Two won claims, one of a tick older than the retention (1 h).
+  std::vector<lock::CompleteRequest> held;
+  for (std::int64_t tick : {kT0 - 7'200, kT0 - 60}) {
+    lock::ClaimRequest req;
+    req.job = tick == kT0 - 60 ? "j" : "old";
+    req.tick_unix = tick;
+    req.node = "a";
+    req.owner_token = "token-" + std::to_string(tick);
+    req.lease = seconds(600);
+    req.starting_deadline = seconds(86'400);
+    req.node_wall = clock.Wall();
+    auto won = store->Claim(req);
+    REQUIRE(won);
+    REQUIRE(won->status == lock::ClaimStatus::kWon);
+    lock::Completion c;
+    c.outcome = "lease-lost";
+    held.push_back({lock::HeldClaim{req.job, tick, req.owner_token, won->fence, req.lease}, c});
+  }
+  LateCompletes late(clock, backend, log, "a", seconds(3'600), milliseconds(1));
+  backend.complete_errors = 1'000'000;
+  for (const auto& h : held) late.Add(h);
+  CHECK(late.pending() == 2);
+  SECTION("the store comes back") {
+    // Tries at 1, 2, 4, 8 s… each failing; the store is back from 5 s on.
+    for (int i = 0; i < 50 && clock.Steady().time_since_epoch() < seconds(5); ++i) {
+      clock.Advance(milliseconds(100));
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    backend.complete_errors = 0;
+    for (int i = 0; i < 200 && late.pending() > 0; ++i) {
+      clock.Advance(milliseconds(100));
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    CHECK(late.pending() == 0);
+    CHECK(grep("outcome=given-up reason=\"older than lock.retention\"") == 1);
+    CHECK(grep("tick=2026-11-21T13:59:00Z node=a outcome=completed late=") == 1);
+    auto history = store->History("j", 1);
+    REQUIRE(history);
+    REQUIRE(history->size() == 1);
+    CHECK((*history)[0].state == "done");
+    CHECK((*history)[0].run_outcome == "lease-lost");
+    history = store->History("old", 1);
+    REQUIRE(history);
+    REQUIRE(history->size() == 1);
+    CHECK((*history)[0].state == "running");
+  }
+  SECTION("the daemon stops first") {
+    late.Stop();
+    CHECK(grep("outcome=given-up reason=shutdown") == 2);
+    late.Add(held[1]);  // after the stop: given up at once
+    CHECK(grep("outcome=given-up reason=shutdown") == 3);
+    CHECK(late.pending() == 0);
+  }
+}
+
 TEST_CASE("retries: retry_backoff doubles with each retry") {
   Sim sim(WallAt(kT0, -1'000));
   sim.runner.plan = [](const jobs::ProcessSpec&) { return std::optional<int>(1); };
