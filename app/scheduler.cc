@@ -827,6 +827,7 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
   std::vector<lock::ClaimRequest> reqs;
   std::vector<std::shared_ptr<const ScheduledJob>> jobs;
   std::vector<EntryKind> kinds;  // parallel to reqs (entries held back here have none)
+  std::vector<int> errors;       // parallel to reqs: Entry::errors
   const std::int64_t now_ms = WallMs(clock_);
   const Peers::Rank rank = options_.peers != nullptr ? options_.peers->rank() : Peers::Rank{};
   std::size_t next = from;
@@ -903,6 +904,7 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
     reqs.push_back(std::move(req));
     jobs.push_back(job);
     kinds.push_back(e.kind);
+    errors.push_back(e.errors);
   }
   instant_claims_ = reqs.size();
   NoteRecentClaims(reqs);
@@ -928,7 +930,7 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
     if (i >= reqs.size()) return;
     if (r) store_clock.See(*r, clock_.Steady());
     if (r && r->status == lock::ClaimStatus::kWon && r->observed) {
-      HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent, store_clock);
+      HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent, store_clock, errors[i]);
       handled[i] = 1;
     }
     results[i] = std::move(r);
@@ -953,7 +955,7 @@ std::size_t Scheduler::ClaimRound(const std::vector<Entry>& group, std::size_t f
         results[i] ? std::move(*results[i])
                    : Result<lock::ClaimOutcome>(
                          MakeError("claim", "the backend gave no answer for this tick"));
-    HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent, store_clock);
+    HandleOutcome(jobs[i], kinds[i], reqs[i], r, claim_sent, store_clock, errors[i]);
   }
   return next;
 }
@@ -980,7 +982,7 @@ void Scheduler::NoRoomFor(const ScheduledJob& job, const Entry& e, const lock::C
 void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                               const lock::ClaimRequest& req,
                               const Result<lock::ClaimOutcome>& result, ClaimSent claim_sent,
-                              const StoreClockAtSend& store_clock) {
+                              const StoreClockAtSend& store_clock, int earlier_errors) {
   Progress();
   Remember(req, result);
   if (result) SeeStoreClock(req, *result, clock_.Wall());
@@ -1009,7 +1011,12 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
   }
   if (!result) {
     metrics().BackendError(backend_.name());
-    LogTick(*job, req, "error", {{"error", result.error().ToString()}}, LogLevel::kWarn);
+    if (kind == EntryKind::kTick && RetryClaim(*job, req, earlier_errors + 1, result.error())) {
+      return;
+    }
+    std::vector<Field> fields = {{"error", result.error().ToString()}};
+    if (earlier_errors > 0) fields.emplace_back("tries", earlier_errors + 1);
+    LogTick(*job, req, "error", std::move(fields), LogLevel::kWarn);
     Observe(req, "error", 0);
     return;
   }
@@ -1030,8 +1037,17 @@ void Scheduler::HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, En
       return;
     }
     case lock::ClaimStatus::kLost:
-      LogTick(*job, req, "lost", {{"winner", o.holder_node}});
-      if (o.holder_node == req.node) WarnSharedNodeId(req);
+      if (o.holder_node == req.node && earlier_errors > 0) {
+        // Most likely the claim before, whose answer never came, was taken: no run
+        // holds it, and it is not run (each claim has a token of its own).
+        LogTick(*job, req, "lost",
+                {{"winner", o.holder_node},
+                 {"reason", "an earlier claim of this replica, whose answer was lost, won it"}},
+                LogLevel::kWarn);
+      } else {
+        LogTick(*job, req, "lost", {{"winner", o.holder_node}});
+        if (o.holder_node == req.node) WarnSharedNodeId(req);
+      }
       if (!o.observed) Observe(req, "lost", 0);
       if (job->job.recover && o.holder_running) ScheduleRecheck(*job, req.tick_unix);
       break;
@@ -1203,6 +1219,26 @@ std::optional<std::vector<Field>> Scheduler::HeldBackByStoreReset(const std::str
       {"reason", now_ms < until_ms ? "lease-after-store-reset" : "tick-before-store-reset"},
       {"reset_seen", FormatTimestamp(WallTime(milliseconds(*m.reset_seen_ms)))},
       {"until", FormatTimestamp(WallTime(milliseconds(until_ms)))}};
+}
+
+bool Scheduler::RetryClaim(const ScheduledJob& job, const lock::ClaimRequest& req, int errors,
+                           const Error& error) {
+  const milliseconds wait =
+      std::min(kClaimRetryFirst * (1 << std::min(errors - 1, 8)), kClaimRetryLongest);
+  const std::int64_t due_ms = WallMs(clock_) + wait.count();
+  if (due_ms >= req.tick_unix * 1000 + job.StartingDeadline(req.tick_unix).count()) return false;
+  log_.Log(LogLevel::kWarn, "claim",
+           {{"job", req.job},
+            {"tick", FormatTick(req.tick_unix)},
+            {"node", req.node},
+            {"outcome", "error"},
+            {"error", error.ToString()},
+            {"retry_in", FormatSeconds(wait)}});
+  // At its instant (no lead), and its following tick was pushed already.
+  Entry retry{due_ms, req.tick_unix, req.job, EntryKind::kTick, /*at_instant=*/true};
+  retry.errors = errors;
+  queue_.push(std::move(retry));
+  return true;
 }
 
 void Scheduler::ScheduleRecheck(const ScheduledJob& job, std::int64_t tick) {

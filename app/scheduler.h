@@ -213,6 +213,9 @@ class Scheduler {
     // A kTick taken up ahead of its instant: not before this (wall ms), the due instant
     // of the job's previous tick, whatever lead its instant gets beyond claim_lead.
     std::int64_t not_before_ms = 0;
+    // kTick: how many claims of this tick the store did not answer; each is sent again
+    // while the tick can still start (RetryClaim).
+    int errors = 0;
     bool operator>(const Entry& o) const { return due_ms > o.due_ms; }
     // Claimed with a lead: taken up with the other ticks of its due instant (instants_).
     bool Leads() const { return kind == EntryKind::kTick && !at_instant; }
@@ -277,9 +280,21 @@ class Scheduler {
   // asked again at its instant, a recheck in lease/2. `lead`: as in ClaimRound.
   void NoRoomFor(const ScheduledJob& job, const Entry& e, const lock::ClaimRequest& req,
                  std::chrono::milliseconds lead);
+  // `earlier_errors`: claims of this tick sent before this one that the store did not
+  // answer (Entry::errors).
   void HandleOutcome(const std::shared_ptr<const ScheduledJob>& job, EntryKind kind,
                      const lock::ClaimRequest& req, const Result<lock::ClaimOutcome>& result,
-                     ClaimSent claim_sent, const StoreClockAtSend& store_clock);
+                     ClaimSent claim_sent, const StoreClockAtSend& store_clock,
+                     int earlier_errors);
+  // A claim of a tick that the store did not answer (`error`, its `errors`-th) is sent
+  // again while the tick can still start (docs/design.md §1 rule 7): kClaimRetryFirst
+  // later, twice as long after each, up to kClaimRetryLongest; logged `claim …
+  // outcome=error retry_in=`, the tick line waiting for the last answer. False when no
+  // retry would be sent before the tick's starting deadline.
+  bool RetryClaim(const ScheduledJob& job, const lock::ClaimRequest& req, int errors,
+                  const Error& error);
+  static constexpr std::chrono::milliseconds kClaimRetryFirst{1'000};
+  static constexpr std::chrono::milliseconds kClaimRetryLongest{16'000};
   // recover: true: claims `tick` again in lease/2 (HandleOutcome decides whether to
   // go on: while the backend says it still runs).
   void ScheduleRecheck(const ScheduledJob& job, std::int64_t tick);

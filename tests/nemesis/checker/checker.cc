@@ -386,17 +386,20 @@ class Checker {
     return false;
   }
 
-  // The holder's tick line for (job, holder_tick) when it says error and T falls within
-  // that claim's lease: a claim whose answer was an error may still stand in the store,
-  // unrun and running until its lease ends (the `?wait` refusal on Redis, a claim that
-  // timed out after it was written). Its tick is lost to a replica that did not run it,
-  // and forbid holds the job back until the lease ends.
+  // The holder's tick line for (job, holder_tick) when it says error — or lost to the
+  // holder itself: its claim sent again after an error found the first one standing —
+  // and T falls within that claim's lease: a claim whose answer was an error may still
+  // stand in the store, unrun and running until its lease ends (the `?wait` refusal on
+  // Redis, a claim that timed out after it was written). Its tick is lost to a replica
+  // that did not run it, and forbid holds the job back until the lease ends.
   const LogEvent* LeftOpen(const JobSpec& job, std::int64_t holder_tick, const std::string& holder,
                            std::int64_t t) const {
     auto it = ticks_.find({job.name, holder_tick});
     if (it == ticks_.end()) return nullptr;
     for (const LogEvent* e : it->second) {
-      if (e->node == holder && e->outcome == "error" && t * 1000 < e->ts_ms + job.lease_ms) {
+      const bool unanswered =
+          e->outcome == "error" || (e->outcome == "lost" && e->winner == holder);
+      if (e->node == holder && unanswered && t * 1000 < e->ts_ms + job.lease_ms) {
         return e;
       }
     }

@@ -307,6 +307,20 @@ TEST_CASE("checker: a missed tick is explained by a fault or the replicas' lines
     s.Line("n3", t * 1000 + 4, "tick job=j1 tick=" + Tick(t) + " node=n3 outcome=superseded");
     CHECK(s.Run().Passed());
   }
+  SECTION("a claim sent again after an error finds the first one standing: explained") {
+    s.Line("n2", t * 1000 + 1004,
+           "tick job=j1 tick=" + Tick(t) + " node=n2 outcome=lost winner=n2 reason=\"an earlier "
+           "claim of this replica, whose answer was lost, won it\"");
+    for (const std::string node : {"n1", "n3"}) {
+      s.Line(node, t * 1000 + 4,
+             "tick job=j1 tick=" + Tick(t) + " node=" + node + " outcome=lost winner=n2");
+    }
+    CHECK(s.Run().Passed());
+    // Lost to another replica that then said nothing: unexplained.
+    s.logs["n2"].back() = Ts(t * 1000 + 1004) + " info tick job=j1 tick=" + Tick(t) +
+                          " node=n2 outcome=lost winner=n3";
+    CHECK(s.Run().counts.unexplained_missed == 1);
+  }
   SECTION("busy while the previous run still ran: explained (forbid at work)") {
     s.Find("j1", t - 1).end_ms = t * 1000 + 20;
     s.spec.overlap_tolerance_ms = 0;
