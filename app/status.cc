@@ -29,6 +29,25 @@ std::string OneLine(const std::string& text) {
   return plain ? text : LogfmtValue(text);
 }
 
+// A line a job printed, for the operator's terminal: control characters but tab as
+// \xNN (systemctl's cescape), so that an escape sequence in a job's output (colours,
+// a cursor move, a title set) reaches no terminal; `--json` keeps them as printed.
+std::string Printable(const std::string& line) {
+  std::string out;
+  out.reserve(line.size());
+  for (const unsigned char c : line) {
+    if ((c < ' ' && c != '\t') || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 // Milliseconds as "+0.003s" / "-1.250s": a replica's try relative to T.
 std::string SignedSeconds(milliseconds d) {
   return (d.count() < 0 ? "-" : "+") + FormatSeconds(milliseconds(std::abs(d.count())));
@@ -281,14 +300,15 @@ std::string FormatRunsText(const RunsReport& report, bool color) {
     }
     for (const jobs::OutputLine& l : lines) {
       // The stream in a fixed-width column, so the lines themselves stay aligned.
+      const std::string text = Printable(l.text);
       if (l.stream == "tickd") {
-        out += "  " + paint("\033[90m", "...     [" + l.text + "]") + "\n";
+        out += "  " + paint("\033[90m", "...     [" + text + "]") + "\n";
       } else if (l.stream == "stderr") {
-        out += "  " + paint("\033[31m", "stderr") + "  " + l.text + "\n";
+        out += "  " + paint("\033[31m", "stderr") + "  " + text + "\n";
       } else if (l.stream == "http") {
-        out += "  http    " + l.text + "\n";
+        out += "  http    " + text + "\n";
       } else {
-        out += "  stdout  " + l.text + "\n";
+        out += "  stdout  " + text + "\n";
       }
     }
     out += "\n";

@@ -172,7 +172,7 @@ TEST_CASE("status --runs shows each run with what it printed, newest first") {
   REQUIRE(won);
   REQUIRE(won->status == lock::ClaimStatus::kWon);
   lock::Completion printed{"done", 0, milliseconds(250)};
-  printed.output = "! 12 earlier bytes not kept\no <b>hello</b>\ne oops\n";
+  printed.output = "! 12 earlier bytes not kept\no <b>hello</b>\ne oops\no \033[2J\ttab\x7f\n";
   REQUIRE(*b->Complete({"cleanup", kT + 60, req.owner_token, won->fence, req.lease}, printed) ==
           lock::CompleteStatus::kCompleted);
   // kT + 120: nobody won (missed): not a run.
@@ -190,7 +190,9 @@ TEST_CASE("status --runs shows each run with what it printed, newest first") {
                   std::to_string(won->fence) + "  outcome=done  exit=0  duration=0.250s\n"
                   "  ...     [12 earlier bytes not kept]\n"
                   "  stdout  <b>hello</b>\n"
-                  "  stderr  oops\n\n") == 0);
+                  "  stderr  oops\n"
+                  // An escape sequence reaches no terminal; a tab stays.
+                  "  stdout  \\x1b[2J\ttab\\x7f\n\n") == 0);
   CHECK(text.find("outcome=failed  exit=3  duration=1.500s\n  (no output kept)\n") !=
         std::string::npos);
   CHECK(FormatRunsText(*report, true).find("\033[31mstderr\033[0m  oops") != std::string::npos);
@@ -205,7 +207,8 @@ TEST_CASE("status --runs shows each run with what it printed, newest first") {
   CHECK(run["output"] == nlohmann::json::parse(
                              R"([{"stream":"tickd","line":"12 earlier bytes not kept"},
                                  {"stream":"stdout","line":"<b>hello</b>"},
-                                 {"stream":"stderr","line":"oops"}])"));
+                                 {"stream":"stderr","line":"oops"},
+                                 {"stream":"stdout","line":"\u001b[2J\ttab\u007f"}])"));
   CHECK(json["runs"][1]["output"].empty());
 
   auto limited = CollectRuns({MakeJob("cleanup")}, *a, clock.Wall(), "cleanup", 1);
