@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <thread>
 
@@ -98,18 +99,23 @@ class HttplibServer final : public HttpServer {
   int port() const override { return port_; }
 
  private:
-  // The query parameter `name` clamped to 1..max (`fallback` when absent); nullopt,
-  // with a 400 answer in `res`, when it is not a number.
+  // The query parameter `name` clamped to 1..max (`fallback` when absent), also when
+  // it is beyond what an integer holds; nullopt, with a 400 answer in `res`, when it is
+  // not a whole number (`12abc`, `1.5`, empty).
   static std::optional<int> IntParam(const httplib::Request& req, httplib::Response& res,
                                      const std::string& name, int fallback, int max) {
     if (!req.has_param(name)) return fallback;
-    try {
-      return std::clamp(std::stoi(req.get_param_value(name)), 1, max);
-    } catch (const std::exception&) {
+    const std::string value = req.get_param_value(name);
+    long long n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (value.empty() || end != value.data() + value.size() ||
+        (ec != std::errc() && ec != std::errc::result_out_of_range)) {
       res.status = 400;
-      res.set_content("{\"error\":\"" + name + " must be a number\"}\n", "application/json");
+      ErrorJson(res, name + " must be a whole number, 1 to " + std::to_string(max));
       return std::nullopt;
     }
+    if (ec == std::errc::result_out_of_range) n = value[0] == '-' ? 1 : max;
+    return static_cast<int>(std::clamp<long long>(n, 1, max));
   }
 
   // The JSON of an API handler, never cached; an Error as 404 (context "job": no such

@@ -95,6 +95,18 @@ TEST_CASE("http endpoints of a running two-replica cluster") {
   auto unknown = a.Get("/api/status?job=nope");
   REQUIRE(unknown);
   CHECK(unknown->status == 404);
+  // A count beyond any integer is the most there is; one that is no whole number, 400.
+  auto huge = a.Get("/api/status?last=99999999999999999999");
+  REQUIRE(huge);
+  CHECK(huge->status == 200);
+  for (const char* bad : {"12abc", "1.5", "abc", ""}) {
+    INFO(bad);
+    auto refused = a.Get(std::string("/api/status?last=") + bad);
+    REQUIRE(refused);
+    CHECK(refused->status == 400);
+    CHECK(nlohmann::json::parse(refused->body)["error"] ==
+          "last must be a whole number, 1 to 1000");
+  }
 
   // /api/runs: the job's runs with what they printed (`echo beat`).
   auto runs = a.Get("/api/runs?job=beat&limit=3");
