@@ -1,6 +1,7 @@
 // The fault scenarios against the embedded SQLite backend (replicas on one host).
 #include <dirent.h>
 #include <signal.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -332,6 +333,145 @@ bool GroupAlive(pid_t pgid) {
 // runs out; its lease guard (app/lease_guard.h), a process of its own, SIGKILLs the
 // run's process group at valid_until, the shell and what it started alike. And a
 // daemon that is killed leaves no part of its run behind.
+// Holds SQLite's write lock on the cluster's store while alive: every claim, renewal
+// and complete of the replicas waits for it (up to op_timeout) and then fails.
+class StoreLocked {
+ public:
+  explicit StoreLocked(const fs::path& db_file) {
+    REQUIRE(sqlite3_open(db_file.c_str(), &db_) == SQLITE_OK);
+    sqlite3_busy_timeout(db_, 5'000);
+    REQUIRE(sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  }
+  ~StoreLocked() { Release(); }
+  void Release() {
+    if (db_ == nullptr) return;
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+    db_ = nullptr;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+std::int64_t UnixNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A tick as the logs write it: 2026-11-21T14:00:00Z.
+std::string TickText(std::int64_t unix_s) {
+  const std::time_t t = unix_s;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::vector<LogLine> LinesOf(const Replica& r, const std::string& event, const std::string& job,
+                             const std::string& tick) {
+  std::vector<LogLine> out;
+  for (const LogLine& l : r.Lines()) {
+    if (l.event == event && l.Get("job") == job && l.Get("tick") == tick) out.push_back(l);
+  }
+  return out;
+}
+
+TEST_CASE("sqlite: a claim the store did not answer is sent again, and the tick runs once the "
+          "store answers within its starting deadline",
+          "[e2e][sqlite]") {
+  auto backend = MakeSqliteFixture();
+  Cluster cluster(*backend);
+  cluster.WriteJobFile("jobs:\n  - name: ten\n    schedule: \"*/10 * * * * *\"\n"
+                       "    shell: echo ran\n");
+  Replica& replica = cluster.StartReplica("node-a");
+  REQUIRE(Cluster::WaitUntil(
+      [&] { return replica.LogText().find(" start ") != std::string::npos; },
+      std::chrono::seconds(20)));
+  // The store locked from before a tick's claim (claim_lead: 200 ms) to 2.5 s after T:
+  // the claim waits op_timeout (2 s), fails, and is sent again 1 s later. A loaded
+  // machine that takes the lock too late for one tick tries the next (at most 3).
+  std::string tick;
+  for (int attempt = 0; attempt < 3 && tick.empty(); ++attempt) {
+    std::int64_t t_ms = (UnixNowMs() / 10'000 + 1) * 10'000;
+    if (t_ms - UnixNowMs() < 1'500) t_ms += 10'000;
+    std::this_thread::sleep_for(std::chrono::milliseconds(t_ms - 700 - UnixNowMs()));
+    StoreLocked locked(cluster.dir() / "tickd.db");
+    const std::string t = TickText(t_ms / 1000);
+    const bool in_time = UnixNowMs() < t_ms - 300 && LinesOf(replica, "tick", "ten", t).empty();
+    std::this_thread::sleep_for(std::chrono::milliseconds(t_ms + 2'500 - UnixNowMs()));
+    locked.Release();
+    if (in_time) tick = t;
+  }
+  REQUIRE_FALSE(tick.empty());
+  REQUIRE(Cluster::WaitUntil([&] { return !LinesOf(replica, "run", "ten", tick).empty(); },
+                             std::chrono::seconds(15)));
+  INFO(replica.LogText());
+  const auto retried = LinesOf(replica, "claim", "ten", tick);
+  REQUIRE(retried.size() >= 1);
+  CHECK(retried[0].level == "warn");
+  CHECK(retried[0].Get("outcome") == "error");
+  CHECK(retried[0].Get("retry_in") == "1.000s");
+  const auto ticks = LinesOf(replica, "tick", "ten", tick);
+  REQUIRE(ticks.size() == 1);  // one tick line: the answer that decided
+  CHECK(ticks[0].Get("outcome") == "won");
+  const auto runs = LinesOf(replica, "run", "ten", tick);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].Get("outcome") == "done");
+}
+
+TEST_CASE("sqlite: a run killed while the store was out of reach shows lease-lost once it is back",
+          "[e2e][sqlite][lease]") {
+  auto backend = MakeSqliteFixture();
+  Cluster cluster(*backend);
+  const fs::path pid_file = cluster.dir() / "job.pid";
+  const fs::path file = cluster.WriteJobFile(
+      "jobs:\n  - name: long\n    schedule: \"*/30 * * * * *\"\n"
+      "    shell: \"echo $$ > " + pid_file.string() + "; exec sleep 60\"\n",
+      "lease: 3s\nop_timeout: 1s");
+  Replica& replica = cluster.StartReplica("node-a");
+  REQUIRE(Cluster::WaitUntil([&] { return ReadPid(pid_file) > 1; }, std::chrono::seconds(40)));
+  const pid_t pgid = ReadPid(pid_file);
+  std::string tick;
+  {
+    // Locked for 10 s: no renewal lands, the run is ended by its lease's end, and its
+    // complete fails too.
+    StoreLocked locked(cluster.dir() / "tickd.db");
+    CHECK(Cluster::WaitUntil([&] { return !GroupAlive(pgid); }, std::chrono::seconds(10)));
+    REQUIRE(Cluster::WaitUntil(
+        [&] {
+          for (const LogLine& l : replica.Lines()) {
+            if (l.event == "run" && l.Get("job") == "long") tick = l.Get("tick");
+          }
+          return !tick.empty();
+        },
+        std::chrono::seconds(10)));
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  INFO(replica.LogText());
+  const auto runs = LinesOf(replica, "run", "long", tick);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].Get("outcome") == "lease-lost");
+  CHECK_FALSE(LinesOf(replica, "complete", "long", tick).empty());  // outcome=error
+  // Free again: the complete, sent again, lands; the store shows how the run ended.
+  REQUIRE(Cluster::WaitUntil(
+      [&] {
+        for (const LogLine& l : LinesOf(replica, "complete", "long", tick)) {
+          if (l.Get("outcome") == "completed" && !l.Get("late").empty()) return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(40)));
+  const auto [status, output] =
+      RunCommand({TICKD_BINARY, "status", "-c", file.string(), "long", "--json"});
+  INFO(output);
+  REQUIRE(status == 0);
+  CHECK(output.find("\"tick\": \"" + tick + "\"") != std::string::npos);
+  CHECK(output.find("\"outcome\": \"lease-lost\"") != std::string::npos);
+}
+
 TEST_CASE("sqlite: what a job leaves running, in its group or outside it, ends with its run",
           "[e2e][sqlite]") {
   auto backend = MakeSqliteFixture();
