@@ -178,15 +178,6 @@ long long UnixMs(const std::string& text) {
   return static_cast<long long>(timegm(&tm)) * 1000 + ms;
 }
 
-std::string Rfc3339(long long unix_s) {
-  const std::time_t t = unix_s;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string LoadAvg() {
   std::ifstream in("/proc/loadavg");
   std::string a, b, c;
@@ -346,7 +337,7 @@ int Main(int argc, char** argv) {
     const long long from_s = (window_start_ms + 999) / 1000 - 1;  // next is strictly after
     auto [status, text] =
         RunCommand({TICKD_BINARY, "next", "-c", job_file.string(), "--job", JobName(1), "--from",
-                    Rfc3339(from_s), "-n", std::to_string(opt.seconds + 2)});
+                    TickText(from_s), "-n", std::to_string(opt.seconds + 2)});
     if (status != 0) {
       std::cerr << "burst_trial: tickd next failed:\n" << text;
       return 2;
@@ -359,7 +350,7 @@ int Main(int argc, char** argv) {
     }
   }
   const std::set<long long> judged(instants.begin(), instants.end());
-  say("window: " + Rfc3339(window_start_ms / 1000) + " .. " + Rfc3339(window_end_ms / 1000) +
+  say("window: " + TickText(window_start_ms / 1000) + " .. " + TickText(window_end_ms / 1000) +
       " (every replica started + " + std::to_string(opt.warmup_s) + " s; " +
       std::to_string(opt.seconds) + " s): " + std::to_string(instants.size()) +
       " instants, job-ticks due " + std::to_string(instants.size() * opt.jobs));
@@ -426,7 +417,7 @@ int Main(int argc, char** argv) {
       if (it == runs.end()) {
         ++never;
         ++pi.never;
-        if (examples.size() < 5) examples.push_back("never: " + job + " " + Rfc3339(t));
+        if (examples.size() < 5) examples.push_back("never: " + job + " " + TickText(t));
         continue;
       }
       const std::vector<Run>& rs = it->second;
@@ -439,7 +430,7 @@ int Main(int argc, char** argv) {
         if (examples.size() < 5) {
           std::string nodes;
           for (const Run& r : rs) nodes += " " + r.node;
-          examples.push_back("twice: " + job + " " + Rfc3339(t) + " on" + nodes);
+          examples.push_back("twice: " + job + " " + TickText(t) + " on" + nodes);
         }
       }
       for (const Run& r : rs) {
@@ -450,7 +441,7 @@ int Main(int argc, char** argv) {
           if (examples.size() < 5) {
             char buf[160];
             std::snprintf(buf, sizeof buf, "early: %s %s on %s, %.1f ms before T", job.c_str(),
-                          Rfc3339(t).c_str(), r.node.c_str(),
+                          TickText(t).c_str(), r.node.c_str(),
                           static_cast<double>(t) * 1000 - r.start_ms);
             examples.push_back(buf);
           }
@@ -479,7 +470,7 @@ int Main(int argc, char** argv) {
   say("per instant (T: once/twice+/never; start - T p50/p99/max ms; claim answered - T p99 ms):");
   for (const auto& [t, pi] : per_instant) {
     char buf[200];
-    std::snprintf(buf, sizeof buf, "  %s: %lld/%lld/%lld; %.1f/%.1f/%.1f; %.1f", Rfc3339(t).c_str(),
+    std::snprintf(buf, sizeof buf, "  %s: %lld/%lld/%lld; %.1f/%.1f/%.1f; %.1f", TickText(t).c_str(),
                   pi.once, pi.more, pi.never, Quantile(pi.late_ms, 0.5), Quantile(pi.late_ms, 0.99),
                   Quantile(pi.late_ms, 1.0), Quantile(pi.claim_ms, 0.99));
     say(buf);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -66,6 +67,15 @@ std::string ReadFile(const fs::path& file) {
 std::string LogLine::Get(const std::string& key) const {
   auto it = fields.find(key);
   return it == fields.end() ? std::string() : it->second;
+}
+
+std::string TickText(long long unix_s) {
+  const std::time_t t = unix_s;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 std::optional<LogLine> ParseLogLine(std::string_view line) {

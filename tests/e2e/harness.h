@@ -35,6 +35,9 @@ struct LogLine {
 // Parses one logfmt line; nullopt when it is not in the DESIGN §6 shape.
 std::optional<LogLine> ParseLogLine(std::string_view line);
 
+// A tick as the logs write it (UTC, seconds): "2026-11-21T14:00:00Z".
+std::string TickText(long long unix_s);
+
 // A lock store for the scenarios. Start() runs before the replicas, Stop() after.
 class BackendFixture {
  public:

@@ -360,16 +360,6 @@ std::int64_t UnixNowMs() {
       .count();
 }
 
-// A tick as the logs write it: 2026-11-21T14:00:00Z.
-std::string TickText(std::int64_t unix_s) {
-  const std::time_t t = unix_s;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::vector<LogLine> LinesOf(const Replica& r, const std::string& event, const std::string& job,
                              const std::string& tick) {
   std::vector<LogLine> out;
