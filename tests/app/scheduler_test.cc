@@ -590,6 +590,23 @@ TEST_CASE("a store's size warnings are logged after each hourly prune, not again
   CHECK(sim.backend.size_asks == 1);
 }
 
+// What the store holds when node a's first claim of j at kT0 landed but its answer
+// was lost: a claim of a under a token a never learnt (lease 10 s).
+void LandUnanswered(Sim& sim, bool recover) {
+  lock::ClaimRequest earlier;
+  earlier.job = "j";
+  earlier.tick_unix = kT0;
+  earlier.node = "a";
+  earlier.owner_token = "lost-answer-0123456789abcdef0123456789abcdef";
+  earlier.node_wall = sim.clock.Wall();
+  earlier.starting_deadline = seconds(60);
+  earlier.recover = recover;
+  earlier.lease = seconds(10);
+  auto claimed = sim.store->Claim(earlier);
+  REQUIRE(claimed);
+  REQUIRE(claimed->status == lock::ClaimStatus::kWon);
+}
+
 TEST_CASE("a claim the store does not answer is sent again until the tick's deadline, and "
           "fails closed: nothing runs") {
   Sim sim(WallAt(kT0, -1'000));
@@ -624,18 +641,8 @@ TEST_CASE("a claim the store did not answer wins when sent again, with one tick 
   bool landed_before = false;
   SECTION("the store answers the retry") {}
   SECTION("the first claim had landed, its answer lost") {
-    // What the store holds then: a claim of this node under a token this replica no
-    // longer knows. Nobody runs it; no node-id warning either (it is this replica's).
-    lock::ClaimRequest earlier;
-    earlier.job = "j";
-    earlier.tick_unix = kT0;
-    earlier.node = "a";
-    earlier.owner_token = "lost-answer-0123456789abcdef0123456789abcdef";
-    earlier.node_wall = sim.clock.Wall();
-    earlier.starting_deadline = seconds(60);
-    auto claimed = sim.store->Claim(earlier);
-    REQUIRE(claimed);
-    REQUIRE(claimed->status == lock::ClaimStatus::kWon);
+    // Nobody runs it; no node-id warning either (it is this replica's).
+    LandUnanswered(sim, false);
     landed_before = true;
   }
   sim.Step(seconds(1));
@@ -653,6 +660,28 @@ TEST_CASE("a claim the store did not answer wins when sent again, with one tick 
     CHECK(lines[0].find("outcome=won") != std::string::npos);
     CHECK(sim.runner.starts() == 1);
   }
+}
+
+TEST_CASE("recover: true re-claims a tick lost to this replica's own unanswered claim once "
+          "that claim's lease expired") {
+  Sim sim(WallAt(kT0, -1'000));
+  sim.backend.claim_error = true;
+  sim.AddReplica("a", {EveryJob("j", 3'600, [](config::Job& j) {
+                   j.recover = true;
+                   j.starting_deadline = seconds(60);
+                 })},
+                 [](SchedulerOptions& o) { o.lease = seconds(10); });
+  sim.Step(seconds(1));
+  sim.WaitQuiet();
+  REQUIRE(sim.Grep({" warn claim job=j", "retry_in=1.000s"}).size() == 1);
+  LandUnanswered(sim, true);
+  sim.backend.claim_error = false;
+  for (int i = 0; i < 30 && sim.Grep({"recovered=true"}).empty(); ++i) sim.Step(seconds(1));
+  sim.WaitQuiet();
+  CHECK(sim.Grep({" warn tick job=j", "outcome=lost winner=a reason="}).size() == 1);
+  CHECK(sim.Grep({" info tick job=j tick=2026-11-21T14:00:00Z node=a outcome=won",
+                  "recovered=true"}).size() == 1);
+  REQUIRE(Eventually([&] { return sim.runner.starts() == 1; }));
 }
 
 TEST_CASE("ticks due at one instant are claimed in one batch, each with its own token") {
