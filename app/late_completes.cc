@@ -104,7 +104,6 @@ void LateCompletes::Loop() {
       continue;
     }
     lock.unlock();
-    ++w.tries;
     const Result<lock::CompleteStatus> done = CallBackend(
         "complete", [&] { return backend_.Complete(w.complete.held, w.complete.completion); });
     const std::string tick = FormatTick(w.complete.held.tick_unix);

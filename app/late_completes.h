@@ -53,7 +53,6 @@ class LateCompletes {
   struct Waiting {
     lock::CompleteRequest complete;
     SteadyTime since;  // handed over
-    int tries = 0;     // sent since, unanswered
   };
   void Loop();
   // Logs `complete … outcome=given-up reason=…` for one that will not be sent again.

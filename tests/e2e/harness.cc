@@ -78,6 +78,17 @@ std::string TickText(long long unix_s) {
   return buf;
 }
 
+std::vector<LogLine> Events(const std::vector<LogLine>& lines, const std::string& event,
+                            const std::string& job, const std::string& tick) {
+  std::vector<LogLine> out;
+  for (const LogLine& l : lines) {
+    if (l.event == event && l.Get("job") == job && (tick.empty() || l.Get("tick") == tick)) {
+      out.push_back(l);
+    }
+  }
+  return out;
+}
+
 std::optional<LogLine> ParseLogLine(std::string_view line) {
   LogLine out;
   out.raw = std::string(line);

@@ -38,6 +38,11 @@ std::optional<LogLine> ParseLogLine(std::string_view line);
 // A tick as the logs write it (UTC, seconds): "2026-11-21T14:00:00Z".
 std::string TickText(long long unix_s);
 
+// The `event` lines of `job` among `lines`, in order; of tick `tick` alone when it is
+// not empty (TickText's spelling).
+std::vector<LogLine> Events(const std::vector<LogLine>& lines, const std::string& event,
+                            const std::string& job, const std::string& tick = "");
+
 // A lock store for the scenarios. Start() runs before the replicas, Stop() after.
 class BackendFixture {
  public:

@@ -12,15 +12,6 @@
 namespace tickd::e2e {
 namespace {
 
-std::vector<LogLine> Events(const std::vector<LogLine>& lines, const std::string& event,
-                            const std::string& job) {
-  std::vector<LogLine> out;
-  for (const LogLine& l : lines) {
-    if (l.event == event && l.Get("job") == job) out.push_back(l);
-  }
-  return out;
-}
-
 TEST_CASE("orders: three replicas close every stale order exactly once", "[e2e][plugins]") {
   auto backend = MakeSqliteFixture();
   OrdersOutcome out = RunOrdersCleanup(*backend, /*check_fence=*/true);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
-#include <ctime>
 #include <map>
 #include <set>
 #include <sstream>
@@ -55,25 +54,6 @@ std::string MustRunTickd(BackendFixture& backend, std::vector<std::string> args)
   INFO(output);
   REQUIRE(status == 0);
   return output;
-}
-
-// The `tick=` spelling of a tick: RFC 3339 UTC ("2026-11-21T14:00:00Z").
-std::string UtcRfc3339(long long unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::vector<LogLine> Events(const std::vector<LogLine>& lines, const std::string& event,
-                            const std::string& job) {
-  std::vector<LogLine> out;
-  for (const LogLine& l : lines) {
-    if (l.event == event && l.Get("job") == job) out.push_back(l);
-  }
-  return out;
 }
 
 void StopAll(Cluster& cluster) {
@@ -145,7 +125,7 @@ void ScenarioSkewedReplicas(BackendFixture& backend) {
   // clock lags may, while starting, still win an older tick nobody claimed yet.)
   unsigned long long last_fence = 0;
   for (const auto& [tick, r] : starts) {
-    if (UtcRfc3339(tick) <= from || UtcRfc3339(tick) >= to) continue;
+    if (TickText(tick) <= from || TickText(tick) >= to) continue;
     CHECK(r.fence > last_fence);
     last_fence = r.fence;
   }
@@ -250,10 +230,10 @@ void ScenarioWrongClock(BackendFixture& backend) {
     std::string said;
     int busy_behind = 0;
     for (const LogLine& l : lines) {
-      if (l.Get("job") != "every2" || l.Get("tick") != UtcRfc3339(t)) continue;
+      if (l.Get("job") != "every2" || l.Get("tick") != TickText(t)) continue;
       said += l.raw + "\n";
       busy_behind += l.event == "tick" && (l.Get("node") == "node-a" || l.Get("node") == "node-b") &&
-                     l.Get("outcome") == "busy" && l.Get("holder_tick") == UtcRfc3339(t - 2) &&
+                     l.Get("outcome") == "busy" && l.Get("holder_tick") == TickText(t - 2) &&
                      (l.Get("holder") == "node-a" || l.Get("holder") == "node-b");
     }
     INFO("tick " << t << " did not run; its lines:\n" << said);
@@ -513,14 +493,14 @@ void ScenarioPauseResume(BackendFixture& backend) {
       }
     }
     INFO(r->node() << ":\n" << r->LogText());
-    for (long long t = first_paused; t <= last_paused; ++t) CHECK(skipped.contains(UtcRfc3339(t)));
+    for (long long t = first_paused; t <= last_paused; ++t) CHECK(skipped.contains(TickText(t)));
   }
   // beat ran on through the pause, once per tick.
   std::map<std::string, int> beat_wins;
   for (const LogLine& l : Events(lines, "tick", "beat")) {
     if (l.Get("outcome") == "won") ++beat_wins[l.Get("tick")];
   }
-  for (long long t = first_paused; t <= last_paused; ++t) CHECK(beat_wins[UtcRfc3339(t)] == 1);
+  for (long long t = first_paused; t <= last_paused; ++t) CHECK(beat_wins[TickText(t)] == 1);
   // steady: every tick that ran, ran once.
   std::map<long long, int> starts;
   for (const RunRecord& r : ReadRuns(runs_file)) {
@@ -580,7 +560,7 @@ void ScenarioRetries(BackendFixture& backend) {
   unsigned long long previous_tick_fence = 0;
   int checked = 0;
   for (const auto& [tick, tries] : read_tries()) {
-    const std::string tick_text = UtcRfc3339(tick);
+    const std::string tick_text = TickText(tick);
     INFO("tick " << tick_text);
     if (tries.size() < 3 || !runs.contains(tick_text)) continue;  // cut off by the stop
     REQUIRE(tries.size() == 3);
@@ -843,7 +823,7 @@ void ScenarioSpread(BackendFixture& backend) {
   // What `tickd next` says: (job, T) → due instant (ms). Judged: ticks from 3 s after
   // the start (every replica is up) whose due instant is 2 s before the stop.
   std::map<std::pair<std::string, long long>, long long> due_of;
-  const std::string from = UtcRfc3339(started_ms / 1000);
+  const std::string from = TickText(started_ms / 1000);
   for (const std::string job : {"spread-a", "spread-b", "spread-c", "hashed"}) {
     auto [status, output] = RunCommand(
         {TICKD_BINARY, "next", "-c", file.string(), "--job", job, "--from", from, "-n", "40"});
@@ -881,14 +861,14 @@ void ScenarioSpread(BackendFixture& backend) {
     INFO(key.first << " tick " << key.second);
     auto [status, output] =
         RunCommand({TICKD_BINARY, "next", "-c", file.string(), "--job", key.first, "--from",
-                    UtcRfc3339(key.second - 1), "-n", "1"});
+                    TickText(key.second - 1), "-n", "1"});
     REQUIRE(status == 0);
     const std::size_t sep = output.find(" tick=");
     const std::string tick_text = sep == std::string::npos ? output : output.substr(sep + 6);
     CHECK(UnixMs(tick_text.substr(0, tick_text.find('\n'))) == key.second * 1000);
   }
   for (const auto& [key, due_ms] : due_of) {
-    INFO(key.first << " tick " << UtcRfc3339(key.second) << " due " << due_ms);
+    INFO(key.first << " tick " << TickText(key.second) << " due " << due_ms);
     auto it = starts.find(key);
     REQUIRE(it != starts.end());
     REQUIRE(it->second.size() == 1);
@@ -907,7 +887,7 @@ void ScenarioSpread(BackendFixture& backend) {
     tick_lines[{l.Get("job"), UnixMs(l.Get("tick")) / 1000}].push_back(l);
   }
   for (const auto& [key, due_ms] : due_of) {
-    INFO(key.first << " tick " << UtcRfc3339(key.second) << " due " << due_ms);
+    INFO(key.first << " tick " << TickText(key.second) << " due " << due_ms);
     const auto& lines = tick_lines[key];
     REQUIRE(lines.size() == 3);
     int won = 0;

@@ -360,15 +360,6 @@ std::int64_t UnixNowMs() {
       .count();
 }
 
-std::vector<LogLine> LinesOf(const Replica& r, const std::string& event, const std::string& job,
-                             const std::string& tick) {
-  std::vector<LogLine> out;
-  for (const LogLine& l : r.Lines()) {
-    if (l.event == event && l.Get("job") == job && l.Get("tick") == tick) out.push_back(l);
-  }
-  return out;
-}
-
 TEST_CASE("sqlite: a claim the store did not answer is sent again, and the tick runs once the "
           "store answers within its starting deadline",
           "[e2e][sqlite]") {
@@ -390,24 +381,24 @@ TEST_CASE("sqlite: a claim the store did not answer is sent again, and the tick 
     std::this_thread::sleep_for(std::chrono::milliseconds(t_ms - 700 - UnixNowMs()));
     StoreLocked locked(cluster.dir() / "tickd.db");
     const std::string t = TickText(t_ms / 1000);
-    const bool in_time = UnixNowMs() < t_ms - 300 && LinesOf(replica, "tick", "ten", t).empty();
+    const bool in_time = UnixNowMs() < t_ms - 300 && Events(replica.Lines(), "tick", "ten", t).empty();
     std::this_thread::sleep_for(std::chrono::milliseconds(t_ms + 2'500 - UnixNowMs()));
     locked.Release();
     if (in_time) tick = t;
   }
   REQUIRE_FALSE(tick.empty());
-  REQUIRE(Cluster::WaitUntil([&] { return !LinesOf(replica, "run", "ten", tick).empty(); },
+  REQUIRE(Cluster::WaitUntil([&] { return !Events(replica.Lines(), "run", "ten", tick).empty(); },
                              std::chrono::seconds(15)));
   INFO(replica.LogText());
-  const auto retried = LinesOf(replica, "claim", "ten", tick);
+  const auto retried = Events(replica.Lines(), "claim", "ten", tick);
   REQUIRE(retried.size() >= 1);
   CHECK(retried[0].level == "warn");
   CHECK(retried[0].Get("outcome") == "error");
   CHECK(retried[0].Get("retry_in") == "1.000s");
-  const auto ticks = LinesOf(replica, "tick", "ten", tick);
+  const auto ticks = Events(replica.Lines(), "tick", "ten", tick);
   REQUIRE(ticks.size() == 1);  // one tick line: the answer that decided
   CHECK(ticks[0].Get("outcome") == "won");
-  const auto runs = LinesOf(replica, "run", "ten", tick);
+  const auto runs = Events(replica.Lines(), "run", "ten", tick);
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].Get("outcome") == "done");
 }
@@ -441,14 +432,14 @@ TEST_CASE("sqlite: a run killed while the store was out of reach shows lease-los
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }
   INFO(replica.LogText());
-  const auto runs = LinesOf(replica, "run", "long", tick);
+  const auto runs = Events(replica.Lines(), "run", "long", tick);
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].Get("outcome") == "lease-lost");
-  CHECK_FALSE(LinesOf(replica, "complete", "long", tick).empty());  // outcome=error
+  CHECK_FALSE(Events(replica.Lines(), "complete", "long", tick).empty());  // outcome=error
   // Free again: the complete, sent again, lands; the store shows how the run ended.
   REQUIRE(Cluster::WaitUntil(
       [&] {
-        for (const LogLine& l : LinesOf(replica, "complete", "long", tick)) {
+        for (const LogLine& l : Events(replica.Lines(), "complete", "long", tick)) {
           if (l.Get("outcome") == "completed" && !l.Get("late").empty()) return true;
         }
         return false;
